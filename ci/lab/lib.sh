@@ -1,0 +1,369 @@
+# shellcheck shell=bash
+# Shared helpers of the faultline local lab (ci/lab/*). Sourced, never executed.
+# Everything here only touches the lab's own network namespaces (fl-lab-*), its bridge
+# (fl-lab-br0), its veths (fl-lab-v*), its subnet and processes whose pids it recorded.
+
+LAB_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+LAB_REPO="$(cd "$LAB_LIB_DIR/../.." && pwd)"
+# shellcheck source=ci/lab/versions.env
+. "$LAB_LIB_DIR/versions.env"
+
+LAB_DIR="${LAB_DIR:-$LAB_REPO/target/lab}"
+LAB_CACHE="${FAULTLINE_LAB_CACHE:-$HOME/.cache/faultline-lab}"
+LAB_BRIDGE=fl-lab-br0
+LAB_HOST_IP="$LAB_SUBNET_PREFIX.1"
+LAB_API_PORT=6443
+LAB_ETCD_CLIENT=127.0.0.1:23790     # loopback only, off the usual 2379 so it never clashes
+LAB_ETCD_PEER=127.0.0.1:23800
+LAB_PIDS="$LAB_DIR/pids"
+LAB_LOGS="$LAB_DIR/logs"
+LAB_PKI="$LAB_DIR/pki"
+LAB_KUBECONFIG="$LAB_DIR/kubeconfig"
+LAB_NODES_FILE="$LAB_DIR/nodes.list"   # "name address role index" per line, written by up
+LAB_BIN="$LAB_DIR/bin"
+KUBECTL="$LAB_BIN/kubectl"
+
+log()  { printf '%s lab: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die()  { printf '%s lab: ERROR: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; exit 1; }
+need_root() { [[ $(id -u) == 0 ]] || die "the lab needs root (network namespaces, bridge, sshd); run: sudo $0 $*"; }
+
+valid_node_name() { [[ "$1" =~ ^[a-z0-9-]+$ ]] || die "invalid node name: '$1' (want ^[a-z0-9-]+\$)"; }
+
+# ---------------------------------------------------------------- timers
+# Echo the preset's values as shell assignments.
+lab_timers() {
+  case "${1:-$LAB_TIMERS}" in
+    fast)
+      TIMER_NODE_MONITOR_PERIOD=2s
+      TIMER_NODE_MONITOR_GRACE=20s
+      TIMER_NODE_STARTUP_GRACE=30s
+      TIMER_UNREACHABLE_TOLERATION=30
+      TIMER_NOTREADY_TOLERATION=30
+      TIMER_LEASE_SECONDS=10          # kwok renews every lease/4 = 2.5 s, well inside the 20 s grace
+      ;;
+    real)
+      TIMER_NODE_MONITOR_PERIOD=5s
+      TIMER_NODE_MONITOR_GRACE=50s
+      TIMER_NODE_STARTUP_GRACE=1m0s
+      TIMER_UNREACHABLE_TOLERATION=300
+      TIMER_NOTREADY_TOLERATION=300
+      TIMER_LEASE_SECONDS=40          # kubelet default; renewed every 10 s
+      ;;
+    *) die "LAB_TIMERS must be fast or real, not '${1:-$LAB_TIMERS}'" ;;
+  esac
+}
+
+# The preset a running lab was started with (target/lab/env), else LAB_TIMERS.
+lab_load_env() {
+  if [[ -f "$LAB_DIR/env" ]]; then
+    # shellcheck disable=SC1091
+    . "$LAB_DIR/env"
+  fi
+  lab_timers "$LAB_TIMERS"
+}
+
+# ---------------------------------------------------------------- binaries
+lab_bin_dirs() { "$LAB_LIB_DIR/build" --print-dirs; }
+
+lab_link_bins() {
+  local d b
+  mkdir -p "$LAB_BIN"
+  while read -r d; do
+    for b in "$d"/*; do [[ -x "$b" ]] && ln -sfn "$b" "$LAB_BIN/$(basename "$b")"; done
+  done < <(lab_bin_dirs)
+}
+
+# ---------------------------------------------------------------- processes
+# Pid files hold "PID STARTTIME"; a pid only counts as ours if /proc/PID/stat still shows
+# the same start time (pids get reused).
+proc_starttime() {
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  # shellcheck disable=SC2086
+  set -- $stat
+  printf '%s\n' "${20}"
+}
+
+pidfile_of() { printf '%s/%s.pid\n' "$LAB_PIDS" "$1"; }
+
+# record NAME PID
+record_pid() {
+  local st
+  mkdir -p "$LAB_PIDS"
+  st="$(proc_starttime "$2")" || die "process $1 ($2) died at once; see $LAB_LOGS/$1.log"
+  printf '%s %s\n' "$2" "$st" >"$(pidfile_of "$1")"
+}
+
+# live_pid NAME: prints the pid if the recorded process is still the same one.
+live_pid() {
+  local f pid st cur
+  f="$(pidfile_of "$1")"
+  [[ -f "$f" ]] || return 1
+  read -r pid st <"$f" || return 1
+  [[ -n "${pid:-}" && -n "${st:-}" ]] || return 1
+  cur="$(proc_starttime "$pid")" || return 1
+  [[ "$cur" == "$st" ]] || return 1
+  printf '%s\n' "$pid"
+}
+
+# start_proc NAME CMD...: detached (own session), output to logs/NAME.log, pid recorded.
+start_proc() {
+  local name="$1" pid
+  shift
+  mkdir -p "$LAB_LOGS"
+  printf '\n=== %s starting: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$LAB_LOGS/$name.log"
+  setsid "$@" </dev/null >>"$LAB_LOGS/$name.log" 2>&1 &
+  pid=$!
+  sleep 0.2
+  record_pid "$name" "$pid"
+}
+
+# stop_proc NAME [SIGNAL]: stops the recorded process (only if it is still ours).
+stop_proc() {
+  local name="$1" sig="${2:-TERM}" pid i
+  if pid="$(live_pid "$name")"; then
+    kill "-$sig" "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+      live_pid "$name" >/dev/null || break
+      sleep 0.1
+    done
+    if live_pid "$name" >/dev/null; then kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
+  fi
+  rm -f "$(pidfile_of "$name")"
+}
+
+# wait_for DESCRIPTION TIMEOUT_SECONDS CMD...: polls CMD every 0.5 s.
+wait_for() {
+  local what="$1" timeout="$2" start
+  shift 2
+  start=$(date +%s)
+  until "$@" >/dev/null 2>&1; do
+    (( $(date +%s) - start < timeout )) || { log "timed out after ${timeout}s waiting for $what"; return 1; }
+    sleep 0.5
+  done
+}
+
+# ---------------------------------------------------------------- nodes
+lab_netns()  { printf 'fl-%s\n' "$1"; }            # lab-worker-1 -> fl-lab-worker-1
+lab_hostveth() { printf 'fl-lab-v%s\n' "$1"; }     # by index: fl-lab-v1 ...
+lab_nodedir() { printf '%s/nodes/%s\n' "$LAB_DIR" "$1"; }
+
+# Write nodes.list from LAB_WORKERS / LAB_CONTROL_PLANE_NODES (workers first: .11, .12, ...).
+lab_plan_nodes() {
+  local i idx=0 n="$LAB_WORKERS" c="$LAB_CONTROL_PLANE_NODES"
+  [[ "$n" =~ ^[0-9]+$ && "$c" =~ ^[0-9]+$ ]] || die "LAB_WORKERS/LAB_CONTROL_PLANE_NODES must be numbers"
+  (( n + c >= 1 && n + c <= 100 )) || die "between 1 and 100 nodes, please"
+  : >"$LAB_NODES_FILE.tmp"
+  for ((i = 1; i <= n; i++)); do
+    idx=$((idx + 1)); echo "lab-worker-$i $LAB_SUBNET_PREFIX.$((10 + idx)) worker $idx" >>"$LAB_NODES_FILE.tmp"
+  done
+  for ((i = 1; i <= c; i++)); do
+    idx=$((idx + 1)); echo "lab-cp-$i $LAB_SUBNET_PREFIX.$((10 + idx)) control-plane $idx" >>"$LAB_NODES_FILE.tmp"
+  done
+  mv "$LAB_NODES_FILE.tmp" "$LAB_NODES_FILE"
+}
+
+lab_nodes() { [[ -f "$LAB_NODES_FILE" ]] && awk '{print $1}' "$LAB_NODES_FILE"; }
+
+# node_info NODE -> sets NODE_ADDR NODE_ROLE NODE_IDX (dies if unknown)
+node_info() {
+  local line
+  valid_node_name "$1"
+  line="$(awk -v n="$1" '$1 == n' "$LAB_NODES_FILE" 2>/dev/null)"
+  [[ -n "$line" ]] || die "no lab node named '$1' (see $LAB_NODES_FILE)"
+  read -r _ NODE_ADDR NODE_ROLE NODE_IDX <<<"$line"
+}
+
+# Which node am I on? (used by node-ctl over SSH)
+current_node() {
+  local ns
+  if [[ -n "${FAULTLINE_LAB_NODE:-}" ]]; then printf '%s\n' "$FAULTLINE_LAB_NODE"; return; fi
+  ns="$(ip netns identify $$ 2>/dev/null || true)"
+  if [[ "$ns" == fl-lab-* ]]; then printf '%s\n' "${ns#fl-}"; return; fi
+  die "not on a lab node (no FAULTLINE_LAB_NODE, netns '${ns:-host}')"
+}
+
+# Run a command inside the node's network namespace with the node's hostname.
+in_node() {
+  local node="$1"
+  shift
+  ip netns exec "$(lab_netns "$node")" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$node" "$@"
+}
+
+node_net_up() {
+  local node="$1" ns hv
+  node_info "$node"
+  ns="$(lab_netns "$node")"; hv="$(lab_hostveth "$NODE_IDX")"
+  ip netns list | awk '{print $1}' | grep -qx "$ns" || ip netns add "$ns"
+  if ! ip link show "$hv" >/dev/null 2>&1; then
+    ip link add "$hv" type veth peer name eth0 netns "$ns"
+    ip link set "$hv" master "$LAB_BRIDGE"
+  fi
+  ip link set "$hv" up
+  ip -n "$ns" link set lo up
+  ip -n "$ns" addr replace "$NODE_ADDR/24" dev eth0
+  ip -n "$ns" link set eth0 up
+}
+
+node_net_down() {   # power off: the node's address goes dark
+  local node="$1" ns
+  node_info "$node"
+  ns="$(lab_netns "$node")"
+  ip -n "$ns" link set eth0 down 2>/dev/null || true
+  ip link set "$(lab_hostveth "$NODE_IDX")" down 2>/dev/null || true
+}
+
+node_power_state() { cat "$(lab_nodedir "$1")/power" 2>/dev/null || echo off; }
+set_power_state() { mkdir -p "$(lab_nodedir "$1")"; echo "$2" >"$(lab_nodedir "$1")/power"; }
+
+start_sshd() {
+  local node="$1" d
+  node_info "$node"
+  live_pid "$node.sshd" >/dev/null && return 0
+  d="$(lab_nodedir "$node")"
+  mkdir -p /run/sshd   # privilege-separation dir hard-coded in Debian's sshd
+  start_proc "$node.sshd" ip netns exec "$(lab_netns "$node")" unshare --uts \
+    sh -c 'hostname "$0" && exec "$@"' "$node" /usr/sbin/sshd -D -e -f "$d/sshd_config"
+}
+
+# The node's "kubelet": re-registers the Node object if it is missing (as a kubelet does at
+# start), then runs kwok for this node only, from the node's own address.
+node_manifest() {
+  local node="$1" role_label taint=""
+  node_info "$node"
+  if [[ "$NODE_ROLE" == control-plane ]]; then
+    role_label='node-role.kubernetes.io/control-plane: ""'
+    taint='  taints:
+  - key: node-role.kubernetes.io/control-plane
+    effect: NoSchedule'
+  else
+    role_label='node-role.kubernetes.io/worker: ""'
+  fi
+  cat <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: $node
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+    faultline.dev/lab-address: "$NODE_ADDR"
+  labels:
+    kubernetes.io/hostname: $node
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    $role_label
+    type: kwok
+spec:
+  podCIDR: 10.244.$NODE_IDX.0/24
+  podCIDRs: [10.244.$NODE_IDX.0/24]
+$taint
+status:
+  capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+  addresses:
+  - {type: InternalIP, address: "$NODE_ADDR"}
+  - {type: Hostname, address: "$node"}
+  nodeInfo:
+    kubeletVersion: $K8S_VERSION
+    kubeProxyVersion: ""
+    operatingSystem: linux
+    architecture: amd64
+    containerRuntimeVersion: kwok://$KWOK_VERSION
+EOF
+}
+
+register_node() {
+  local node="$1" i
+  for ((i = 0; i < 15; i++)); do
+    if ip netns exec "$(lab_netns "$node")" "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" --request-timeout=5s \
+         get node "$node" >/dev/null 2>&1; then return 0; fi
+    if node_manifest "$node" | ip netns exec "$(lab_netns "$node")" "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" \
+         --request-timeout=5s create -f - >/dev/null 2>>"$LAB_LOGS/$node.kubelet.log"; then
+      log "registered Node $node"
+      return 0
+    fi
+    sleep 2
+  done
+  log "WARNING: could not register Node $node (API server unreachable from $NODE_ADDR?); starting kwok anyway"
+}
+
+start_kubelet() {
+  local node="$1"
+  lab_load_env
+  node_info "$node"
+  live_pid "$node.kubelet" >/dev/null && return 0
+  register_node "$node"
+  start_proc "$node.kubelet" ip netns exec "$(lab_netns "$node")" unshare --uts \
+    sh -c 'hostname "$0" && exec "$@"' "$node" "$LAB_BIN/kwok" \
+    --config "$LAB_LIB_DIR/kwok.yaml" \
+    --kubeconfig "$LAB_KUBECONFIG" \
+    --manage-single-node "$node" \
+    --node-ip "$NODE_ADDR" --node-name "$node" --node-port 10250 \
+    --server-address "$NODE_ADDR:10250" \
+    --cidr "10.244.$NODE_IDX.0/24" \
+    --node-lease-duration-seconds "$TIMER_LEASE_SECONDS"
+}
+
+stop_kubelet() { stop_proc "$1.kubelet"; }
+
+# Power on: link up, sshd, kubelet.
+node_power_on() {
+  local node="$1"
+  node_net_up "$node"
+  set_power_state "$node" on
+  start_sshd "$node"
+  start_kubelet "$node"
+}
+
+# Kill every process in the node's network namespace (sshd, its sessions, kwok, ...)
+# except the caller ($1 = pid to spare). Recorded pid files are dropped.
+node_kill_all() {
+  local node="$1" spare="${2:-}" ns p i
+  ns="$(lab_netns "$node")"
+  stop_proc "$node.kubelet"
+  stop_proc "$node.sshd"
+  for i in 1 2 3; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do
+      [[ "$p" == "$spare" || "$p" == "$$" || "$p" == "$BASHPID" ]] && continue
+      kill -KILL "$p" 2>/dev/null || true
+    done
+    sleep 0.2
+  done
+}
+
+node_power_off() {
+  local node="$1"
+  node_info "$node"
+  set_power_state "$node" off
+  node_kill_all "$node" "${2:-}"
+  node_net_down "$node"
+}
+
+# ---------------------------------------------------------------- control plane
+kube() { "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" "$@"; }
+
+apiserver_ready() { kube --request-timeout=3s get --raw /readyz >/dev/null 2>&1; }
+
+start_apiserver() {
+  lab_load_env
+  live_pid apiserver >/dev/null && return 0
+  start_proc apiserver "$LAB_BIN/kube-apiserver" \
+    --advertise-address="$LAB_HOST_IP" --bind-address="$LAB_HOST_IP" --secure-port="$LAB_API_PORT" \
+    --etcd-servers="http://$LAB_ETCD_CLIENT" \
+    --service-cluster-ip-range="$LAB_SERVICE_CIDR" \
+    --client-ca-file="$LAB_PKI/ca.crt" \
+    --tls-cert-file="$LAB_PKI/apiserver.crt" --tls-private-key-file="$LAB_PKI/apiserver.key" \
+    --kubelet-client-certificate="$LAB_PKI/admin.crt" --kubelet-client-key="$LAB_PKI/admin.key" \
+    --service-account-key-file="$LAB_PKI/sa.pub" \
+    --service-account-signing-key-file="$LAB_PKI/sa.key" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --authorization-mode=RBAC --allow-privileged=true \
+    --default-unreachable-toleration-seconds="$TIMER_UNREACHABLE_TOLERATION" \
+    --default-not-ready-toleration-seconds="$TIMER_NOTREADY_TOLERATION" \
+    --profiling=false --v=1
+  wait_for "kube-apiserver /readyz" 90 apiserver_ready || die "kube-apiserver not ready; see $LAB_LOGS/apiserver.log"
+}
+
+stop_apiserver() { stop_proc apiserver; }

@@ -1,0 +1,3 @@
+//! The experiment file format: types, parsing, and validation with file:line:column.
+
+pub mod model;

@@ -1,0 +1,557 @@
+//! The validated experiment: what the runner executes and the judge checks.
+//!
+//! These types are produced only by validation (`experiment::load` / `parse`), never by
+//! hand-written YAML mapping in other stages, so every later stage can trust them: every
+//! target name used by a step or an expectation exists, every step name referenced exists,
+//! every bound only uses symbols the run can resolve.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// One experiment, validated.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Experiment {
+    /// Short identifier, used as the JUnit test-suite name and in report file names.
+    pub name: String,
+    /// Free text shown in reports: what the experiment proves and which observation it comes from.
+    pub description: String,
+    /// Free labels for selecting experiments (`--tag`).
+    pub tags: Vec<String>,
+    /// The file this experiment was read from, for messages and for resolving relative paths.
+    pub source: PathBuf,
+    /// Default namespace for workload references written without one.
+    pub namespace: String,
+    /// Named node sets, resolved against the cluster at run time.
+    pub targets: Vec<TargetSpec>,
+    /// Manifests applied before the fault and waited for.
+    pub setup: Setup,
+    /// What is removed after the run.
+    pub teardown: Teardown,
+    /// Actions on a timeline.
+    pub steps: Vec<Step>,
+    /// Expectations over the observed timeline; each is one JUnit test case.
+    pub expectations: Vec<Expectation>,
+    /// How long to keep observing, and what to observe.
+    pub observe: ObserveSpec,
+    /// Blast-radius settings the experiment opts into explicitly.
+    pub safety: SafetySpec,
+}
+
+/// A named set of nodes chosen by a selector.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetSpec {
+    /// Name steps and expectations use to refer to this set.
+    pub name: String,
+    /// How candidate nodes are chosen.
+    pub selector: NodeSelector,
+    /// How many of the matching nodes to take; `None` takes all of them.
+    pub count: Option<u32>,
+}
+
+/// Criteria for choosing nodes; every criterion given must hold.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct NodeSelector {
+    /// Exact node names.
+    pub names: Vec<String>,
+    /// Label equality requirements.
+    pub labels: BTreeMap<String, String>,
+    /// Node role, from the `node-role.kubernetes.io/*` labels.
+    pub role: Option<NodeRole>,
+    /// Only nodes currently running pods of this workload.
+    pub running_pods_of: Option<WorkloadRef>,
+    /// Never pick a node already chosen by these earlier targets.
+    pub exclude_targets: Vec<String>,
+}
+
+/// Role of a node as Kubernetes labels it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeRole {
+    /// Any node without a control-plane role label.
+    Worker,
+    /// Nodes labelled `node-role.kubernetes.io/control-plane` (or legacy `master`).
+    ControlPlane,
+}
+
+/// A workload named as `kind/name` in a namespace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct WorkloadRef {
+    /// The workload's kind.
+    pub kind: WorkloadKind,
+    /// Namespace (defaulted from the experiment's namespace).
+    pub namespace: String,
+    /// Object name.
+    pub name: String,
+}
+
+/// The workload kinds faultline follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum WorkloadKind {
+    /// apps/v1 Deployment (pods owned through a ReplicaSet).
+    Deployment,
+    /// apps/v1 StatefulSet.
+    StatefulSet,
+    /// apps/v1 DaemonSet.
+    DaemonSet,
+}
+
+/// Manifests to apply before the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Setup {
+    /// Manifest files (multi-document YAML), resolved relative to the experiment file's directory.
+    pub manifests: Vec<PathBuf>,
+    /// How long to wait for applied workloads to be fully available.
+    pub wait_timeout: Duration,
+}
+
+/// What to remove after the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Teardown {
+    /// Delete the setup manifests' objects after the run.
+    pub delete_manifests: bool,
+}
+
+/// One action at a point of the experiment's timeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// Unique name; expectations and later steps refer to it.
+    pub name: String,
+    /// When the step runs.
+    pub at: StepTime,
+    /// What it does.
+    pub action: Action,
+    /// The target (node set) it acts on; `None` only for actions that need none.
+    pub target: Option<String>,
+    /// Upper bound on how long the action itself may take.
+    pub timeout: Duration,
+}
+
+/// When a step is issued.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum StepTime {
+    /// At an offset from the experiment's start (the moment the first step may run).
+    Offset(Bound),
+    /// A delay after another step finished.
+    AfterStep {
+        /// Name of the earlier step.
+        step: String,
+        /// Delay after it finished.
+        delay: Bound,
+    },
+    /// A delay after an observed state is first reached.
+    When {
+        /// What is watched.
+        subject: Subject,
+        /// The state that triggers the step.
+        state: StateMatch,
+        /// Delay after the state was observed.
+        delay: Bound,
+    },
+}
+
+/// Something faultline does to a node or through the API.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Action {
+    /// Stop the kubelet (or the service that hosts it).
+    KubeletStop,
+    /// Start the kubelet again.
+    KubeletStart,
+    /// Restart the kubelet.
+    KubeletRestart,
+    /// Reboot the node; the SSH session dropping is the expected outcome.
+    Reboot,
+    /// Power the node off (over SSH or out of band).
+    PowerOff,
+    /// Power the node on, always out of band.
+    PowerOn,
+    /// Cut the node off from the API server.
+    Partition,
+    /// Undo a partition.
+    Heal,
+    /// Run a shell command on the node; `undo` runs at restore time.
+    Run {
+        /// Command run by the node's shell.
+        command: String,
+        /// Command that undoes it, if any.
+        undo: Option<String>,
+    },
+    /// Mark the node unschedulable.
+    Cordon,
+    /// Mark the node schedulable again.
+    Uncordon,
+    /// Cordon and evict the node's pods (DaemonSet pods are left alone).
+    Drain,
+    /// Delete the Node object.
+    DeleteNode,
+    /// Delete pods, optionally with grace period 0 (force).
+    DeletePods {
+        /// Which pods.
+        pods: PodSelector,
+        /// Delete with `gracePeriodSeconds: 0`.
+        force: bool,
+    },
+    /// Delete a PersistentVolumeClaim, optionally stripping its finalizers first.
+    DeletePvc {
+        /// Namespace of the claim.
+        namespace: String,
+        /// Claim name.
+        name: String,
+        /// Remove `metadata.finalizers` so the claim goes away even while in use.
+        remove_finalizers: bool,
+    },
+    /// Add a taint to the node.
+    Taint(TaintSpec),
+    /// Remove a taint from the node.
+    Untaint(TaintSpec),
+}
+
+/// A taint as written in an experiment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaintSpec {
+    /// Taint key.
+    pub key: String,
+    /// Optional value.
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+/// Pods chosen for an action.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PodSelector {
+    /// Pods of this workload.
+    pub workload: Option<WorkloadRef>,
+    /// Namespace used with `labels` when no workload is given.
+    pub namespace: String,
+    /// Label equality requirements.
+    pub labels: BTreeMap<String, String>,
+    /// Only pods on nodes of this target.
+    pub on: Option<String>,
+}
+
+/// Observation settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObserveSpec {
+    /// How long to keep observing after the last step was issued; `None` = derived
+    /// from the expectations' bounds plus a margin.
+    pub after_last_step: Option<Bound>,
+    /// Namespaces whose pods are watched (defaults to the namespaces of referenced workloads).
+    pub namespaces: Vec<String>,
+}
+
+/// Blast-radius permissions an experiment must state explicitly.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SafetySpec {
+    /// Most nodes this experiment may take down at once (default 1).
+    pub max_nodes_down: Option<u32>,
+    /// Allow faults on control-plane nodes.
+    pub allow_control_plane: bool,
+}
+
+/// One expectation; one JUnit test case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Expectation {
+    /// Test-case name; unique within the experiment.
+    pub name: String,
+    /// What is looked at.
+    pub subject: Subject,
+    /// What must hold.
+    pub check: Check,
+    /// Time zero for this expectation's bounds: the moment this step was issued.
+    /// Validation defaults it to the first step.
+    pub since: String,
+    /// Capabilities the cluster must have for this expectation to be decidable
+    /// (e.g. `containers`); where the profile lacks one the case is reported skipped.
+    pub requires: Vec<String>,
+}
+
+/// The thing an expectation is about.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Subject {
+    /// Every node of a target.
+    Node {
+        /// Target name.
+        target: String,
+    },
+    /// A set of pods.
+    Pods(PodSubject),
+    /// A workload's replica counts.
+    Workload(WorkloadRef),
+}
+
+/// A set of pods an expectation quantifies over.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PodSubject {
+    /// Pods of this workload.
+    pub workload: WorkloadRef,
+    /// Only pods on nodes of this target.
+    pub on: Option<String>,
+    /// Only pods not on nodes of this target.
+    pub not_on: Option<String>,
+    /// Which generation of pods.
+    pub generation: PodGeneration,
+    /// How many of the set must satisfy the check.
+    pub quantifier: Quantifier,
+}
+
+/// Which pods a pod subject means, relative to the expectation's `since` step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PodGeneration {
+    /// Pods that existed when the `since` step was issued.
+    Existing,
+    /// Pods created after the `since` step was issued (replacements).
+    Replacements,
+}
+
+/// How many members of a set must satisfy a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Quantifier {
+    /// Every member (an empty set fails: nothing was there to check).
+    All,
+    /// At least one member.
+    Any,
+    /// At least this many members.
+    AtLeast(u32),
+}
+
+/// What must hold for the subject.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Check {
+    /// The subject reaches the state inside the window.
+    Becomes {
+        /// Target state.
+        state: StateMatch,
+        /// When it must happen.
+        window: Window,
+    },
+    /// The subject is in the state from `since` until the end of the hold.
+    Stays {
+        /// State that must hold.
+        state: StateMatch,
+        /// Until when.
+        until: Until,
+    },
+    /// The subject is never in the state after `since`.
+    Never {
+        /// Forbidden state.
+        state: StateMatch,
+    },
+    /// Container restart counts changed (`true`) or stayed the same (`false`).
+    Restarts {
+        /// Whether a change is expected.
+        changed: bool,
+    },
+    /// The pods were replaced by new objects (`true`, new UID) or kept (`false`, same UID).
+    Replaced {
+        /// Whether replacement is expected.
+        replaced: bool,
+    },
+}
+
+/// The time window of a `becomes` check, relative to the `since` step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Window {
+    /// Any time before observation ends (`eventually`).
+    Eventually,
+    /// No later than the bound.
+    Within(Bound),
+    /// No earlier than the bound.
+    After(Bound),
+    /// Between the two bounds, inclusive.
+    Between(Bound, Bound),
+}
+
+/// End of a `stays` hold.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Until {
+    /// Until the named step is issued.
+    Step(String),
+    /// For this long after `since`.
+    For(Bound),
+    /// Until observation ends.
+    End,
+}
+
+/// A state a subject can be in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "of", content = "state", rename_all = "kebab-case")]
+pub enum StateMatch {
+    /// A node state.
+    Node(NodeStateMatch),
+    /// A pod state.
+    Pod(PodStateMatch),
+    /// A workload state.
+    Workload(WorkloadStateMatch),
+}
+
+/// Node states an expectation can name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeStateMatch {
+    /// Ready condition True.
+    Ready,
+    /// Ready condition not True (False or Unknown), as kubectl's `NotReady`.
+    NotReady,
+    /// Ready condition Unknown (the controller stopped hearing from the kubelet).
+    Unknown,
+    /// Ready condition False (the kubelet reports itself unhealthy).
+    ReadyFalse,
+    /// Carries a taint with this key (and effect, if given).
+    Tainted {
+        /// Taint key.
+        key: String,
+        /// Taint effect, if it matters.
+        effect: Option<String>,
+    },
+    /// `spec.unschedulable` is true.
+    Unschedulable,
+    /// The Node object does not exist.
+    Gone,
+}
+
+/// Pod states an expectation can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PodStateMatch {
+    /// Phase Pending.
+    Pending,
+    /// Phase Running (whatever readiness says).
+    Running,
+    /// Ready condition True and not terminating.
+    Ready,
+    /// Not Ready (condition False or missing) while it exists.
+    NotReady,
+    /// `deletionTimestamp` set.
+    Terminating,
+    /// The pod object no longer exists.
+    Gone,
+}
+
+/// Workload states an expectation can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadStateMatch {
+    /// Available replicas equal desired (for a DaemonSet: numberAvailable = desiredNumberScheduled).
+    Available,
+    /// Fewer available replicas than desired.
+    Degraded,
+    /// Ready replicas equal desired.
+    Ready,
+}
+
+/// A duration written as a sum of fixed durations and symbols from the cluster, such as
+/// `grace + toleration + 30s` or `2 * grace`. Resolved at judge time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bound {
+    /// The terms, added together.
+    pub terms: Vec<BoundTerm>,
+}
+
+/// One term of a bound: `factor * symbol`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BoundTerm {
+    /// Multiplier (1.0 when none is written).
+    pub factor: f64,
+    /// What is multiplied.
+    pub symbol: BoundSymbol,
+}
+
+/// Values a bound may refer to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BoundSymbol {
+    /// A fixed duration.
+    Fixed(Duration),
+    /// `grace`: the cluster's node-monitor grace period (from the inventory's timers).
+    Grace,
+    /// `monitor`: the controller's node-monitor period.
+    MonitorPeriod,
+    /// `toleration`: the pod's own `tolerationSeconds` for `node.kubernetes.io/unreachable`
+    /// (the cluster default when the pod has none). Only meaningful for pod subjects.
+    Toleration,
+}
+
+/// Values that symbolic bounds resolve against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BoundContext {
+    /// Node-monitor grace period.
+    pub grace: Duration,
+    /// Node-monitor period.
+    pub monitor_period: Duration,
+    /// The subject pod's unreachable toleration, if the subject is a pod.
+    pub toleration: Option<Duration>,
+}
+
+/// A bound that could not be resolved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BoundError {
+    /// `toleration` used where no pod toleration is known.
+    #[error(
+        "`toleration` has no value here: the subject is not a pod with an unreachable toleration"
+    )]
+    NoToleration,
+}
+
+impl Bound {
+    /// A bound of one fixed duration.
+    pub fn fixed(d: Duration) -> Self {
+        Bound {
+            terms: vec![BoundTerm {
+                factor: 1.0,
+                symbol: BoundSymbol::Fixed(d),
+            }],
+        }
+    }
+
+    /// Whether the bound refers to the pod's toleration (and so differs per pod).
+    pub fn uses_toleration(&self) -> bool {
+        self.terms
+            .iter()
+            .any(|t| t.symbol == BoundSymbol::Toleration)
+    }
+
+    /// Resolves the bound against the cluster's timers and the subject's toleration.
+    pub fn resolve(&self, ctx: &BoundContext) -> Result<Duration, BoundError> {
+        let mut total = 0.0f64;
+        for term in &self.terms {
+            let base = match &term.symbol {
+                BoundSymbol::Fixed(d) => *d,
+                BoundSymbol::Grace => ctx.grace,
+                BoundSymbol::MonitorPeriod => ctx.monitor_period,
+                BoundSymbol::Toleration => ctx.toleration.ok_or(BoundError::NoToleration)?,
+            };
+            total += term.factor * base.as_secs_f64();
+        }
+        Ok(Duration::from_secs_f64(total.max(0.0)))
+    }
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, term) in self.terms.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" + ")?;
+            }
+            if term.factor != 1.0 {
+                write!(f, "{} * ", term.factor)?;
+            }
+            match &term.symbol {
+                BoundSymbol::Fixed(d) => write!(f, "{}", crate::timeline::format_secs(*d))?,
+                BoundSymbol::Grace => f.write_str("grace")?,
+                BoundSymbol::MonitorPeriod => f.write_str("monitor")?,
+                BoundSymbol::Toleration => f.write_str("toleration")?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,269 @@
+//! The timeline: every observed state change and every step, in order, with both a
+//! wall-clock timestamp and a monotonic offset from the run's time zero.
+//!
+//! It is the one contract between the observer (which appends), the runner (which
+//! appends steps), the judge (which reads) and the reporters (which render). States are
+//! reduced to what the judge can ask about, so metadata churn never becomes an entry.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::experiment::model::{WorkloadKind, WorkloadRef};
+
+/// All entries of one run, ordered by `offset_ms`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    /// Wall-clock time of offset zero.
+    pub zero: Option<DateTime<Utc>>,
+    /// Entries in the order they were recorded (non-decreasing offset).
+    pub entries: Vec<Entry>,
+}
+
+/// One thing that happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Milliseconds since time zero, from a monotonic clock (negative before zero, e.g. setup).
+    pub offset_ms: i64,
+    /// Wall-clock time, millisecond precision.
+    pub wall: DateTime<Utc>,
+    /// What happened.
+    pub event: Event,
+}
+
+/// The kinds of thing a timeline records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+// Entries are stored once and read many times; boxing pod states would only add indirection.
+#[allow(clippy::large_enum_variant)]
+pub enum Event {
+    /// A node's reduced state changed (`None` = object absent).
+    Node {
+        /// Node name.
+        name: String,
+        /// State before (None: did not exist / first seen).
+        before: Option<NodeState>,
+        /// State after (None: deleted).
+        after: Option<NodeState>,
+    },
+    /// A pod's reduced state changed.
+    Pod {
+        /// Which pod.
+        pod: PodId,
+        /// State before.
+        before: Option<PodState>,
+        /// State after.
+        after: Option<PodState>,
+    },
+    /// A workload's replica counts changed.
+    Workload {
+        /// Which workload.
+        workload: WorkloadRef,
+        /// Counts before.
+        before: Option<WorkloadState>,
+        /// Counts after.
+        after: Option<WorkloadState>,
+    },
+    /// A step's progress.
+    Step {
+        /// Step name from the experiment.
+        step: String,
+        /// Action name, e.g. `kubelet-stop`.
+        action: String,
+        /// Node acted on, if any.
+        node: Option<String>,
+        /// Where the step is.
+        phase: StepPhase,
+    },
+    /// The observer could not see part of the cluster for a while; transitions inside the gap
+    /// were recovered by diffing a relist and their times are only known to lie in the gap.
+    Gap {
+        /// Which watch or poll lost sight (e.g. `pods`).
+        source: String,
+        /// Began or ended.
+        phase: GapPhase,
+        /// Why (the watch error).
+        reason: String,
+    },
+    /// Free-form note from the runner (setup done, undo outcome, signals).
+    Note {
+        /// The note.
+        message: String,
+    },
+}
+
+/// Progress of a step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "kebab-case")]
+pub enum StepPhase {
+    /// The action was started.
+    Issued,
+    /// The action completed.
+    Finished {
+        /// Exit status of the command, if it was one.
+        exit_status: Option<i32>,
+        /// Output of the command (sanitized, truncated).
+        output: String,
+    },
+    /// The action failed; the run treats this as an error.
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
+    /// The action was an undo done by faultline's safety net (not a planned step).
+    Undo {
+        /// Whether the undo succeeded.
+        ok: bool,
+        /// Details.
+        detail: String,
+    },
+}
+
+/// Start or end of an observation gap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GapPhase {
+    /// Sight lost.
+    Began,
+    /// Sight regained (after relist and diff).
+    Ended,
+}
+
+/// Identity of a pod: name plus UID, since a StatefulSet pod keeps its name across replacement.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PodId {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// UID; differs between a pod and its same-named replacement.
+    pub uid: String,
+}
+
+/// Status of a node condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConditionStatus {
+    /// `True`.
+    True,
+    /// `False`.
+    False,
+    /// `Unknown` (or the condition is missing).
+    Unknown,
+}
+
+/// What the judge can ask of a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeState {
+    /// The Ready condition.
+    pub ready: ConditionStatus,
+    /// Taints as `key:effect`.
+    pub taints: Vec<Taint>,
+    /// `spec.unschedulable`.
+    pub unschedulable: bool,
+}
+
+/// A taint, without its value and time.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Taint {
+    /// Key, e.g. `node.kubernetes.io/unreachable`.
+    pub key: String,
+    /// Effect, e.g. `NoExecute`.
+    pub effect: String,
+}
+
+/// What the judge can ask of a pod.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodState {
+    /// `status.phase` (Pending, Running, Succeeded, Failed, Unknown).
+    pub phase: String,
+    /// Ready condition is True.
+    pub ready: bool,
+    /// `metadata.deletionTimestamp` is set.
+    pub terminating: bool,
+    /// `spec.nodeName`, once scheduled.
+    pub node: Option<String>,
+    /// Sum of container restart counts.
+    pub restarts: i32,
+    /// The workload that owns it (Deployment resolved through its ReplicaSet).
+    pub owner: Option<WorkloadRef>,
+    /// `metadata.creationTimestamp`.
+    pub created: Option<DateTime<Utc>>,
+    /// `tolerationSeconds` of its `node.kubernetes.io/unreachable:NoExecute` toleration:
+    /// `Some(n)` bounded, `None` when it has no such toleration or tolerates forever
+    /// (see `tolerates_unreachable_forever`).
+    pub unreachable_toleration_secs: Option<i64>,
+    /// The pod tolerates `unreachable` with no time limit (DaemonSet pods do).
+    pub tolerates_unreachable_forever: bool,
+}
+
+/// Replica counts of a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkloadState {
+    /// Desired replicas (DaemonSet: desiredNumberScheduled).
+    pub desired: i32,
+    /// Ready replicas (DaemonSet: numberReady).
+    pub ready: i32,
+    /// Available replicas (DaemonSet: numberAvailable).
+    pub available: i32,
+}
+
+impl Timeline {
+    /// An empty timeline whose time zero is `zero`.
+    pub fn new(zero: DateTime<Utc>) -> Self {
+        Timeline {
+            zero: Some(zero),
+            entries: Vec::new(),
+        }
+    }
+
+    /// Offset at which the named step was issued, if it was.
+    pub fn step_issued_ms(&self, step: &str) -> Option<i64> {
+        self.entries.iter().find_map(|e| match &e.event {
+            Event::Step {
+                step: s,
+                phase: StepPhase::Issued,
+                ..
+            } if s == step => Some(e.offset_ms),
+            _ => None,
+        })
+    }
+
+    /// Offset of the last entry (how far observation reached).
+    pub fn end_ms(&self) -> i64 {
+        self.entries.last().map(|e| e.offset_ms).unwrap_or(0)
+    }
+}
+
+impl WorkloadKind {
+    /// The lower-case name used in `kind/name` references, e.g. `deployment`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment => "deployment",
+            WorkloadKind::StatefulSet => "statefulset",
+            WorkloadKind::DaemonSet => "daemonset",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkloadRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.namespace, self.kind.as_str(), self.name)
+    }
+}
+
+/// Formats a duration in seconds with one decimal where needed: `94.2s`, `30s`.
+pub fn format_secs(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+/// Formats a signed millisecond offset as seconds, e.g. `+94.2s` or `-3.0s`.
+pub fn format_offset_ms(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "+" };
+    format!("{sign}{:.1}s", (ms.unsigned_abs() as f64) / 1000.0)
+}
