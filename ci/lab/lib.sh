@@ -40,6 +40,8 @@ lab_timers() {
       TIMER_UNREACHABLE_TOLERATION=30
       TIMER_NOTREADY_TOLERATION=30
       TIMER_LEASE_SECONDS=10          # kwok renews every lease/4 = 2.5 s, well inside the 20 s grace
+      TIMER_H2_READ_IDLE=5            # kwok's client-go notices a dead connection (partition) in ~8 s
+      TIMER_H2_PING=3
       ;;
     real)
       TIMER_NODE_MONITOR_PERIOD=5s
@@ -48,6 +50,8 @@ lab_timers() {
       TIMER_UNREACHABLE_TOLERATION=300
       TIMER_NOTREADY_TOLERATION=300
       TIMER_LEASE_SECONDS=40          # kubelet default; renewed every 10 s
+      TIMER_H2_READ_IDLE=30           # client-go defaults
+      TIMER_H2_PING=15
       ;;
     *) die "LAB_TIMERS must be fast or real, not '${1:-$LAB_TIMERS}'" ;;
   esac
@@ -296,7 +300,9 @@ start_kubelet() {
   live_pid "$node.kubelet" >/dev/null && return 0
   register_node "$node"
   start_proc "$node.kubelet" ip netns exec "$(lab_netns "$node")" unshare --uts \
-    sh -c 'hostname "$0" && exec "$@"' "$node" "$LAB_BIN/kwok" \
+    sh -c 'hostname "$0" && exec "$@"' "$node" \
+    env HTTP2_READ_IDLE_TIMEOUT_SECONDS="$TIMER_H2_READ_IDLE" HTTP2_PING_TIMEOUT_SECONDS="$TIMER_H2_PING" \
+    "$LAB_BIN/kwok" \
     --config "$LAB_LIB_DIR/kwok.yaml" \
     --kubeconfig "$LAB_KUBECONFIG" \
     --manage-single-node "$node" \

@@ -555,3 +555,41 @@ impl std::fmt::Display for Bound {
         Ok(())
     }
 }
+
+/// The cluster's node-lifecycle timers, as the inventory (cluster profile) states them.
+/// Bounds such as `grace` resolve against these; faultline never assumes upstream defaults
+/// are what a cluster runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClusterTimers {
+    /// kube-controller-manager `--node-monitor-period`.
+    pub node_monitor_period: Duration,
+    /// kube-controller-manager `--node-monitor-grace-period`.
+    pub node_monitor_grace_period: Duration,
+    /// kube-apiserver `--default-unreachable-toleration-seconds`.
+    pub default_unreachable_toleration: Duration,
+    /// kube-apiserver `--default-not-ready-toleration-seconds`.
+    pub default_not_ready_toleration: Duration,
+}
+
+impl Default for ClusterTimers {
+    /// Upstream defaults (Kubernetes 1.32+), used only when a profile states nothing.
+    fn default() -> Self {
+        ClusterTimers {
+            node_monitor_period: Duration::from_secs(5),
+            node_monitor_grace_period: Duration::from_secs(50),
+            default_unreachable_toleration: Duration::from_secs(300),
+            default_not_ready_toleration: Duration::from_secs(300),
+        }
+    }
+}
+
+impl ClusterTimers {
+    /// The context bounds resolve against, for a subject with the given toleration.
+    pub fn bound_context(&self, toleration: Option<Duration>) -> BoundContext {
+        BoundContext {
+            grace: self.node_monitor_grace_period,
+            monitor_period: self.node_monitor_period,
+            toleration,
+        }
+    }
+}
