@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034,SC2016  # variables are used by the sourcing scripts; sh -c bodies are literal
 # Shared helpers of the faultline local lab (ci/lab/*). Sourced, never executed.
 # Everything here only touches the lab's own network namespaces (fl-lab-*), its bridge
 # (fl-lab-br0), its veths (fl-lab-v*), its subnet and processes whose pids it recorded.

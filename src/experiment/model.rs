@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// One experiment, validated.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Experiment {
     /// Short identifier, used as the JUnit test-suite name and in report file names.
     pub name: String,
@@ -41,7 +41,7 @@ pub struct Experiment {
 }
 
 /// A named set of nodes chosen by a selector.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetSpec {
     /// Name steps and expectations use to refer to this set.
     pub name: String,
@@ -52,7 +52,7 @@ pub struct TargetSpec {
 }
 
 /// Criteria for choosing nodes; every criterion given must hold.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeSelector {
     /// Exact node names.
     pub names: Vec<String>,
@@ -67,7 +67,7 @@ pub struct NodeSelector {
 }
 
 /// Role of a node as Kubernetes labels it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NodeRole {
     /// Any node without a control-plane role label.
@@ -99,7 +99,7 @@ pub enum WorkloadKind {
 }
 
 /// Manifests to apply before the run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Setup {
     /// Manifest files (multi-document YAML), resolved relative to the experiment file's directory.
     pub manifests: Vec<PathBuf>,
@@ -108,14 +108,14 @@ pub struct Setup {
 }
 
 /// What to remove after the run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Teardown {
     /// Delete the setup manifests' objects after the run.
     pub delete_manifests: bool,
 }
 
 /// One action at a point of the experiment's timeline.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     /// Unique name; expectations and later steps refer to it.
     pub name: String,
@@ -130,7 +130,7 @@ pub struct Step {
 }
 
 /// When a step is issued.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StepTime {
     /// At an offset from the experiment's start (the moment the first step may run).
     Offset(Bound),
@@ -153,7 +153,7 @@ pub enum StepTime {
 }
 
 /// Something faultline does to a node or through the API.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Action {
     /// Stop the kubelet (or the service that hosts it).
@@ -210,7 +210,7 @@ pub enum Action {
 }
 
 /// A taint as written in an experiment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaintSpec {
     /// Taint key.
     pub key: String,
@@ -221,7 +221,7 @@ pub struct TaintSpec {
 }
 
 /// Pods chosen for an action.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PodSelector {
     /// Pods of this workload.
     pub workload: Option<WorkloadRef>,
@@ -234,7 +234,7 @@ pub struct PodSelector {
 }
 
 /// Observation settings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObserveSpec {
     /// How long to keep observing after the last step was issued; `None` = derived
     /// from the expectations' bounds plus a margin.
@@ -244,7 +244,7 @@ pub struct ObserveSpec {
 }
 
 /// Blast-radius permissions an experiment must state explicitly.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SafetySpec {
     /// Most nodes this experiment may take down at once (default 1).
     pub max_nodes_down: Option<u32>,
@@ -253,7 +253,7 @@ pub struct SafetySpec {
 }
 
 /// One expectation; one JUnit test case.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Expectation {
     /// Test-case name; unique within the experiment.
     pub name: String,
@@ -270,7 +270,7 @@ pub struct Expectation {
 }
 
 /// The thing an expectation is about.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Subject {
     /// Every node of a target.
@@ -285,7 +285,7 @@ pub enum Subject {
 }
 
 /// A set of pods an expectation quantifies over.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PodSubject {
     /// Pods of this workload.
     pub workload: WorkloadRef,
@@ -300,7 +300,7 @@ pub struct PodSubject {
 }
 
 /// Which pods a pod subject means, relative to the expectation's `since` step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PodGeneration {
     /// Pods that existed when the `since` step was issued.
@@ -310,7 +310,7 @@ pub enum PodGeneration {
 }
 
 /// How many members of a set must satisfy a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Quantifier {
     /// Every member (an empty set fails: nothing was there to check).
@@ -322,7 +322,7 @@ pub enum Quantifier {
 }
 
 /// What must hold for the subject.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Check {
     /// The subject reaches the state inside the window.
@@ -357,7 +357,7 @@ pub enum Check {
 }
 
 /// The time window of a `becomes` check, relative to the `since` step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Window {
     /// Any time before observation ends (`eventually`).
@@ -371,7 +371,7 @@ pub enum Window {
 }
 
 /// End of a `stays` hold.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Until {
     /// Until the named step is issued.
@@ -383,7 +383,7 @@ pub enum Until {
 }
 
 /// A state a subject can be in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "of", content = "state", rename_all = "kebab-case")]
 pub enum StateMatch {
     /// A node state.
@@ -395,7 +395,7 @@ pub enum StateMatch {
 }
 
 /// Node states an expectation can name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NodeStateMatch {
     /// Ready condition True.
@@ -420,7 +420,7 @@ pub enum NodeStateMatch {
 }
 
 /// Pod states an expectation can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PodStateMatch {
     /// Phase Pending.
@@ -438,7 +438,7 @@ pub enum PodStateMatch {
 }
 
 /// Workload states an expectation can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadStateMatch {
     /// Available replicas equal desired (for a DaemonSet: numberAvailable = desiredNumberScheduled).
@@ -451,14 +451,14 @@ pub enum WorkloadStateMatch {
 
 /// A duration written as a sum of fixed durations and symbols from the cluster, such as
 /// `grace + toleration + 30s` or `2 * grace`. Resolved at judge time.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bound {
     /// The terms, added together.
     pub terms: Vec<BoundTerm>,
 }
 
 /// One term of a bound: `factor * symbol`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BoundTerm {
     /// Multiplier (1.0 when none is written).
     pub factor: f64,
@@ -467,7 +467,7 @@ pub struct BoundTerm {
 }
 
 /// Values a bound may refer to.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BoundSymbol {
     /// A fixed duration.
