@@ -300,6 +300,8 @@ start_kubelet() {
   node_info "$node"
   live_pid "$node.kubelet" >/dev/null && return 0
   register_node "$node"
+  local old_holder
+  old_holder="$(lease_holder "$node")"
   start_proc "$node.kubelet" ip netns exec "$(lab_netns "$node")" unshare --uts \
     sh -c 'hostname "$0" && exec "$@"' "$node" \
     env HTTP2_READ_IDLE_TIMEOUT_SECONDS="$TIMER_H2_READ_IDLE" HTTP2_PING_TIMEOUT_SECONDS="$TIMER_H2_PING" \
@@ -311,6 +313,37 @@ start_kubelet() {
     --server-address "$NODE_ADDR:10250" \
     --cidr "10.244.$NODE_IDX.0/24" \
     --node-lease-duration-seconds "$TIMER_LEASE_SECONDS"
+  kwok_resync "$node" "$old_holder"
+}
+
+lease_holder() {
+  ip netns exec "$(lab_netns "$1")" "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" --request-timeout=5s \
+    -n kube-node-lease get lease "$1" -o 'jsonpath={.spec.holderIdentity}' 2>/dev/null || true
+}
+
+# Work around a kwok v0.8.0 race: a restarted kwok (new random holder identity) takes the node
+# lease over, queues a sync of the node's pods, and skips them all if its lease cache does not
+# show it as holder yet; nothing re-queues them, so Terminating pods would never finish and
+# pods bound while it was down would stay Pending. Once the lease has changed hands, touch the
+# pods that need the kubelet (an annotation) so kwok sees them again. A real kubelet also
+# writes to its pods' status when it starts.
+kwok_resync() {
+  local node="$1" old="$2" i h pods
+  local k=(ip netns exec "$(lab_netns "$node")" "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" --request-timeout=5s)
+  for ((i = 0; i < 40; i++)); do
+    h="$(lease_holder "$node")"
+    [[ -n "$h" && "$h" != "$old" ]] && break
+    sleep 0.5
+  done
+  [[ -n "$h" && "$h" != "$old" ]] || { log "WARNING: kwok on $node did not take its lease over; pods not re-synced"; return 0; }
+  sleep 1
+  pods="$("${k[@]}" get pods -A --field-selector "spec.nodeName=$node" --no-headers \
+    -o custom-columns=NS:.metadata.namespace,N:.metadata.name,DEL:.metadata.deletionTimestamp,PHASE:.status.phase 2>/dev/null |
+    awk '$3 != "<none>" || $4 != "Running" {print $1 "/" $2}')" || true
+  for p in $pods; do
+    "${k[@]}" -n "${p%%/*}" annotate pod "${p#*/}" --overwrite "faultline.dev/lab-kubelet-started=$(date -u +%FT%TZ)" >/dev/null 2>&1 || true
+  done
+  [[ -z "$pods" ]] || log "kubelet $node: re-synced $(wc -w <<<"$pods") pod(s) kwok skipped at start"
 }
 
 stop_kubelet() { stop_proc "$1.kubelet"; }
