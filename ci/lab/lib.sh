@@ -338,8 +338,8 @@ kwok_resync() {
   [[ -n "$h" && "$h" != "$old" ]] || { log "WARNING: kwok on $node did not take its lease over; pods not re-synced"; return 0; }
   sleep 1
   pods="$("${k[@]}" get pods -A --field-selector "spec.nodeName=$node" --no-headers \
-    -o custom-columns=NS:.metadata.namespace,N:.metadata.name,DEL:.metadata.deletionTimestamp,PHASE:.status.phase 2>/dev/null |
-    awk '$3 != "<none>" || $4 != "Running" {print $1 "/" $2}')" || true
+    -o 'custom-columns=NS:.metadata.namespace,N:.metadata.name,DEL:.metadata.deletionTimestamp,PHASE:.status.phase,READY:.status.conditions[?(@.type=="Ready")].status' 2>/dev/null |
+    awk '$3 != "<none>" || $4 != "Running" || $5 != "True" {print $1 "/" $2}')" || true
   for p in $pods; do
     "${k[@]}" -n "${p%%/*}" annotate pod "${p#*/}" --overwrite "faultline.dev/lab-kubelet-started=$(date -u +%FT%TZ)" >/dev/null 2>&1 || true
   done
