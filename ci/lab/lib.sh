@@ -377,8 +377,8 @@ node_power_off() {
   local node="$1"
   node_info "$node"
   set_power_state "$node" off
+  node_net_down "$node"     # dark first: no "connection refused" window, like pulling the plug
   node_kill_all "$node" "${2:-}"
-  node_net_down "$node"
 }
 
 # ---------------------------------------------------------------- control plane
