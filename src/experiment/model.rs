@@ -250,6 +250,8 @@ pub struct SafetySpec {
     pub max_nodes_down: Option<u32>,
     /// Allow faults on control-plane nodes.
     pub allow_control_plane: bool,
+    /// Allow taking half or more of the control-plane nodes down (etcd quorum loss).
+    pub allow_quorum_loss: bool,
 }
 
 /// One expectation; one JUnit test case.
@@ -339,10 +341,12 @@ pub enum Check {
         /// Until when.
         until: Until,
     },
-    /// The subject is never in the state after `since`.
+    /// The subject is never in the state from `since` until the end of the hold.
     Never {
         /// Forbidden state.
         state: StateMatch,
+        /// Until when (default: the end of observation).
+        until: Until,
     },
     /// Container restart counts changed (`true`) or stayed the same (`false`).
     Restarts {

@@ -1,0 +1,8 @@
+//! The runner: ties the stages together for one experiment, owns signals, the fault
+//! ledger and undo, and produces the run record the reporters render.
+
+pub mod faults;
+pub mod recorder;
+pub mod safety;
+pub mod schedule;
+pub mod signals;

@@ -1,0 +1,133 @@
+//! The run's shared timeline: the observer and the runner append to it, the judge reads
+//! snapshots of it while the run goes on, and a live view sees every entry as it lands.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chrono::{DateTime, Utc};
+use tokio::time::Instant;
+
+use crate::timeline::{Entry, Event, Timeline};
+
+/// A live-view callback: called once per entry, in order.
+pub type LiveView = Arc<dyn Fn(&Entry) + Send + Sync>;
+
+/// Appends entries to one timeline, stamping them against one clock.
+#[derive(Clone)]
+pub struct Recorder {
+    inner: Arc<Mutex<Timeline>>,
+    zero: Instant,
+    wall_zero: DateTime<Utc>,
+    live: Option<LiveView>,
+}
+
+impl Recorder {
+    /// A recorder whose time zero is now.
+    pub fn start(live: Option<LiveView>) -> Self {
+        let wall_zero = Utc::now();
+        Recorder {
+            inner: Arc::new(Mutex::new(Timeline::new(wall_zero))),
+            zero: Instant::now(),
+            wall_zero,
+            live,
+        }
+    }
+
+    /// Monotonic time zero.
+    pub fn zero(&self) -> Instant {
+        self.zero
+    }
+
+    /// Wall-clock time zero.
+    pub fn wall_zero(&self) -> DateTime<Utc> {
+        self.wall_zero
+    }
+
+    /// Milliseconds since time zero, monotonic.
+    pub fn offset_ms(&self) -> i64 {
+        i64::try_from(self.zero.elapsed().as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Records an event that happens now.
+    pub fn record(&self, event: Event) {
+        let entry = Entry {
+            offset_ms: self.offset_ms(),
+            wall: Utc::now(),
+            event,
+        };
+        self.push(entry);
+    }
+
+    /// Records an entry stamped elsewhere (by the observer), keeping the order of offsets.
+    pub fn push(&self, entry: Entry) {
+        if let Some(live) = &self.live {
+            live(&entry);
+        }
+        let mut timeline = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let pos = timeline
+            .entries
+            .iter()
+            .rposition(|e| e.offset_ms <= entry.offset_ms)
+            .map_or(0, |p| p + 1);
+        timeline.entries.insert(pos, entry);
+    }
+
+    /// Records a free-form note.
+    pub fn note(&self, message: impl Into<String>) {
+        self.record(Event::Note {
+            message: message.into(),
+        });
+    }
+
+    /// A copy of the timeline so far.
+    pub fn snapshot(&self) -> Timeline {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note_at(ms: i64, text: &str) -> Entry {
+        Entry {
+            offset_ms: ms,
+            wall: Utc::now(),
+            event: Event::Note {
+                message: text.into(),
+            },
+        }
+    }
+
+    #[test]
+    fn late_stamped_entries_are_placed_in_offset_order() {
+        let rec = Recorder::start(None);
+        rec.push(note_at(10, "a"));
+        rec.push(note_at(30, "c"));
+        rec.push(note_at(20, "b"));
+        rec.push(note_at(30, "d"));
+        let order: Vec<_> = rec
+            .snapshot()
+            .entries
+            .iter()
+            .map(|e| match &e.event {
+                Event::Note { message } => message.clone(),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(order, ["a", "b", "c", "d"]);
+    }
+
+    #[test]
+    fn live_view_sees_every_entry() {
+        let seen = Arc::new(Mutex::new(0));
+        let counter = seen.clone();
+        let rec = Recorder::start(Some(Arc::new(move |_| *counter.lock().unwrap() += 1)));
+        rec.note("one");
+        rec.note("two");
+        assert_eq!(*seen.lock().unwrap(), 2);
+        assert_eq!(rec.snapshot().entries.len(), 2);
+    }
+}

@@ -1,0 +1,140 @@
+//! Interlocks checked before anything touches a cluster: the blast radius of the plan and
+//! the kube context it is about to run against.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::experiment::model::{Action, Experiment};
+use crate::run::faults::{action_name, brings_node_back, takes_node_down};
+
+/// Target name → the node names it resolved to.
+pub type ResolvedTargets = BTreeMap<String, Vec<String>>;
+
+/// Why a plan is refused before it starts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SafetyError {
+    /// More nodes would be down at once than the experiment allows.
+    #[error(
+        "step `{step}` would have {down} nodes down at once ({nodes}); the experiment allows {limit}. \
+         Raise `safety.maxNodesDown` in the experiment if that is really intended"
+    )]
+    TooManyNodesDown {
+        /// Step that crosses the limit.
+        step: String,
+        /// How many would be down.
+        down: usize,
+        /// Which.
+        nodes: String,
+        /// The limit.
+        limit: u32,
+    },
+    /// A fault on a control-plane node without the experiment's explicit permission.
+    #[error(
+        "step `{step}` does {action} on control-plane node {node}; set `safety.allowControlPlane: true` \
+         in the experiment to allow faults on control-plane nodes"
+    )]
+    ControlPlaneNotAllowed {
+        /// Step.
+        step: String,
+        /// Action name.
+        action: &'static str,
+        /// Node.
+        node: String,
+    },
+    /// The plan would take down half or more of the control plane (and with it etcd quorum).
+    #[error(
+        "step `{step}` would have {down} of {total} control-plane nodes down at once, losing etcd quorum; \
+         faultline never does that unless the experiment sets `safety.allowQuorumLoss: true`"
+    )]
+    QuorumLoss {
+        /// Step.
+        step: String,
+        /// Control-plane nodes down.
+        down: usize,
+        /// Control-plane nodes in the cluster.
+        total: usize,
+    },
+    /// The kube context is not on the allow-list.
+    #[error(
+        "kube context `{context}` is not on the allow-list ({allowed}); refusing to start. \
+         Add it with --allow-context {context} if this is the cluster you mean"
+    )]
+    ContextNotAllowed {
+        /// Context in use.
+        context: String,
+        /// The list.
+        allowed: String,
+    },
+}
+
+/// Checks that the plan never has more nodes down at once than allowed, touches a
+/// control-plane node only with permission, and never takes the control plane's majority.
+///
+/// `control_plane` holds the names of every control-plane node in the cluster.
+pub fn check_blast_radius(
+    exp: &Experiment,
+    targets: &ResolvedTargets,
+    control_plane: &BTreeSet<String>,
+) -> Result<(), SafetyError> {
+    let limit = exp.safety.max_nodes_down.unwrap_or(1);
+    let mut down: BTreeSet<String> = BTreeSet::new();
+    for step in &exp.steps {
+        let nodes = step
+            .target
+            .as_ref()
+            .and_then(|t| targets.get(t))
+            .cloned()
+            .unwrap_or_default();
+        if takes_node_down(&step.action) {
+            for node in &nodes {
+                if control_plane.contains(node) && !exp.safety.allow_control_plane {
+                    return Err(SafetyError::ControlPlaneNotAllowed {
+                        step: step.name.clone(),
+                        action: action_name(&step.action),
+                        node: node.clone(),
+                    });
+                }
+                down.insert(node.clone());
+            }
+            if down.len() > limit as usize {
+                return Err(SafetyError::TooManyNodesDown {
+                    step: step.name.clone(),
+                    down: down.len(),
+                    nodes: down.iter().cloned().collect::<Vec<_>>().join(", "),
+                    limit,
+                });
+            }
+            let cp_down = down.iter().filter(|n| control_plane.contains(*n)).count();
+            if cp_down > 0 && cp_down * 2 >= control_plane.len() && !exp.safety.allow_quorum_loss {
+                return Err(SafetyError::QuorumLoss {
+                    step: step.name.clone(),
+                    down: cp_down,
+                    total: control_plane.len(),
+                });
+            }
+            if matches!(step.action, Action::Reboot) {
+                // A reboot brings the node back by itself.
+                for node in &nodes {
+                    down.remove(node);
+                }
+            }
+        } else if brings_node_back(&step.action) {
+            for node in &nodes {
+                down.remove(node);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a context that is not on a non-empty allow-list. An empty list allows any
+/// context (the inventory pins one anyway).
+pub fn check_context(context: &str, allowed: &[String]) -> Result<(), SafetyError> {
+    if allowed.is_empty() || allowed.iter().any(|a| a == context) {
+        Ok(())
+    } else {
+        Err(SafetyError::ContextNotAllowed {
+            context: context.to_string(),
+            allowed: allowed.join(", "),
+        })
+    }
+}
