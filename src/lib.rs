@@ -5,5 +5,7 @@
 //! nodes) → `observe` (API watches → [`timeline`]) → `judge` (expectations → verdicts)
 //! → `report` (JUnit, JSON, terminal, HTML).
 
+pub mod execute;
 pub mod experiment;
+pub mod inventory;
 pub mod timeline;
