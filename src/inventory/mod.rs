@@ -248,7 +248,7 @@ impl Inventory {
 
     /// The cluster's node-lifecycle timers that expectation bounds resolve against.
     pub fn timers(&self) -> ClusterTimers {
-        self.timers.clone()
+        self.timers
     }
 
     /// Fully merged access settings for one node.
