@@ -209,8 +209,8 @@ impl Inventory {
         let timers = merge_timers(&raw);
         let mut nodes: Vec<NodeAccess> = Vec::with_capacity(raw.nodes.len());
         for node in &raw.nodes {
-            if nodes.iter().any(|n| n.name == node.name) {
-                return Err(invalid(format!("node `{}` is listed twice", node.name)));
+            if nodes.iter().any(|n| n.name == node.name.0) {
+                return Err(invalid(format!("node `{}` is listed twice", node.name.0)));
             }
             nodes.push(merge_node(&raw, node).map_err(&invalid)?);
         }
@@ -317,13 +317,7 @@ fn first<T: Clone>(layers: [Option<&T>; 3]) -> Option<T> {
 }
 
 fn merge_node(top: &RawInventory, node: &RawNode) -> Result<NodeAccess, String> {
-    if !valid_node_name(&node.name) {
-        return Err(format!(
-            "node name `{}` is not a valid Kubernetes node name \
-             (lowercase letters, digits, '-' and '.', starting and ending alphanumeric)",
-            node.name.escape_debug()
-        ));
-    }
+    let name = &node.name.0;
     let profile_name = node.profile.or(top.profile);
     let profile: Option<RawProfile> = profile_name.map(ProfileName::load).transpose()?;
     let p = profile.as_ref();
@@ -345,7 +339,7 @@ fn merge_node(top: &RawInventory, node: &RawNode) -> Result<NodeAccess, String> 
                 return Err(format!(
                     "node `{}`: `transport: exec` needs an `exec:` argv template containing \
                      \"{{command}}\", e.g. [docker, exec, \"{{node}}\", sh, -c, \"{{command}}\"]",
-                    node.name
+                    name
                 ));
             }
         }
@@ -359,7 +353,7 @@ fn merge_node(top: &RawInventory, node: &RawNode) -> Result<NodeAccess, String> 
         return Err(format!(
             "node `{}`: ssh.insecureIgnoreHostKeys can only be turned on from the command line \
              (--insecure-ignore-host-keys), never from a file",
-            node.name
+            name
         ));
     }
     let commands = merge_commands([
@@ -373,8 +367,8 @@ fn merge_node(top: &RawInventory, node: &RawNode) -> Result<NodeAccess, String> 
         p.and_then(|p| p.power.as_ref()),
     ]);
     Ok(NodeAccess {
-        name: node.name.clone(),
-        address: node.address.clone().unwrap_or_else(|| node.name.clone()),
+        name: name.clone(),
+        address: node.address.clone().unwrap_or_else(|| name.clone()),
         roles: node.roles.clone(),
         profile: profile_name,
         transport,

@@ -100,7 +100,7 @@ pub struct RawPower {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RawNode {
-    pub name: String,
+    pub name: NodeName,
     pub address: Option<String>,
     #[serde(default)]
     pub roles: Vec<String>,
@@ -121,4 +121,23 @@ pub struct RawProfile {
     pub ssh: Option<RawSsh>,
     pub commands: Option<RawCommands>,
     pub power: Option<RawPower>,
+}
+
+/// A node name checked while parsing, so a bad one is reported at its line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeName(pub String);
+
+impl<'de> Deserialize<'de> for NodeName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if super::valid_node_name(&name) {
+            Ok(NodeName(name))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "node name `{}` is not a valid Kubernetes node name \
+                 (lowercase letters, digits, '-' and '.', starting and ending alphanumeric)",
+                name.escape_debug()
+            )))
+        }
+    }
 }
