@@ -297,3 +297,28 @@ async fn self_restore_over_ssh_arms_and_disarms() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(!flag.exists(), "disarmed restore did not run");
 }
+
+#[tokio::test]
+async fn failed_authentication_names_methods_but_never_the_password() {
+    let Some(sshd) = start_sshd() else { return };
+    let d = sshd.dir.path().display();
+    // PATH stands in for a password variable: its value is known and must not leak.
+    let text = format!(
+        "cluster: {{name: ssh-test}}\nssh:\n  user: {user}\n  port: {port}\n  \
+         identityFile: {d}/other_host_key\n  knownHosts: {d}/known_hosts\n  passwordEnv: PATH\n\
+         commands: {{kubeletStop: echo never}}\nnodes: [{{name: local, address: 127.0.0.1}}]\n",
+        user = user(),
+        port = sshd.port,
+    );
+    let ex = Executor::new(Inventory::parse(&text, Path::new("t.yaml")).expect("valid"));
+    let err = ex
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .expect_err("auth");
+    let text = err.to_string();
+    assert!(text.contains("authentication"), "{text}");
+    assert!(text.contains("password from $PATH"), "{text}");
+    let secret = std::env::var("PATH").unwrap_or_default();
+    assert!(!secret.is_empty() && !text.contains(&secret), "{text}");
+    assert!(!format!("{err:?}").contains(&secret));
+}
