@@ -20,7 +20,8 @@ use crate::experiment::model::Action;
 use crate::inventory::{Inventory, NodeAccess, TransportKind};
 pub use output::MAX_OUTPUT;
 use render::RenderError;
-use ssh::{SshEnd, SshError, SshTarget};
+pub use ssh::SshError;
+use ssh::{SshEnd, SshTarget};
 
 /// One thing faultline can do on a node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
