@@ -1,10 +1,13 @@
 //! faultline: takes Kubernetes nodes down on purpose and proves, with timestamps,
 //! that the cluster reacted the way its owners believe it does.
 //!
-//! Data flows one way: [`experiment`] (file → validated plan) → `execute` (actions on
-//! nodes) → `observe` (API watches → [`timeline`]) → `judge` (expectations → verdicts)
-//! → `report` (JUnit, JSON, terminal, HTML).
+//! Data flows one way: [`experiment`] (file → validated plan) → [`execute`] (actions on
+//! nodes, reached through the [`inventory`]) → `observe` (API watches → [`timeline`]) →
+//! `judge` (expectations → verdicts) → `report` (JUnit, JSON, terminal, HTML). [`run`]
+//! ties the stages together for one experiment.
 
+pub mod execute;
 pub mod experiment;
+pub mod inventory;
 pub mod run;
 pub mod timeline;

@@ -1,0 +1,693 @@
+//! Actions on nodes: render the command an operation needs, carry it over the node's
+//! transport (SSH or a local argv such as `docker exec`), drive out-of-band power, arm
+//! self-restoring faults, and keep the fault journal that `restore` replays.
+//!
+//! Nothing here looks at the Kubernetes API: this stage only makes things happen on
+//! machines and says precisely what happened.
+
+pub mod journal;
+mod local;
+mod output;
+pub mod render;
+mod ssh;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::experiment::model::Action;
+use crate::inventory::{Inventory, NodeAccess, TransportKind};
+pub use output::MAX_OUTPUT;
+use render::RenderError;
+pub use ssh::SshError;
+use ssh::{SshEnd, SshTarget};
+
+/// One thing faultline can do on a node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NodeOp {
+    /// Stop the kubelet (or the service hosting it).
+    KubeletStop,
+    /// Start it.
+    KubeletStart,
+    /// Restart it.
+    KubeletRestart,
+    /// Ask whether it runs; a non-zero exit is an answer, not a failure.
+    KubeletStatus,
+    /// Reboot; the connection dropping is the expected outcome.
+    Reboot,
+    /// Power off from inside; the connection dropping is the expected outcome.
+    PowerOff,
+    /// Cut the node off from the API server.
+    Partition,
+    /// Undo a partition.
+    Heal,
+    /// A shell command from the experiment (trusted text, run as written).
+    Run(String),
+}
+
+impl NodeOp {
+    /// Short stable name, used in the journal and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            NodeOp::KubeletStop => "kubeletStop",
+            NodeOp::KubeletStart => "kubeletStart",
+            NodeOp::KubeletRestart => "kubeletRestart",
+            NodeOp::KubeletStatus => "kubeletStatus",
+            NodeOp::Reboot => "reboot",
+            NodeOp::PowerOff => "powerOff",
+            NodeOp::Partition => "partition",
+            NodeOp::Heal => "heal",
+            NodeOp::Run(_) => "run",
+        }
+    }
+
+    /// The node-level operation behind an experiment action, if it is one
+    /// (API actions like cordon, and power-on, are not).
+    pub fn from_action(action: &Action) -> Option<NodeOp> {
+        Some(match action {
+            Action::KubeletStop => NodeOp::KubeletStop,
+            Action::KubeletStart => NodeOp::KubeletStart,
+            Action::KubeletRestart => NodeOp::KubeletRestart,
+            Action::Reboot => NodeOp::Reboot,
+            Action::PowerOff => NodeOp::PowerOff,
+            Action::Partition => NodeOp::Partition,
+            Action::Heal => NodeOp::Heal,
+            Action::Run { command, .. } => NodeOp::Run(command.clone()),
+            _ => return None,
+        })
+    }
+
+    /// The in-band operation that undoes this one, when there is one. Power-off is undone
+    /// out of band ([`PowerAction::On`]); a reboot undoes itself.
+    pub fn undo(&self) -> Option<NodeOp> {
+        match self {
+            NodeOp::KubeletStop => Some(NodeOp::KubeletStart),
+            NodeOp::Partition => Some(NodeOp::Heal),
+            _ => None,
+        }
+    }
+
+    /// Whether losing the connection after sending means success.
+    pub fn expects_drop(&self) -> bool {
+        matches!(self, NodeOp::Reboot | NodeOp::PowerOff)
+    }
+}
+
+/// Out-of-band power actions, run where faultline runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PowerAction {
+    /// Turn on: the only way back from a power-off.
+    On,
+    /// Turn off.
+    Off,
+    /// Query.
+    Status,
+}
+
+/// Power state as reported by a `power.status` command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PowerState {
+    /// Running.
+    On,
+    /// Off / stopped.
+    Off,
+    /// The output said neither.
+    Unknown(String),
+}
+
+impl PowerState {
+    /// Read `on`/`off` (also Docker's `running`/`exited`, `true`/`false`) from status output.
+    pub fn parse(output: &str) -> PowerState {
+        let word = output.trim().to_ascii_lowercase();
+        match word.as_str() {
+            "on" | "running" | "true" | "power on" | "chassis power is on" => PowerState::On,
+            "off"
+            | "exited"
+            | "stopped"
+            | "created"
+            | "false"
+            | "power off"
+            | "chassis power is off" => PowerState::Off,
+            _ => PowerState::Unknown(output.trim().to_string()),
+        }
+    }
+}
+
+/// What happened when an operation ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpOutcome {
+    /// Exit code, when the command reported one.
+    pub exit_status: Option<i32>,
+    /// stdout+stderr, at most [`MAX_OUTPUT`] bytes (the tail).
+    pub output: String,
+    /// The connection dropped after the command was sent (expected for reboot/power-off).
+    pub dropped: bool,
+}
+
+/// Why an operation did not do what was asked.
+#[derive(Debug, Error)]
+pub enum ExecError {
+    /// The node is not in the inventory.
+    #[error("node `{0}` is not in the inventory")]
+    UnknownNode(String),
+    /// The inventory defines no command for this operation on this node.
+    #[error("node `{node}`: no `{what}` configured; {hint}")]
+    NotConfigured {
+        /// Node.
+        node: String,
+        /// Inventory key that is missing.
+        what: String,
+        /// How to fix it.
+        hint: String,
+    },
+    /// A value could not be placed into a command.
+    #[error("node `{node}`: {source}")]
+    Render {
+        /// Node.
+        node: String,
+        /// Cause.
+        source: RenderError,
+    },
+    /// A local program could not be started.
+    #[error("cannot start `{program}`: {source}")]
+    Spawn {
+        /// Program.
+        program: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Connection, host key or authentication failed before the command ran.
+    #[error("node `{node}`: {source}")]
+    Ssh {
+        /// Node.
+        node: String,
+        /// Cause.
+        source: SshError,
+    },
+    /// The time limit passed.
+    #[error("node `{node}`: `{command}` did not finish within {after:?}")]
+    Timeout {
+        /// Node.
+        node: String,
+        /// What ran (as `describe` shows it).
+        command: String,
+        /// The limit.
+        after: Duration,
+    },
+    /// The command ran and failed.
+    #[error("node `{node}`: `{command}` failed ({}): {output}", exit_text(*.exit_status))]
+    CommandFailed {
+        /// Node.
+        node: String,
+        /// What ran.
+        command: String,
+        /// Exit code (`None`: killed by a signal).
+        exit_status: Option<i32>,
+        /// Output tail.
+        output: String,
+    },
+    /// The connection dropped during an operation that should have completed.
+    #[error("node `{node}`: connection dropped while running `{command}`: {output}")]
+    Dropped {
+        /// Node.
+        node: String,
+        /// What ran.
+        command: String,
+        /// Output seen before the drop.
+        output: String,
+    },
+    /// A self-restore could not be armed or the token is unusable.
+    #[error("node `{node}`: {message}")]
+    Restore {
+        /// Node.
+        node: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+fn exit_text(code: Option<i32>) -> String {
+    code.map_or_else(|| "killed by a signal".into(), |c| format!("exit {c}"))
+}
+
+/// A self-restore armed on a node: the node will run the undo by itself at the deadline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArmedRestore {
+    /// Node it was armed on.
+    pub node: String,
+    /// Token carried in the restore process' command line, so disarm never kills a
+    /// recycled pid.
+    pub token: String,
+    /// Remote pid (default template); `None` when a custom template printed none.
+    pub pid: Option<u32>,
+    /// Delay before the node undoes the fault.
+    pub after_secs: u64,
+}
+
+/// Runs operations on the nodes of one inventory.
+#[derive(Debug, Clone)]
+pub struct Executor {
+    inventory: Inventory,
+}
+
+/// A fully rendered command and the transport that will carry it.
+enum Plan {
+    Ssh { target: SshTarget, command: String },
+    Local { argv: Vec<String> },
+}
+
+impl Plan {
+    fn show(&self) -> String {
+        match self {
+            Plan::Ssh { target, command } => format!(
+                "ssh {}@{} -p {}: {}",
+                target.settings.user, target.host, target.settings.port, command
+            ),
+            Plan::Local { argv } => format!("local: {}", render::show_argv(argv)),
+        }
+    }
+}
+
+impl Executor {
+    /// Wrap an inventory; nothing is contacted yet.
+    pub fn new(inventory: Inventory) -> Executor {
+        Executor { inventory }
+    }
+
+    /// The inventory this executor acts on.
+    pub fn inventory(&self) -> &Inventory {
+        &self.inventory
+    }
+
+    fn access(&self, node: &str) -> Result<NodeAccess, ExecError> {
+        self.inventory
+            .node(node)
+            .ok_or_else(|| ExecError::UnknownNode(node.to_string()))
+    }
+
+    /// The shell text of `op` on `node`, before transport wrapping.
+    fn command_text(access: &NodeAccess, op: &NodeOp) -> Result<String, ExecError> {
+        let c = &access.commands;
+        let (template, key) = match op {
+            NodeOp::Run(cmd) => return Ok(cmd.clone()),
+            NodeOp::KubeletStop => (&c.kubelet_stop, "commands.kubeletStop"),
+            NodeOp::KubeletStart => (&c.kubelet_start, "commands.kubeletStart"),
+            NodeOp::KubeletRestart => (&c.kubelet_restart, "commands.kubeletRestart"),
+            NodeOp::KubeletStatus => (&c.kubelet_status, "commands.kubeletStatus"),
+            NodeOp::Reboot => (&c.reboot, "commands.reboot"),
+            NodeOp::PowerOff => (&c.power_off, "commands.powerOff"),
+            NodeOp::Partition => (&c.partition, "commands.partition"),
+            NodeOp::Heal => (&c.heal, "commands.heal"),
+        };
+        let template = template.as_ref().ok_or_else(|| ExecError::NotConfigured {
+            node: access.name.clone(),
+            what: key.into(),
+            hint: format!(
+                "set it in the inventory (top level or under the node){}",
+                access
+                    .profile
+                    .map(|p| format!("; profile {p} has no default for it"))
+                    .unwrap_or_else(|| "; or choose a `profile:`".into())
+            ),
+        })?;
+        render::shell(
+            template,
+            &[("node", &access.name), ("address", &access.address)],
+        )
+        .map_err(|source| ExecError::Render {
+            node: access.name.clone(),
+            source,
+        })
+    }
+
+    /// Wrap shell text for the node's transport.
+    fn plan(access: &NodeAccess, command: String) -> Result<Plan, ExecError> {
+        let render_err = |source| ExecError::Render {
+            node: access.name.clone(),
+            source,
+        };
+        match access.transport {
+            TransportKind::Ssh => {
+                let command = if access.ssh.sudo {
+                    format!(
+                        "sudo -n sh -c {}",
+                        render::quote(&command).map_err(render_err)?
+                    )
+                } else {
+                    command
+                };
+                Ok(Plan::Ssh {
+                    target: SshTarget {
+                        node: access.name.clone(),
+                        host: access.address.clone(),
+                        settings: access.ssh.clone(),
+                    },
+                    command,
+                })
+            }
+            TransportKind::Exec => {
+                let template = access
+                    .exec
+                    .as_ref()
+                    .ok_or_else(|| ExecError::NotConfigured {
+                        node: access.name.clone(),
+                        what: "exec".into(),
+                        hint: "transport exec needs an argv template".into(),
+                    })?;
+                let argv = render::argv(
+                    template,
+                    &[
+                        ("node", &access.name),
+                        ("address", &access.address),
+                        ("command", &command),
+                    ],
+                )
+                .map_err(render_err)?;
+                Ok(Plan::Local { argv })
+            }
+        }
+    }
+
+    /// The exact command `op` would run on `node` and how, for `plan` and `--dry-run`.
+    /// Holds no secrets: passwords are only ever read from the environment at connect time.
+    pub fn describe(&self, node: &str, op: &NodeOp) -> String {
+        let planned = self
+            .access(node)
+            .and_then(|a| Self::command_text(&a, op).and_then(|c| Self::plan(&a, c)));
+        match planned {
+            Ok(plan) => plan.show(),
+            Err(e) => format!("cannot run: {e}"),
+        }
+    }
+
+    /// Run `op` on `node`. For reboot and power-off a dropped connection (or a timeout
+    /// after the command was sent) is success with `dropped: true`. For kubelet status a
+    /// non-zero exit is returned, not raised. Any other non-zero exit is
+    /// [`ExecError::CommandFailed`].
+    pub async fn perform(
+        &self,
+        node: &str,
+        op: &NodeOp,
+        timeout: Duration,
+    ) -> Result<OpOutcome, ExecError> {
+        let access = self.access(node)?;
+        let command = Self::command_text(&access, op)?;
+        let plan = Self::plan(&access, command)?;
+        let shown = plan.show();
+        let outcome = self
+            .carry(&access.name, plan, timeout, op.expects_drop())
+            .await?;
+        if matches!(op, NodeOp::KubeletStatus) {
+            return Ok(outcome);
+        }
+        Self::require_success(&access.name, &shown, outcome)
+    }
+
+    fn require_success(node: &str, command: &str, o: OpOutcome) -> Result<OpOutcome, ExecError> {
+        if o.dropped || o.exit_status == Some(0) {
+            Ok(o)
+        } else {
+            Err(ExecError::CommandFailed {
+                node: node.to_string(),
+                command: command.to_string(),
+                exit_status: o.exit_status,
+                output: o.output,
+            })
+        }
+    }
+
+    /// Carry a plan over its transport and classify the ending.
+    async fn carry(
+        &self,
+        node: &str,
+        plan: Plan,
+        timeout: Duration,
+        expects_drop: bool,
+    ) -> Result<OpOutcome, ExecError> {
+        let shown = plan.show();
+        let timed_out = || ExecError::Timeout {
+            node: node.to_string(),
+            command: shown.clone(),
+            after: timeout,
+        };
+        match plan {
+            Plan::Ssh { target, command } => {
+                tracing::debug!(node, "ssh: {command}");
+                let end =
+                    ssh::run(target, command, timeout)
+                        .await
+                        .map_err(|source| ExecError::Ssh {
+                            node: node.to_string(),
+                            source,
+                        })?;
+                match end {
+                    SshEnd::Exited { code, output } => {
+                        // A signal ending the remote shell during a reboot is the reboot.
+                        let dropped = expects_drop && code.is_none();
+                        Ok(OpOutcome {
+                            exit_status: code,
+                            output,
+                            dropped,
+                        })
+                    }
+                    SshEnd::Dropped { output } if expects_drop => Ok(OpOutcome {
+                        exit_status: None,
+                        output,
+                        dropped: true,
+                    }),
+                    SshEnd::Dropped { output } => Err(ExecError::Dropped {
+                        node: node.to_string(),
+                        command: shown,
+                        output,
+                    }),
+                    SshEnd::TimedOut { sent: true } if expects_drop => Ok(OpOutcome {
+                        exit_status: None,
+                        output: String::new(),
+                        dropped: true,
+                    }),
+                    SshEnd::TimedOut { .. } => Err(timed_out()),
+                }
+            }
+            Plan::Local { argv } => {
+                tracing::debug!(node, "local: {}", render::show_argv(&argv));
+                let end = local::run(&argv, timeout)
+                    .await
+                    .map_err(|source| ExecError::Spawn {
+                        program: argv.first().cloned().unwrap_or_default(),
+                        source,
+                    })?;
+                match end {
+                    local::LocalEnd::Exited { code, output } => {
+                        // docker exec / oc debug report a vanished container or session as
+                        // a signal or 137/143/255.
+                        let dropped = expects_drop
+                            && matches!(code, None | Some(137) | Some(143) | Some(255));
+                        Ok(OpOutcome {
+                            exit_status: code,
+                            output,
+                            dropped,
+                        })
+                    }
+                    local::LocalEnd::TimedOut if expects_drop => Ok(OpOutcome {
+                        exit_status: None,
+                        output: String::new(),
+                        dropped: true,
+                    }),
+                    local::LocalEnd::TimedOut => Err(timed_out()),
+                }
+            }
+        }
+    }
+
+    /// Run an out-of-band power command locally (argv, no shell). `On` has no SSH path;
+    /// `Off` falls back to the in-band `commands.powerOff` when no `power.off` is set.
+    pub async fn power(
+        &self,
+        node: &str,
+        action: PowerAction,
+        timeout: Duration,
+    ) -> Result<OpOutcome, ExecError> {
+        let access = self.access(node)?;
+        let (template, key) = match action {
+            PowerAction::On => (&access.power.on, "power.on"),
+            PowerAction::Off => (&access.power.off, "power.off"),
+            PowerAction::Status => (&access.power.status, "power.status"),
+        };
+        let Some(template) = template else {
+            return match action {
+                PowerAction::Off => self.perform(node, &NodeOp::PowerOff, timeout).await,
+                PowerAction::On => Err(ExecError::NotConfigured {
+                    node: node.into(),
+                    what: key.into(),
+                    hint: "SSH can turn a node off, never on: configure power.on \
+                           (BMC/IPMI, hypervisor, `docker start`)"
+                        .into(),
+                }),
+                PowerAction::Status => Err(ExecError::NotConfigured {
+                    node: node.into(),
+                    what: key.into(),
+                    hint: "configure power.status to read the power state".into(),
+                }),
+            };
+        };
+        let argv = render::argv(
+            template,
+            &[("node", &access.name), ("address", &access.address)],
+        )
+        .map_err(|source| ExecError::Render {
+            node: node.into(),
+            source,
+        })?;
+        let shown = render::show_argv(&argv);
+        let outcome = self
+            .carry(node, Plan::Local { argv }, timeout, false)
+            .await?;
+        Self::require_success(node, &shown, outcome)
+    }
+
+    /// Read the power state through `power.status`.
+    pub async fn power_state(
+        &self,
+        node: &str,
+        timeout: Duration,
+    ) -> Result<PowerState, ExecError> {
+        let out = self.power(node, PowerAction::Status, timeout).await?;
+        Ok(PowerState::parse(&out.output))
+    }
+
+    /// Arm a self-restore ON the node: it will run `undo` after `after` by itself, even if
+    /// faultline is killed. Arm BEFORE injecting the fault. Default mechanism: a detached
+    /// `setsid nohup sh -c 'sleep N; <undo>'` whose command line carries `token`; the
+    /// inventory's `armRestore` template (`{seconds}`, `{token}`, `{undo}`) replaces it.
+    pub async fn arm_restore(
+        &self,
+        node: &str,
+        undo: &NodeOp,
+        after: Duration,
+        token: &str,
+    ) -> Result<ArmedRestore, ExecError> {
+        let access = self.access(node)?;
+        check_token(node, token)?;
+        let undo_text = Self::command_text(&access, undo)?;
+        let seconds = after.as_secs().max(1);
+        let render_err = |source| ExecError::Render {
+            node: node.into(),
+            source,
+        };
+        let text = match &access.arm_restore {
+            Some(t) => render::shell(
+                t,
+                &[
+                    ("seconds", &seconds.to_string()),
+                    ("token", token),
+                    ("undo", &undo_text),
+                    ("node", &access.name),
+                    ("address", &access.address),
+                ],
+            )
+            .map_err(render_err)?,
+            None => {
+                let script = format!(": {}; sleep {seconds}; {undo_text}", marker(token));
+                format!(
+                    "FAULTLINE_RESTORE={token} setsid nohup sh -c {} >/dev/null 2>&1 </dev/null & echo $!",
+                    render::quote(&script).map_err(render_err)?
+                )
+            }
+        };
+        let plan = Self::plan(&access, text)?;
+        let shown = plan.show();
+        let out = self
+            .carry(node, plan, access.ssh.command_timeout, false)
+            .await?;
+        let out = Self::require_success(node, &shown, out)?;
+        let pid = out
+            .output
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .and_then(|l| l.trim().parse::<u32>().ok());
+        if access.arm_restore.is_none() && pid.is_none() {
+            return Err(ExecError::Restore {
+                node: node.into(),
+                message: format!("arming printed no pid: {}", out.output),
+            });
+        }
+        Ok(ArmedRestore {
+            node: node.into(),
+            token: token.into(),
+            pid,
+            after_secs: seconds,
+        })
+    }
+
+    /// Cancel an armed restore. Kills the process only if its command line still carries the
+    /// token (a recycled pid is left alone). Returns whether something was disarmed.
+    pub async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<bool, ExecError> {
+        let access = self.access(node)?;
+        check_token(node, &armed.token)?;
+        let pid = armed.pid.map(|p| p.to_string()).unwrap_or_default();
+        let text = match &access.disarm_restore {
+            Some(t) => render::shell(
+                t,
+                &[
+                    ("token", &armed.token),
+                    ("pid", &pid),
+                    ("node", &access.name),
+                ],
+            )
+            .map_err(|source| ExecError::Render {
+                node: node.into(),
+                source,
+            })?,
+            None => {
+                let Some(pid) = armed.pid else {
+                    return Ok(false);
+                };
+                format!(
+                    "if tr '\\0' ' ' </proc/{pid}/cmdline 2>/dev/null | grep -q -- {m}; then \
+                     kill -TERM -- -{pid} 2>/dev/null || kill -TERM {pid}; echo disarmed; \
+                     else echo gone; fi",
+                    m = marker(&armed.token)
+                )
+            }
+        };
+        let plan = Self::plan(&access, text)?;
+        let shown = plan.show();
+        let out = self
+            .carry(node, plan, access.ssh.command_timeout, false)
+            .await?;
+        let out = Self::require_success(node, &shown, out)?;
+        Ok(access.disarm_restore.is_some() || out.output.contains("disarmed"))
+    }
+}
+
+/// The recognisable text a restore process carries in its command line.
+fn marker(token: &str) -> String {
+    format!("faultline-restore-{token}")
+}
+
+/// Tokens go into command lines and `grep`: keep them to a safe alphabet.
+fn check_token(node: &str, token: &str) -> Result<(), ExecError> {
+    let ok = !token.is_empty()
+        && token.len() <= 64
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(ExecError::Restore {
+            node: node.into(),
+            message: format!(
+                "restore token `{}` must be 1-64 of [A-Za-z0-9_-]",
+                token.escape_debug()
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

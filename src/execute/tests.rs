@@ -1,0 +1,308 @@
+//! Executor behaviour with the `exec` transport running real local commands through `sh -c`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// Inventory whose "node" is this machine, reached through `sh -c`.
+fn executor(extra_commands: &str) -> Executor {
+    let text = format!(
+        r#"
+cluster: {{name: local}}
+transport: exec
+exec: [sh, -c, "{{command}}"]
+commands:
+  kubeletStop: echo stopping {{node}}
+  kubeletStatus: echo inactive; exit 3
+  reboot: kill -KILL $$
+  powerOff: sleep 30
+  partition: echo no iptables >&2; exit 4
+  heal: sleep 30
+{extra_commands}
+power:
+  on: [printf, "%s|%s", "{{node}}", "{{address}}"]
+  status: [echo, "off"]
+nodes:
+  - name: n1
+    address: "10.0.0.1; touch /tmp/faultline-pwned $(id)"
+  - name: bare
+    power: {{}}
+"#
+    );
+    let inv = Inventory::parse(&text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    Executor::new(inv)
+}
+
+const T: Duration = Duration::from_secs(5);
+
+#[tokio::test]
+async fn runs_a_command_and_returns_its_output() {
+    let ex = executor("");
+    let out = ex.perform("n1", &NodeOp::KubeletStop, T).await.expect("ok");
+    assert_eq!(out.exit_status, Some(0));
+    assert_eq!(out.output, "stopping n1\n");
+    assert!(!out.dropped);
+}
+
+#[tokio::test]
+async fn substituted_address_is_one_word_not_code() {
+    let ex = executor("  kubeletRestart: printf %s {address}");
+    let out = ex
+        .perform("n1", &NodeOp::KubeletRestart, T)
+        .await
+        .expect("ok");
+    assert_eq!(out.output, "10.0.0.1; touch /tmp/faultline-pwned $(id)");
+    // Run commands are trusted experiment text, used as written.
+    let out = ex
+        .perform("n1", &NodeOp::Run("printf %s {address}".into()), T)
+        .await
+        .expect("ok");
+    assert_eq!(out.output, "{address}");
+}
+
+#[tokio::test]
+async fn nonzero_exit_is_command_failed_with_output() {
+    let ex = executor("");
+    let err = ex
+        .perform("n1", &NodeOp::Partition, T)
+        .await
+        .expect_err("exit 4");
+    match err {
+        ExecError::CommandFailed {
+            exit_status,
+            output,
+            ..
+        } => {
+            assert_eq!(exit_status, Some(4));
+            assert_eq!(output, "no iptables\n");
+        }
+        other => panic!("unexpected {other}"),
+    }
+}
+
+#[tokio::test]
+async fn status_nonzero_is_an_answer_not_an_error() {
+    let ex = executor("");
+    let out = ex
+        .perform("n1", &NodeOp::KubeletStatus, T)
+        .await
+        .expect("answer");
+    assert_eq!(out.exit_status, Some(3));
+    assert_eq!(out.output.trim(), "inactive");
+}
+
+#[tokio::test]
+async fn reboot_killing_the_session_is_success_dropped() {
+    let ex = executor("");
+    let out = ex
+        .perform("n1", &NodeOp::Reboot, T)
+        .await
+        .expect("dropped is fine");
+    assert!(out.dropped);
+    assert_eq!(out.exit_status, None);
+}
+
+#[tokio::test]
+async fn power_off_hanging_past_the_timeout_is_success_dropped() {
+    let ex = executor("");
+    let start = Instant::now();
+    let out = ex
+        .perform("n1", &NodeOp::PowerOff, Duration::from_millis(300))
+        .await
+        .expect("timeout after send is expected");
+    assert!(out.dropped);
+    assert!(start.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn other_ops_time_out_as_errors() {
+    let ex = executor("");
+    let start = Instant::now();
+    let err = ex
+        .perform("n1", &NodeOp::Heal, Duration::from_millis(300))
+        .await
+        .expect_err("timeout");
+    assert!(matches!(err, ExecError::Timeout { .. }), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn a_failing_reboot_command_is_still_an_error() {
+    let ex = executor("");
+    // command not found (127) is not a drop
+    let ex2 = Executor::new(
+        Inventory::parse(
+            "cluster: {name: c}\ntransport: exec\nexec: [sh, -c, \"{command}\"]\ncommands: {reboot: no-such-reboot-cmd}\nnodes: [{name: n1}]\n",
+            Path::new("t.yaml"),
+        )
+        .expect("valid"),
+    );
+    let err = ex2
+        .perform("n1", &NodeOp::Reboot, T)
+        .await
+        .expect_err("127");
+    assert!(
+        matches!(
+            err,
+            ExecError::CommandFailed {
+                exit_status: Some(127),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    drop(ex);
+}
+
+#[tokio::test]
+async fn unknown_node_and_missing_command_are_clear_errors() {
+    let ex = executor("");
+    let err = ex
+        .perform("ghost", &NodeOp::KubeletStop, T)
+        .await
+        .expect_err("unknown");
+    assert!(err.to_string().contains("not in the inventory"));
+    let err = ex
+        .perform("n1", &NodeOp::KubeletStart, T)
+        .await
+        .expect_err("none");
+    assert!(err.to_string().contains("commands.kubeletStart"), "{err}");
+}
+
+#[tokio::test]
+async fn power_argv_gets_values_verbatim_without_a_shell() {
+    let ex = executor("");
+    let out = ex.power("n1", PowerAction::On, T).await.expect("on");
+    assert_eq!(out.output, "n1|10.0.0.1; touch /tmp/faultline-pwned $(id)");
+    assert_eq!(
+        ex.power_state("n1", T).await.expect("status"),
+        PowerState::Off
+    );
+}
+
+#[tokio::test]
+async fn power_on_without_a_driver_says_ssh_cannot() {
+    let text = "cluster: {name: c}\nnodes: [{name: n1}]\n";
+    let ex = Executor::new(Inventory::parse(text, Path::new("t.yaml")).expect("valid"));
+    let err = ex
+        .power("n1", PowerAction::On, T)
+        .await
+        .expect_err("no power.on");
+    assert!(
+        err.to_string()
+            .contains("SSH can turn a node off, never on: configure power.on"),
+        "{err}"
+    );
+}
+
+#[test]
+fn describe_shows_the_transport_and_quotes_arguments() {
+    let ex = executor("");
+    assert_eq!(
+        ex.describe("n1", &NodeOp::KubeletStop),
+        "local: sh -c 'echo stopping n1'"
+    );
+    let text = "cluster: {name: c}\nssh: {user: core, sudo: true, passwordEnv: SECRET_PW}\n\
+                commands: {kubeletStop: systemctl stop kubelet}\nnodes: [{name: n1, address: 192.0.2.1}]\n";
+    let ex = Executor::new(Inventory::parse(text, Path::new("t.yaml")).expect("valid"));
+    let shown = ex.describe("n1", &NodeOp::KubeletStop);
+    assert_eq!(
+        shown,
+        "ssh core@192.0.2.1 -p 22: sudo -n sh -c 'systemctl stop kubelet'"
+    );
+    assert!(
+        ex.describe("n9", &NodeOp::Reboot)
+            .starts_with("cannot run:")
+    );
+}
+
+#[test]
+fn secrets_are_never_in_debug_or_describe() {
+    // SAFETY-free: only this test uses this variable name.
+    let text = "cluster: {name: c}\nssh: {passwordEnv: FAULTLINE_TEST_SECRET_PW}\n\
+                commands: {reboot: reboot}\nnodes: [{name: n1}]\n";
+    let ex = Executor::new(Inventory::parse(text, Path::new("t.yaml")).expect("valid"));
+    let password = "hunter2-very-secret";
+    // The executor never holds the password: only the variable name is stored.
+    let debug = format!("{ex:?}");
+    assert!(!debug.contains(password));
+    assert!(debug.contains("FAULTLINE_TEST_SECRET_PW"));
+    assert!(!ex.describe("n1", &NodeOp::Reboot).contains(password));
+}
+
+#[test]
+fn node_op_undo_and_action_mapping() {
+    assert_eq!(NodeOp::KubeletStop.undo(), Some(NodeOp::KubeletStart));
+    assert_eq!(NodeOp::Partition.undo(), Some(NodeOp::Heal));
+    assert_eq!(NodeOp::PowerOff.undo(), None);
+    assert_eq!(NodeOp::from_action(&Action::Reboot), Some(NodeOp::Reboot));
+    assert_eq!(NodeOp::from_action(&Action::Cordon), None);
+    assert_eq!(PowerState::parse("running\n"), PowerState::On);
+    assert_eq!(PowerState::parse("exited"), PowerState::Off);
+}
+
+#[tokio::test]
+async fn armed_restore_runs_the_undo_by_itself() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flag = dir.path().join("restored");
+    let ex = executor("");
+    let undo = NodeOp::Run(format!(
+        "touch {}",
+        render::quote(&flag.to_string_lossy()).expect("q")
+    ));
+    let armed = ex
+        .arm_restore("n1", &undo, Duration::from_secs(1), "tok-1")
+        .await
+        .expect("armed");
+    assert!(armed.pid.is_some());
+    assert!(!flag.exists(), "not before the deadline");
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while !flag.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(flag.exists(), "the node restored itself");
+    // Already fired: disarm finds nothing carrying the token.
+    assert!(!ex.disarm("n1", &armed).await.expect("disarm runs"));
+}
+
+#[tokio::test]
+async fn disarm_cancels_the_restore_and_checks_the_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flag = dir.path().join("restored");
+    let ex = executor("");
+    let undo = NodeOp::Run(format!(
+        "touch {}",
+        render::quote(&flag.to_string_lossy()).expect("q")
+    ));
+    let armed = ex
+        .arm_restore("n1", &undo, Duration::from_secs(2), "tok-2")
+        .await
+        .expect("armed");
+    let wrong = ArmedRestore {
+        token: "other-token".into(),
+        ..armed.clone()
+    };
+    assert!(
+        !ex.disarm("n1", &wrong).await.expect("runs"),
+        "wrong token: left alone"
+    );
+    assert!(
+        ex.disarm("n1", &armed).await.expect("runs"),
+        "right token: killed"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!flag.exists(), "disarmed restore never ran");
+}
+
+#[tokio::test]
+async fn hostile_tokens_are_refused() {
+    let ex = executor("");
+    for bad in ["", "a b", "x;rm", "$(id)", "a\nb"] {
+        let err = ex
+            .arm_restore("n1", &NodeOp::KubeletStart, Duration::from_secs(1), bad)
+            .await
+            .expect_err(bad);
+        assert!(matches!(err, ExecError::Restore { .. }), "{err}");
+    }
+}

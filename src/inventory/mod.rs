@@ -1,0 +1,437 @@
+//! How nodes are reached: the inventory file, built-in cluster profiles, SSH settings,
+//! command maps and out-of-band power drivers, merged into one [`NodeAccess`] per node.
+//!
+//! Precedence for every setting: node override > inventory top level > profile > built-in
+//! default. The merge happens once at load so every mistake surfaces before a fault is
+//! injected. The format is documented in `docs/inventory.md`.
+
+mod duration;
+mod profile;
+mod raw;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::experiment::model::ClusterTimers;
+
+pub use duration::parse_duration;
+pub use profile::ProfileName;
+pub use raw::TransportKind;
+use raw::{RawCommands, RawInventory, RawNode, RawPower, RawProfile, RawSsh};
+
+/// Why an inventory could not be used; always names the file (and line:column when known).
+#[derive(Debug, Error)]
+pub enum InventoryError {
+    /// The file could not be read.
+    #[error("{path}: cannot read inventory: {source}")]
+    Io {
+        /// The inventory file.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// YAML syntax, an unknown key or a bad value.
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        /// The inventory file.
+        path: String,
+        /// 1-based line.
+        line: u64,
+        /// 1-based column.
+        column: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// Well-formed YAML whose meaning is inconsistent (e.g. duplicate node).
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The inventory file.
+        path: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+}
+
+/// The cluster the inventory describes, and how to reach its API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterRef {
+    /// Name used in the fault journal and reports.
+    pub name: String,
+    /// Kubeconfig file; `None` means the usual KUBECONFIG / ~/.kube/config lookup.
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context; `None` means the current context.
+    pub context: Option<String>,
+}
+
+/// SSH settings after merging. Holds the NAME of the password variable, never a password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshSettings {
+    /// Login user.
+    pub user: String,
+    /// TCP port.
+    pub port: u16,
+    /// Private key file.
+    pub identity_file: Option<PathBuf>,
+    /// known_hosts file the host key is checked against (default `~/.ssh/known_hosts`).
+    pub known_hosts: Option<PathBuf>,
+    /// TCP connect + handshake limit.
+    pub connect_timeout: Duration,
+    /// Default limit for one command when the caller gives none.
+    pub command_timeout: Duration,
+    /// Environment variable holding the password, read only at connect time.
+    pub password_env: Option<String>,
+    /// Authenticate through the running ssh-agent.
+    pub agent: bool,
+    /// Prefix commands with `sudo -n` (non-root login users).
+    pub sudo: bool,
+    /// Skip host-key checking. Only the CLI flag turns this on.
+    pub insecure_ignore_host_keys: bool,
+}
+
+impl Default for SshSettings {
+    /// Built-in defaults, the lowest layer of the merge.
+    fn default() -> Self {
+        SshSettings {
+            user: "root".into(),
+            port: 22,
+            identity_file: None,
+            known_hosts: None,
+            connect_timeout: Duration::from_secs(10),
+            command_timeout: Duration::from_secs(60),
+            password_env: None,
+            agent: false,
+            sudo: false,
+            insecure_ignore_host_keys: false,
+        }
+    }
+}
+
+/// Shell commands run ON the node; `None` means no layer defined one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Commands {
+    /// Stop the kubelet (or the service hosting it).
+    pub kubelet_stop: Option<String>,
+    /// Start it again.
+    pub kubelet_start: Option<String>,
+    /// Restart it.
+    pub kubelet_restart: Option<String>,
+    /// Report whether it runs (exit code carries the answer).
+    pub kubelet_status: Option<String>,
+    /// Reboot the node.
+    pub reboot: Option<String>,
+    /// Power the node off from inside.
+    pub power_off: Option<String>,
+    /// Cut the node off from the API server.
+    pub partition: Option<String>,
+    /// Undo `partition`.
+    pub heal: Option<String>,
+}
+
+/// Out-of-band power argv templates, run where faultline runs (no shell).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PowerCommands {
+    /// Turn the node on: the only way back from a power-off.
+    pub on: Option<Vec<String>>,
+    /// Turn the node off.
+    pub off: Option<Vec<String>>,
+    /// Print the power state (`on`/`off`).
+    pub status: Option<Vec<String>>,
+}
+
+/// Everything needed to act on one node, fully merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeAccess {
+    /// Kubernetes node name (validated DNS-like).
+    pub name: String,
+    /// Network address for SSH (defaults to the name).
+    pub address: String,
+    /// Free roles from the inventory (e.g. `worker`).
+    pub roles: Vec<String>,
+    /// The profile that supplied defaults, if any.
+    pub profile: Option<ProfileName>,
+    /// How commands reach the node.
+    pub transport: TransportKind,
+    /// Argv template for `transport: exec` (contains `{command}`).
+    pub exec: Option<Vec<String>>,
+    /// SSH settings (used when `transport: ssh`).
+    pub ssh: SshSettings,
+    /// Node commands.
+    pub commands: Commands,
+    /// Out-of-band power commands.
+    pub power: PowerCommands,
+    /// Template that arms a self-restore on the node (`{seconds}`, `{token}`, `{undo}`).
+    pub arm_restore: Option<String>,
+    /// Template that disarms it (`{token}`, `{pid}`).
+    pub disarm_restore: Option<String>,
+}
+
+/// A loaded, validated inventory.
+#[derive(Debug, Clone)]
+pub struct Inventory {
+    path: PathBuf,
+    cluster: ClusterRef,
+    timers: ClusterTimers,
+    nodes: Vec<NodeAccess>,
+}
+
+impl Inventory {
+    /// Read and validate an inventory file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Inventory, InventoryError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| InventoryError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Inventory::parse(&text, path)
+    }
+
+    /// Validate inventory text; `path` is used for messages only.
+    pub fn parse(text: &str, path: &Path) -> Result<Inventory, InventoryError> {
+        let shown = path.display().to_string();
+        let raw: RawInventory = serde_saphyr::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((0, 0));
+            InventoryError::Parse {
+                path: shown.clone(),
+                line,
+                column,
+                message: first_line(&e.without_snippet().to_string()),
+            }
+        })?;
+        let invalid = |message: String| InventoryError::Invalid {
+            path: shown.clone(),
+            message,
+        };
+        let timers = merge_timers(&raw);
+        let mut nodes: Vec<NodeAccess> = Vec::with_capacity(raw.nodes.len());
+        for node in &raw.nodes {
+            if nodes.iter().any(|n| n.name == node.name.0) {
+                return Err(invalid(format!("node `{}` is listed twice", node.name.0)));
+            }
+            nodes.push(merge_node(&raw, node).map_err(&invalid)?);
+        }
+        Ok(Inventory {
+            path: path.to_path_buf(),
+            cluster: ClusterRef {
+                name: raw.cluster.name,
+                kubeconfig: raw.cluster.kubeconfig,
+                context: raw.cluster.context,
+            },
+            timers,
+            nodes,
+        })
+    }
+
+    /// The file this inventory came from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The cluster and how to reach its API.
+    pub fn cluster(&self) -> &ClusterRef {
+        &self.cluster
+    }
+
+    /// Kubeconfig path, if the inventory names one.
+    pub fn kubeconfig(&self) -> Option<&Path> {
+        self.cluster.kubeconfig.as_deref()
+    }
+
+    /// Kubeconfig context, if the inventory names one.
+    pub fn context(&self) -> Option<&str> {
+        self.cluster.context.as_deref()
+    }
+
+    /// The cluster's node-lifecycle timers that expectation bounds resolve against.
+    pub fn timers(&self) -> ClusterTimers {
+        self.timers
+    }
+
+    /// Fully merged access settings for one node.
+    pub fn node(&self, name: &str) -> Option<NodeAccess> {
+        self.nodes.iter().find(|n| n.name == name).cloned()
+    }
+
+    /// All nodes in file order.
+    pub fn nodes(&self) -> &[NodeAccess] {
+        &self.nodes
+    }
+
+    /// Turn host-key checking off for every node: for the CLI's explicit flag only.
+    pub fn set_insecure_ignore_host_keys(&mut self, on: bool) {
+        if on {
+            tracing::warn!(
+                "!!! SSH HOST KEYS ARE NOT VERIFIED for inventory {}: anyone on the path can \
+                 impersonate a node; use this only in a throwaway lab !!!",
+                self.path.display()
+            );
+        }
+        for n in &mut self.nodes {
+            n.ssh.insecure_ignore_host_keys = on;
+        }
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").trim().to_string()
+}
+
+fn merge_timers(raw: &RawInventory) -> ClusterTimers {
+    let mut t = ClusterTimers::default();
+    if let Some(r) = &raw.timers {
+        if let Some(d) = r.node_monitor_period {
+            t.node_monitor_period = d.0;
+        }
+        if let Some(d) = r.node_monitor_grace_period {
+            t.node_monitor_grace_period = d.0;
+        }
+        if let Some(s) = r.default_unreachable_toleration_seconds {
+            t.default_unreachable_toleration = Duration::from_secs(s);
+        }
+        if let Some(s) = r.default_not_ready_toleration_seconds {
+            t.default_not_ready_toleration = Duration::from_secs(s);
+        }
+    }
+    t
+}
+
+/// True for names Kubernetes and our shell quoting can both live with.
+pub fn valid_node_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'.';
+    let end = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    match b {
+        [] => false,
+        [only] => end(only),
+        [first, mid @ .., last] => end(first) && end(last) && mid.iter().all(inner),
+    }
+}
+
+/// The first `Some` in precedence order.
+fn first<T: Clone>(layers: [Option<&T>; 3]) -> Option<T> {
+    layers.into_iter().flatten().next().cloned()
+}
+
+fn merge_node(top: &RawInventory, node: &RawNode) -> Result<NodeAccess, String> {
+    let name = &node.name.0;
+    let profile_name = node.profile.or(top.profile);
+    let profile: Option<RawProfile> = profile_name.map(ProfileName::load).transpose()?;
+    let p = profile.as_ref();
+    let transport = first([
+        node.transport.as_ref(),
+        top.transport.as_ref(),
+        p.and_then(|p| p.transport.as_ref()),
+    ])
+    .unwrap_or(TransportKind::Ssh);
+    let exec = first([
+        node.exec.as_ref(),
+        top.exec.as_ref(),
+        p.and_then(|p| p.exec.as_ref()),
+    ]);
+    if transport == TransportKind::Exec {
+        match &exec {
+            Some(argv) if argv.iter().any(|a| a.contains("{command}")) => {}
+            _ => {
+                return Err(format!(
+                    "node `{}`: `transport: exec` needs an `exec:` argv template containing \
+                     \"{{command}}\", e.g. [docker, exec, \"{{node}}\", sh, -c, \"{{command}}\"]",
+                    name
+                ));
+            }
+        }
+    }
+    let ssh = merge_ssh([
+        node.ssh.as_ref(),
+        top.ssh.as_ref(),
+        p.and_then(|p| p.ssh.as_ref()),
+    ]);
+    if ssh.insecure_ignore_host_keys {
+        return Err(format!(
+            "node `{}`: ssh.insecureIgnoreHostKeys can only be turned on from the command line \
+             (--insecure-ignore-host-keys), never from a file",
+            name
+        ));
+    }
+    let commands = merge_commands([
+        node.commands.as_ref(),
+        top.commands.as_ref(),
+        p.and_then(|p| p.commands.as_ref()),
+    ]);
+    let power = merge_power([
+        node.power.as_ref(),
+        top.power.as_ref(),
+        p.and_then(|p| p.power.as_ref()),
+    ]);
+    Ok(NodeAccess {
+        name: name.clone(),
+        address: node.address.clone().unwrap_or_else(|| name.clone()),
+        roles: node.roles.clone(),
+        profile: profile_name,
+        transport,
+        exec,
+        ssh,
+        commands,
+        power,
+        arm_restore: top.arm_restore.clone(),
+        disarm_restore: top.disarm_restore.clone(),
+    })
+}
+
+fn merge_ssh(layers: [Option<&RawSsh>; 3]) -> SshSettings {
+    let d = SshSettings::default();
+    macro_rules! pick {
+        ($f:ident) => {
+            first(layers.map(|l| l.and_then(|s| s.$f.as_ref())))
+        };
+    }
+    SshSettings {
+        user: pick!(user).unwrap_or(d.user),
+        port: pick!(port).unwrap_or(d.port),
+        identity_file: pick!(identity_file),
+        known_hosts: pick!(known_hosts),
+        connect_timeout: pick!(connect_timeout).map_or(d.connect_timeout, |h| h.0),
+        command_timeout: pick!(command_timeout).map_or(d.command_timeout, |h| h.0),
+        password_env: pick!(password_env),
+        agent: pick!(agent).unwrap_or(d.agent),
+        sudo: pick!(sudo).unwrap_or(d.sudo),
+        insecure_ignore_host_keys: pick!(insecure_ignore_host_keys).unwrap_or(false),
+    }
+}
+
+fn merge_commands(layers: [Option<&RawCommands>; 3]) -> Commands {
+    macro_rules! pick {
+        ($f:ident) => {
+            first(layers.map(|l| l.and_then(|s| s.$f.as_ref())))
+        };
+    }
+    Commands {
+        kubelet_stop: pick!(kubelet_stop),
+        kubelet_start: pick!(kubelet_start),
+        kubelet_restart: pick!(kubelet_restart),
+        kubelet_status: pick!(kubelet_status),
+        reboot: pick!(reboot),
+        power_off: pick!(power_off),
+        partition: pick!(partition),
+        heal: pick!(heal),
+    }
+}
+
+fn merge_power(layers: [Option<&RawPower>; 3]) -> PowerCommands {
+    macro_rules! pick {
+        ($f:ident) => {
+            first(layers.map(|l| l.and_then(|s| s.$f.as_ref())))
+        };
+    }
+    PowerCommands {
+        on: pick!(on),
+        off: pick!(off),
+        status: pick!(status),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,143 @@
+//! The inventory file exactly as written: every field optional where the merge can fill it.
+//!
+//! Kept apart from the merged [`super::NodeAccess`] so that "what the user wrote" and "what
+//! will be used" never get confused; unknown keys are rejected so typos fail loudly.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::ProfileName;
+use super::duration::HumanDuration;
+
+/// Top level of an inventory file.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawInventory {
+    pub cluster: RawCluster,
+    pub profile: Option<ProfileName>,
+    pub timers: Option<RawTimers>,
+    pub transport: Option<TransportKind>,
+    pub exec: Option<Vec<String>>,
+    pub ssh: Option<RawSsh>,
+    pub commands: Option<RawCommands>,
+    pub power: Option<RawPower>,
+    pub arm_restore: Option<String>,
+    pub disarm_restore: Option<String>,
+    #[serde(default)]
+    pub nodes: Vec<RawNode>,
+}
+
+/// `cluster:` — which cluster and how its API is reached.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawCluster {
+    pub name: String,
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+}
+
+/// `timers:` — the cluster's own node-lifecycle timers.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawTimers {
+    pub node_monitor_period: Option<HumanDuration>,
+    pub node_monitor_grace_period: Option<HumanDuration>,
+    pub default_unreachable_toleration_seconds: Option<u64>,
+    pub default_not_ready_toleration_seconds: Option<u64>,
+}
+
+/// How a command reaches a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TransportKind {
+    /// SSH to the node's address (ssh2).
+    Ssh,
+    /// A local argv template (`docker exec`, `oc debug`).
+    Exec,
+}
+
+/// `ssh:` settings; every field may be overridden per node.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawSsh {
+    pub user: Option<String>,
+    pub port: Option<u16>,
+    pub identity_file: Option<PathBuf>,
+    pub known_hosts: Option<PathBuf>,
+    pub connect_timeout: Option<HumanDuration>,
+    pub command_timeout: Option<HumanDuration>,
+    pub password_env: Option<String>,
+    pub agent: Option<bool>,
+    pub sudo: Option<bool>,
+    pub insecure_ignore_host_keys: Option<bool>,
+}
+
+/// `commands:` run by the node's shell.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawCommands {
+    pub kubelet_stop: Option<String>,
+    pub kubelet_start: Option<String>,
+    pub kubelet_restart: Option<String>,
+    pub kubelet_status: Option<String>,
+    pub reboot: Option<String>,
+    pub power_off: Option<String>,
+    pub partition: Option<String>,
+    pub heal: Option<String>,
+}
+
+/// `power:` argv templates run where faultline runs.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawPower {
+    pub on: Option<Vec<String>>,
+    pub off: Option<Vec<String>>,
+    pub status: Option<Vec<String>>,
+}
+
+/// One `nodes:` entry.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawNode {
+    pub name: NodeName,
+    pub address: Option<String>,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    pub profile: Option<ProfileName>,
+    pub transport: Option<TransportKind>,
+    pub exec: Option<Vec<String>>,
+    pub ssh: Option<RawSsh>,
+    pub commands: Option<RawCommands>,
+    pub power: Option<RawPower>,
+}
+
+/// A built-in profile file (`profiles/*.yaml`): defaults for one Kubernetes distribution.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawProfile {
+    pub transport: Option<TransportKind>,
+    pub exec: Option<Vec<String>>,
+    pub ssh: Option<RawSsh>,
+    pub commands: Option<RawCommands>,
+    pub power: Option<RawPower>,
+}
+
+/// A node name checked while parsing, so a bad one is reported at its line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeName(pub String);
+
+impl<'de> Deserialize<'de> for NodeName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if super::valid_node_name(&name) {
+            Ok(NodeName(name))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "node name `{}` is not a valid Kubernetes node name \
+                 (lowercase letters, digits, '-' and '.', starting and ending alphanumeric)",
+                name.escape_debug()
+            )))
+        }
+    }
+}
