@@ -84,6 +84,18 @@ pub fn load_all(paths: &[PathBuf]) -> Vec<(PathBuf, Result<Experiment, Diagnosti
     out
 }
 
+/// Plain words for the parser's "expected <event>" messages about a value of the wrong shape.
+fn expected_shape(raw: &str) -> Option<&'static str> {
+    Some(match raw {
+        "expected sequence start" => "expected a list here",
+        "expected mapping start" => "expected a mapping (key: value) here",
+        "expected string scalar" => "expected a single value (string) here",
+        "invalid boolean" => "expected true or false here",
+        "invalid i64" | "invalid u32" | "invalid u64" => "expected a whole number here",
+        _ => return None,
+    })
+}
+
 /// Turns a YAML syntax or type error into a diagnostic, rewording the library's messages
 /// where they speak about its API rather than about the file.
 fn syntax_diagnostic(e: &serde_saphyr::Error, path: &Path) -> Diagnostic {
@@ -107,6 +119,8 @@ fn syntax_diagnostic(e: &serde_saphyr::Error, path: &Path) -> Diagnostic {
             "an experiment file holds exactly one YAML document".to_owned(),
             Some("put each experiment in its own file".to_owned()),
         )
+    } else if let Some(what) = expected_shape(&raw) {
+        (what.to_owned(), None)
     } else if raw.starts_with("tabs disallowed") {
         (raw, Some("indent with spaces".to_owned()))
     } else if raw.starts_with("unknown field") {

@@ -45,6 +45,8 @@ pub(crate) struct Validator<'a> {
     targets: Vec<String>,
     steps: Vec<String>,
     namespace: String,
+    /// False when `targets` is missing: every reference would be "unknown", which is noise.
+    check_target_refs: bool,
 }
 
 fn at<T>(s: &S<T>) -> Location {
@@ -89,6 +91,7 @@ impl<'a> Validator<'a> {
             targets: Vec::new(),
             steps: Vec::new(),
             namespace: "default".into(),
+            check_target_refs: true,
         }
     }
 
@@ -196,6 +199,7 @@ impl<'a> Validator<'a> {
 
     fn targets(&mut self, raw: &RawExperiment) -> Vec<TargetSpec> {
         let Some(targets) = &raw.targets else {
+            self.check_target_refs = false;
             self.report(TOP, "missing required key `targets`", Some("name at least one node set, e.g. `targets: {victim: {role: worker, count: 1}}`".into()));
             return Vec::new();
         };
@@ -307,7 +311,7 @@ impl<'a> Validator<'a> {
     }
 
     fn target_ref(&mut self, r: &S<String>) -> String {
-        if !self.targets.contains(&r.value) {
+        if self.check_target_refs && !self.targets.contains(&r.value) {
             self.unknown_target(r);
         }
         r.value.clone()
