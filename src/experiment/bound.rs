@@ -12,6 +12,10 @@ use super::model::{Bound, BoundSymbol, BoundTerm};
 /// and would keep a node down for a day.
 pub const MAX_BOUND: Duration = Duration::from_secs(24 * 3600);
 
+/// Largest multiplier accepted (`100 * monitor`); larger ones are typos and could overflow
+/// when the bound is resolved.
+pub const MAX_FACTOR: f64 = 100.0;
+
 /// Why a bound could not be parsed, with a fix when one is obvious.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoundIssue {
@@ -244,8 +248,17 @@ fn parse_factor(word: &str) -> Result<f64, BoundIssue> {
         ))
         .hint("write e.g. `2 * grace`"));
     }
-    word.parse::<f64>()
-        .map_err(|_| BoundIssue::new(format!("invalid number `{word}`")))
+    let factor = word
+        .parse::<f64>()
+        .map_err(|_| BoundIssue::new(format!("invalid number `{word}`")))?;
+    if !(factor.is_finite() && factor <= MAX_FACTOR) {
+        return Err(
+            BoundIssue::new(format!("multiplier `{word}` is absurd")).hint(format!(
+                "multipliers are at most {MAX_FACTOR}; write the duration itself instead"
+            )),
+        );
+    }
+    Ok(factor)
 }
 
 /// One term starting at `i`: `[n *] atom [* n]`. Returns the term and the next index.
@@ -413,6 +426,9 @@ mod tests {
                 .contains("invalid duration")
         );
         assert!(parse_bound("grace / 2").unwrap_err().contains("`/`"));
+        assert!(parse_bound("1000 * grace").unwrap_err().contains("absurd"));
+        assert!(parse_bound(&format!("{} * grace", "9".repeat(400))).is_err());
+        assert!(parse_bound(&format!("{}s", "9".repeat(400))).is_err());
         assert!(parse_bound("grace * s").unwrap_err().contains("multiplier"));
     }
 
