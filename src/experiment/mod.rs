@@ -7,7 +7,7 @@ pub mod bound;
 pub mod diagnostic;
 pub mod model;
 mod raw;
-pub mod states;
+mod states;
 mod suggest;
 mod validate;
 

@@ -57,6 +57,7 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
     }
 }
 
+/// One entry of `targets:`: a node selector.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawTarget {
@@ -71,6 +72,7 @@ pub struct RawTarget {
     pub count: Option<S<i64>>,
 }
 
+/// `setup:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSetup {
@@ -79,12 +81,14 @@ pub struct RawSetup {
     pub wait_timeout: Option<S<String>>,
 }
 
+/// `teardown:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawTeardown {
     pub delete_manifests: Option<bool>,
 }
 
+/// `observe:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawObserve {
@@ -94,6 +98,7 @@ pub struct RawObserve {
     pub namespaces: Vec<S<String>>,
 }
 
+/// `safety:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawSafety {
@@ -101,6 +106,7 @@ pub struct RawSafety {
     pub allow_control_plane: Option<bool>,
 }
 
+/// One entry of `steps:`; which keys apply depends on `do:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawStep {
@@ -145,6 +151,7 @@ pub struct RawPods {
     pub count: Option<S<String>>,
 }
 
+/// `pvc:` of a `delete-pvc` step.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawPvc {
@@ -152,6 +159,7 @@ pub struct RawPvc {
     pub namespace: Option<S<String>>,
 }
 
+/// `taint:` of a `taint`/`untaint` step.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawTaint {
@@ -160,6 +168,7 @@ pub struct RawTaint {
     pub effect: Option<S<String>>,
 }
 
+/// One entry of `expect:`; exactly one subject and one check must be given.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawExpectation {

@@ -559,6 +559,9 @@ impl<'a> Validator<'a> {
         let s = &step.value;
         let time = self.step_time(step, earlier, later);
         let Some(do_) = &s.do_ else {
+            if let Some(t) = &s.target {
+                self.target_ref(t);
+            }
             self.err(
                 step,
                 "step has no `do`",
@@ -577,6 +580,9 @@ impl<'a> Validator<'a> {
                 format!("unknown action `{action_name}`"),
                 Some(hint),
             );
+            if let Some(t) = &s.target {
+                self.target_ref(t);
+            }
             return None;
         }
         let target = match (&s.target, is_node_action(action_name)) {
