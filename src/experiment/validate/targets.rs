@@ -42,6 +42,24 @@ impl Validator<'_> {
                     None
                 }
             });
+            let control_plane_allowed = raw
+                .safety
+                .as_ref()
+                .and_then(|s| s.allow_control_plane)
+                .unwrap_or(false);
+            if let Some(r) = &t.role
+                && role == Some(NodeRole::ControlPlane)
+                && !control_plane_allowed
+            {
+                self.err(
+                    r,
+                    format!(
+                        "target `{}` selects control-plane nodes but `safety.allowControlPlane` is not true",
+                        name.value
+                    ),
+                    Some("faults on control-plane nodes must be opted into: add `safety: {allowControlPlane: true}`"),
+                );
+            }
             let running_pods_of = t.running_pods_of.as_ref().and_then(|w| self.workload(w));
             for n in &t.names {
                 if !is_dns_label(&n.value) {
