@@ -1,3 +1,141 @@
 //! The experiment file format: types, parsing, and validation with file:line:column.
+//!
+//! `experiment file → validated plan` is the first stage of a run; nothing later reads YAML.
+//! Entry points: [`parse`], [`load`], [`load_all`], and [`parse_bound`] for bound strings.
 
+pub mod bound;
+pub mod diagnostic;
 pub mod model;
+mod raw;
+mod states;
+mod suggest;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+use serde_saphyr::MessageFormatter;
+
+pub use bound::{parse_bound, parse_duration};
+pub use diagnostic::{Diagnostic, Diagnostics};
+pub use model::Experiment;
+
+/// Parses and validates one experiment; `path` is used in messages and to resolve manifests.
+pub fn parse(text: &str, path: &Path) -> Result<Experiment, Diagnostics> {
+    let raw: raw::RawExperiment = match serde_saphyr::from_str(text) {
+        Ok(raw) => raw,
+        Err(e) => return Err(Diagnostics(vec![syntax_diagnostic(&e, path)])),
+    };
+    validate::Validator::new(path)
+        .experiment(raw)
+        .map_err(Diagnostics)
+}
+
+/// Reads and validates one experiment file; a file that cannot be read is a diagnostic too.
+pub fn load(path: &Path) -> Result<Experiment, Diagnostics> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse(&text, path),
+        Err(e) => Err(Diagnostics(vec![Diagnostic {
+            path: path.to_path_buf(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read the file: {e}"),
+            hint: None,
+        }])),
+    }
+}
+
+/// Loads every experiment named: a file as itself, a directory as every `*.yaml`/`*.yml`
+/// directly in it (sorted, not recursive), so `faultline validate experiments/` checks a
+/// whole suite and reports every broken file at once.
+pub fn load_all(paths: &[PathBuf]) -> Vec<(PathBuf, Result<Experiment, Diagnostics>)> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            out.push((path.clone(), load(path)));
+            continue;
+        }
+        match std::fs::read_dir(path) {
+            Ok(entries) => {
+                let mut files: Vec<PathBuf> = entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml")
+                    })
+                    .collect();
+                files.sort();
+                for f in files {
+                    let result = load(&f);
+                    out.push((f, result));
+                }
+            }
+            Err(e) => out.push((
+                path.clone(),
+                Err(Diagnostics(vec![Diagnostic {
+                    path: path.clone(),
+                    line: 0,
+                    column: 0,
+                    message: format!("cannot read the directory: {e}"),
+                    hint: None,
+                }])),
+            )),
+        }
+    }
+    out
+}
+
+/// Plain words for the parser's "expected <event>" messages about a value of the wrong shape.
+fn expected_shape(raw: &str) -> Option<&'static str> {
+    Some(match raw {
+        "expected sequence start" => "expected a list here",
+        "expected mapping start" => "expected a mapping (key: value) here",
+        "expected string scalar" => "expected a single value (string) here",
+        "invalid boolean" => "expected true or false here",
+        "invalid i64" | "invalid u32" | "invalid u64" => "expected a whole number here",
+        _ => return None,
+    })
+}
+
+/// Turns a YAML syntax or type error into a diagnostic, rewording the library's messages
+/// where they speak about its API rather than about the file.
+fn syntax_diagnostic(e: &serde_saphyr::Error, path: &Path) -> Diagnostic {
+    let (line, column) = e
+        .location()
+        .map(|l| {
+            (
+                u32::try_from(l.line()).unwrap_or(u32::MAX),
+                u32::try_from(l.column()).unwrap_or(u32::MAX),
+            )
+        })
+        .unwrap_or((0, 0));
+    let raw = serde_saphyr::DefaultMessageFormatter
+        .format_message(e.without_snippet())
+        .to_string();
+    let (message, hint) = if let Some(rest) = raw.strip_prefix("duplicate mapping key: ") {
+        let key = rest.split(',').next().unwrap_or(rest);
+        (format!("duplicate key `{key}`"), None)
+    } else if raw.starts_with("multiple YAML documents") {
+        (
+            "an experiment file holds exactly one YAML document".to_owned(),
+            Some("put each experiment in its own file".to_owned()),
+        )
+    } else if let Some(what) = expected_shape(&raw) {
+        (what.to_owned(), None)
+    } else if raw.starts_with("tabs disallowed") {
+        (raw, Some("indent with spaces".to_owned()))
+    } else if raw.starts_with("unknown field") {
+        (
+            raw,
+            Some("keys are camelCase; see docs/experiment-format.md".to_owned()),
+        )
+    } else {
+        (raw, None)
+    };
+    Diagnostic {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+        hint,
+    }
+}

@@ -1,0 +1,452 @@
+//! The bound syntax: `90s`, `1m30s`, `2 * grace`, `grace + toleration - 5s`.
+//!
+//! Bounds are written relative to the cluster's own timers so one experiment file holds on
+//! clusters configured differently; this module only parses them, resolution happens at
+//! judge time against the cluster profile (see `model::Bound::resolve`).
+
+use std::time::Duration;
+
+use super::model::{Bound, BoundSymbol, BoundTerm};
+
+/// Longest bound faultline accepts: anything longer is almost surely a typo (`90m` for `90s`)
+/// and would keep a node down for a day.
+pub const MAX_BOUND: Duration = Duration::from_secs(24 * 3600);
+
+/// Largest multiplier accepted (`100 * monitor`); larger ones are typos and could overflow
+/// when the bound is resolved.
+pub const MAX_FACTOR: f64 = 100.0;
+
+/// Why a bound could not be parsed, with a fix when one is obvious.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoundIssue {
+    /// What is wrong.
+    pub message: String,
+    /// What to write instead.
+    pub hint: Option<String>,
+}
+
+impl BoundIssue {
+    fn new(message: impl Into<String>) -> Self {
+        BoundIssue {
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// Parses a bound such as `grace + toleration + 30s` or `2 * grace`.
+///
+/// Rules: terms are durations (`500ms`, `90s`, `5m`, `1m30s`, `2h`) or the symbols `grace`,
+/// `monitor`, `toleration`, each optionally multiplied by a number (`2 * grace`,
+/// `grace * 1.5`), joined by `+` and `-`. A number without a unit is an error. A bound whose
+/// fixed part exceeds 24h is rejected, and so is a bound that can never be positive (no
+/// symbol with a positive factor and a negative fixed part, e.g. `-5s`); `toleration - 5s`
+/// is accepted because its value depends on the cluster.
+pub fn parse_bound(text: &str) -> Result<Bound, String> {
+    parse_bound_detailed(text).map_err(|issue| match issue.hint {
+        Some(h) => format!("{} ({h})", issue.message),
+        None => issue.message,
+    })
+}
+
+/// Parses a plain duration (`timeout`, `waitTimeout`): the bound syntax without symbols.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    parse_duration_detailed(text).map_err(|issue| issue.message)
+}
+
+/// [`parse_duration`] with a separate hint, for diagnostics.
+pub(crate) fn parse_duration_detailed(text: &str) -> Result<Duration, BoundIssue> {
+    let bound = parse_bound_detailed(text)?;
+    let mut total = 0.0f64;
+    for term in &bound.terms {
+        match term.symbol {
+            BoundSymbol::Fixed(d) => total += term.factor * d.as_secs_f64(),
+            _ => {
+                return Err(BoundIssue::new(format!(
+                    "`{}` must be a plain duration, not relative to the cluster's timers",
+                    text.trim()
+                ))
+                .hint("write a fixed duration such as 2m"));
+            }
+        }
+    }
+    Ok(Duration::from_secs_f64(total.max(0.0)))
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Word(String),
+    Plus,
+    Minus,
+    Star,
+}
+
+fn tokenize(text: &str) -> Result<Vec<Token>, BoundIssue> {
+    let mut tokens = Vec::new();
+    let mut word = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() {
+            tokens.push(Token::Word(std::mem::take(&mut word)));
+        }
+        match c {
+            '+' => tokens.push(Token::Plus),
+            '-' => tokens.push(Token::Minus),
+            '*' => tokens.push(Token::Star),
+            c if c.is_whitespace() => {}
+            other => {
+                return Err(
+                    BoundIssue::new(format!("unexpected character `{other}` in bound")).hint(
+                        "a bound is terms joined by + and -, e.g. `grace + toleration + 30s`",
+                    ),
+                );
+            }
+        }
+    }
+    if !word.is_empty() {
+        tokens.push(Token::Word(word));
+    }
+    Ok(tokens)
+}
+
+fn is_number(word: &str) -> bool {
+    !word.is_empty()
+        && word.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && word.chars().filter(|c| *c == '.').count() <= 1
+        && word != "."
+}
+
+fn symbol(word: &str) -> Option<BoundSymbol> {
+    match word {
+        "grace" => Some(BoundSymbol::Grace),
+        "monitor" => Some(BoundSymbol::MonitorPeriod),
+        "toleration" => Some(BoundSymbol::Toleration),
+        _ => None,
+    }
+}
+
+/// Parses `1m30s`, `500ms`, `2h`, `1.5s`; `None` when `word` is not shaped like a duration.
+fn duration(word: &str) -> Option<Result<Duration, BoundIssue>> {
+    let mut rest = word;
+    let mut total = 0.0f64;
+    let mut any = false;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return if any {
+                Some(Err(bad_duration(word)))
+            } else {
+                None
+            };
+        }
+        let number: f64 = match rest[..digits].parse() {
+            Ok(n) => n,
+            Err(_) => return Some(Err(bad_duration(word))),
+        };
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Some(Err(bad_duration(word))),
+        };
+        rest = &rest[unit_len..];
+        total += number * seconds;
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    if total > MAX_BOUND.as_secs_f64() {
+        return Some(Err(BoundIssue::new(format!("`{word}` is longer than 24h"))
+            .hint("bounds are capped at 24h; check the unit (s, m, h)")));
+    }
+    Some(Ok(Duration::from_secs_f64(total)))
+}
+
+fn bad_duration(word: &str) -> BoundIssue {
+    BoundIssue::new(format!("invalid duration `{word}`"))
+        .hint("durations use the units ms, s, m, h, e.g. 500ms, 90s, 1m30s, 2h")
+}
+
+/// [`parse_bound`] with a separate hint, for diagnostics.
+pub(crate) fn parse_bound_detailed(text: &str) -> Result<Bound, BoundIssue> {
+    let tokens = tokenize(text)?;
+    if tokens.is_empty() {
+        return Err(BoundIssue::new("empty bound").hint("write a duration such as 30s"));
+    }
+    let mut terms = Vec::new();
+    let mut i = 0;
+    let mut sign = 1.0;
+    if tokens.first() == Some(&Token::Minus) {
+        sign = -1.0;
+        i = 1;
+    }
+    loop {
+        let (term, next) = parse_term(&tokens, i, sign)?;
+        terms.push(term);
+        i = next;
+        match tokens.get(i) {
+            None => break,
+            Some(Token::Plus) => sign = 1.0,
+            Some(Token::Minus) => sign = -1.0,
+            Some(other) => {
+                return Err(BoundIssue::new(format!(
+                    "expected `+` or `-` in bound, found {}",
+                    describe(other)
+                ))
+                .hint("a bound is terms joined by + and -, e.g. `grace + toleration + 30s`"));
+            }
+        }
+        i += 1;
+    }
+    let bound = Bound { terms };
+    check_range(&bound, text)?;
+    Ok(bound)
+}
+
+fn describe(token: &Token) -> String {
+    match token {
+        Token::Word(w) => format!("`{w}`"),
+        Token::Plus => "`+`".into(),
+        Token::Minus => "`-`".into(),
+        Token::Star => "`*`".into(),
+    }
+}
+
+fn word_at(tokens: &[Token], i: usize) -> Result<&str, BoundIssue> {
+    match tokens.get(i) {
+        Some(Token::Word(w)) => Ok(w),
+        Some(other) => Err(BoundIssue::new(format!(
+            "expected a duration or a symbol in bound, found {}",
+            describe(other)
+        ))
+        .hint("a term is a duration like 30s, or one of grace, monitor, toleration")),
+        None => Err(BoundIssue::new("bound ends where a term was expected")
+            .hint("a term is a duration like 30s, or one of grace, monitor, toleration")),
+    }
+}
+
+fn parse_factor(word: &str) -> Result<f64, BoundIssue> {
+    if !is_number(word) {
+        return Err(BoundIssue::new(format!(
+            "a multiplier must be a plain number, found `{word}`"
+        ))
+        .hint("write e.g. `2 * grace`"));
+    }
+    let factor = word
+        .parse::<f64>()
+        .map_err(|_| BoundIssue::new(format!("invalid number `{word}`")))?;
+    if !(factor.is_finite() && factor <= MAX_FACTOR) {
+        return Err(
+            BoundIssue::new(format!("multiplier `{word}` is absurd")).hint(format!(
+                "multipliers are at most {MAX_FACTOR}; write the duration itself instead"
+            )),
+        );
+    }
+    Ok(factor)
+}
+
+/// One term starting at `i`: `[n *] atom [* n]`. Returns the term and the next index.
+fn parse_term(tokens: &[Token], i: usize, sign: f64) -> Result<(BoundTerm, usize), BoundIssue> {
+    let first = word_at(tokens, i)?;
+    let mut factor = sign;
+    let mut i = i;
+    let atom_word;
+    if is_number(first) && tokens.get(i + 1) == Some(&Token::Star) {
+        factor *= parse_factor(first)?;
+        atom_word = word_at(tokens, i + 2)?;
+        i += 3;
+    } else {
+        atom_word = first;
+        i += 1;
+    }
+    let symbol = atom(atom_word)?;
+    if tokens.get(i) == Some(&Token::Star) {
+        factor *= parse_factor(word_at(tokens, i + 1)?)?;
+        i += 2;
+    }
+    Ok((BoundTerm { factor, symbol }, i))
+}
+
+fn atom(word: &str) -> Result<BoundSymbol, BoundIssue> {
+    if let Some(s) = symbol(word) {
+        return Ok(s);
+    }
+    if is_number(word) {
+        return Err(BoundIssue::new(format!("`{word}` has no unit"))
+            .hint(format!("write {word}s (or ms, m, h)")));
+    }
+    match duration(word) {
+        Some(Ok(d)) => Ok(BoundSymbol::Fixed(d)),
+        Some(Err(issue)) => Err(issue),
+        None => {
+            let issue = BoundIssue::new(format!("unknown term `{word}` in bound"));
+            Err(
+                match super::suggest::closest(word, &["grace", "monitor", "toleration"]) {
+                    Some(s) => issue.hint(format!("did you mean `{s}`?")),
+                    None => issue.hint(
+                        "a term is a duration like 30s, or one of grace, monitor, toleration",
+                    ),
+                },
+            )
+        }
+    }
+}
+
+fn check_range(bound: &Bound, text: &str) -> Result<(), BoundIssue> {
+    let mut fixed = 0.0f64;
+    let mut grows_with_cluster = false;
+    for term in &bound.terms {
+        match term.symbol {
+            BoundSymbol::Fixed(d) => fixed += term.factor * d.as_secs_f64(),
+            _ if term.factor > 0.0 => grows_with_cluster = true,
+            _ => {}
+        }
+    }
+    if fixed > MAX_BOUND.as_secs_f64() {
+        return Err(
+            BoundIssue::new(format!("`{}` is longer than 24h", text.trim()))
+                .hint("bounds are capped at 24h; check the unit (s, m, h)"),
+        );
+    }
+    if fixed < 0.0 && !grows_with_cluster {
+        return Err(BoundIssue::new(format!("`{}` is negative", text.trim()))
+            .hint("bounds are offsets after `since`; write a positive duration"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixed(secs: f64) -> BoundTerm {
+        BoundTerm {
+            factor: 1.0,
+            symbol: BoundSymbol::Fixed(Duration::from_secs_f64(secs)),
+        }
+    }
+
+    fn sym(factor: f64, symbol: BoundSymbol) -> BoundTerm {
+        BoundTerm { factor, symbol }
+    }
+
+    #[test]
+    fn durations_in_every_unit() {
+        for (text, secs) in [
+            ("90s", 90.0),
+            ("5m", 300.0),
+            ("1m30s", 90.0),
+            ("500ms", 0.5),
+            ("2h", 7200.0),
+            ("1.5s", 1.5),
+            ("0s", 0.0),
+        ] {
+            assert_eq!(
+                parse_bound(text),
+                Ok(Bound {
+                    terms: vec![fixed(secs)]
+                }),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn sums_differences_and_multipliers() {
+        assert_eq!(
+            parse_bound("grace + toleration + 30s").map(|b| b.terms),
+            Ok(vec![
+                sym(1.0, BoundSymbol::Grace),
+                sym(1.0, BoundSymbol::Toleration),
+                fixed(30.0)
+            ])
+        );
+        assert_eq!(
+            parse_bound("2 * grace").map(|b| b.terms),
+            Ok(vec![sym(2.0, BoundSymbol::Grace)])
+        );
+        assert_eq!(
+            parse_bound("monitor*3 - 5s + 1m").map(|b| b.terms),
+            Ok(vec![
+                sym(3.0, BoundSymbol::MonitorPeriod),
+                BoundTerm {
+                    factor: -1.0,
+                    symbol: BoundSymbol::Fixed(Duration::from_secs(5))
+                },
+                fixed(60.0)
+            ])
+        );
+        assert_eq!(parse_bound("toleration - 5s").map(|b| b.terms.len()), Ok(2));
+    }
+
+    #[test]
+    fn bare_number_is_rejected_with_a_unit_hint() {
+        let issue = parse_bound_detailed("30").unwrap_err();
+        assert_eq!(issue.message, "`30` has no unit");
+        assert_eq!(issue.hint.as_deref(), Some("write 30s (or ms, m, h)"));
+    }
+
+    #[test]
+    fn absurd_negative_and_malformed_bounds_are_rejected() {
+        assert!(parse_bound("25h").unwrap_err().contains("longer than 24h"));
+        assert!(
+            parse_bound("23h + 2h")
+                .unwrap_err()
+                .contains("longer than 24h")
+        );
+        assert!(parse_bound("-5s").unwrap_err().contains("negative"));
+        assert!(parse_bound("10s - 20s").unwrap_err().contains("negative"));
+        assert!(parse_bound("").unwrap_err().contains("empty"));
+        assert!(parse_bound("grace +").unwrap_err().contains("ends"));
+        assert!(
+            parse_bound("grace grace")
+                .unwrap_err()
+                .contains("expected `+`")
+        );
+        assert!(parse_bound("5x").unwrap_err().contains("invalid duration"));
+        assert!(
+            parse_bound("1m30")
+                .unwrap_err()
+                .contains("invalid duration")
+        );
+        assert!(parse_bound("grace / 2").unwrap_err().contains("`/`"));
+        assert!(parse_bound("1000 * grace").unwrap_err().contains("absurd"));
+        assert!(parse_bound(&format!("{} * grace", "9".repeat(400))).is_err());
+        assert!(parse_bound(&format!("{}s", "9".repeat(400))).is_err());
+        assert!(parse_bound("grace * s").unwrap_err().contains("multiplier"));
+    }
+
+    #[test]
+    fn misspelled_symbol_gets_a_suggestion() {
+        let issue = parse_bound_detailed("grcae + 5s").unwrap_err();
+        assert_eq!(issue.message, "unknown term `grcae` in bound");
+        assert_eq!(issue.hint.as_deref(), Some("did you mean `grace`?"));
+    }
+
+    #[test]
+    fn plain_durations_reject_symbols() {
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1m - 30s"), Ok(Duration::from_secs(30)));
+        assert!(
+            parse_duration("grace")
+                .unwrap_err()
+                .contains("plain duration")
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! The experiment file as written: serde types that mirror the YAML one-to-one.
+//!
+//! Every key is optional here and every value carries its position, so validation (not
+//! serde) decides what is required and can report every problem at its line and column.
+//! Unknown keys are still rejected by serde (`deny_unknown_fields`), which catches typos.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, MapAccess, Visitor};
+use serde_saphyr::Spanned;
+
+/// A value with the place it was written.
+pub type S<T> = Spanned<T>;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawExperiment {
+    pub name: Option<S<String>>,
+    pub description: Option<S<String>>,
+    #[serde(default)]
+    pub tags: Vec<S<String>>,
+    pub namespace: Option<S<String>>,
+    pub targets: Option<S<Ordered<S<RawTarget>>>>,
+    pub setup: Option<RawSetup>,
+    pub teardown: Option<RawTeardown>,
+    pub observe: Option<RawObserve>,
+    pub safety: Option<RawSafety>,
+    pub steps: Option<S<Vec<S<RawStep>>>>,
+    pub expect: Option<S<Vec<S<RawExpectation>>>>,
+}
+
+/// A mapping whose entries keep the order they were written in (targets may only exclude
+/// earlier targets, so order matters).
+#[derive(Debug)]
+pub struct Ordered<V>(pub Vec<(S<String>, V)>);
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OrderedVisitor<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for OrderedVisitor<V> {
+            type Value = Ordered<V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(Ordered(entries))
+            }
+        }
+        deserializer.deserialize_map(OrderedVisitor(std::marker::PhantomData))
+    }
+}
+
+/// One entry of `targets:`: a node selector.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawTarget {
+    pub role: Option<S<String>>,
+    pub running_pods_of: Option<S<String>>,
+    #[serde(default)]
+    pub names: Vec<S<String>>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub exclude: Vec<S<String>>,
+    pub count: Option<S<i64>>,
+}
+
+/// `setup:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawSetup {
+    #[serde(default)]
+    pub manifests: Vec<S<String>>,
+    pub wait_timeout: Option<S<String>>,
+}
+
+/// `teardown:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawTeardown {
+    pub delete_manifests: Option<bool>,
+}
+
+/// `observe:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawObserve {
+    #[serde(rename = "for")]
+    pub for_: Option<S<String>>,
+    #[serde(default)]
+    pub namespaces: Vec<S<String>>,
+}
+
+/// `safety:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawSafety {
+    pub max_nodes_down: Option<S<i64>>,
+    pub allow_control_plane: Option<bool>,
+}
+
+/// One entry of `steps:`; which keys apply depends on `do:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawStep {
+    pub name: Option<S<String>>,
+    pub at: Option<S<String>>,
+    pub after: Option<S<String>>,
+    pub when: Option<S<RawCondition>>,
+    pub delay: Option<S<String>>,
+    #[serde(rename = "do")]
+    pub do_: Option<S<String>>,
+    pub target: Option<S<String>>,
+    pub timeout: Option<S<String>>,
+    pub command: Option<S<String>>,
+    pub undo: Option<S<String>>,
+    pub pods: Option<S<RawPods>>,
+    pub force: Option<S<bool>>,
+    pub pvc: Option<S<RawPvc>>,
+    pub remove_finalizers: Option<S<bool>>,
+    pub taint: Option<S<RawTaint>>,
+}
+
+/// `when:` of a step: a subject and the state that triggers it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawCondition {
+    pub node: Option<S<String>>,
+    pub pods: Option<S<RawPods>>,
+    pub workload: Option<S<String>>,
+    pub is: Option<S<RawState>>,
+}
+
+/// Pods, as selected by a `delete-pods` step or named by an expectation.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawPods {
+    pub workload: Option<S<String>>,
+    pub labels: Option<S<BTreeMap<String, String>>>,
+    pub namespace: Option<S<String>>,
+    pub on: Option<S<String>>,
+    pub not_on: Option<S<String>>,
+    pub generation: Option<S<String>>,
+    pub count: Option<S<String>>,
+}
+
+/// `pvc:` of a `delete-pvc` step.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawPvc {
+    pub name: Option<S<String>>,
+    pub namespace: Option<S<String>>,
+}
+
+/// `taint:` of a `taint`/`untaint` step.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawTaint {
+    pub key: Option<S<String>>,
+    pub value: Option<S<String>>,
+    pub effect: Option<S<String>>,
+}
+
+/// One entry of `expect:`; exactly one subject and one check must be given.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawExpectation {
+    pub name: Option<S<String>>,
+    pub node: Option<S<String>>,
+    pub pods: Option<S<RawPods>>,
+    pub workload: Option<S<String>>,
+    pub becomes: Option<S<RawState>>,
+    pub stays: Option<S<RawState>>,
+    pub never: Option<S<RawState>>,
+    pub eventually: Option<S<RawState>>,
+    pub restarts: Option<S<String>>,
+    pub replaced: Option<S<bool>>,
+    pub within: Option<S<String>>,
+    pub after: Option<S<String>>,
+    pub between: Option<S<Vec<S<String>>>>,
+    pub until: Option<S<String>>,
+    #[serde(rename = "for")]
+    pub for_: Option<S<String>>,
+    pub since: Option<S<String>>,
+    #[serde(default)]
+    pub requires: Vec<S<String>>,
+}
+
+/// A state as written: a name (`NotReady`) or `{tainted: "key:Effect"}`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawState {
+    Name(String),
+    Tainted(String),
+}
+
+impl<'de> Deserialize<'de> for RawState {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StateVisitor;
+        impl<'de> Visitor<'de> for StateVisitor {
+            type Value = RawState;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a state name or {tainted: \"key\"}")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawState, E> {
+                Ok(RawState::Name(v.to_owned()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawState, E> {
+                Ok(RawState::Name(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawState, E> {
+                Ok(RawState::Name(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawState, E> {
+                Ok(RawState::Name(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawState, A::Error> {
+                let mut tainted = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key != "tainted" {
+                        return Err(de::Error::unknown_field(&key, &["tainted"]));
+                    }
+                    tainted = Some(map.next_value::<String>()?);
+                }
+                tainted
+                    .map(RawState::Tainted)
+                    .ok_or_else(|| de::Error::missing_field("tainted"))
+            }
+        }
+        deserializer.deserialize_any(StateVisitor)
+    }
+}

@@ -1,0 +1,450 @@
+//! `expect:` and the parts steps share with it: subjects, states, checks and windows.
+
+use std::collections::HashSet;
+
+use serde_saphyr::Location;
+
+use super::{TOP, Validator, at, pos};
+use crate::experiment::model::*;
+use crate::experiment::raw::*;
+use crate::experiment::states::{SubjectKind, parse_state};
+
+impl Validator<'_> {
+    pub(super) fn state(&mut self, s: &S<RawState>, kind: SubjectKind) -> Option<StateMatch> {
+        match parse_state(&s.value, kind) {
+            Ok(st) => Some(st),
+            Err(issue) => {
+                self.report(pos(at(s)), issue.message, issue.hint);
+                None
+            }
+        }
+    }
+
+    /// Exactly one of node / pods / workload.
+    pub(super) fn subject<T>(
+        &mut self,
+        owner: &S<T>,
+        node: &Option<S<String>>,
+        pods: &Option<S<RawPods>>,
+        workload: &Option<S<String>>,
+    ) -> Option<(Subject, SubjectKind)> {
+        let mut given: Vec<Location> = [
+            node.as_ref().map(at),
+            pods.as_ref().map(at),
+            workload.as_ref().map(at),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        given.sort_by_key(|l| (l.line(), l.column()));
+        if given.len() > 1 {
+            self.report(
+                pos(given[1]),
+                "exactly one subject is allowed: `node`, `pods` or `workload`",
+                None,
+            );
+            return None;
+        }
+        if let Some(n) = node {
+            return Some((
+                Subject::Node {
+                    target: self.target_ref(n),
+                },
+                SubjectKind::Node,
+            ));
+        }
+        if let Some(p) = pods {
+            return Some((Subject::Pods(self.pod_subject(p)?), SubjectKind::Pods));
+        }
+        if let Some(w) = workload {
+            return Some((Subject::Workload(self.workload(w)?), SubjectKind::Workload));
+        }
+        self.err(
+            owner,
+            "no subject: write one of `node`, `pods` or `workload`",
+            None,
+        );
+        None
+    }
+
+    pub(super) fn pod_subject(&mut self, pods: &S<RawPods>) -> Option<PodSubject> {
+        let p = &pods.value;
+        if let Some(l) = &p.labels {
+            self.err(
+                l,
+                "`labels` is not allowed in an expectation's `pods`",
+                Some("name the pods by `workload`"),
+            );
+        }
+        if let Some(n) = &p.namespace {
+            self.err(
+                n,
+                "`namespace` is not allowed in an expectation's `pods`",
+                Some("write workload: kind/namespace/name"),
+            );
+        }
+        let on = p.on.as_ref().map(|o| self.target_ref(o));
+        let not_on = p.not_on.as_ref().map(|o| self.target_ref(o));
+        let generation = match &p.generation {
+            None => Some(PodGeneration::Existing),
+            Some(g) => match g.value.as_str() {
+                "existing" => Some(PodGeneration::Existing),
+                "replacements" => Some(PodGeneration::Replacements),
+                other => {
+                    self.err(
+                        g,
+                        format!("unknown generation `{other}`"),
+                        Some("generations are existing, replacements"),
+                    );
+                    None
+                }
+            },
+        };
+        let quantifier = match &p.count {
+            None => Some(Quantifier::All),
+            Some(c) => match c.value.as_str() {
+                "all" => Some(Quantifier::All),
+                "any" => Some(Quantifier::Any),
+                n => match n.parse::<u32>() {
+                    Ok(n) if n >= 1 => Some(Quantifier::AtLeast(n)),
+                    Ok(_) => {
+                        self.err(
+                            c,
+                            "`count` must be at least 1, found 0",
+                            Some("write `any` for at least one pod"),
+                        );
+                        None
+                    }
+                    Err(_) => {
+                        self.err(
+                            c,
+                            format!("invalid count `{n}`"),
+                            Some("write all, any or a positive number"),
+                        );
+                        None
+                    }
+                },
+            },
+        };
+        let Some(w) = &p.workload else {
+            self.err(
+                pods,
+                "`pods` needs a `workload`",
+                Some("e.g. `pods: {workload: deployment/web, on: victim}`"),
+            );
+            return None;
+        };
+        let workload = self.workload(w)?;
+        Some(PodSubject {
+            workload,
+            on,
+            not_on,
+            generation: generation?,
+            quantifier: quantifier?,
+        })
+    }
+
+    pub(super) fn expectations(&mut self, raw: &RawExperiment) -> Vec<Expectation> {
+        let Some(expect) = &raw.expect else {
+            self.report(
+                TOP,
+                "missing required key `expect`",
+                Some("an experiment needs at least one expectation".into()),
+            );
+            return Vec::new();
+        };
+        if expect.value.is_empty() {
+            self.err(
+                expect,
+                "`expect` is empty",
+                Some("an experiment needs at least one expectation"),
+            );
+        }
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for e in &expect.value {
+            if let Some(n) = &e.value.name
+                && !seen.insert(n.value.clone())
+            {
+                self.err(
+                    n,
+                    format!("duplicate expectation name `{}`", n.value),
+                    Some("expectation names are test-case names and must be unique"),
+                );
+            }
+            if let Some(x) = self.expectation(e) {
+                out.push(x);
+            }
+        }
+        out
+    }
+
+    pub(super) fn expectation(&mut self, e: &S<RawExpectation>) -> Option<Expectation> {
+        let x = &e.value;
+        let name = match &x.name {
+            Some(n) => Some(n.value.clone()),
+            None => {
+                self.err(
+                    e,
+                    "expectation has no `name`",
+                    Some("the name is the JUnit test-case name"),
+                );
+                None
+            }
+        };
+        let subject = self.subject(e, &x.node, &x.pods, &x.workload);
+        let kind = subject.as_ref().map(|(_, k)| *k);
+        let check = self.check(e, kind);
+        let since = match &x.since {
+            Some(s) => Some(self.step_ref(s)),
+            None => self.steps.first().cloned(),
+        };
+        for r in &x.requires {
+            if r.value.is_empty() || !r.value.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+                self.err(
+                    r,
+                    format!("capability `{}` may only use a-z and -", r.value),
+                    None,
+                );
+            }
+        }
+        Some(Expectation {
+            name: name?,
+            subject: subject?.0,
+            check: check?,
+            since: since?,
+            requires: x.requires.iter().map(|r| r.value.clone()).collect(),
+        })
+    }
+
+    pub(super) fn check(
+        &mut self,
+        e: &S<RawExpectation>,
+        kind: Option<SubjectKind>,
+    ) -> Option<Check> {
+        let x = &e.value;
+        let mut checks: Vec<(Location, &str)> = [
+            x.becomes.as_ref().map(|s| (at(s), "becomes")),
+            x.stays.as_ref().map(|s| (at(s), "stays")),
+            x.never.as_ref().map(|s| (at(s), "never")),
+            x.eventually.as_ref().map(|s| (at(s), "eventually")),
+            x.restarts.as_ref().map(|s| (at(s), "restarts")),
+            x.replaced.as_ref().map(|s| (at(s), "replaced")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        checks.sort_by_key(|(l, _)| (l.line(), l.column()));
+        let pods_ok = kind == Some(SubjectKind::Pods);
+        // Windows belong to `becomes`, holds to `stays`.
+        if x.becomes.is_none() {
+            for (w, key) in [(&x.within, "within"), (&x.after, "after")] {
+                if let Some(w) = w {
+                    self.err(
+                        w,
+                        format!("`{key}` only goes with `becomes`"),
+                        Some("write `becomes: <state>` with the window"),
+                    );
+                }
+            }
+            if let Some(b) = &x.between {
+                self.err(
+                    b,
+                    "`between` only goes with `becomes`",
+                    Some("write `becomes: <state>` with the window"),
+                );
+            }
+        }
+        if x.stays.is_none() {
+            if let Some(u) = &x.until {
+                self.err(u, "`until` only goes with `stays`", None);
+            }
+            if let Some(f) = &x.for_ {
+                self.err(f, "`for` only goes with `stays`", None);
+            }
+        }
+        if checks.len() > 1 {
+            self.report(
+                pos(checks[1].0),
+                format!(
+                    "an expectation has exactly one check; `{}` is a second one",
+                    checks[1].1
+                ),
+                Some("split it into two expectations".into()),
+            );
+            return None;
+        }
+        if checks.is_empty() {
+            self.err(e, "no check: write one of `becomes`, `stays`, `never`, `eventually`, `restarts`, `replaced`", None);
+            return None;
+        }
+        if let Some(b) = &x.becomes {
+            let state = kind.and_then(|k| self.state(b, k));
+            let window = self.window(e, b, pods_ok);
+            return Some(Check::Becomes {
+                state: state?,
+                window: window?,
+            });
+        }
+        if let Some(ev) = &x.eventually {
+            let state = self.state(ev, kind?)?;
+            return Some(Check::Becomes {
+                state,
+                window: Window::Eventually,
+            });
+        }
+        if let Some(s) = &x.stays {
+            let state = kind.and_then(|k| self.state(s, k));
+            let until = match (&x.until, &x.for_) {
+                (Some(_), Some(f)) => {
+                    self.err(f, "`stays` takes one of `until` and `for`, not both", None);
+                    None
+                }
+                (Some(u), None) if u.value == "end" => Some(Until::End),
+                (Some(u), None) => Some(Until::Step(self.step_ref(u))),
+                (None, Some(f)) => self.bound(f, pods_ok).map(Until::For),
+                (None, None) => {
+                    self.err(
+                        s,
+                        "`stays` needs `until: <step name>`, `until: end` or `for: <bound>`",
+                        None,
+                    );
+                    None
+                }
+            };
+            return Some(Check::Stays {
+                state: state?,
+                until: until?,
+            });
+        }
+        if let Some(n) = &x.never {
+            let state = self.state(n, kind?)?;
+            return Some(Check::Never { state });
+        }
+        if let Some(r) = &x.restarts {
+            let changed = match r.value.as_str() {
+                "changed" => Some(true),
+                "unchanged" => Some(false),
+                other => {
+                    self.err(
+                        r,
+                        format!("`restarts` is `changed` or `unchanged`, found `{other}`"),
+                        None,
+                    );
+                    None
+                }
+            };
+            if kind.is_some() && !pods_ok {
+                self.err(r, "`restarts` only applies to a `pods` subject", None);
+                return None;
+            }
+            return Some(Check::Restarts { changed: changed? });
+        }
+        if let Some(r) = &x.replaced {
+            if kind.is_some() && !pods_ok {
+                self.err(r, "`replaced` only applies to a `pods` subject", None);
+                return None;
+            }
+            return Some(Check::Replaced { replaced: r.value });
+        }
+        None
+    }
+
+    /// The window of a `becomes`: exactly one of `within`, `after`, `between`.
+    pub(super) fn window(
+        &mut self,
+        e: &S<RawExpectation>,
+        becomes: &S<RawState>,
+        pods_ok: bool,
+    ) -> Option<Window> {
+        let x = &e.value;
+        let mut given: Vec<Location> = [
+            x.within.as_ref().map(at),
+            x.after.as_ref().map(at),
+            x.between.as_ref().map(at),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        given.sort_by_key(|l| (l.line(), l.column()));
+        if given.len() > 1 {
+            self.report(
+                pos(given[1]),
+                "`becomes` takes exactly one of `within`, `after`, `between`",
+                None,
+            );
+            return None;
+        }
+        if let Some(w) = &x.within {
+            return self.bound(w, pods_ok).map(Window::Within);
+        }
+        if let Some(a) = &x.after {
+            return self.bound(a, pods_ok).map(Window::After);
+        }
+        if let Some(b) = &x.between {
+            let [lo, hi] = b.value.as_slice() else {
+                self.err(
+                    b,
+                    format!("`between` needs exactly 2 bounds, found {}", b.value.len()),
+                    Some("write `between: [grace, grace + 30s]`"),
+                );
+                return None;
+            };
+            let lo_b = self.bound(lo, pods_ok);
+            let hi_b = self.bound(hi, pods_ok);
+            let (lo_b, hi_b) = (lo_b?, hi_b?);
+            if let Some(order) = compare(&lo_b, &hi_b)
+                && order == std::cmp::Ordering::Greater
+            {
+                self.err(
+                    lo,
+                    format!(
+                        "`between` is reversed: `{}` is later than `{}`",
+                        lo.value, hi.value
+                    ),
+                    Some("write the earlier bound first"),
+                );
+                return None;
+            }
+            return Some(Window::Between(lo_b, hi_b));
+        }
+        self.err(
+            becomes,
+            "`becomes` needs a window: `within`, `after` or `between`",
+            Some("use `eventually: <state>` when any time before the end will do"),
+        );
+        None
+    }
+}
+
+/// Orders two bounds when they use the same symbols with the same factors (so only their
+/// fixed parts differ); `None` when the order depends on the cluster's timers.
+fn compare(a: &Bound, b: &Bound) -> Option<std::cmp::Ordering> {
+    pub(super) fn split(b: &Bound) -> (f64, Vec<(String, i64)>) {
+        let mut fixed = 0.0;
+        let mut symbols: Vec<(String, i64)> = Vec::new();
+        for t in &b.terms {
+            match &t.symbol {
+                BoundSymbol::Fixed(d) => fixed += t.factor * d.as_secs_f64(),
+                other => {
+                    let key = format!("{other:?}");
+                    // Factors compared in thousandths: written factors are short decimals.
+                    let f = (t.factor * 1000.0).round() as i64;
+                    match symbols.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, v)) => *v += f,
+                        None => symbols.push((key, f)),
+                    }
+                }
+            }
+        }
+        symbols.retain(|(_, f)| *f != 0);
+        symbols.sort();
+        (fixed, symbols)
+    }
+    let (fa, sa) = split(a);
+    let (fb, sb) = split(b);
+    if sa != sb {
+        return None;
+    }
+    fa.partial_cmp(&fb)
+}

@@ -1,0 +1,336 @@
+//! Raw file → validated [`Experiment`]: every rule that serde cannot express.
+//!
+//! Validation collects every problem instead of stopping at the first, so an author fixes
+//! a file in one pass. Each problem points at the key or value that causes it.
+//!
+//! One submodule per part of the file: [`targets`], [`steps`], [`expectations`].
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_saphyr::Location;
+
+use super::bound::{BoundIssue, parse_bound_detailed, parse_duration_detailed};
+use super::diagnostic::Diagnostic;
+use super::model::*;
+use super::raw::*;
+use super::suggest::closest;
+
+mod expectations;
+mod steps;
+mod targets;
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Accumulates diagnostics for one file.
+pub(crate) struct Validator<'a> {
+    path: &'a Path,
+    diags: Vec<Diagnostic>,
+    targets: Vec<String>,
+    steps: Vec<String>,
+    namespace: String,
+    /// False when `targets` is missing: every reference would be "unknown", which is noise.
+    check_target_refs: bool,
+}
+
+fn at<T>(s: &S<T>) -> Location {
+    s.referenced
+}
+
+/// Where a diagnostic goes when the key is missing entirely: the top of the file.
+const TOP: (u32, u32) = (1, 1);
+
+fn pos(loc: Location) -> (u32, u32) {
+    (
+        u32::try_from(loc.line()).unwrap_or(u32::MAX),
+        u32::try_from(loc.column()).unwrap_or(u32::MAX),
+    )
+}
+
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters: what Kubernetes accepts as a
+/// label-like name (DNS-1123 label).
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// DNS-1123 subdomain: dot-separated labels, at most 253 characters (object names).
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+impl<'a> Validator<'a> {
+    pub(crate) fn new(path: &'a Path) -> Self {
+        Validator {
+            path,
+            diags: Vec::new(),
+            targets: Vec::new(),
+            steps: Vec::new(),
+            namespace: "default".into(),
+            check_target_refs: true,
+        }
+    }
+
+    fn report(
+        &mut self,
+        (line, column): (u32, u32),
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) {
+        self.diags.push(Diagnostic {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            message: message.into(),
+            hint,
+        });
+    }
+
+    fn err<T>(&mut self, s: &S<T>, message: impl Into<String>, hint: Option<&str>) {
+        self.report(pos(at(s)), message, hint.map(str::to_owned));
+    }
+
+    fn issue<T>(&mut self, s: &S<T>, issue: BoundIssue) {
+        self.report(pos(at(s)), issue.message, issue.hint);
+    }
+
+    /// Validates the whole file; `Err` holds every problem found, in file order.
+    pub(crate) fn experiment(mut self, raw: RawExperiment) -> Result<Experiment, Vec<Diagnostic>> {
+        let name = match &raw.name {
+            None => {
+                self.report(TOP, "missing required key `name`", None);
+                String::new()
+            }
+            Some(n) => {
+                if n.value.is_empty()
+                    || !n
+                        .value
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                {
+                    self.err(
+                        n,
+                        format!("experiment name `{}` may only use a-z, 0-9 and -", n.value),
+                        Some("the name is used in report file names; write e.g. kubelet-stop-past-toleration"),
+                    );
+                }
+                n.value.clone()
+            }
+        };
+        let description = match &raw.description {
+            None => {
+                self.report(
+                    TOP,
+                    "missing required key `description`",
+                    Some(
+                        "say what the experiment proves and where the observation comes from"
+                            .into(),
+                    ),
+                );
+                String::new()
+            }
+            Some(d) => d.value.clone(),
+        };
+        if let Some(ns) = &raw.namespace {
+            if !is_dns_label(&ns.value) {
+                self.err(
+                    ns,
+                    format!("namespace `{}` is not a valid DNS-1123 label", ns.value),
+                    None,
+                );
+            }
+            self.namespace = ns.value.clone();
+        }
+        let targets = self.targets(&raw);
+        let setup = self.setup(&raw);
+        let observe = self.observe(&raw);
+        let safety = self.safety(&raw);
+        let steps = self.steps(&raw);
+        let expectations = self.expectations(&raw);
+        if !self.diags.is_empty() {
+            self.diags.sort_by_key(|d| (d.line, d.column));
+            return Err(self.diags);
+        }
+        Ok(Experiment {
+            name,
+            description,
+            tags: raw.tags.iter().map(|t| t.value.clone()).collect(),
+            source: self.path.to_path_buf(),
+            namespace: self.namespace.clone(),
+            targets,
+            setup,
+            teardown: Teardown {
+                delete_manifests: raw
+                    .teardown
+                    .as_ref()
+                    .and_then(|t| t.delete_manifests)
+                    .unwrap_or(false),
+            },
+            steps,
+            expectations,
+            observe,
+            safety,
+        })
+    }
+
+    fn positive(&mut self, c: &S<i64>, key: &str) -> Option<u32> {
+        match u32::try_from(c.value) {
+            Ok(n) if n >= 1 => Some(n),
+            _ => {
+                self.err(
+                    c,
+                    format!("`{key}` must be at least 1, found {}", c.value),
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    fn unknown_target(&mut self, r: &S<String>) {
+        let known: Vec<&str> = self.targets.iter().map(String::as_str).collect();
+        let hint = match closest(&r.value, &known) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None if known.is_empty() => "no targets are defined".into(),
+            None => format!("known targets: {}", known.join(", ")),
+        };
+        self.report(
+            pos(at(r)),
+            format!("unknown target `{}`", r.value),
+            Some(hint),
+        );
+    }
+
+    fn target_ref(&mut self, r: &S<String>) -> String {
+        if self.check_target_refs && !self.targets.contains(&r.value) {
+            self.unknown_target(r);
+        }
+        r.value.clone()
+    }
+
+    fn step_ref(&mut self, r: &S<String>) -> String {
+        if !self.steps.contains(&r.value) {
+            let known: Vec<&str> = self.steps.iter().map(String::as_str).collect();
+            let hint = match closest(&r.value, &known) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => format!("known steps: {}", known.join(", ")),
+            };
+            self.report(
+                pos(at(r)),
+                format!("unknown step `{}`", r.value),
+                Some(hint),
+            );
+        }
+        r.value.clone()
+    }
+
+    fn setup(&mut self, raw: &RawExperiment) -> Setup {
+        let Some(setup) = &raw.setup else {
+            return Setup {
+                manifests: Vec::new(),
+                wait_timeout: DEFAULT_TIMEOUT,
+            };
+        };
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let mut manifests = Vec::new();
+        for m in &setup.manifests {
+            let p = dir.join(&m.value);
+            if !p.is_file() {
+                self.err(
+                    m,
+                    format!("manifest `{}` not found", m.value),
+                    Some("paths are relative to the experiment file's directory"),
+                );
+            }
+            manifests.push(p);
+        }
+        let wait_timeout = setup
+            .wait_timeout
+            .as_ref()
+            .and_then(|t| self.plain(t))
+            .unwrap_or(DEFAULT_TIMEOUT);
+        Setup {
+            manifests,
+            wait_timeout,
+        }
+    }
+
+    fn plain(&mut self, t: &S<String>) -> Option<Duration> {
+        match parse_duration_detailed(&t.value) {
+            Ok(d) if d.is_zero() => {
+                self.err(
+                    t,
+                    "a timeout of zero leaves no time for the action",
+                    Some("write e.g. 2m"),
+                );
+                None
+            }
+            Ok(d) => Some(d),
+            Err(issue) => {
+                self.issue(t, issue);
+                None
+            }
+        }
+    }
+
+    /// A bound; `toleration` only where the subject is pods.
+    fn bound(&mut self, b: &S<String>, toleration_ok: bool) -> Option<Bound> {
+        match parse_bound_detailed(&b.value) {
+            Ok(bound) => {
+                if bound.uses_toleration() && !toleration_ok {
+                    self.err(
+                        b,
+                        "`toleration` is only meaningful in an expectation about pods",
+                        Some("use grace, monitor or a fixed duration here"),
+                    );
+                    return None;
+                }
+                Some(bound)
+            }
+            Err(issue) => {
+                self.issue(b, issue);
+                None
+            }
+        }
+    }
+
+    fn observe(&mut self, raw: &RawExperiment) -> ObserveSpec {
+        let Some(o) = &raw.observe else {
+            return ObserveSpec {
+                after_last_step: None,
+                namespaces: Vec::new(),
+            };
+        };
+        let after_last_step = o.for_.as_ref().and_then(|f| self.bound(f, false));
+        for ns in &o.namespaces {
+            if !is_dns_label(&ns.value) {
+                self.err(
+                    ns,
+                    format!("namespace `{}` is not a valid DNS-1123 label", ns.value),
+                    None,
+                );
+            }
+        }
+        ObserveSpec {
+            after_last_step,
+            namespaces: o.namespaces.iter().map(|n| n.value.clone()).collect(),
+        }
+    }
+
+    fn safety(&mut self, raw: &RawExperiment) -> SafetySpec {
+        let Some(s) = &raw.safety else {
+            return SafetySpec::default();
+        };
+        SafetySpec {
+            max_nodes_down: s
+                .max_nodes_down
+                .as_ref()
+                .and_then(|m| self.positive(m, "maxNodesDown")),
+            allow_control_plane: s.allow_control_plane.unwrap_or(false),
+        }
+    }
+}

@@ -1,0 +1,483 @@
+//! `steps:`: when each step is issued, what it does, and the keys each action takes.
+
+use std::time::Duration;
+
+use serde_saphyr::Location;
+
+use super::{DEFAULT_TIMEOUT, is_dns_subdomain};
+use super::{TOP, Validator, at, pos};
+use crate::experiment::model::*;
+use crate::experiment::raw::*;
+use crate::experiment::states::{TAINT_EFFECTS, effect_issue};
+use crate::experiment::suggest::closest;
+
+/// Every `do:` value, for validation and for "did you mean" hints.
+const ACTIONS: [&str; 17] = [
+    "kubelet-stop",
+    "kubelet-start",
+    "kubelet-restart",
+    "reboot",
+    "power-off",
+    "power-on",
+    "partition",
+    "heal",
+    "run",
+    "cordon",
+    "uncordon",
+    "drain",
+    "delete-node",
+    "delete-pods",
+    "delete-pvc",
+    "taint",
+    "untaint",
+];
+
+/// Actions that act on a node (and so need a `target`); the rest go through the API.
+fn is_node_action(action: &str) -> bool {
+    !matches!(action, "delete-pods" | "delete-pvc")
+}
+
+impl Validator<'_> {
+    pub(super) fn default_step_name(step: &RawStep) -> String {
+        let action = step
+            .do_
+            .as_ref()
+            .map(|d| d.value.as_str())
+            .unwrap_or("step");
+        match &step.target {
+            Some(t) => format!("{action} {}", t.value),
+            None => action.to_owned(),
+        }
+    }
+
+    pub(super) fn steps(&mut self, raw: &RawExperiment) -> Vec<Step> {
+        let Some(steps) = &raw.steps else {
+            self.report(
+                TOP,
+                "missing required key `steps`",
+                Some("an experiment needs at least one step".into()),
+            );
+            return Vec::new();
+        };
+        if steps.value.is_empty() {
+            self.err(
+                steps,
+                "`steps` is empty",
+                Some("an experiment needs at least one step"),
+            );
+        }
+        let names: Vec<String> = steps
+            .value
+            .iter()
+            .map(|s| {
+                s.value
+                    .name
+                    .as_ref()
+                    .map(|n| n.value.clone())
+                    .unwrap_or_else(|| Self::default_step_name(&s.value))
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (i, step) in steps.value.iter().enumerate() {
+            let name = names[i].clone();
+            if names[..i].contains(&name) {
+                match &step.value.name {
+                    Some(n) => self.err(
+                        n,
+                        format!("duplicate step name `{name}`"),
+                        Some("step names must be unique"),
+                    ),
+                    None => self.err(
+                        step,
+                        format!("duplicate step name `{name}` (the default name of this step)"),
+                        Some("give the step a `name:`"),
+                    ),
+                }
+            }
+            if let Some(s) = self.step(step, &name, &names[..i], &names[i + 1..]) {
+                out.push(s);
+            }
+            self.steps.push(name);
+        }
+        out
+    }
+
+    pub(super) fn step(
+        &mut self,
+        step: &S<RawStep>,
+        name: &str,
+        earlier: &[String],
+        later: &[String],
+    ) -> Option<Step> {
+        let s = &step.value;
+        let time = self.step_time(step, earlier, later);
+        let Some(do_) = &s.do_ else {
+            if let Some(t) = &s.target {
+                self.target_ref(t);
+            }
+            self.err(
+                step,
+                "step has no `do`",
+                Some(&format!("actions: {}", ACTIONS.join(", "))),
+            );
+            return None;
+        };
+        let action_name = do_.value.as_str();
+        if !ACTIONS.contains(&action_name) {
+            let hint = match closest(action_name, &ACTIONS) {
+                Some(a) => format!("did you mean `{a}`?"),
+                None => format!("actions: {}", ACTIONS.join(", ")),
+            };
+            self.report(
+                pos(at(do_)),
+                format!("unknown action `{action_name}`"),
+                Some(hint),
+            );
+            if let Some(t) = &s.target {
+                self.target_ref(t);
+            }
+            return None;
+        }
+        let target = match (&s.target, is_node_action(action_name)) {
+            (Some(t), true) => Some(self.target_ref(t)),
+            (None, true) => {
+                self.err(
+                    do_,
+                    format!("`{action_name}` acts on nodes and needs a `target`"),
+                    None,
+                );
+                None
+            }
+            (Some(t), false) => {
+                self.err(
+                    t,
+                    format!("`{action_name}` goes through the API and takes no `target`"),
+                    Some("to limit pods to a target's nodes use `pods: {on: <target>}`"),
+                );
+                None
+            }
+            (None, false) => None,
+        };
+        self.only_for(&s.command, "command", action_name, &["run"]);
+        self.only_for(&s.undo, "undo", action_name, &["run"]);
+        self.only_for(&s.pods, "pods", action_name, &["delete-pods"]);
+        self.only_for(&s.force, "force", action_name, &["delete-pods"]);
+        self.only_for(&s.pvc, "pvc", action_name, &["delete-pvc"]);
+        self.only_for(
+            &s.remove_finalizers,
+            "removeFinalizers",
+            action_name,
+            &["delete-pvc"],
+        );
+        self.only_for(&s.taint, "taint", action_name, &["taint", "untaint"]);
+        let action = self.action(step, do_, action_name)?;
+        let timeout = match &s.timeout {
+            Some(t) => self.plain(t)?,
+            None => DEFAULT_TIMEOUT,
+        };
+        Some(Step {
+            name: name.to_owned(),
+            at: time?,
+            action,
+            target,
+            timeout,
+        })
+    }
+
+    pub(super) fn only_for<T>(
+        &mut self,
+        field: &Option<S<T>>,
+        key: &str,
+        action: &str,
+        allowed: &[&str],
+    ) {
+        if let Some(f) = field
+            && !allowed.contains(&action)
+        {
+            let list: Vec<String> = allowed.iter().map(|a| format!("`do: {a}`")).collect();
+            self.err(
+                f,
+                format!(
+                    "`{key}` only applies to {}, not `do: {action}`",
+                    list.join(" and ")
+                ),
+                None,
+            );
+        }
+    }
+
+    pub(super) fn action(
+        &mut self,
+        step: &S<RawStep>,
+        do_: &S<String>,
+        name: &str,
+    ) -> Option<Action> {
+        let s = &step.value;
+        Some(match name {
+            "kubelet-stop" => Action::KubeletStop,
+            "kubelet-start" => Action::KubeletStart,
+            "kubelet-restart" => Action::KubeletRestart,
+            "reboot" => Action::Reboot,
+            "power-off" => Action::PowerOff,
+            "power-on" => Action::PowerOn,
+            "partition" => Action::Partition,
+            "heal" => Action::Heal,
+            "cordon" => Action::Cordon,
+            "uncordon" => Action::Uncordon,
+            "drain" => Action::Drain,
+            "delete-node" => Action::DeleteNode,
+            "run" => {
+                let Some(command) = &s.command else {
+                    self.err(
+                        do_,
+                        "`do: run` needs a `command`",
+                        Some("e.g. `command: systemctl stop foo`"),
+                    );
+                    return None;
+                };
+                if command.value.trim().is_empty() {
+                    self.err(command, "`command` is empty", None);
+                    return None;
+                }
+                Action::Run {
+                    command: command.value.clone(),
+                    undo: s.undo.as_ref().map(|u| u.value.clone()),
+                }
+            }
+            "delete-pods" => {
+                let Some(pods) = &s.pods else {
+                    self.err(
+                        do_,
+                        "`do: delete-pods` needs `pods`",
+                        Some("e.g. `pods: {workload: statefulset/db, on: victim}`"),
+                    );
+                    return None;
+                };
+                let selector = self.pod_selector(pods)?;
+                Action::DeletePods {
+                    pods: selector,
+                    force: s.force.as_ref().is_some_and(|f| f.value),
+                }
+            }
+            "delete-pvc" => {
+                let Some(pvc) = &s.pvc else {
+                    self.err(
+                        do_,
+                        "`do: delete-pvc` needs `pvc`",
+                        Some("e.g. `pvc: {name: data-db-0}`"),
+                    );
+                    return None;
+                };
+                let Some(pvc_name) = &pvc.value.name else {
+                    self.err(pvc, "`pvc` needs a `name`", None);
+                    return None;
+                };
+                if !is_dns_subdomain(&pvc_name.value) {
+                    self.err(
+                        pvc_name,
+                        format!("`{}` is not a valid claim name", pvc_name.value),
+                        None,
+                    );
+                }
+                Action::DeletePvc {
+                    namespace: pvc
+                        .value
+                        .namespace
+                        .as_ref()
+                        .map(|n| n.value.clone())
+                        .unwrap_or_else(|| self.namespace.clone()),
+                    name: pvc_name.value.clone(),
+                    remove_finalizers: s.remove_finalizers.as_ref().is_some_and(|r| r.value),
+                }
+            }
+            "taint" | "untaint" => {
+                let Some(taint) = &s.taint else {
+                    self.err(
+                        do_,
+                        format!("`do: {name}` needs `taint`"),
+                        Some("e.g. `taint: {key: example.com/chaos, effect: NoExecute}`"),
+                    );
+                    return None;
+                };
+                let spec = self.taint(taint)?;
+                if name == "taint" {
+                    Action::Taint(spec)
+                } else {
+                    Action::Untaint(spec)
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    pub(super) fn taint(&mut self, taint: &S<RawTaint>) -> Option<TaintSpec> {
+        let t = &taint.value;
+        let key = match &t.key {
+            Some(k) if !k.value.is_empty() => Some(k.value.clone()),
+            _ => {
+                self.err(taint, "`taint` needs a `key`", None);
+                None
+            }
+        };
+        let effect = match &t.effect {
+            Some(e) if TAINT_EFFECTS.contains(&e.value.as_str()) => Some(e.value.clone()),
+            Some(e) => {
+                let issue = effect_issue(&e.value);
+                self.report(pos(at(e)), issue.message, issue.hint);
+                None
+            }
+            None => {
+                self.err(
+                    taint,
+                    "`taint` needs an `effect`",
+                    Some("effects are NoSchedule, PreferNoSchedule, NoExecute"),
+                );
+                None
+            }
+        };
+        Some(TaintSpec {
+            key: key?,
+            value: t.value.as_ref().map(|v| v.value.clone()),
+            effect: effect?,
+        })
+    }
+
+    pub(super) fn pod_selector(&mut self, pods: &S<RawPods>) -> Option<PodSelector> {
+        let p = &pods.value;
+        for (field, key) in [
+            (&p.not_on, "notOn"),
+            (&p.generation, "generation"),
+            (&p.count, "count"),
+        ] {
+            if let Some(f) = field {
+                self.err(
+                    f,
+                    format!("`{key}` is not allowed in a step's `pods`"),
+                    Some("a step selects pods with workload or labels, namespace and on"),
+                );
+            }
+        }
+        let workload = match &p.workload {
+            Some(w) => Some(self.workload(w)?),
+            None => None,
+        };
+        let labels = p
+            .labels
+            .as_ref()
+            .map(|l| l.value.clone())
+            .unwrap_or_default();
+        if workload.is_none() && labels.is_empty() {
+            self.err(pods, "`pods` needs a `workload` or `labels`", None);
+            return None;
+        }
+        Some(PodSelector {
+            namespace: p
+                .namespace
+                .as_ref()
+                .map(|n| n.value.clone())
+                .or_else(|| workload.as_ref().map(|w| w.namespace.clone()))
+                .unwrap_or_else(|| self.namespace.clone()),
+            workload,
+            labels,
+            on: p.on.as_ref().map(|o| self.target_ref(o)),
+        })
+    }
+
+    pub(super) fn step_time(
+        &mut self,
+        step: &S<RawStep>,
+        earlier: &[String],
+        later: &[String],
+    ) -> Option<StepTime> {
+        let s = &step.value;
+        let given: Vec<Location> = [
+            s.at.as_ref().map(at),
+            s.after.as_ref().map(at),
+            s.when.as_ref().map(at),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if given.len() > 1 {
+            let mut locs = given.clone();
+            locs.sort_by_key(|l| (l.line(), l.column()));
+            self.report(
+                pos(locs[1]),
+                "a step takes exactly one of `at`, `after`, `when`",
+                None,
+            );
+            return None;
+        }
+        let delay = |v: &mut Self| match &s.delay {
+            Some(d) => v.bound(d, false),
+            None => Some(Bound::fixed(Duration::ZERO)),
+        };
+        if let Some(a) = &s.at {
+            if let Some(d) = &s.delay {
+                self.err(
+                    d,
+                    "`delay` only goes with `after` or `when`",
+                    Some("put the offset in `at`"),
+                );
+            }
+            return self.bound(a, false).map(StepTime::Offset);
+        }
+        if let Some(a) = &s.after {
+            let ok = if earlier.contains(&a.value) {
+                true
+            } else if later.contains(&a.value) {
+                self.err(
+                    a,
+                    format!(
+                        "`after` must name an earlier step; `{}` comes later",
+                        a.value
+                    ),
+                    Some("steps are issued in file order"),
+                );
+                false
+            } else {
+                let known: Vec<&str> = earlier.iter().map(String::as_str).collect();
+                let hint = match closest(&a.value, &known) {
+                    Some(k) => format!("did you mean `{k}`?"),
+                    None => format!("earlier steps: {}", known.join(", ")),
+                };
+                self.report(
+                    pos(at(a)),
+                    format!("unknown step `{}`", a.value),
+                    Some(hint),
+                );
+                false
+            };
+            let delay = delay(self);
+            return if ok {
+                Some(StepTime::AfterStep {
+                    step: a.value.clone(),
+                    delay: delay?,
+                })
+            } else {
+                None
+            };
+        }
+        if let Some(w) = &s.when {
+            let (subject, kind) =
+                self.subject(w, &w.value.node, &w.value.pods, &w.value.workload)?;
+            let Some(is) = &w.value.is else {
+                self.err(w, "`when` needs `is: <state>`", None);
+                return None;
+            };
+            let state = self.state(is, kind)?;
+            let delay = delay(self)?;
+            return Some(StepTime::When {
+                subject,
+                state,
+                delay,
+            });
+        }
+        self.err(
+            step,
+            "a step needs one of `at`, `after`, `when`",
+            Some("e.g. `at: 0s`"),
+        );
+        None
+    }
+}
