@@ -322,6 +322,7 @@ fn complete_example_maps_onto_the_exact_model() {
                 Subject::Workload(wl(WorkloadKind::DaemonSet, "x", "agent")),
                 Check::Never {
                     state: StateMatch::Workload(WorkloadStateMatch::Available),
+                    until: Until::End,
                 },
             ),
             Expectation {
@@ -345,6 +346,7 @@ fn complete_example_maps_onto_the_exact_model() {
         safety: SafetySpec {
             max_nodes_down: Some(2),
             allow_control_plane: true,
+            allow_quorum_loss: false,
         },
     };
     assert_eq!(got, want);

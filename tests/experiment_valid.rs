@@ -63,3 +63,17 @@ fn mangled_files_never_panic() {
         let _ = faultline::experiment::parse(&swapped, &path);
     }
 }
+
+/// The shipped experiment library must always validate (what `faultline validate
+/// experiments/` checks in CI).
+#[test]
+fn every_shipped_experiment_validates() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    let results = faultline::experiment::load_all(&[dir]);
+    assert!(!results.is_empty(), "no experiments shipped");
+    for (path, result) in results {
+        if let Err(d) = result {
+            panic!("{} does not validate:\n{d}", path.display());
+        }
+    }
+}

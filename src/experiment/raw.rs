@@ -104,6 +104,7 @@ pub struct RawObserve {
 pub struct RawSafety {
     pub max_nodes_down: Option<S<i64>>,
     pub allow_control_plane: Option<bool>,
+    pub allow_quorum_loss: Option<bool>,
 }
 
 /// One entry of `steps:`; which keys apply depends on `do:`.

@@ -255,12 +255,12 @@ impl Validator<'_> {
                 );
             }
         }
-        if x.stays.is_none() {
+        if x.stays.is_none() && x.never.is_none() {
             if let Some(u) = &x.until {
-                self.err(u, "`until` only goes with `stays`", None);
+                self.err(u, "`until` only goes with `stays` or `never`", None);
             }
             if let Some(f) = &x.for_ {
-                self.err(f, "`for` only goes with `stays`", None);
+                self.err(f, "`for` only goes with `stays` or `never`", None);
             }
         }
         if checks.len() > 1 {
@@ -295,15 +295,10 @@ impl Validator<'_> {
         }
         if let Some(s) = &x.stays {
             let state = kind.and_then(|k| self.state(s, k));
-            let until = match (&x.until, &x.for_) {
-                (Some(_), Some(f)) => {
-                    self.err(f, "`stays` takes one of `until` and `for`, not both", None);
-                    None
-                }
-                (Some(u), None) if u.value == "end" => Some(Until::End),
-                (Some(u), None) => Some(Until::Step(self.step_ref(u))),
-                (None, Some(f)) => self.bound(f, pods_ok).map(Until::For),
-                (None, None) => {
+            let until = match self.hold_end(x, "stays", pods_ok) {
+                HoldEnd::Given(until) => Some(until),
+                HoldEnd::Invalid => None,
+                HoldEnd::Missing => {
                     self.err(
                         s,
                         "`stays` needs `until: <step name>`, `until: end` or `for: <bound>`",
@@ -318,8 +313,16 @@ impl Validator<'_> {
             });
         }
         if let Some(n) = &x.never {
+            let until = match self.hold_end(x, "never", pods_ok) {
+                HoldEnd::Given(until) => Some(until),
+                HoldEnd::Missing => Some(Until::End),
+                HoldEnd::Invalid => None,
+            };
             let state = self.state(n, kind?)?;
-            return Some(Check::Never { state });
+            return Some(Check::Never {
+                state,
+                until: until?,
+            });
         }
         if let Some(r) = &x.restarts {
             let changed = match r.value.as_str() {
@@ -348,6 +351,26 @@ impl Validator<'_> {
             return Some(Check::Replaced { replaced: r.value });
         }
         None
+    }
+
+    /// The end of a `stays` or `never` hold: `until: <step>|end` or `for: <bound>`.
+    fn hold_end(&mut self, x: &RawExpectation, check: &str, pods_ok: bool) -> HoldEnd {
+        match (&x.until, &x.for_) {
+            (Some(_), Some(f)) => {
+                self.err(
+                    f,
+                    format!("`{check}` takes one of `until` and `for`, not both"),
+                    None,
+                );
+                HoldEnd::Invalid
+            }
+            (Some(u), None) if u.value == "end" => HoldEnd::Given(Until::End),
+            (Some(u), None) => HoldEnd::Given(Until::Step(self.step_ref(u))),
+            (None, Some(f)) => self
+                .bound(f, pods_ok)
+                .map_or(HoldEnd::Invalid, |b| HoldEnd::Given(Until::For(b))),
+            (None, None) => HoldEnd::Missing,
+        }
     }
 
     /// The window of a `becomes`: exactly one of `within`, `after`, `between`.
@@ -447,4 +470,14 @@ fn compare(a: &Bound, b: &Bound) -> Option<std::cmp::Ordering> {
         return None;
     }
     fa.partial_cmp(&fb)
+}
+
+/// What an expectation says about the end of its hold.
+enum HoldEnd {
+    /// A valid `until` or `for`.
+    Given(Until),
+    /// Neither was written.
+    Missing,
+    /// One was written but is wrong (already reported).
+    Invalid,
 }

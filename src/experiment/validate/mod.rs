@@ -277,14 +277,16 @@ impl<'a> Validator<'a> {
         }
     }
 
-    /// A bound; `toleration` only where the subject is pods.
+    /// A bound. `toleration` is a pod's own toleration in an expectation about pods, and the
+    /// cluster's default unreachable toleration in step times and `observe.for`; in an
+    /// expectation about a node or a workload it has no meaning and is refused.
     fn bound(&mut self, b: &S<String>, toleration_ok: bool) -> Option<Bound> {
         match parse_bound_detailed(&b.value) {
             Ok(bound) => {
                 if bound.uses_toleration() && !toleration_ok {
                     self.err(
                         b,
-                        "`toleration` is only meaningful in an expectation about pods",
+                        "`toleration` has no meaning in an expectation about a node or a workload",
                         Some("use grace, monitor or a fixed duration here"),
                     );
                     return None;
@@ -305,7 +307,7 @@ impl<'a> Validator<'a> {
                 namespaces: Vec::new(),
             };
         };
-        let after_last_step = o.for_.as_ref().and_then(|f| self.bound(f, false));
+        let after_last_step = o.for_.as_ref().and_then(|f| self.bound(f, true));
         for ns in &o.namespaces {
             if !is_dns_label(&ns.value) {
                 self.err(
@@ -331,6 +333,7 @@ impl<'a> Validator<'a> {
                 .as_ref()
                 .and_then(|m| self.positive(m, "maxNodesDown")),
             allow_control_plane: s.allow_control_plane.unwrap_or(false),
+            allow_quorum_loss: s.allow_quorum_loss.unwrap_or(false),
         }
     }
 }

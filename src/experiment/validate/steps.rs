@@ -409,7 +409,7 @@ impl Validator<'_> {
             return None;
         }
         let delay = |v: &mut Self| match &s.delay {
-            Some(d) => v.bound(d, false),
+            Some(d) => v.bound(d, true),
             None => Some(Bound::fixed(Duration::ZERO)),
         };
         if let Some(a) = &s.at {
@@ -420,7 +420,7 @@ impl Validator<'_> {
                     Some("put the offset in `at`"),
                 );
             }
-            return self.bound(a, false).map(StepTime::Offset);
+            return self.bound(a, true).map(StepTime::Offset);
         }
         if let Some(a) = &s.after {
             let ok = if earlier.contains(&a.value) {
