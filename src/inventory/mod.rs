@@ -63,6 +63,25 @@ pub struct ClusterRef {
     pub kubeconfig: Option<PathBuf>,
     /// Kubeconfig context; `None` means the current context.
     pub context: Option<String>,
+    /// Capabilities this cluster lacks (e.g. `containers` on the kwok lab), so expectations
+    /// that need them are reported skipped rather than failed.
+    pub lacks: Vec<String>,
+    /// Kube contexts faultline may run against with this inventory; empty = any.
+    pub allowed_contexts: Vec<String>,
+}
+
+/// Capabilities a real cluster has unless its inventory says it lacks them.
+pub const KNOWN_CAPABILITIES: &[&str] = &["containers"];
+
+impl ClusterRef {
+    /// The capabilities this cluster has: every known one it does not declare lacking.
+    pub fn capabilities(&self) -> Vec<String> {
+        KNOWN_CAPABILITIES
+            .iter()
+            .filter(|c| !self.lacks.iter().any(|l| l == *c))
+            .map(|c| (*c).to_string())
+            .collect()
+    }
 }
 
 /// SSH settings after merging. Holds the NAME of the password variable, never a password.
@@ -220,6 +239,8 @@ impl Inventory {
                 name: raw.cluster.name,
                 kubeconfig: raw.cluster.kubeconfig,
                 context: raw.cluster.context,
+                lacks: raw.cluster.lacks,
+                allowed_contexts: raw.cluster.allowed_contexts,
             },
             timers,
             nodes,

@@ -35,6 +35,10 @@ pub struct RawCluster {
     pub name: String,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
+    #[serde(default)]
+    pub lacks: Vec<String>,
+    #[serde(default)]
+    pub allowed_contexts: Vec<String>,
 }
 
 /// `timers:` — the cluster's own node-lifecycle timers.

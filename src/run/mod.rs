@@ -2,7 +2,7 @@
 //! ledger and undo, and produces the run record the reporters render.
 
 pub mod faults;
-pub mod recorder;
 pub mod safety;
 pub mod schedule;
+pub mod shared_timeline;
 pub mod signals;

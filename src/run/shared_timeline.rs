@@ -11,20 +11,20 @@ use crate::timeline::{Entry, Event, Timeline};
 /// A live-view callback: called once per entry, in order.
 pub type LiveView = Arc<dyn Fn(&Entry) + Send + Sync>;
 
-/// Appends entries to one timeline, stamping them against one clock.
+/// One timeline for the whole run: the observer and the runner append, the judge snapshots.
 #[derive(Clone)]
-pub struct Recorder {
+pub struct SharedTimeline {
     inner: Arc<Mutex<Timeline>>,
     zero: Instant,
     wall_zero: DateTime<Utc>,
     live: Option<LiveView>,
 }
 
-impl Recorder {
+impl SharedTimeline {
     /// A recorder whose time zero is now.
     pub fn start(live: Option<LiveView>) -> Self {
         let wall_zero = Utc::now();
-        Recorder {
+        SharedTimeline {
             inner: Arc::new(Mutex::new(Timeline::new(wall_zero))),
             zero: Instant::now(),
             wall_zero,
@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn late_stamped_entries_are_placed_in_offset_order() {
-        let rec = Recorder::start(None);
+        let rec = SharedTimeline::start(None);
         rec.push(note_at(10, "a"));
         rec.push(note_at(30, "c"));
         rec.push(note_at(20, "b"));
@@ -124,7 +124,7 @@ mod tests {
     fn live_view_sees_every_entry() {
         let seen = Arc::new(Mutex::new(0));
         let counter = seen.clone();
-        let rec = Recorder::start(Some(Arc::new(move |_| *counter.lock().unwrap() += 1)));
+        let rec = SharedTimeline::start(Some(Arc::new(move |_| *counter.lock().unwrap() += 1)));
         rec.note("one");
         rec.note("two");
         assert_eq!(*seen.lock().unwrap(), 2);
