@@ -7,4 +7,6 @@
 
 pub mod experiment;
 pub mod judge;
+pub mod record;
+pub mod report;
 pub mod timeline;

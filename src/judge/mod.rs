@@ -24,6 +24,11 @@ use crate::timeline::Timeline;
 
 pub use figures::{Figures, figures};
 
+/// State labels shared with reporters.
+pub mod labels {
+    pub use super::states::{node_label, pod_label, workload_label};
+}
+
 use checks::{Candidate, Ctx, HoldEnd, MemberEval, MemberOutcome};
 use members::{Member, member_toleration, pod_histories, state_at};
 use states::{rel, secs, state_name, truth};
