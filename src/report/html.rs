@@ -136,7 +136,7 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
     }
     for key in &pod_order {
         let changes = &pods[key];
-        let uid: String = key.2.chars().take(5).collect();
+        let uid: String = key.2.chars().take(8).collect();
         out.push(Lane {
             label: format!("pod {} ({uid})", key.1),
             segments: segments(changes, end, pod_colour, |s| labels::pod_label(Some(s))),

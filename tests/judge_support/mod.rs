@@ -179,3 +179,75 @@ pub fn experiment(expectations: Vec<Expectation>) -> Experiment {
         safety: SafetySpec::default(),
     }
 }
+
+use chrono::{TimeZone, Utc};
+use faultline::judge::{figures, judge};
+use faultline::record::{ClusterInfo, RunOutcome, RunRecord};
+
+/// Expectations covering every outcome the reporters render, over `kubelet-stop`.
+pub fn report_expectations() -> Vec<Expectation> {
+    let stop = "stop kubelet";
+    let mut restarts = expect(
+        "agent restarts",
+        existing_on_down(agent()),
+        Check::Restarts { changed: true },
+        stop,
+    );
+    restarts.requires = vec!["containers".into()];
+    vec![
+        expect(
+            "node unknown within 30s",
+            node_down(),
+            becomes(
+                node_state(NodeStateMatch::Unknown),
+                Window::Within(secs(30.0)),
+            ),
+            stop,
+        ),
+        expect(
+            "web evicted between 30s and 40s",
+            existing_on_down(web()),
+            becomes(
+                pod_state(PodStateMatch::Terminating),
+                Window::Between(secs(30.0), secs(40.0)),
+            ),
+            stop,
+        ),
+        restarts,
+        expect(
+            "node ready after reboot",
+            node_down(),
+            becomes(node_state(NodeStateMatch::Ready), Window::Eventually),
+            "reboot",
+        ),
+    ]
+}
+
+/// A finished run record over the `kubelet-stop` fixture, judged for real.
+pub fn record() -> RunRecord {
+    let timeline = timeline("kubelet-stop");
+    let exp = experiment(report_expectations());
+    let verdicts = judge(&exp, &targets(), &timers(), &[], &timeline, true);
+    let figures = figures(&exp, &targets(), &timeline);
+    let outcome = RunOutcome::from_verdicts(&verdicts, &[]);
+    RunRecord {
+        faultline_version: "0.1.0".into(),
+        run_id: "run-20261122-100000".into(),
+        cluster: ClusterInfo {
+            name: "lab".into(),
+            context: Some("kind-lab".into()),
+            server_version: Some("v1.33.1".into()),
+            timers: timers(),
+            capabilities: vec![],
+        },
+        targets: targets(),
+        started_at: Utc.with_ymd_and_hms(2026, 11, 22, 9, 59, 0).unwrap(),
+        finished_at: Utc.with_ymd_and_hms(2026, 11, 22, 10, 2, 0).unwrap(),
+        experiment: exp,
+        timeline,
+        verdicts,
+        figures,
+        outcome,
+        errors: vec![],
+    }
+}
