@@ -703,6 +703,42 @@ fn live_run_pending_versus_decided_early() {
 }
 
 #[test]
+fn live_replacements_all_stay_pending_but_any_is_final() {
+    let t = prefix(&stop(), 40000);
+    let subject = |q| pods(web(), None, Some("down"), PodGeneration::Replacements, q);
+    let check = || becomes(pod_state(PodStateMatch::Ready), Window::Within(secs(60.0)));
+    let all = one(
+        expect("all", subject(Quantifier::All), check(), STOP),
+        &t,
+        false,
+    );
+    assert_eq!(all.outcome, Outcome::Pending, "{}", all.message);
+    let any = one(
+        expect("any", subject(Quantifier::Any), check(), STOP),
+        &t,
+        false,
+    );
+    assert_eq!(any.outcome, Outcome::Passed);
+    assert_eq!(any.measured_ms, Some(33000));
+    let two = one(
+        expect("two", subject(Quantifier::AtLeast(2)), check(), STOP),
+        &t,
+        false,
+    );
+    assert_eq!(
+        two.outcome,
+        Outcome::Pending,
+        "the second replacement comes at +52.1s"
+    );
+    let two = one(
+        expect("two", subject(Quantifier::AtLeast(2)), check(), STOP),
+        &stop(),
+        true,
+    );
+    assert_eq!(two.outcome, Outcome::Passed);
+}
+
+#[test]
 fn gap_straddling_a_bound_is_undecidable_and_named() {
     let t = timeline("kubelet-stop-gap");
     let e = expect(

@@ -189,13 +189,15 @@ fn judge_one(
                 format!("{expected}; {what} at `{}`", e.since),
             )
         } else {
-            let mut v = aggregate(e, quantifier, &expected, &[], &[]);
+            let mut v = aggregate(e, quantifier, &expected, &[], &[], false);
             v.message = format!("{expected}; {what}");
             v
         };
     }
     let evals = evaluate(e, &members, timers, timeline, &ctx);
-    aggregate(e, quantifier, &expected, &members, &evals)
+    let may_grow = !complete
+        && matches!(&e.subject, Subject::Pods(p) if p.generation == PodGeneration::Replacements);
+    aggregate(e, quantifier, &expected, &members, &evals, may_grow)
 }
 
 fn evaluate(
@@ -291,12 +293,15 @@ fn replacement_candidates(
     out
 }
 
+/// Combines member results under the quantifier. `may_grow`: more members may still appear
+/// (replacements during a live run), so an `all` pass and a count shortfall are not final.
 fn aggregate(
     e: &Expectation,
     quantifier: Quantifier,
     expected: &str,
     members: &[Member],
     evals: &[MemberEval],
+    may_grow: bool,
 ) -> Verdict {
     let count = |o: MemberOutcome| evals.iter().filter(|m| m.outcome == o).count();
     let notes = |o: MemberOutcome| {
@@ -330,6 +335,15 @@ fn aggregate(
     };
     let (outcome, message, measured) = if error > 0 {
         (Outcome::Error, notes(MemberOutcome::Error), None)
+    } else if may_grow
+        && (quantifier == Quantifier::All && pass == evals.len()
+            || quantifier != Quantifier::All && pass + undecidable + pending < needed)
+    {
+        (
+            Outcome::Pending,
+            format!("not decided yet{need_text}: more replacements may appear"),
+            None,
+        )
     } else if pass >= needed {
         let measured = if quantifier == Quantifier::All {
             passing_at.last().copied()

@@ -16,7 +16,7 @@ use super::sanitize::html as esc;
 const LABEL_W: f64 = 280.0;
 const PLOT_W: f64 = 1000.0;
 const LANE_H: f64 = 22.0;
-const TOP: f64 = 60.0;
+const TOP: f64 = 70.0;
 
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222}\
 h1{font-size:1.4em;margin-bottom:4px}.meta{color:#555}\
@@ -160,7 +160,7 @@ fn timeline_svg(record: &RunRecord) -> String {
     let lanes = lanes(record, end);
     let x = |ms: i64| LABEL_W + (ms - start) as f64 / (end - start) as f64 * PLOT_W;
     let height = TOP + lanes.len() as f64 * LANE_H + 30.0;
-    let width = LABEL_W + PLOT_W + 20.0;
+    let width = LABEL_W + PLOT_W + 50.0;
     let mut s = String::new();
     let _ = write!(
         s,
@@ -168,6 +168,8 @@ fn timeline_svg(record: &RunRecord) -> String {
 <defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">\
 <line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#555\" stroke-width=\"2\"/></pattern></defs>"
     );
+    let bottom = TOP + lanes.len() as f64 * LANE_H;
+    axis(&mut s, start, end, bottom, &x);
     for (i, lane) in lanes.iter().enumerate() {
         let y = TOP + i as f64 * LANE_H;
         let _ = write!(
@@ -190,8 +192,8 @@ fn timeline_svg(record: &RunRecord) -> String {
         }
         s.push_str("</g>");
     }
-    let bottom = TOP + lanes.len() as f64 * LANE_H;
     let mut open: Vec<(String, i64, String)> = Vec::new();
+    let mut steps_drawn = 0usize;
     for e in entries {
         match &e.event {
             Event::Gap {
@@ -215,14 +217,14 @@ fn timeline_svg(record: &RunRecord) -> String {
                 ..
             } => {
                 let px = x(e.offset_ms);
+                let label_y = TOP - 8.0 - (steps_drawn % 3) as f64 * 14.0;
+                steps_drawn += 1;
                 let _ = write!(
                     s,
-                    "<g class=\"step\"><line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#1f4e9a\" stroke-dasharray=\"4 3\"/>\
-<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#1f4e9a\" transform=\"rotate(-20 {px:.1} {:.1})\">{} {}</text></g>",
-                    TOP - 18.0,
-                    px + 2.0,
-                    TOP - 20.0,
-                    TOP - 20.0,
+                    "<g class=\"step\"><line x1=\"{px:.1}\" y1=\"{label_y:.1}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#1f4e9a\" stroke-dasharray=\"4 3\"/>\
+<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#1f4e9a\">{} {}</text></g>",
+                    px + 3.0,
+                    label_y - 2.0,
                     esc(step),
                     format_relative(e.offset_ms)
                 );
@@ -233,16 +235,34 @@ fn timeline_svg(record: &RunRecord) -> String {
     for (src, began, reason) in open {
         gap_rect(&mut s, x(began), x(end), bottom, &src, &reason);
     }
-    let _ = write!(
-        s,
-        "<text x=\"{LABEL_W}\" y=\"{:.1}\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text></svg>",
-        bottom + 18.0,
-        format_relative(start),
-        LABEL_W + PLOT_W,
-        bottom + 18.0,
-        format_relative(end)
-    );
+    s.push_str("</svg>");
     s
+}
+
+/// Faint vertical grid lines with second labels under the lanes, about ten of them.
+fn axis(s: &mut String, start: i64, end: i64, bottom: f64, x: &dyn Fn(i64) -> f64) {
+    const STEPS_MS: [i64; 10] = [
+        1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
+    ];
+    let span = end - start;
+    let step = STEPS_MS
+        .iter()
+        .copied()
+        .find(|st| span / st <= 12)
+        .unwrap_or(1_800_000);
+    let mut t = start.div_euclid(step) * step;
+    while t <= end {
+        if t >= start {
+            let px = x(t);
+            let _ = write!(
+                s,
+                "<line x1=\"{px:.1}\" y1=\"{TOP}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#ddd\"/><text x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#666\">{}</text>",
+                bottom + 16.0,
+                format_relative(t)
+            );
+        }
+        t += step;
+    }
 }
 
 fn gap_rect(s: &mut String, x0: f64, x1: f64, bottom: f64, source: &str, reason: &str) {

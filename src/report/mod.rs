@@ -21,9 +21,6 @@ pub enum ReportError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The JUnit writer failed.
-    #[error("writing JUnit XML: {0}")]
-    Junit(String),
     /// The record could not be saved.
     #[error(transparent)]
     Record(#[from] RecordError),
