@@ -4,6 +4,22 @@
 //! Pure functions of the experiment, the resolved targets, the cluster's timers and
 //! capabilities, and the timeline: no client, no clock. The runner calls [`judge`] with
 //! `complete = false` while the run goes on to stop early once everything is decided.
+//!
+//! Decisions worth knowing when reading a verdict:
+//! - All times in messages are relative to the expectation's `since` step (`+21.3s`).
+//! - Before an object's first observation its state is unknown, and no state (not even
+//!   `Gone`) counts as holding.
+//! - Existing pods are those present at `since`, filtered by their node then. Replacements
+//!   (first seen after `since`) are filtered by the first node they were bound to; one never
+//!   scheduled fails an `on` filter and passes a `not_on` filter, so an unschedulable
+//!   replacement is judged (and fails) instead of silently vanishing from the set.
+//! - A transition first seen at the end of an observation gap is only known to lie inside
+//!   the gap; if that uncertainty straddles a bound the outcome is Undecidable and names the
+//!   gap. A gap that overlaps a `never`/`stays` interval (or the window of a `becomes` that
+//!   was never seen) without an observed violation is Undecidable too. An observed
+//!   violation is always a failure. Gaps apply to every subject whatever their source.
+//! - While a run is live, replacements may still appear: an `all` over replacements that
+//!   passes so far, or an `any`/`at-least` short of members, stays Pending.
 
 mod checks;
 pub mod figures;

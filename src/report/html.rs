@@ -135,7 +135,9 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
         });
     }
     for key in &pod_order {
-        let changes = &pods[key];
+        let Some(changes) = pods.get(key) else {
+            continue;
+        };
         let uid: String = key.2.chars().take(8).collect();
         out.push(Lane {
             label: format!("pod {} ({uid})", key.1),
