@@ -28,9 +28,13 @@ fn entry_lines_read_as_changes() {
     );
     assert!(
         lines.contains(
-            &"+95.0s pod faultline-lab/web-5d9c-aaaaa restarts 0→1 on lab-worker-2".to_string()
-        ) || lines.contains(
             &"+95.0s pod faultline-lab/agent-x2 restarts 0→1 on lab-worker-2".to_string()
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(
+            &"+93.0s pod faultline-lab/db-0 deleted (was Running on lab-worker-2)".to_string()
         ),
         "{lines:#?}"
     );
