@@ -9,5 +9,8 @@
 pub mod execute;
 pub mod experiment;
 pub mod inventory;
+pub mod judge;
+pub mod record;
+pub mod report;
 pub mod run;
 pub mod timeline;

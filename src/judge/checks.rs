@@ -1,0 +1,480 @@
+//! Per-member evaluation of each check kind. Every function here decides one member and
+//! says why in a note; quantifiers combine the members afterwards (see `verdict`).
+
+use super::members::{History, Member, Series, last_known, state_at};
+use super::series::{Gap, Truth, gap_hiding, gap_overlapping};
+use super::states::{pod_label, rel, secs};
+use crate::timeline::PodState;
+
+/// What one member's evaluation came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberOutcome {
+    /// The member satisfies the check.
+    Pass,
+    /// The member violates the check.
+    Fail,
+    /// A gap in observation hides the deciding moment.
+    Undecidable,
+    /// Not decided yet; the run is still going.
+    Pending,
+    /// The check cannot be evaluated for this member (e.g. an unresolvable bound).
+    Error,
+}
+
+/// One member's result with the offset that decided it (relative to `since`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberEval {
+    /// Outcome for this member.
+    pub outcome: MemberOutcome,
+    /// Decisive moment, ms after `since`.
+    pub at_ms: Option<i64>,
+    /// Why, with timestamps.
+    pub note: String,
+}
+
+impl MemberEval {
+    fn new(outcome: MemberOutcome, at_ms: Option<i64>, note: String) -> Self {
+        MemberEval {
+            outcome,
+            at_ms,
+            note,
+        }
+    }
+
+    /// An evaluation that could not run for this member.
+    pub fn error(note: String) -> Self {
+        MemberEval::new(MemberOutcome::Error, None, note)
+    }
+}
+
+/// What every check needs to know about the run.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    /// Offset at which `since` was issued.
+    pub t0: i64,
+    /// Offset of the last timeline entry.
+    pub obs_end: i64,
+    /// Whether the timeline is final.
+    pub complete: bool,
+    /// Observation gaps.
+    pub gaps: &'a [Gap],
+}
+
+impl Ctx<'_> {
+    fn gap_note(&self, g: &Gap) -> String {
+        format!(
+            "no observation from {} to {} ({})",
+            rel(g.began - self.t0),
+            rel(g.ended - self.t0),
+            g.reason
+        )
+    }
+}
+
+/// `becomes`: the first moment ≥ `since` the state holds must lie within `[lo, hi]`
+/// (ms after `since`; `None` = unbounded on that side).
+pub fn becomes(
+    ctx: &Ctx,
+    name: &str,
+    state: &str,
+    truth: &Truth,
+    lo: Option<i64>,
+    hi: Option<i64>,
+) -> MemberEval {
+    use MemberOutcome::*;
+    let t0 = ctx.t0;
+    let bound_note = match (lo, hi) {
+        (Some(l), Some(h)) => format!(" (bounds {} and {})", secs(l), secs(h)),
+        (Some(l), None) => format!(" (bound {})", secs(l)),
+        (None, Some(h)) => format!(" (bound {})", secs(h)),
+        (None, None) => String::new(),
+    };
+    let Some(t) = truth.first_true_from(t0) else {
+        let observed = ctx.obs_end - t0;
+        let last = truth
+            .at(ctx.obs_end)
+            .map(|p| p.label.clone())
+            .unwrap_or_else(|| "never observed".into());
+        if let Some(h) = hi.filter(|h| observed >= *h) {
+            if let Some(g) = gap_overlapping(ctx.gaps, t0, t0 + h) {
+                return MemberEval::new(
+                    Undecidable,
+                    None,
+                    format!(
+                        "{name} was not seen {state} by {}, but {}",
+                        rel(h),
+                        ctx.gap_note(g)
+                    ),
+                );
+            }
+            return MemberEval::new(
+                Fail,
+                None,
+                format!(
+                    "{name} was not {state} by {} ({last} at {})",
+                    rel(h),
+                    rel(observed)
+                ),
+            );
+        }
+        if !ctx.complete {
+            return MemberEval::new(
+                Pending,
+                None,
+                format!("{name} not {state} yet at {}", rel(observed)),
+            );
+        }
+        if let Some(g) = gap_overlapping(ctx.gaps, t0, ctx.obs_end) {
+            return MemberEval::new(
+                Undecidable,
+                None,
+                format!("{name} was never seen {state}, but {}", ctx.gap_note(g)),
+            );
+        }
+        return MemberEval::new(
+            Fail,
+            None,
+            format!(
+                "{name} never became {state} (observed until {}; last {last})",
+                rel(observed)
+            ),
+        );
+    };
+    let r = t - t0;
+    let hidden = if t == t0 {
+        None
+    } else {
+        gap_hiding(ctx.gaps, t)
+    };
+    let earliest = hidden.map(|g| (g.began - t0).max(0)).unwrap_or(r);
+    let seen = match hidden {
+        Some(g) => format!(
+            "{name} was first seen {state} at {}, but it happened somewhere in the gap: {}",
+            rel(r),
+            ctx.gap_note(g)
+        ),
+        None => format!("{name} became {state} at {}", rel(r)),
+    };
+    if let Some(l) = lo {
+        if r < l {
+            return MemberEval::new(
+                Fail,
+                Some(r),
+                format!("{name} became {state} at {}, too early{bound_note}", rel(r)),
+            );
+        }
+        if earliest < l {
+            return MemberEval::new(Undecidable, Some(r), format!("{seen}{bound_note}"));
+        }
+    }
+    if let Some(h) = hi {
+        if earliest > h {
+            return MemberEval::new(
+                Fail,
+                Some(r),
+                format!("{name} became {state} at {}, too late{bound_note}", rel(r)),
+            );
+        }
+        if r > h {
+            return MemberEval::new(Undecidable, Some(r), format!("{seen}{bound_note}"));
+        }
+    }
+    MemberEval::new(Pass, Some(r), format!("{seen}{bound_note}"))
+}
+
+/// Where a `stays` hold ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldEnd {
+    /// At this absolute offset.
+    At(i64),
+    /// When observation ends.
+    ObservationEnd,
+    /// At a step that has not been issued.
+    StepNotIssued,
+}
+
+/// `stays`: in the state at some moment of the hold and continuously from then until its end.
+pub fn stays(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: HoldEnd) -> MemberEval {
+    use MemberOutcome::*;
+    let t0 = ctx.t0;
+    let (until, settled) = match end {
+        HoldEnd::At(e) if e <= ctx.obs_end => (e, true),
+        HoldEnd::At(_) | HoldEnd::ObservationEnd | HoldEnd::StepNotIssued => (
+            ctx.obs_end + 1,
+            ctx.complete && end == HoldEnd::ObservationEnd,
+        ),
+    };
+    let horizon = until.min(ctx.obs_end);
+    let Some(first) = truth.first_true_from(t0).filter(|t| *t <= horizon) else {
+        if !settled && !ctx.complete {
+            return MemberEval::new(
+                Pending,
+                None,
+                format!("{name} not {state} yet at {}", rel(ctx.obs_end - t0)),
+            );
+        }
+        if let Some(g) = gap_overlapping(ctx.gaps, t0, horizon) {
+            return MemberEval::new(
+                Undecidable,
+                None,
+                format!("{name} was never seen {state}, but {}", ctx.gap_note(g)),
+            );
+        }
+        let was = truth
+            .at(t0)
+            .map(|p| p.label.clone())
+            .unwrap_or_else(|| "not observed".into());
+        return MemberEval::new(
+            Fail,
+            None,
+            format!("{name} was never {state} (at {}: {was})", rel(0)),
+        );
+    };
+    if let Some(p) = truth.first_false_between(first, until) {
+        return MemberEval::new(
+            Fail,
+            Some(p.at - t0),
+            format!("{name} left {state} at {} ({})", rel(p.at - t0), p.label),
+        );
+    }
+    if !settled {
+        let note = match end {
+            HoldEnd::StepNotIssued if ctx.complete => {
+                return MemberEval::new(
+                    Undecidable,
+                    None,
+                    format!(
+                        "{name} was {state} until observation ended, but the hold's end step never ran"
+                    ),
+                );
+            }
+            HoldEnd::At(e) if ctx.complete => {
+                return MemberEval::new(
+                    Undecidable,
+                    None,
+                    format!(
+                        "{name} was {state} until observation ended at {}, before the hold ended at {}",
+                        rel(ctx.obs_end - t0),
+                        rel(e - t0)
+                    ),
+                );
+            }
+            _ => format!("{name} {state} so far, at {}", rel(ctx.obs_end - t0)),
+        };
+        return MemberEval::new(Pending, None, note);
+    }
+    if let Some(g) = gap_overlapping(ctx.gaps, first, horizon) {
+        return MemberEval::new(
+            Undecidable,
+            Some(first - t0),
+            format!(
+                "{name} was seen {state} throughout, but {}",
+                ctx.gap_note(g)
+            ),
+        );
+    }
+    MemberEval::new(
+        Pass,
+        Some(first - t0),
+        format!(
+            "{name} was {state} from {} to {}",
+            rel(first - t0),
+            rel(horizon - t0)
+        ),
+    )
+}
+
+/// `never`: the state does not hold anywhere from `since` to the end of observation.
+pub fn never(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: HoldEnd) -> MemberEval {
+    use MemberOutcome::*;
+    let t0 = ctx.t0;
+    let (until, settled) = match end {
+        HoldEnd::At(e) => (e.min(ctx.obs_end), e <= ctx.obs_end),
+        HoldEnd::ObservationEnd => (ctx.obs_end, ctx.complete),
+        HoldEnd::StepNotIssued => (ctx.obs_end, false),
+    };
+    if let Some(t) = truth.first_true_from(t0).filter(|t| *t <= until) {
+        let label = truth.at(t).map(|p| p.label.clone()).unwrap_or_default();
+        return MemberEval::new(
+            Fail,
+            Some(t - t0),
+            format!("{name} was {state} at {} ({label})", rel(t - t0)),
+        );
+    }
+    let observed = rel(until - t0);
+    if !settled {
+        if !ctx.complete {
+            return MemberEval::new(
+                Pending,
+                None,
+                format!("{name} not {state} so far, at {observed}"),
+            );
+        }
+        return MemberEval::new(
+            Undecidable,
+            None,
+            format!(
+                "{name} was not {state} until observation ended at {observed}, but the hold's end never came"
+            ),
+        );
+    }
+    if let Some(g) = gap_overlapping(ctx.gaps, t0, until) {
+        return MemberEval::new(
+            Undecidable,
+            None,
+            format!("{name} was never seen {state}, but {}", ctx.gap_note(g)),
+        );
+    }
+    MemberEval::new(
+        Pass,
+        None,
+        format!("{name} was never {state} (observed until {observed})"),
+    )
+}
+
+fn pod_history<'a>(member: &'a Member, check: &str) -> Result<&'a History<PodState>, MemberEval> {
+    match &member.series {
+        Series::Pod(h) => Ok(h),
+        _ => Err(MemberEval::error(format!(
+            "`{check}` applies to pods only, not to {}",
+            member.name
+        ))),
+    }
+}
+
+/// `restarts`: the pod's restart count at the end compared with `since`.
+pub fn restarts(ctx: &Ctx, member: &Member, changed: bool) -> MemberEval {
+    use MemberOutcome::*;
+    let history = match pod_history(member, "restarts") {
+        Ok(h) => h,
+        Err(e) => return e,
+    };
+    let name = &member.name;
+    let Some(r0) = state_at(history, ctx.t0)
+        .or_else(|| history.iter().find_map(|(_, s)| s.as_ref()))
+        .map(|s| s.restarts)
+    else {
+        return MemberEval::error(format!("{name} was never observed"));
+    };
+    let change = history.iter().find_map(|(at, s)| match s {
+        Some(s) if *at > ctx.t0 && s.restarts != r0 => Some((*at, s.restarts)),
+        _ => None,
+    });
+    match (change, changed) {
+        (Some((at, r)), true) => MemberEval::new(
+            Pass,
+            Some(at - ctx.t0),
+            format!("{name} restarts went {r0}→{r} at {}", rel(at - ctx.t0)),
+        ),
+        (Some((at, r)), false) => MemberEval::new(
+            Fail,
+            Some(at - ctx.t0),
+            format!("{name} restarts went {r0}→{r} at {}", rel(at - ctx.t0)),
+        ),
+        (None, _) if !ctx.complete => MemberEval::new(
+            Pending,
+            None,
+            format!(
+                "{name} restarts still {r0} at {}",
+                rel(ctx.obs_end - ctx.t0)
+            ),
+        ),
+        (None, want_change) => MemberEval::new(
+            if want_change { Fail } else { Pass },
+            None,
+            format!(
+                "{name} restarts stayed at {r0} until {}",
+                rel(ctx.obs_end - ctx.t0)
+            ),
+        ),
+    }
+}
+
+/// A pod that may serve as another's replacement: first seen after `since`, still there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Pod name.
+    pub name: String,
+    /// First seen, absolute offset.
+    pub first_seen: i64,
+}
+
+/// `replaced`: whether the pod's UID is gone by the end and (for `true`) a new pod of the
+/// workload took its place. `candidates` are shared between members so that one new pod
+/// replaces one old pod; a StatefulSet pod is paired with its same-named successor.
+pub fn replaced(
+    ctx: &Ctx,
+    member: &Member,
+    want_replaced: bool,
+    candidates: &mut Vec<Candidate>,
+) -> MemberEval {
+    use MemberOutcome::*;
+    let history = match pod_history(member, "replaced") {
+        Ok(h) => h,
+        Err(e) => return e,
+    };
+    let name = &member.name;
+    let uid = member.pod.as_ref().map(|p| p.uid.as_str()).unwrap_or("?");
+    let gone_at = history
+        .iter()
+        .find(|(at, s)| *at > ctx.t0 && s.is_none())
+        .map(|(at, _)| *at);
+    match (gone_at, want_replaced) {
+        (Some(at), false) => MemberEval::new(
+            Fail,
+            Some(at - ctx.t0),
+            format!("{name} (uid {uid}) was gone at {}", rel(at - ctx.t0)),
+        ),
+        (None, false) if ctx.complete => MemberEval::new(
+            Pass,
+            None,
+            format!("{name} kept uid {uid} ({})", pod_label(last_known(history))),
+        ),
+        (None, false) => MemberEval::new(Pending, None, format!("{name} still has uid {uid}")),
+        (None, true) if ctx.complete => MemberEval::new(
+            Fail,
+            None,
+            format!(
+                "{name} (uid {uid}) still existed when observation ended ({})",
+                pod_label(last_known(history))
+            ),
+        ),
+        (None, true) => MemberEval::new(
+            Pending,
+            None,
+            format!(
+                "{name} (uid {uid}) still exists at {}",
+                rel(ctx.obs_end - ctx.t0)
+            ),
+        ),
+        (Some(gone), true) => {
+            let pick = candidates
+                .iter()
+                .position(|c| &c.name == name)
+                .or_else(|| (!candidates.is_empty()).then_some(0));
+            match pick {
+                Some(i) => {
+                    let c = candidates.remove(i);
+                    MemberEval::new(
+                        Pass,
+                        Some(c.first_seen - ctx.t0),
+                        format!(
+                            "{name} (uid {uid}) gone at {}, replaced by {} created at {}",
+                            rel(gone - ctx.t0),
+                            c.name,
+                            rel(c.first_seen - ctx.t0)
+                        ),
+                    )
+                }
+                None => MemberEval::new(
+                    if ctx.complete { Fail } else { Pending },
+                    None,
+                    format!(
+                        "{name} (uid {uid}) gone at {} but no replacement exists",
+                        rel(gone - ctx.t0)
+                    ),
+                ),
+            }
+        }
+    }
+}

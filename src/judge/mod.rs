@@ -1,0 +1,468 @@
+//! The judge: expectations evaluated over a timeline, one verdict per expectation, plus the
+//! recovery figures of a run.
+//!
+//! Pure functions of the experiment, the resolved targets, the cluster's timers and
+//! capabilities, and the timeline: no client, no clock. The runner calls [`judge`] with
+//! `complete = false` while the run goes on to stop early once everything is decided.
+//!
+//! Decisions worth knowing when reading a verdict:
+//! - All times in messages are relative to the expectation's `since` step (`+21.3s`).
+//! - Before an object's first observation its state is unknown, and no state (not even
+//!   `Gone`) counts as holding.
+//! - Existing pods are those present at `since`, filtered by their node then. Replacements
+//!   (first seen after `since`) are filtered by the first node they were bound to; one never
+//!   scheduled fails an `on` filter and passes a `not_on` filter, so an unschedulable
+//!   replacement is judged (and fails) instead of silently vanishing from the set.
+//! - A transition first seen at the end of an observation gap is only known to lie inside
+//!   the gap; if that uncertainty straddles a bound the outcome is Undecidable and names the
+//!   gap. A gap that overlaps a `never`/`stays` interval (or the window of a `becomes` that
+//!   was never seen) without an observed violation is Undecidable too. An observed
+//!   violation is always a failure. Gaps apply to every subject whatever their source.
+//! - While a run is live, replacements may still appear: an `all` over replacements that
+//!   passes so far, or an `any`/`at-least` short of members, stays Pending.
+
+mod checks;
+pub mod figures;
+mod members;
+mod series;
+mod states;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::experiment::model::{
+    Bound, Check, ClusterTimers, Expectation, Experiment, PodGeneration, Quantifier, Subject,
+    Until, Window,
+};
+use crate::timeline::Timeline;
+
+pub use figures::{Figures, figures};
+
+/// State labels shared with reporters.
+pub mod labels {
+    pub use super::states::{node_label, pod_label, workload_label};
+}
+
+use checks::{Candidate, Ctx, HoldEnd, MemberEval, MemberOutcome};
+use members::{Member, member_toleration, pod_histories, state_at};
+use states::{rel, secs, state_name, truth};
+
+/// What became of one expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The expectation held.
+    Passed,
+    /// The expectation was violated.
+    Failed,
+    /// An observation gap hides the deciding moment; neither pass nor fail can be claimed.
+    Undecidable,
+    /// The cluster lacks a capability the expectation needs.
+    Skipped,
+    /// The expectation could not be evaluated (its `since` step never ran, a bound has no value).
+    Error,
+    /// Not decided yet: the run is still going.
+    Pending,
+}
+
+/// The judgement of one expectation: one JUnit test case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The expectation's name.
+    pub name: String,
+    /// What became of it.
+    pub outcome: Outcome,
+    /// Why, with times relative to `since`.
+    pub message: String,
+    /// Time of the decisive transition, ms after `since`.
+    pub measured_ms: Option<i64>,
+    /// The step the expectation's times are relative to.
+    pub since: String,
+    /// Per-member detail.
+    pub members: Vec<MemberResult>,
+}
+
+/// How one member (node, pod, workload) fared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberResult {
+    /// Node, pod or workload name.
+    pub member: String,
+    /// Its decisive moment, ms after `since`.
+    pub at_ms: Option<i64>,
+    /// What happened to it.
+    pub note: String,
+}
+
+/// Judges every expectation of `exp` over `timeline`, in order.
+///
+/// `complete` says whether the timeline is final; when it is not, outcomes that later
+/// entries could still change are [`Outcome::Pending`], and decided ones are final.
+pub fn judge(
+    exp: &Experiment,
+    targets: &BTreeMap<String, Vec<String>>,
+    timers: &ClusterTimers,
+    capabilities: &[String],
+    timeline: &Timeline,
+    complete: bool,
+) -> Vec<Verdict> {
+    exp.expectations
+        .iter()
+        .map(|e| judge_one(e, targets, timers, capabilities, timeline, complete))
+        .collect()
+}
+
+fn verdict(e: &Expectation, outcome: Outcome, message: String) -> Verdict {
+    Verdict {
+        name: e.name.clone(),
+        outcome,
+        message,
+        measured_ms: None,
+        since: e.since.clone(),
+        members: Vec::new(),
+    }
+}
+
+/// What the capability is missing for, in the words a reader of the report needs.
+fn capability_reason(cap: &str) -> &'static str {
+    match cap {
+        "containers" => ": kwok runs no containers",
+        _ => "",
+    }
+}
+
+fn judge_one(
+    e: &Expectation,
+    targets: &BTreeMap<String, Vec<String>>,
+    timers: &ClusterTimers,
+    capabilities: &[String],
+    timeline: &Timeline,
+    complete: bool,
+) -> Verdict {
+    if let Some(missing) = e.requires.iter().find(|r| !capabilities.contains(r)) {
+        return verdict(
+            e,
+            Outcome::Skipped,
+            format!(
+                "needs `{missing}`, which this cluster lacks{}",
+                capability_reason(missing)
+            ),
+        );
+    }
+    let Some(t0) = timeline.step_issued_ms(&e.since) else {
+        return if complete {
+            verdict(e, Outcome::Error, format!("step `{}` never ran", e.since))
+        } else {
+            verdict(
+                e,
+                Outcome::Pending,
+                format!("step `{}` has not run yet", e.since),
+            )
+        };
+    };
+    let members = match members::members(&e.subject, targets, timeline, t0) {
+        Ok(m) => m,
+        Err(err) => return verdict(e, Outcome::Error, err.to_string()),
+    };
+    let quantifier = match &e.subject {
+        Subject::Pods(p) => p.quantifier,
+        _ => Quantifier::All,
+    };
+    let gaps = series::gaps(timeline);
+    let ctx = Ctx {
+        t0,
+        obs_end: timeline.end_ms(),
+        complete,
+        gaps: &gaps,
+    };
+    let expected = format!(
+        "expected {} after `{}`",
+        describe(&e.check, timers),
+        e.since
+    );
+    if members.is_empty() {
+        let what = match &e.subject {
+            Subject::Pods(p) => format!(
+                "no {} pods of {} matched",
+                match p.generation {
+                    PodGeneration::Existing => "existing",
+                    PodGeneration::Replacements => "replacement",
+                },
+                p.workload
+            ),
+            _ => "the subject has no members".to_string(),
+        };
+        let replacements_may_come = matches!(
+            &e.subject,
+            Subject::Pods(p) if p.generation == PodGeneration::Replacements
+        ) && !complete;
+        return if replacements_may_come {
+            verdict(e, Outcome::Pending, format!("{what} yet"))
+        } else if quantifier == Quantifier::All || !matches!(e.subject, Subject::Pods(_)) {
+            verdict(
+                e,
+                Outcome::Failed,
+                format!("{expected}; {what} at `{}`", e.since),
+            )
+        } else {
+            let mut v = aggregate(e, quantifier, &expected, &[], &[], false);
+            v.message = format!("{expected}; {what}");
+            v
+        };
+    }
+    let evals = evaluate(e, &members, timers, timeline, &ctx);
+    let may_grow = !complete
+        && matches!(&e.subject, Subject::Pods(p) if p.generation == PodGeneration::Replacements);
+    aggregate(e, quantifier, &expected, &members, &evals, may_grow)
+}
+
+fn evaluate(
+    e: &Expectation,
+    members: &[Member],
+    timers: &ClusterTimers,
+    timeline: &Timeline,
+    ctx: &Ctx,
+) -> Vec<MemberEval> {
+    let resolve = |m: &Member, b: &Bound| -> Result<i64, String> {
+        let tol = if b.uses_toleration() {
+            member_toleration(m, ctx.t0, timers.default_unreachable_toleration)?
+        } else {
+            None
+        };
+        b.resolve(&timers.bound_context(tol))
+            .map(|d| d.as_millis() as i64)
+            .map_err(|err| format!("{}: bound `{b}`: {err}", m.name))
+    };
+    let mut candidates = match (&e.check, &e.subject) {
+        (Check::Replaced { .. }, Subject::Pods(p)) => {
+            replacement_candidates(timeline, ctx, &p.workload)
+        }
+        _ => Vec::new(),
+    };
+    members
+        .iter()
+        .map(|m| match &e.check {
+            Check::Becomes { state, window } => {
+                let t = match truth(&m.series, state) {
+                    Ok(t) => t,
+                    Err(err) => return MemberEval::error(err.to_string()),
+                };
+                let bounds = match window {
+                    Window::Eventually => Ok((None, None)),
+                    Window::Within(b) => resolve(m, b).map(|h| (None, Some(h))),
+                    Window::After(b) => resolve(m, b).map(|l| (Some(l), None)),
+                    Window::Between(a, b) => {
+                        resolve(m, a).and_then(|l| resolve(m, b).map(|h| (Some(l), Some(h))))
+                    }
+                };
+                match bounds {
+                    Ok((lo, hi)) => checks::becomes(ctx, &m.name, &state_name(state), &t, lo, hi),
+                    Err(err) => MemberEval::error(err),
+                }
+            }
+            Check::Stays { state, until } | Check::Never { state, until } => {
+                let t = match truth(&m.series, state) {
+                    Ok(t) => t,
+                    Err(err) => return MemberEval::error(err.to_string()),
+                };
+                let end = match until {
+                    Until::Step(s) => timeline
+                        .step_issued_ms(s)
+                        .map(HoldEnd::At)
+                        .unwrap_or(HoldEnd::StepNotIssued),
+                    Until::For(b) => match resolve(m, b) {
+                        Ok(ms) => HoldEnd::At(ctx.t0 + ms),
+                        Err(err) => return MemberEval::error(err),
+                    },
+                    Until::End => HoldEnd::ObservationEnd,
+                };
+                if matches!(e.check, Check::Stays { .. }) {
+                    checks::stays(ctx, &m.name, &state_name(state), &t, end)
+                } else {
+                    checks::never(ctx, &m.name, &state_name(state), &t, end)
+                }
+            }
+            Check::Restarts { changed } => checks::restarts(ctx, m, *changed),
+            Check::Replaced { replaced } => checks::replaced(ctx, m, *replaced, &mut candidates),
+        })
+        .collect()
+}
+
+/// New pods of the workload (first seen after `since`) that exist when observation ends.
+fn replacement_candidates(
+    timeline: &Timeline,
+    ctx: &Ctx,
+    workload: &crate::experiment::model::WorkloadRef,
+) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = pod_histories(timeline)
+        .into_iter()
+        .filter_map(|(id, h)| {
+            let first_seen = h.first()?.0;
+            let alive = state_at(&h, ctx.obs_end)?;
+            (first_seen > ctx.t0 && alive.owner.as_ref() == Some(workload)).then_some(Candidate {
+                name: id.name,
+                first_seen,
+            })
+        })
+        .collect();
+    out.sort_by_key(|c| c.first_seen);
+    out
+}
+
+/// Combines member results under the quantifier. `may_grow`: more members may still appear
+/// (replacements during a live run), so an `all` pass and a count shortfall are not final.
+fn aggregate(
+    e: &Expectation,
+    quantifier: Quantifier,
+    expected: &str,
+    members: &[Member],
+    evals: &[MemberEval],
+    may_grow: bool,
+) -> Verdict {
+    let count = |o: MemberOutcome| evals.iter().filter(|m| m.outcome == o).count();
+    let notes = |o: MemberOutcome| {
+        evals
+            .iter()
+            .filter(|m| m.outcome == o)
+            .map(|m| m.note.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let (pass, undecidable, pending, error) = (
+        count(MemberOutcome::Pass),
+        count(MemberOutcome::Undecidable),
+        count(MemberOutcome::Pending),
+        count(MemberOutcome::Error),
+    );
+    let needed = match quantifier {
+        Quantifier::All => evals.len(),
+        Quantifier::Any => 1,
+        Quantifier::AtLeast(n) => n as usize,
+    };
+    let mut passing_at: Vec<i64> = evals
+        .iter()
+        .filter(|m| m.outcome == MemberOutcome::Pass)
+        .filter_map(|m| m.at_ms)
+        .collect();
+    passing_at.sort_unstable();
+    let need_text = match quantifier {
+        Quantifier::All => String::new(),
+        _ => format!(" (needs {needed} of {}, {pass} did)", evals.len()),
+    };
+    let (outcome, message, measured) = if error > 0 {
+        (Outcome::Error, notes(MemberOutcome::Error), None)
+    } else if may_grow
+        && (quantifier == Quantifier::All && pass == evals.len()
+            || quantifier != Quantifier::All && pass + undecidable + pending < needed)
+    {
+        (
+            Outcome::Pending,
+            format!("not decided yet{need_text}: more replacements may appear"),
+            None,
+        )
+    } else if pass >= needed {
+        let measured = if quantifier == Quantifier::All {
+            passing_at.last().copied()
+        } else {
+            passing_at.get(needed.saturating_sub(1)).copied()
+        };
+        (Outcome::Passed, notes(MemberOutcome::Pass), measured)
+    } else if pass + undecidable + pending < needed {
+        let measured = evals
+            .iter()
+            .find(|m| m.outcome == MemberOutcome::Fail)
+            .and_then(|m| m.at_ms);
+        let failing = notes(MemberOutcome::Fail);
+        let msg = if failing.is_empty() {
+            format!("{expected}{need_text}")
+        } else {
+            format!("{expected}{need_text}; {failing}")
+        };
+        (Outcome::Failed, msg, measured)
+    } else if pending > 0 {
+        (
+            Outcome::Pending,
+            format!(
+                "not decided yet{need_text}: {}",
+                notes(MemberOutcome::Pending)
+            ),
+            None,
+        )
+    } else {
+        (
+            Outcome::Undecidable,
+            format!(
+                "cannot decide{need_text}: {}",
+                notes(MemberOutcome::Undecidable)
+            ),
+            None,
+        )
+    };
+    Verdict {
+        name: e.name.clone(),
+        outcome,
+        message,
+        measured_ms: measured,
+        since: e.since.clone(),
+        members: members
+            .iter()
+            .zip(evals)
+            .map(|(m, ev)| MemberResult {
+                member: m.name.clone(),
+                at_ms: ev.at_ms,
+                note: ev.note.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// A bound for messages: resolved seconds when it needs no per-pod value, else the expression.
+fn bound_text(b: &Bound, timers: &ClusterTimers) -> String {
+    if b.uses_toleration() {
+        return format!("`{b}`");
+    }
+    b.resolve(&timers.bound_context(None))
+        .map(|d: Duration| secs(d.as_millis() as i64))
+        .unwrap_or_else(|_| format!("`{b}`"))
+}
+
+/// The check as a phrase: `Terminating between 30.0s and 60.0s`.
+fn describe(check: &Check, timers: &ClusterTimers) -> String {
+    match check {
+        Check::Becomes { state, window } => {
+            let s = state_name(state);
+            match window {
+                Window::Eventually => format!("{s} eventually"),
+                Window::Within(b) => format!("{s} within {}", bound_text(b, timers)),
+                Window::After(b) => format!("{s} no earlier than {}", bound_text(b, timers)),
+                Window::Between(a, b) => format!(
+                    "{s} between {} and {}",
+                    bound_text(a, timers),
+                    bound_text(b, timers)
+                ),
+            }
+        }
+        Check::Stays { state, until } => {
+            let s = state_name(state);
+            match until {
+                Until::Step(step) => format!("{s} until `{step}`"),
+                Until::For(b) => format!("{s} for {}", bound_text(b, timers)),
+                Until::End => format!("{s} until observation ended"),
+            }
+        }
+        Check::Never { state, until } => match until {
+            Until::End => format!("never {}", state_name(state)),
+            Until::Step(step) => format!("never {} until `{step}`", state_name(state)),
+            Until::For(b) => format!("never {} for {b}", state_name(state)),
+        },
+        Check::Restarts { changed: true } => "restart counts to go up".into(),
+        Check::Restarts { changed: false } => "restart counts unchanged".into(),
+        Check::Replaced { replaced: true } => "pods replaced by new ones".into(),
+        Check::Replaced { replaced: false } => "pods kept (same UID)".into(),
+    }
+}
+
+/// Formats a relative offset the way verdict messages do; exposed for reporters.
+pub fn format_relative(ms: i64) -> String {
+    rel(ms)
+}

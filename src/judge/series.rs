@@ -1,0 +1,172 @@
+//! Truth series: a member's state history reduced to "does the predicate hold?" at each
+//! observed change, plus the observation gaps that make some of those times uncertain.
+//!
+//! Reducing every subject kind (node, pod, workload) to the same shape lets the checks be
+//! written once, whatever the expectation is about.
+
+use crate::timeline::{Event, GapPhase, Timeline};
+
+/// One observed change of a member: when, whether the predicate holds from then on, and a
+/// short description of the actual state for messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Offset of the change, ms since the run's time zero.
+    pub at: i64,
+    /// Whether the expectation's state holds from this offset on.
+    pub holds: bool,
+    /// What the member actually was, e.g. `Terminating` or `gone`.
+    pub label: String,
+}
+
+/// A member's predicate over time; before the first point nothing was seen and the
+/// predicate counts as not holding.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Truth {
+    /// Changes in timeline order.
+    pub points: Vec<Point>,
+}
+
+impl Truth {
+    /// The point in force at `t` (the last one at or before it).
+    pub fn at(&self, t: i64) -> Option<&Point> {
+        self.points.iter().take_while(|p| p.at <= t).last()
+    }
+
+    /// Whether the predicate holds at `t`.
+    pub fn holds_at(&self, t: i64) -> bool {
+        self.at(t).is_some_and(|p| p.holds)
+    }
+
+    /// The first offset ≥ `t0` where the predicate holds (`t0` itself if it already holds).
+    pub fn first_true_from(&self, t0: i64) -> Option<i64> {
+        if self.holds_at(t0) {
+            return Some(t0);
+        }
+        self.points
+            .iter()
+            .find(|p| p.at > t0 && p.holds)
+            .map(|p| p.at)
+    }
+
+    /// The first change in `(from, until)` after which the predicate no longer holds.
+    pub fn first_false_between(&self, from: i64, until: i64) -> Option<&Point> {
+        self.points
+            .iter()
+            .find(|p| p.at > from && p.at < until && !p.holds)
+    }
+}
+
+/// A stretch of time in which the observer saw nothing (or only part of the cluster).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gap {
+    /// Offset at which sight was lost.
+    pub began: i64,
+    /// Offset at which sight was regained (the timeline end if it never was).
+    pub ended: i64,
+    /// Which watch lost sight and why.
+    pub reason: String,
+}
+
+/// All gaps of a timeline, paired Began→Ended per source.
+///
+/// Gaps apply to every subject regardless of their `source`: a conservative choice, since
+/// the observer's source names are not a contract and a silent verdict is worse than an
+/// undecidable one.
+pub fn gaps(timeline: &Timeline) -> Vec<Gap> {
+    let mut open: Vec<(String, i64, String)> = Vec::new();
+    let mut done = Vec::new();
+    for entry in &timeline.entries {
+        if let Event::Gap {
+            source,
+            phase,
+            reason,
+        } = &entry.event
+        {
+            match phase {
+                GapPhase::Began => open.push((source.clone(), entry.offset_ms, reason.clone())),
+                GapPhase::Ended => {
+                    if let Some(i) = open.iter().position(|(s, _, _)| s == source) {
+                        let (s, began, why) = open.remove(i);
+                        done.push(Gap {
+                            began,
+                            ended: entry.offset_ms,
+                            reason: format!("{s} {why}"),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let end = timeline.end_ms();
+    done.extend(open.into_iter().map(|(s, began, why)| Gap {
+        began,
+        ended: end,
+        reason: format!("{s} {why}"),
+    }));
+    done.sort_by_key(|g| g.began);
+    done
+}
+
+/// The gap a change observed at `t` may really have happened in: sight was lost before `t`
+/// and regained at or after it.
+pub fn gap_hiding(gaps: &[Gap], t: i64) -> Option<&Gap> {
+    gaps.iter().find(|g| g.began < t && t <= g.ended)
+}
+
+/// The first gap that overlaps the interval `[from, until]`.
+pub fn gap_overlapping(gaps: &[Gap], from: i64, until: i64) -> Option<&Gap> {
+    gaps.iter().find(|g| g.began < until && g.ended > from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn truth(points: &[(i64, bool)]) -> Truth {
+        Truth {
+            points: points
+                .iter()
+                .map(|&(at, holds)| Point {
+                    at,
+                    holds,
+                    label: String::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn first_true_is_t0_when_already_true() {
+        let t = truth(&[(-5, true), (10, false), (20, true)]);
+        assert_eq!(t.first_true_from(0), Some(0));
+        assert_eq!(t.first_true_from(15), Some(20));
+        assert_eq!(t.first_true_from(25), Some(25));
+    }
+
+    #[test]
+    fn nothing_seen_means_not_holding() {
+        let t = truth(&[(10, true)]);
+        assert!(!t.holds_at(5));
+        assert_eq!(t.first_true_from(0), Some(10));
+    }
+
+    #[test]
+    fn first_false_is_strictly_inside() {
+        let t = truth(&[(0, true), (10, false), (20, true)]);
+        assert_eq!(t.first_false_between(0, 10), None);
+        assert_eq!(t.first_false_between(0, 11).map(|p| p.at), Some(10));
+    }
+
+    #[test]
+    fn gap_hides_a_change_seen_at_its_end() {
+        let g = vec![Gap {
+            began: 10,
+            ended: 20,
+            reason: String::new(),
+        }];
+        assert!(gap_hiding(&g, 20).is_some());
+        assert!(gap_hiding(&g, 10).is_none());
+        assert!(gap_overlapping(&g, 0, 11).is_some());
+        assert!(gap_overlapping(&g, 20, 30).is_none());
+    }
+}

@@ -1,0 +1,170 @@
+//! The run record: everything one run produced, in one serializable value.
+//!
+//! Reporters are functions of a record, so a report can be re-rendered later from the JSON
+//! (`faultline report run.json`) exactly as it was written at the end of the run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::experiment::model::{ClusterTimers, Experiment};
+use crate::judge::{Figures, Outcome, Verdict};
+use crate::timeline::Timeline;
+
+/// One run of one experiment, from plan to verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Version of faultline that ran it, so old records can be read with the right eyes.
+    pub faultline_version: String,
+    /// Unique id of the run.
+    pub run_id: String,
+    /// The experiment as validated.
+    pub experiment: Experiment,
+    /// Which cluster, with the timers bounds were resolved against.
+    pub cluster: ClusterInfo,
+    /// Target name → node names, as resolved at the start of the run.
+    pub targets: BTreeMap<String, Vec<String>>,
+    /// When the run started.
+    pub started_at: DateTime<Utc>,
+    /// When the run finished.
+    pub finished_at: DateTime<Utc>,
+    /// Everything observed.
+    pub timeline: Timeline,
+    /// One verdict per expectation.
+    pub verdicts: Vec<Verdict>,
+    /// Recovery figures.
+    pub figures: Figures,
+    /// How the run as a whole ended.
+    pub outcome: RunOutcome,
+    /// Step failures and setup errors; each becomes a JUnit error case.
+    pub errors: Vec<String>,
+}
+
+/// The cluster a run was made against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterInfo {
+    /// Name from the inventory.
+    pub name: String,
+    /// kubeconfig context used.
+    pub context: Option<String>,
+    /// API server version (`v1.33.1`).
+    pub server_version: Option<String>,
+    /// Node-lifecycle timers bounds resolved against.
+    pub timers: ClusterTimers,
+    /// Capabilities the cluster has (e.g. `containers`).
+    pub capabilities: Vec<String>,
+}
+
+/// How the run as a whole ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RunOutcome {
+    /// Every expectation passed (or was skipped).
+    Passed,
+    /// At least one expectation failed or was undecidable.
+    Failed,
+    /// The run could not be carried out.
+    Error {
+        /// Why.
+        message: String,
+    },
+    /// Stopped by a signal before it finished.
+    Interrupted,
+}
+
+/// Reading or writing a record failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not a run record.
+    #[error("{path}: not a faultline run record: {source}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: serde_json::Error,
+    },
+}
+
+impl RunOutcome {
+    /// The outcome a finished run's verdicts and errors add up to.
+    pub fn from_verdicts(verdicts: &[Verdict], errors: &[String]) -> Self {
+        if let Some(first) = errors.first() {
+            return RunOutcome::Error {
+                message: first.clone(),
+            };
+        }
+        if verdicts.iter().any(|v| v.outcome == Outcome::Pending) {
+            return RunOutcome::Interrupted;
+        }
+        if verdicts
+            .iter()
+            .all(|v| matches!(v.outcome, Outcome::Passed | Outcome::Skipped))
+        {
+            RunOutcome::Passed
+        } else {
+            RunOutcome::Failed
+        }
+    }
+}
+
+impl RunRecord {
+    /// Process exit code: 0 passed, 1 an expectation failed, 2 the run could not be carried
+    /// out, was interrupted, or a step failed (CI must tell "the cluster misbehaved" from
+    /// "the test did not run").
+    pub fn exit_code(&self) -> i32 {
+        if !self.errors.is_empty() {
+            return 2;
+        }
+        match self.outcome {
+            RunOutcome::Passed => 0,
+            RunOutcome::Failed => {
+                if self.verdicts.iter().any(|v| v.outcome == Outcome::Failed) {
+                    1
+                } else if self
+                    .verdicts
+                    .iter()
+                    .any(|v| matches!(v.outcome, Outcome::Error | Outcome::Pending))
+                {
+                    2
+                } else {
+                    1
+                }
+            }
+            RunOutcome::Error { .. } | RunOutcome::Interrupted => 2,
+        }
+    }
+
+    /// Reads a record written by [`RunRecord::save`].
+    pub fn load(path: &Path) -> Result<Self, RecordError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RecordError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| RecordError::Json {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Writes the record as pretty JSON.
+    pub fn save(&self, path: &Path) -> Result<(), RecordError> {
+        let text = serde_json::to_string_pretty(self).map_err(|source| RecordError::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        std::fs::write(path, text + "\n").map_err(|source| RecordError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}

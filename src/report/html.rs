@@ -1,0 +1,380 @@
+//! A single self-contained HTML page per run: header, verdict table, recovery figures and
+//! the timeline as a picture (one lane per node, pod and workload), readable offline and
+//! attachable to a ticket as one file.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::judge::{Outcome, format_relative, labels};
+use crate::record::{RunOutcome, RunRecord};
+use crate::timeline::{
+    ConditionStatus, Event, GapPhase, NodeState, PodState, StepPhase, WorkloadState,
+};
+
+use super::sanitize::html as esc;
+
+const LABEL_W: f64 = 280.0;
+const PLOT_W: f64 = 1000.0;
+const LANE_H: f64 = 22.0;
+const TOP: f64 = 70.0;
+
+const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222}\
+h1{font-size:1.4em;margin-bottom:4px}.meta{color:#555}\
+table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\
+.Passed{background:#dff3e3}.Failed{background:#f8d7da}.Undecidable{background:#efe0f5}\
+.Skipped{background:#fff3cd}.Error{background:#f5c2c7}.Pending{background:#d9edf7}\
+.outcome{font-weight:bold;font-size:1.1em;padding:6px 10px;display:inline-block}\
+svg text{font-family:monospace;font-size:11px}pre{background:#f6f6f6;padding:8px;overflow:auto}";
+
+/// Observed states of one object over time (`None` = gone).
+type Changes<S> = Vec<(i64, Option<S>)>;
+
+/// A coloured stretch of one lane.
+struct Segment {
+    from: i64,
+    to: i64,
+    colour: &'static str,
+    title: String,
+}
+
+/// One row of the picture.
+struct Lane {
+    label: String,
+    segments: Vec<Segment>,
+}
+
+fn node_colour(s: &NodeState) -> &'static str {
+    match s.ready {
+        ConditionStatus::True if s.unschedulable => "#8fcf9a",
+        ConditionStatus::True => "#2e9e44",
+        ConditionStatus::False => "#f0a030",
+        ConditionStatus::Unknown => "#d64541",
+    }
+}
+
+fn pod_colour(s: &PodState) -> &'static str {
+    if s.terminating {
+        "#9a9a9a"
+    } else if s.ready {
+        "#2e9e44"
+    } else if s.phase == "Running" {
+        "#f0a030"
+    } else if s.phase == "Pending" {
+        "#8fb8de"
+    } else {
+        "#d64541"
+    }
+}
+
+fn workload_colour(s: &WorkloadState) -> &'static str {
+    if s.available >= s.desired {
+        "#2e9e44"
+    } else if s.available == 0 {
+        "#d64541"
+    } else {
+        "#f0a030"
+    }
+}
+
+/// Turns `(offset, Some(state))` changes into segments ending at the next change.
+fn segments<S>(
+    changes: &[(i64, Option<S>)],
+    end: i64,
+    colour: impl Fn(&S) -> &'static str,
+    title: impl Fn(&S) -> String,
+) -> Vec<Segment> {
+    let mut out = Vec::new();
+    for (i, (at, state)) in changes.iter().enumerate() {
+        let to = changes.get(i + 1).map(|(t, _)| *t).unwrap_or(end);
+        if let Some(s) = state {
+            out.push(Segment {
+                from: *at,
+                to,
+                colour: colour(s),
+                title: format!("{} from {}", title(s), format_relative(*at)),
+            });
+        }
+    }
+    out
+}
+
+fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
+    let mut nodes: BTreeMap<String, Vec<(i64, Option<NodeState>)>> = BTreeMap::new();
+    let mut pods: BTreeMap<(String, String, String), Changes<PodState>> = BTreeMap::new();
+    let mut workloads: BTreeMap<String, Vec<(i64, Option<WorkloadState>)>> = BTreeMap::new();
+    let mut pod_order: Vec<(String, String, String)> = Vec::new();
+    for e in &record.timeline.entries {
+        match &e.event {
+            Event::Node { name, after, .. } => nodes
+                .entry(name.clone())
+                .or_default()
+                .push((e.offset_ms, after.clone())),
+            Event::Pod { pod, after, .. } => {
+                let key = (pod.namespace.clone(), pod.name.clone(), pod.uid.clone());
+                if !pods.contains_key(&key) {
+                    pod_order.push(key.clone());
+                }
+                pods.entry(key)
+                    .or_default()
+                    .push((e.offset_ms, after.clone()));
+            }
+            Event::Workload {
+                workload, after, ..
+            } => workloads
+                .entry(workload.to_string())
+                .or_default()
+                .push((e.offset_ms, *after)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (name, changes) in &nodes {
+        out.push(Lane {
+            label: format!("node {name}"),
+            segments: segments(changes, end, node_colour, |s| labels::node_label(Some(s))),
+        });
+    }
+    for key in &pod_order {
+        let Some(changes) = pods.get(key) else {
+            continue;
+        };
+        let uid: String = key.2.chars().take(8).collect();
+        out.push(Lane {
+            label: format!("pod {} ({uid})", key.1),
+            segments: segments(changes, end, pod_colour, |s| labels::pod_label(Some(s))),
+        });
+    }
+    for (name, changes) in &workloads {
+        out.push(Lane {
+            label: name.clone(),
+            segments: segments(changes, end, workload_colour, |s| {
+                labels::workload_label(Some(s))
+            }),
+        });
+    }
+    out
+}
+
+fn timeline_svg(record: &RunRecord) -> String {
+    let entries = &record.timeline.entries;
+    let start = entries.first().map(|e| e.offset_ms.min(0)).unwrap_or(0);
+    let end = record.timeline.end_ms().max(start + 1);
+    let lanes = lanes(record, end);
+    let x = |ms: i64| LABEL_W + (ms - start) as f64 / (end - start) as f64 * PLOT_W;
+    let height = TOP + lanes.len() as f64 * LANE_H + 30.0;
+    let width = LABEL_W + PLOT_W + 50.0;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" class=\"timeline\">\
+<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">\
+<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#555\" stroke-width=\"2\"/></pattern></defs>"
+    );
+    let bottom = TOP + lanes.len() as f64 * LANE_H;
+    axis(&mut s, start, end, bottom, &x);
+    for (i, lane) in lanes.iter().enumerate() {
+        let y = TOP + i as f64 * LANE_H;
+        let _ = write!(
+            s,
+            "<g class=\"lane\"><text x=\"4\" y=\"{:.1}\">{}</text>",
+            y + 15.0,
+            esc(&lane.label)
+        );
+        for seg in &lane.segments {
+            let x0 = x(seg.from);
+            let w = (x(seg.to) - x0).max(1.0);
+            let _ = write!(
+                s,
+                "<rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}</title></rect>",
+                y + 3.0,
+                LANE_H - 6.0,
+                seg.colour,
+                esc(&seg.title)
+            );
+        }
+        s.push_str("</g>");
+    }
+    let mut open: Vec<(String, i64, String)> = Vec::new();
+    let mut steps_drawn = 0usize;
+    for e in entries {
+        match &e.event {
+            Event::Gap {
+                source,
+                phase: GapPhase::Began,
+                reason,
+            } => open.push((source.clone(), e.offset_ms, reason.clone())),
+            Event::Gap {
+                source,
+                phase: GapPhase::Ended,
+                ..
+            } => {
+                if let Some(i) = open.iter().position(|(s, _, _)| s == source) {
+                    let (src, began, reason) = open.remove(i);
+                    gap_rect(&mut s, x(began), x(e.offset_ms), bottom, &src, &reason);
+                }
+            }
+            Event::Step {
+                step,
+                phase: StepPhase::Issued,
+                ..
+            } => {
+                let px = x(e.offset_ms);
+                let label_y = TOP - 8.0 - (steps_drawn % 3) as f64 * 14.0;
+                steps_drawn += 1;
+                let _ = write!(
+                    s,
+                    "<g class=\"step\"><line x1=\"{px:.1}\" y1=\"{label_y:.1}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#1f4e9a\" stroke-dasharray=\"4 3\"/>\
+<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#1f4e9a\">{} {}</text></g>",
+                    px + 3.0,
+                    label_y - 2.0,
+                    esc(step),
+                    format_relative(e.offset_ms)
+                );
+            }
+            _ => {}
+        }
+    }
+    for (src, began, reason) in open {
+        gap_rect(&mut s, x(began), x(end), bottom, &src, &reason);
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Faint vertical grid lines with second labels under the lanes, about ten of them.
+fn axis(s: &mut String, start: i64, end: i64, bottom: f64, x: &dyn Fn(i64) -> f64) {
+    const STEPS_MS: [i64; 10] = [
+        1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
+    ];
+    let span = end - start;
+    let step = STEPS_MS
+        .iter()
+        .copied()
+        .find(|st| span / st <= 12)
+        .unwrap_or(1_800_000);
+    let mut t = start.div_euclid(step) * step;
+    while t <= end {
+        if t >= start {
+            let px = x(t);
+            let _ = write!(
+                s,
+                "<line x1=\"{px:.1}\" y1=\"{TOP}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#ddd\"/><text x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#666\">{}</text>",
+                bottom + 16.0,
+                format_relative(t)
+            );
+        }
+        t += step;
+    }
+}
+
+fn gap_rect(s: &mut String, x0: f64, x1: f64, bottom: f64, source: &str, reason: &str) {
+    let _ = write!(
+        s,
+        "<rect class=\"gap\" x=\"{x0:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"url(#hatch)\" opacity=\"0.5\"><title>no observation of {}: {}</title></rect>",
+        (x1 - x0).max(1.0),
+        bottom - TOP,
+        esc(source),
+        esc(reason)
+    );
+}
+
+/// Renders the record as one self-contained HTML page.
+pub fn render(record: &RunRecord) -> String {
+    let exp = &record.experiment;
+    let (outcome, class) = match &record.outcome {
+        RunOutcome::Passed => ("PASSED".to_string(), "Passed"),
+        RunOutcome::Failed => ("FAILED".to_string(), "Failed"),
+        RunOutcome::Error { message } => (format!("ERROR: {}", esc(message)), "Error"),
+        RunOutcome::Interrupted => ("INTERRUPTED".to_string(), "Pending"),
+    };
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline: {name}</title><style>{CSS}</style></head><body>\
+<h1>{name}</h1><p class=\"meta\">{desc}</p>\
+<p class=\"meta\">cluster <b>{cluster}</b>{version} · run {run} · {start} → {finish} · faultline {fv}</p>\
+<p class=\"outcome {class}\">{outcome}</p>",
+        name = esc(&exp.name),
+        desc = esc(&exp.description),
+        cluster = esc(&record.cluster.name),
+        version = record
+            .cluster
+            .server_version
+            .as_ref()
+            .map(|v| format!(" ({})", esc(v)))
+            .unwrap_or_default(),
+        run = esc(&record.run_id),
+        start = record.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        finish = record.finished_at.format("%H:%M:%S UTC"),
+        fv = esc(&record.faultline_version),
+    );
+    h.push_str("<h2>Targets</h2><table><tr><th>target</th><th>nodes</th></tr>");
+    for (t, nodes) in &record.targets {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td></tr>",
+            esc(t),
+            esc(&nodes.join(", "))
+        );
+    }
+    h.push_str("</table><h2>Expectations</h2><table class=\"verdicts\"><tr><th>outcome</th><th>expectation</th><th>since</th><th>measured</th><th>message</th></tr>");
+    for v in &record.verdicts {
+        let class = format!("{:?}", v.outcome);
+        let _ = write!(
+            h,
+            "<tr class=\"{class}\"><td>{class}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&v.name),
+            esc(&v.since),
+            v.measured_ms
+                .map(format_relative)
+                .unwrap_or_else(|| "-".into()),
+            esc(&v.message)
+        );
+    }
+    h.push_str("</table>");
+    if !record.errors.is_empty() {
+        h.push_str("<h2>Errors</h2><ul>");
+        for e in &record.errors {
+            let _ = write!(h, "<li class=\"Error\">{}</li>", esc(e));
+        }
+        h.push_str("</ul>");
+    }
+    h.push_str("<h2>Recovery figures</h2>");
+    match &record.figures.fault_step {
+        Some(step) => {
+            let _ = write!(
+                h,
+                "<p>measured from <b>{}</b></p><table class=\"figures\">",
+                esc(step)
+            );
+            for (label, value) in record.figures.rows() {
+                let _ = write!(
+                    h,
+                    "<tr><td>{label}</td><td>{}</td></tr>",
+                    value
+                        .map(format_relative)
+                        .unwrap_or_else(|| "not observed".into())
+                );
+            }
+            h.push_str("</table>");
+        }
+        None => h.push_str("<p>no fault step ran</p>"),
+    }
+    h.push_str("<h2>Timeline</h2>");
+    h.push_str("<p class=\"meta\">green Ready/available · amber NotReady/degraded · red Unknown/failed · grey Terminating · blue Pending · blank gone · hatched: no observation</p>");
+    h.push_str(&timeline_svg(record));
+    h.push_str("<details><summary>timeline entries</summary><pre>");
+    h.push_str(&esc(&super::terminal::timeline_text(record)));
+    h.push_str("</pre></details>");
+    let decided = record
+        .verdicts
+        .iter()
+        .filter(|v| v.outcome != Outcome::Pending)
+        .count();
+    let _ = writeln!(
+        h,
+        "<p class=\"meta\">{decided} of {} expectations decided</p></body></html>",
+        record.verdicts.len()
+    );
+    h
+}

@@ -1,0 +1,113 @@
+//! JUnit XML: one test suite per experiment, one test case per expectation, so CI systems
+//! show each expectation as a test with its message.
+
+use std::path::Path;
+
+use junit_report::{Duration as JDuration, OffsetDateTime, Report, TestCase, TestSuite};
+
+use super::ReportError;
+use super::sanitize::cdata;
+use super::terminal;
+use crate::judge::Outcome;
+use crate::record::{RunOutcome, RunRecord};
+
+/// Renders the record as JUnit XML.
+pub fn render(record: &RunRecord) -> String {
+    let exp = &record.experiment;
+    let suite_name = cdata(&exp.name);
+    let interrupted = record.outcome == RunOutcome::Interrupted;
+    let figures = terminal::figures_text(record);
+    let mut suite = TestSuite::new(&suite_name);
+    let started = record.started_at;
+    if let Ok(ts) = OffsetDateTime::from_unix_timestamp(started.timestamp()) {
+        suite.set_timestamp(ts);
+    }
+    for v in &record.verdicts {
+        let name = cdata(&v.name);
+        let message = cdata(&v.message);
+        let secs = v.measured_ms.unwrap_or(0).max(0) as f64 / 1000.0;
+        let time = JDuration::seconds_f64(secs);
+        let mut case = match v.outcome {
+            Outcome::Passed => TestCase::success(&name, time),
+            Outcome::Failed => TestCase::failure(&name, time, "expectation", &message),
+            Outcome::Undecidable => TestCase::error(&name, time, "undecidable", &message),
+            Outcome::Error => TestCase::error(&name, time, "error", &message),
+            Outcome::Skipped => TestCase::skipped_with_cause(&name, "skipped", &message),
+            Outcome::Pending => TestCase::error(
+                &name,
+                time,
+                "interrupted",
+                &cdata(&format!(
+                    "interrupted before this was decided: {}",
+                    v.message
+                )),
+            ),
+        };
+        case.set_classname(&suite_name);
+        let mut out = format!("since `{}`: {}\n", v.since, v.message);
+        for m in &v.members {
+            let at = m
+                .at_ms
+                .map(crate::judge::format_relative)
+                .unwrap_or_else(|| "-".into());
+            out.push_str(&format!("  {} {}: {}\n", m.member, at, m.note));
+        }
+        out.push_str(&figures);
+        case.set_system_out(&cdata(&out));
+        suite.add_testcase(case);
+    }
+    for (i, err) in record.errors.iter().enumerate() {
+        let name = match err.split_once(':') {
+            Some((head, _)) if head.starts_with("step") => cdata(head),
+            _ if i == 0 => "setup".to_string(),
+            _ => format!("setup #{}", i + 1),
+        };
+        let mut case = TestCase::error(&name, JDuration::ZERO, "error", &cdata(err));
+        case.set_classname(&suite_name);
+        suite.add_testcase(case);
+    }
+    if let RunOutcome::Error { message } = &record.outcome
+        && record.errors.is_empty()
+    {
+        let mut case = TestCase::error("run", JDuration::ZERO, "error", &cdata(message));
+        case.set_classname(&suite_name);
+        suite.add_testcase(case);
+    }
+    let any_pending = record
+        .verdicts
+        .iter()
+        .any(|v| v.outcome == Outcome::Pending);
+    if interrupted && !any_pending {
+        let mut case = TestCase::error(
+            "run",
+            JDuration::ZERO,
+            "interrupted",
+            "interrupted before observation finished",
+        );
+        case.set_classname(&suite_name);
+        suite.add_testcase(case);
+    }
+    suite.set_system_out(&cdata(&terminal::timeline_text(record)));
+    let mut report = Report::new();
+    report.add_testsuite(suite);
+    let mut buf = Vec::new();
+    match report.write_xml(&mut buf) {
+        Ok(()) => String::from_utf8_lossy(&buf).into_owned(),
+        // Writing into memory only fails if the writer itself breaks; still produce a report
+        // CI can read rather than none.
+        Err(e) => format!(
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<testsuites><testsuite name=\"{name}\" tests=\"1\" errors=\"1\" failures=\"0\"><testcase name=\"report\" classname=\"{name}\"><error type=\"error\" message=\"{msg}\"/></testcase></testsuite></testsuites>\n",
+            name = super::sanitize::html(&exp.name),
+            msg = super::sanitize::html(&format!("could not write JUnit XML: {e}")),
+        ),
+    }
+}
+
+/// Writes the JUnit XML to `path`.
+pub fn write(record: &RunRecord, path: &Path) -> Result<(), ReportError> {
+    let xml = render(record);
+    std::fs::write(path, xml).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}

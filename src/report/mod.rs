@@ -1,0 +1,66 @@
+//! Reporters: each one a function of a [`RunRecord`], none reaching back into the run.
+
+pub mod html;
+pub mod json;
+pub mod junit;
+pub mod sanitize;
+pub mod terminal;
+
+use std::path::{Path, PathBuf};
+
+use crate::record::{RecordError, RunRecord};
+
+/// Writing a report failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The file could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The record could not be saved.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}
+
+/// A file-name-safe form of the experiment name.
+fn file_stem(name: &str) -> String {
+    let stem: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let stem = stem.trim_start_matches('.');
+    if stem.is_empty() {
+        "experiment".to_string()
+    } else {
+        stem.to_string()
+    }
+}
+
+/// Writes `<dir>/<experiment>.junit.xml`, `.json` and `.html`; returns the paths written.
+pub fn write_all(record: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let stem = file_stem(&record.experiment.name);
+    let junit_path = dir.join(format!("{stem}.junit.xml"));
+    junit::write(record, &junit_path)?;
+    let json_path = dir.join(format!("{stem}.json"));
+    json::write(record, &json_path)?;
+    let html_path = dir.join(format!("{stem}.html"));
+    std::fs::write(&html_path, html::render(record)).map_err(|source| ReportError::Io {
+        path: html_path.clone(),
+        source,
+    })?;
+    Ok(vec![junit_path, json_path, html_path])
+}

@@ -1,0 +1,163 @@
+//! JUnit output, parsed back with a strict XML parser.
+
+mod judge_support;
+
+use faultline::judge::Outcome;
+use faultline::record::RunOutcome;
+use faultline::report::junit;
+use faultline::timeline::{Entry, Event};
+use judge_support::*;
+
+fn cases<'a>(doc: &'a roxmltree::Document) -> Vec<roxmltree::Node<'a, 'a>> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect()
+}
+
+fn child<'a>(n: roxmltree::Node<'a, 'a>, tag: &str) -> Option<roxmltree::Node<'a, 'a>> {
+    n.children().find(|c| c.has_tag_name(tag))
+}
+
+#[test]
+fn one_case_per_verdict_with_counts() {
+    let rec = record();
+    let xml = junit::render(&rec);
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .expect("suite");
+    assert_eq!(
+        suite.attribute("name"),
+        Some("kubelet-stop-past-toleration")
+    );
+    assert_eq!(suite.attribute("tests"), Some("4"));
+    assert_eq!(suite.attribute("failures"), Some("1"));
+    assert_eq!(
+        suite.attribute("errors"),
+        Some("1"),
+        "the never-run `reboot` since step"
+    );
+    assert!(
+        suite
+            .attribute("timestamp")
+            .is_some_and(|t| t.starts_with("2026-11-22T09:59:00"))
+    );
+    let cases = cases(&doc);
+    let names: Vec<&str> = cases.iter().filter_map(|c| c.attribute("name")).collect();
+    assert_eq!(
+        names,
+        vec![
+            "node unknown within 30s",
+            "web evicted between 30s and 40s",
+            "agent restarts",
+            "node ready after reboot"
+        ]
+    );
+    assert!(
+        cases
+            .iter()
+            .all(|c| c.attribute("classname") == Some("kubelet-stop-past-toleration"))
+    );
+    assert_eq!(cases[0].attribute("time"), Some("21.3"));
+    assert!(child(cases[0], "failure").is_none() && child(cases[0], "error").is_none());
+    let failure = child(cases[1], "failure").expect("failure");
+    assert_eq!(failure.attribute("type"), Some("expectation"));
+    assert_eq!(
+        failure.attribute("message"),
+        Some(rec.verdicts[1].message.as_str())
+    );
+    let skipped = child(cases[2], "skipped").expect("skipped");
+    assert!(
+        skipped
+            .attribute("message")
+            .is_some_and(|m| m.contains("kwok runs no containers"))
+    );
+    let error = child(cases[3], "error").expect("error");
+    assert_eq!(error.attribute("message"), Some("step `reboot` never ran"));
+    let out = child(suite, "system-out")
+        .and_then(|n| n.text())
+        .expect("timeline in system-out");
+    assert!(
+        out.contains("+21.3s node lab-worker-2 Ready True→Unknown"),
+        "{out}"
+    );
+    let case_out = child(cases[1], "system-out")
+        .and_then(|n| n.text())
+        .expect("case out");
+    assert!(
+        case_out.contains("first eviction"),
+        "figures in case output: {case_out}"
+    );
+}
+
+#[test]
+fn step_errors_and_interruptions_become_error_cases() {
+    let mut rec = record();
+    rec.errors = vec!["step `stop kubelet`: ssh: connection refused".into()];
+    rec.verdicts[0].outcome = Outcome::Pending;
+    rec.outcome = RunOutcome::Interrupted;
+    let xml = junit::render(&rec);
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let cases = cases(&doc);
+    assert_eq!(cases.len(), 5);
+    let err = child(cases[0], "error").expect("pending → error");
+    assert_eq!(err.attribute("type"), Some("interrupted"));
+    let step = cases.last().expect("extra case");
+    assert_eq!(step.attribute("name"), Some("step `stop kubelet`"));
+    assert!(child(*step, "error").is_some());
+}
+
+#[test]
+fn hostile_text_stays_well_formed() {
+    let mut rec = record();
+    let hostile = "\u{1b}[31mred\u{1b}[0m nul:\0 bell:\u{7} end:]]> tag:<script>alert(1)</script> repl:\u{fffd}\u{fffe} amp:&";
+    rec.experiment.name = format!("exp {hostile}");
+    rec.verdicts[1].message = hostile.to_string();
+    rec.verdicts[0].name = hostile.to_string();
+    rec.errors = vec![format!("setup failed: {hostile}")];
+    let wall = rec.timeline.entries[0].wall;
+    rec.timeline.entries.push(Entry {
+        offset_ms: 130000,
+        wall,
+        event: Event::Note {
+            message: hostile.to_string(),
+        },
+    });
+    let xml = junit::render(&rec);
+    assert!(!xml.contains('\u{1b}') && !xml.contains('\0') && !xml.contains('\u{7}'));
+    let doc = roxmltree::Document::parse(&xml).expect("hostile text must not break the XML");
+    assert!(doc.descendants().all(|n| !n.has_tag_name("script")));
+    let failure = doc
+        .descendants()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("failure");
+    let msg = failure.attribute("message").expect("message");
+    assert!(msg.starts_with("red nul: bell: end:]]"), "{msg}");
+    assert!(
+        msg.contains("<script>alert(1)</script>"),
+        "kept as text: {msg}"
+    );
+    let out = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("system-out"))
+        .filter_map(|n| n.text())
+        .collect::<String>();
+    assert!(
+        out.contains("note: red nul: bell: end:]] > tag:<script>"),
+        "{out}"
+    );
+    let setup = cases(&doc)
+        .into_iter()
+        .find(|c| c.attribute("name") == Some("setup"));
+    assert!(setup.is_some(), "a setup error case");
+}
+
+#[test]
+fn write_creates_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("x.junit.xml");
+    junit::write(&record(), &path).expect("write");
+    let text = std::fs::read_to_string(&path).expect("read");
+    roxmltree::Document::parse(&text).expect("well-formed");
+}

@@ -1,0 +1,79 @@
+//! Terminal lines and the summary table.
+
+mod judge_support;
+
+use faultline::report::terminal::{entry_line, summary};
+use judge_support::*;
+
+#[test]
+fn entry_lines_read_as_changes() {
+    let t = timeline("kubelet-stop");
+    let lines: Vec<String> = t.entries.iter().map(entry_line).collect();
+    assert!(lines.contains(&"+21.3s node lab-worker-2 Ready True→Unknown, +taint unreachable:NoSchedule, +taint unreachable:NoExecute".to_string()), "{lines:#?}");
+    assert!(
+        lines
+            .contains(&"+0.0s step `stop kubelet` kubelet-stop on lab-worker-2 issued".to_string())
+    );
+    assert!(
+        lines.contains(
+            &"+31.5s pod faultline-lab/web-5d9c-fffff Terminating on lab-worker-2".to_string()
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(
+            &"+31.7s pod faultline-lab/web-5d9c-ccccc scheduled on lab-worker-1".to_string()
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(
+            &"+95.0s pod faultline-lab/agent-x2 restarts 0→1 on lab-worker-2".to_string()
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(
+            &"+93.0s pod faultline-lab/db-0 deleted (was Running on lab-worker-2)".to_string()
+        ),
+        "{lines:#?}"
+    );
+    assert!(lines.contains(&"+92.0s node lab-worker-2 Ready Unknown→True, -taint unreachable:NoSchedule, -taint unreachable:NoExecute".to_string()));
+}
+
+#[test]
+fn gap_entries_are_named() {
+    let t = timeline("kubelet-stop-gap");
+    let lines: Vec<String> = t.entries.iter().map(entry_line).collect();
+    assert!(
+        lines.contains(
+            &"+41.2s lost sight of pods: watch error: connection reset by peer".to_string()
+        ),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn summary_lists_outcomes_figures_targets_and_verdict() {
+    let rec = record();
+    let plain = summary(&rec, false);
+    assert!(!plain.contains('\u{1b}'));
+    assert!(plain.contains("down: lab-worker-2"));
+    let row = plain
+        .lines()
+        .find(|l| l.contains("web evicted between"))
+        .expect("row");
+    assert!(row.trim_start().starts_with("FAIL"), "{row}");
+    assert!(row.contains("+52.0s") && row.contains("too late"), "{row}");
+    assert!(plain.contains("SKIP"));
+    assert!(
+        plain.contains("first eviction             +31.5s"),
+        "{plain}"
+    );
+    assert_eq!(
+        plain.lines().last(),
+        Some("FAILED: 1 passed, 1 failed, 0 undecidable, 1 skipped, 1 errors")
+    );
+    let coloured = summary(&rec, true);
+    assert!(coloured.contains("\u{1b}[31;1mFAIL"));
+}
