@@ -87,6 +87,7 @@ proc_starttime() {
   stat="${stat##*) }"
   # shellcheck disable=SC2086
   set -- $stat
+  [[ "$1" != Z && "$1" != X ]] || return 1   # a zombie is dead, whoever reaps it
   printf '%s\n' "${20}"
 }
 
@@ -196,16 +197,28 @@ in_node() {
   ip netns exec "$(lab_netns "$node")" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$node" "$@"
 }
 
+# Host-side link operations. node-ctl runs inside a node's netns (reboot, power-off), where the
+# bridge and host-side veths are invisible, so it enters the host netns through a process the
+# lab started there (etcd, verified by start time).
+host_ip() {
+  local pid
+  if pid="$(live_pid etcd)" && [[ "$(readlink "/proc/$pid/ns/net")" != "$(readlink /proc/self/ns/net)" ]]; then
+    nsenter -t "$pid" -n ip "$@"
+  else
+    ip "$@"
+  fi
+}
+
 node_net_up() {
   local node="$1" ns hv
   node_info "$node"
   ns="$(lab_netns "$node")"; hv="$(lab_hostveth "$NODE_IDX")"
   ip netns list | awk '{print $1}' | grep -qx "$ns" || ip netns add "$ns"
-  if ! ip link show "$hv" >/dev/null 2>&1; then
-    ip link add "$hv" type veth peer name eth0 netns "$ns"
-    ip link set "$hv" master "$LAB_BRIDGE"
+  if ! host_ip link show "$hv" >/dev/null 2>&1; then
+    host_ip link add "$hv" type veth peer name eth0 netns "$ns"
+    host_ip link set "$hv" master "$LAB_BRIDGE"
   fi
-  ip link set "$hv" up
+  host_ip link set "$hv" up
   ip -n "$ns" link set lo up
   ip -n "$ns" addr replace "$NODE_ADDR/24" dev eth0
   ip -n "$ns" link set eth0 up
@@ -216,7 +229,7 @@ node_net_down() {   # power off: the node's address goes dark
   node_info "$node"
   ns="$(lab_netns "$node")"
   ip -n "$ns" link set eth0 down 2>/dev/null || true
-  ip link set "$(lab_hostveth "$NODE_IDX")" down 2>/dev/null || true
+  host_ip link set "$(lab_hostveth "$NODE_IDX")" down 2>/dev/null || true
 }
 
 node_power_state() { cat "$(lab_nodedir "$1")/power" 2>/dev/null || echo off; }
@@ -362,8 +375,8 @@ node_power_on() {
 node_kill_all() {
   local node="$1" spare="${2:-}" ns p i
   ns="$(lab_netns "$node")"
-  stop_proc "$node.kubelet"
-  stop_proc "$node.sshd"
+  stop_proc "$node.kubelet" KILL   # power loss: nobody gets to shut down cleanly
+  stop_proc "$node.sshd" KILL
   for i in 1 2 3; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do
       [[ "$p" == "$spare" || "$p" == "$$" || "$p" == "$BASHPID" ]] && continue
