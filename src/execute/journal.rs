@@ -14,6 +14,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::experiment::model::Action;
+
 use super::{ArmedRestore, Executor, NodeOp, OpOutcome, PowerAction};
 
 /// How a journaled fault is undone.
@@ -24,6 +26,8 @@ pub enum Undo {
     Node(NodeOp),
     /// Out-of-band power on (the undo of a power-off).
     PowerOn,
+    /// A Kubernetes API action (uncordon, untaint), carried out by the caller's API client.
+    Api(Action),
 }
 
 /// One active fault.
@@ -251,22 +255,33 @@ impl RestoreOutcome {
     }
 }
 
-/// Undo every active fault of `cluster` with the default [`RetryPolicy`].
+/// Undo every active fault of `cluster` that needs no API client, with the default
+/// [`RetryPolicy`]; API undos are left in the journal with an error saying so.
 pub async fn restore_all(
     journal: &mut Journal,
     executor: &Executor,
     cluster: &str,
 ) -> Vec<RestoreOutcome> {
-    restore_all_with(journal, executor, cluster, &RetryPolicy::default()).await
+    let no_api = async |_: &str, action: &Action, _: Duration| -> Result<OpOutcome, String> {
+        Err(format!(
+            "undoing `{action:?}` needs the Kubernetes API; run `faultline restore` with an inventory"
+        ))
+    };
+    restore_all_with(journal, executor, cluster, &RetryPolicy::default(), no_api).await
 }
 
 /// Undo every active fault of `cluster`, retrying with backoff; clear each on success.
-pub async fn restore_all_with(
+/// Node operations and power go through `executor`; API undos through `api`.
+pub async fn restore_all_with<F>(
     journal: &mut Journal,
     executor: &Executor,
     cluster: &str,
     policy: &RetryPolicy,
-) -> Vec<RestoreOutcome> {
+    api: F,
+) -> Vec<RestoreOutcome>
+where
+    F: AsyncFn(&str, &Action, Duration) -> Result<OpOutcome, String>,
+{
     let mut results = Vec::new();
     for entry in journal.active(cluster) {
         if let Some(armed) = &entry.armed_restore {
@@ -286,12 +301,15 @@ pub async fn restore_all_with(
             }
             attempts += 1;
             let result = match &entry.undo {
-                Undo::Node(op) => executor.perform(&entry.node, op, policy.timeout).await,
-                Undo::PowerOn => {
-                    executor
-                        .power(&entry.node, PowerAction::On, policy.timeout)
-                        .await
-                }
+                Undo::Node(op) => executor
+                    .perform(&entry.node, op, policy.timeout)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Undo::PowerOn => executor
+                    .power(&entry.node, PowerAction::On, policy.timeout)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Undo::Api(action) => api(&entry.node, action, policy.timeout).await,
             };
             match result {
                 Ok(o) => {
@@ -300,7 +318,7 @@ pub async fn restore_all_with(
                 }
                 Err(e) => {
                     tracing::warn!(node = %entry.node, attempt = attempts, "undo of {} failed: {e}", entry.fault);
-                    last_error = Some(e.to_string());
+                    last_error = Some(e);
                 }
             }
         }
@@ -421,7 +439,10 @@ mod tests {
             first_delay: Duration::from_millis(10),
             timeout: Duration::from_secs(5),
         };
-        let out = restore_all_with(&mut j, &executor(), "c", &policy).await;
+        let no_api = async |_: &str, _: &Action, _: Duration| -> Result<OpOutcome, String> {
+            Err("no API in this test".into())
+        };
+        let out = restore_all_with(&mut j, &executor(), "c", &policy, no_api).await;
         assert_eq!(out.len(), 3);
         assert!(out[0].restored() && out[0].attempts == 1);
         assert!(flag.exists());

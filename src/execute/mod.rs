@@ -502,6 +502,26 @@ impl Executor {
         }
     }
 
+    /// The exact out-of-band command a power action would run on this machine, for `plan`.
+    pub fn describe_power(&self, node: &str, action: PowerAction) -> String {
+        let Ok(access) = self.access(node) else {
+            return format!("cannot run: node `{node}` is not in the inventory");
+        };
+        let template = match action {
+            PowerAction::On => &access.power.on,
+            PowerAction::Off => &access.power.off,
+            PowerAction::Status => &access.power.status,
+        };
+        match template {
+            Some(t) => match render::argv(t, &[("node", &access.name), ("address", &access.address)]) {
+                Ok(argv) => format!("local: {}", render::show_argv(&argv)),
+                Err(e) => format!("cannot run: {e}"),
+            },
+            None if action == PowerAction::Off => self.describe(node, &NodeOp::PowerOff),
+            None => "cannot run: no power command configured (SSH can turn a node off, never on)".into(),
+        }
+    }
+
     /// Run an out-of-band power command locally (argv, no shell). `On` has no SSH path;
     /// `Off` falls back to the in-band `commands.powerOff` when no `power.off` is set.
     pub async fn power(

@@ -153,7 +153,7 @@ pub enum StepTime {
 }
 
 /// Something faultline does to a node or through the API.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Action {
     /// Stop the kubelet (or the service that hosts it).
@@ -221,7 +221,7 @@ pub struct TaintSpec {
 }
 
 /// Pods chosen for an action.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PodSelector {
     /// Pods of this workload.
     pub workload: Option<WorkloadRef>,
