@@ -6,4 +6,5 @@
 //! → `report` (JUnit, JSON, terminal, HTML).
 
 pub mod experiment;
+pub mod observe;
 pub mod timeline;
