@@ -5,6 +5,7 @@
 //! nodes) → `observe` (API watches → [`timeline`]) → `judge` (expectations → verdicts)
 //! → `report` (JUnit, JSON, terminal, HTML).
 
+pub mod cluster;
 pub mod experiment;
 pub mod observe;
 pub mod timeline;
