@@ -56,6 +56,17 @@ spec:
       containers:
       - name: echo
         image: registry.k8s.io/pause:3.10
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  namespace: {ns}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Mi
 "#
     )
 }
@@ -161,6 +172,9 @@ async fn scenario(mode: ObserveMode, ns: &str, pick_last_worker: bool) {
     )
     .await;
 
+    // An empty namespace produces no entry to wait for, so give the pod watch time to
+    // finish its initial list; otherwise a fast pod may first be seen already Running.
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let applied = setup(&client, ns, &dir).await;
     let key = format!("faultline.test/{ns}");
@@ -314,10 +328,54 @@ async fn scenario(mode: ObserveMode, ns: &str, pick_last_worker: bool) {
     undo_cordon.unwrap_or_else(|e| panic!("{e}"));
     undo_taint.unwrap_or_else(|e| panic!("{e}"));
 
+    if mode == ObserveMode::Watch {
+        // Force-deleting the pod removes the object at once; the Deployment replaces it.
+        let selector = PodSelector {
+            workload: Some(echo.clone()),
+            namespace: ns.to_string(),
+            labels: Default::default(),
+            on: None,
+        };
+        let mark = seen.len();
+        let gone = cluster::delete_pods(&client, &selector, None, true)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Usually one; two when the shared lab's faults already had it replaced.
+        assert!(!gone.is_empty());
+        let old = wait_for(&mut entries, &mut seen, "force-deleted pod gone", |e| {
+            matches!(&e.event, Event::Pod { pod, after: None, .. }
+                if gone.contains(&format!("{}/{}", pod.namespace, pod.name)))
+        })
+        .await;
+        let Event::Pod { pod: old_id, .. } = old.event else {
+            unreachable!()
+        };
+        // The replacement may be created before the old object is finally removed.
+        let replacement = |e: &Entry| matches!(&e.event, Event::Pod { pod, before: None, .. } if pod.uid != old_id.uid);
+        if !seen[mark..].iter().any(replacement) {
+            wait_for(&mut entries, &mut seen, "replacement pod", replacement).await;
+        }
+
+        // The claim carries kubernetes.io/pvc-protection; removing finalizers first still
+        // deletes it, and a second delete is a no-op.
+        let done = cluster::delete_pvc(&client, ns, "data", true)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(done.ends_with("deleted"), "{done}");
+        let again = cluster::delete_pvc(&client, ns, "data", true)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(again.ends_with("already gone"), "{again}");
+    }
+
     let deleted = cluster::delete_objects(&client, &applied)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(deleted.len(), 2, "{deleted:?}");
+    assert!(
+        deleted.iter().any(|d| d.starts_with("Deployment/echo"))
+            && deleted.last().is_some_and(|d| d.starts_with("Namespace/")),
+        "{deleted:?}"
+    );
     // On a NotReady node the pod can only reach Terminating; either shows the deletion.
     wait_for(&mut entries, &mut seen, "echo pod deleted", |e| {
         matches!(&e.event, Event::Pod { after: None, .. })
