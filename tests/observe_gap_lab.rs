@@ -205,6 +205,14 @@ async fn blind_deletion(mode: ObserveMode, prefix: &str) {
         deleted && ended
     })
     .await;
+    // The recovered deletion lies inside the gap: its time is only known to be in there.
+    let deleted_at = seen
+        .iter()
+        .position(|e| is_pod(e, "lost") && matches!(&e.event, Event::Pod { after: None, .. }));
+    let ended_at = seen.iter().position(|e| {
+        matches!(&e.event, Event::Gap { source: src, phase: GapPhase::Ended, .. } if *src == source)
+    });
+    assert!(deleted_at < ended_at, "{seen:#?}");
     // Nothing was invented for the pod that did not change.
     assert!(
         !seen[began_at..].iter().any(|e| is_pod(e, "keep")),

@@ -156,6 +156,12 @@ where
 }
 
 /// A `kube::runtime::watcher` with the default backoff; errors become `Seen::Failed`.
+///
+/// After an error on an established watch, the watcher is replaced by a fresh one, so
+/// recovery always goes through a full relist (`Init` … `InitDone`). A resumed watch would
+/// replay the missed events after the gap, stamped with the wrong time; a relist diff puts
+/// them inside the gap, where they belong. Errors during a list are retried by the
+/// watcher's own backoff.
 pub fn watch<K>(
     api: Api<K>,
     field_selector: Option<String>,
@@ -167,16 +173,48 @@ where
     if let Some(f) = field_selector {
         config = config.fields(&f);
     }
-    watcher(api, config)
+    let inner = fresh_watcher(&api, &config);
+    // `listed`: the current watcher has completed a list, so an error now means a watch broke.
+    stream::unfold(
+        (api, config, inner, false),
+        |(api, config, mut inner, mut listed)| async move {
+            let seen = match inner.next().await {
+                Some(Ok(watcher::Event::Apply(o))) => Seen::Applied(o),
+                Some(Ok(watcher::Event::Delete(o))) => Seen::Deleted(o),
+                Some(Ok(watcher::Event::Init)) => Seen::Init,
+                Some(Ok(watcher::Event::InitApply(o))) => Seen::InitApply(o),
+                Some(Ok(watcher::Event::InitDone)) => {
+                    listed = true;
+                    Seen::InitDone
+                }
+                Some(Err(e)) => {
+                    if listed {
+                        inner = fresh_watcher(&api, &config);
+                        listed = false;
+                    }
+                    Seen::Failed(e.to_string())
+                }
+                // A watcher never ends on its own; if it does, start over with a relist.
+                None => {
+                    inner = fresh_watcher(&api, &config);
+                    listed = false;
+                    Seen::Failed("watch stream ended".to_string())
+                }
+            };
+            Some((seen, (api, config, inner, listed)))
+        },
+    )
+}
+
+type WatchStream<K> = BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>;
+
+fn fresh_watcher<K>(api: &Api<K>, config: &watcher::Config) -> WatchStream<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    watcher(api.clone(), config.clone())
         .default_backoff()
-        .map(|result| match result {
-            Ok(watcher::Event::Apply(o)) => Seen::Applied(o),
-            Ok(watcher::Event::Delete(o)) => Seen::Deleted(o),
-            Ok(watcher::Event::Init) => Seen::Init,
-            Ok(watcher::Event::InitApply(o)) => Seen::InitApply(o),
-            Ok(watcher::Event::InitDone) => Seen::InitDone,
-            Err(e) => Seen::Failed(e.to_string()),
-        })
+        .boxed()
 }
 
 /// Lists every `interval` (the first list at once); each list is reported as a relist.
