@@ -5,14 +5,15 @@
 //! Set `FAULTLINE_KUBECONFIG` to run.
 
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use faultline::cluster;
 use faultline::observe::{Clock, ObserveMode, Scope, observe};
 use faultline::timeline::{Entry, Event, GapPhase};
-use futures::StreamExt;
 use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -155,6 +156,8 @@ async fn blind_deletion(mode: ObserveMode, prefix: &str) {
         namespaces: vec![ns.clone()],
         workloads: Vec::new(),
     };
+    // A failure must still remove the test namespace.
+    let outcome = AssertUnwindSafe(async {
     let mut entries = observe(proxied, &scope, Clock::start(), mode);
     let mut seen = Vec::new();
     next_until(&mut entries, &mut seen, "both pods Running", |s| {
@@ -218,6 +221,13 @@ async fn blind_deletion(mode: ObserveMode, prefix: &str) {
         !seen[began_at..].iter().any(|e| is_pod(e, "keep")),
         "{seen:#?}"
     );
+    })
+    .catch_unwind()
+    .await;
+    if let Err(panic) = outcome {
+        let _ = cluster::delete_objects(&direct, &applied).await;
+        std::panic::resume_unwind(panic);
+    }
     cluster::delete_objects(&direct, &applied)
         .await
         .unwrap_or_else(|e| panic!("{e}"));

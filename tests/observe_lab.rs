@@ -316,18 +316,6 @@ async fn scenario(mode: ObserveMode, ns: &str, pick_last_worker: bool) {
             }
             other => panic!("expected TargetUnsatisfied, got {other:?}"),
         }
-    })
-    .catch_unwind()
-    .await;
-    let undo_cordon = cluster::uncordon(&client, &node).await;
-    let undo_taint = cluster::untaint(&client, &node, &key, "NoSchedule").await;
-    if let Err(panic) = outcome {
-        let _ = cluster::delete_objects(&client, &applied).await;
-        std::panic::resume_unwind(panic);
-    }
-    undo_cordon.unwrap_or_else(|e| panic!("{e}"));
-    undo_taint.unwrap_or_else(|e| panic!("{e}"));
-
     if mode == ObserveMode::Watch {
         // Force-deleting the pod removes the object at once; the Deployment replaces it.
         let selector = PodSelector {
@@ -367,6 +355,18 @@ async fn scenario(mode: ObserveMode, ns: &str, pick_last_worker: bool) {
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(again.ends_with("already gone"), "{again}");
     }
+
+    })
+    .catch_unwind()
+    .await;
+    let undo_cordon = cluster::uncordon(&client, &node).await;
+    let undo_taint = cluster::untaint(&client, &node, &key, "NoSchedule").await;
+    if let Err(panic) = outcome {
+        let _ = cluster::delete_objects(&client, &applied).await;
+        std::panic::resume_unwind(panic);
+    }
+    undo_cordon.unwrap_or_else(|e| panic!("{e}"));
+    undo_taint.unwrap_or_else(|e| panic!("{e}"));
 
     let deleted = cluster::delete_objects(&client, &applied)
         .await
