@@ -416,3 +416,81 @@ async fn cluster_version_is_reported() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(v.starts_with('v'), "{v}");
 }
+
+#[tokio::test]
+async fn wait_ready_names_the_workload_that_never_becomes_available() {
+    let Some(kc) = kubeconfig() else { return };
+    let client = cluster::connect(Some(&kc), None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ns = unique("faultline-test-stuck");
+    let text = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: stuck\n  namespace: {ns}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: stuck}}\n  template:\n    metadata:\n      labels: {{app: stuck}}\n    spec:\n      nodeSelector:\n        faultline.test/no-such-node: \"true\"\n      containers:\n      - name: c\n        image: registry.k8s.io/pause:3.10\n"
+    );
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("stuck.yaml");
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    let applied = cluster::apply_manifests(&client, &[path])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let result = cluster::wait_workloads_ready(&client, &applied, Duration::from_secs(3)).await;
+    cluster::delete_objects(&client, &applied)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    match result {
+        Err(ClusterError::NotReady { not_ready, .. }) => {
+            assert_eq!(not_ready.len(), 1, "{not_ready:?}");
+            assert!(
+                not_ready[0].starts_with(&format!("Deployment/stuck in {ns}"))
+                    && not_ready[0].contains("available 0/1"),
+                "{not_ready:?}"
+            );
+        }
+        other => panic!("expected NotReady, got {other:?}"),
+    }
+}
+
+/// Read-only: the shared lab's StatefulSet and DaemonSet are recorded with their counts
+/// as the first workload entries.
+#[tokio::test]
+async fn statefulset_and_daemonset_counts_are_recorded() {
+    let Some(kc) = kubeconfig() else { return };
+    let client = cluster::connect(Some(&kc), None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lab = |kind, name: &str| WorkloadRef {
+        kind,
+        namespace: "faultline-lab".to_string(),
+        name: name.to_string(),
+    };
+    let db = lab(WorkloadKind::StatefulSet, "db");
+    let agent = lab(WorkloadKind::DaemonSet, "agent");
+    let scope = Scope {
+        namespaces: Vec::new(),
+        workloads: vec![db.clone(), agent.clone()],
+    };
+    let mut entries = observe(client, &scope, Clock::start(), ObserveMode::Watch);
+    let mut seen = Vec::new();
+    for w in [&db, &agent] {
+        let first = |e: &Entry| matches!(&e.event, Event::Workload { workload, before: None, .. } if workload == w);
+        if !seen.iter().any(first) {
+            wait_for(&mut entries, &mut seen, "first workload entry", first).await;
+        }
+    }
+    for e in &seen {
+        if let Event::Workload {
+            workload,
+            after: Some(s),
+            ..
+        } = &e.event
+        {
+            if *workload == db {
+                assert_eq!(s.desired, 1, "{s:?}");
+            }
+            if *workload == agent {
+                // One agent per kwok node (three in the lab).
+                assert!(s.desired >= 1, "{s:?}");
+            }
+        }
+    }
+}
