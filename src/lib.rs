@@ -2,14 +2,17 @@
 //! that the cluster reacted the way its owners believe it does.
 //!
 //! Data flows one way: [`experiment`] (file → validated plan) → [`execute`] (actions on
-//! nodes, reached through the [`inventory`]) → `observe` (API watches → [`timeline`]) →
-//! `judge` (expectations → verdicts) → `report` (JUnit, JSON, terminal, HTML). [`run`]
-//! ties the stages together for one experiment.
+//! nodes, reached through the [`inventory`]) → [`observe`] (API watches → [`timeline`]) →
+//! [`judge`] (expectations → verdicts) → [`report`] (JUnit, JSON, terminal, HTML). [`run`]
+//! ties the stages together for one experiment; [`cli`] is the command line.
 
+pub mod cli;
+pub mod cluster;
 pub mod execute;
 pub mod experiment;
 pub mod inventory;
 pub mod judge;
+pub mod observe;
 pub mod record;
 pub mod report;
 pub mod run;

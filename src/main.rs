@@ -1,1 +1,23 @@
-fn main() {}
+//! The `faultline` binary: logging setup and the command line; everything else is in the library.
+
+use clap::Parser;
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FAULTLINE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = faultline::cli::Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("faultline: cannot start the async runtime: {e}");
+            std::process::exit(faultline::cli::EXIT_ERROR);
+        }
+    };
+    let code = runtime.block_on(faultline::cli::main(cli));
+    std::process::exit(code);
+}

@@ -513,12 +513,16 @@ impl Executor {
             PowerAction::Status => &access.power.status,
         };
         match template {
-            Some(t) => match render::argv(t, &[("node", &access.name), ("address", &access.address)]) {
-                Ok(argv) => format!("local: {}", render::show_argv(&argv)),
-                Err(e) => format!("cannot run: {e}"),
-            },
+            Some(t) => {
+                match render::argv(t, &[("node", &access.name), ("address", &access.address)]) {
+                    Ok(argv) => format!("local: {}", render::show_argv(&argv)),
+                    Err(e) => format!("cannot run: {e}"),
+                }
+            }
             None if action == PowerAction::Off => self.describe(node, &NodeOp::PowerOff),
-            None => "cannot run: no power command configured (SSH can turn a node off, never on)".into(),
+            None => {
+                "cannot run: no power command configured (SSH can turn a node off, never on)".into()
+            }
         }
     }
 

@@ -1,8 +1,616 @@
 //! The runner: ties the stages together for one experiment, owns signals, the fault
 //! ledger and undo, and produces the run record the reporters render.
+//!
+//! Order of a run: interlocks (context, journal, targets, blast radius) → setup →
+//! observer started → steps on their schedule (the judge watches the prefix timeline and
+//! stops the run early when an expectation has already failed) → observation until every
+//! expectation is decided or the horizon passes → undo of whatever is still broken →
+//! teardown → final verdicts and figures.
 
+pub mod act;
 pub mod faults;
+pub mod ledger;
+pub mod prepare;
 pub mod safety;
 pub mod schedule;
 pub mod shared_timeline;
 pub mod signals;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::StreamExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::execute::journal::Journal;
+use crate::experiment::model::{Check, Expectation, Experiment, Step, StepTime, Window};
+use crate::inventory::Inventory;
+use crate::judge::{self, Outcome, Verdict};
+use crate::observe::{self, Clock, ObserveMode};
+use crate::record::{ClusterInfo, RunOutcome, RunRecord};
+use crate::timeline::{Event, StepPhase};
+
+use act::Actor;
+use ledger::Ledger;
+use prepare::{Prepared, RunError};
+use shared_timeline::{LiveView, SharedTimeline};
+
+/// How often the runner re-judges the timeline while it waits.
+const JUDGE_EVERY: Duration = Duration::from_secs(1);
+/// Longest wait for the observer's initial lists before the first step.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(20);
+/// Extra time a self-restore waits beyond the run's planned end, so it never fires
+/// during a healthy run.
+const SELF_RESTORE_MARGIN: Duration = Duration::from_secs(120);
+
+/// Everything about a run that does not come from the experiment file.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// How to reach the cluster and its nodes.
+    pub inventory: Inventory,
+    /// Watches or polling.
+    pub observe_mode: ObserveMode,
+    /// Contexts the run may use (from the CLI; the inventory's list is added).
+    pub allowed_contexts: Vec<String>,
+    /// The fault journal.
+    pub journal_path: PathBuf,
+    /// Start even though the journal holds unrestored faults for this cluster.
+    pub ignore_journal: bool,
+    /// Keep observing after an expectation has already failed.
+    pub keep_going: bool,
+}
+
+/// Runs one experiment and returns its record. Never panics on cluster trouble: what
+/// went wrong is in the record (outcome `Error`, or per-step errors).
+pub async fn run_experiment(
+    exp: &Experiment,
+    settings: &RunSettings,
+    cancel: CancellationToken,
+    live: Option<LiveView>,
+) -> RunRecord {
+    let started_at = Utc::now();
+    let run_id = format!("{}-{}", exp.name, started_at.format("%Y%m%dT%H%M%S%.3fZ"));
+    let token_id = format!("fl{}", started_at.format("%Y%m%d%H%M%S%3f"));
+    let prepared = match prepare::prepare(exp, settings).await {
+        Ok(p) => p,
+        Err(e) => return not_run(exp, settings, run_id, started_at, e),
+    };
+    let timeline = SharedTimeline::start(live);
+    let mut run = Run {
+        exp,
+        settings,
+        prepared: &prepared,
+        timeline: timeline.clone(),
+        cancel,
+        errors: Vec::new(),
+        stopped_early: None,
+        issued: BTreeMap::new(),
+        finished: BTreeMap::new(),
+    };
+    run.go(&token_id).await;
+    let Run {
+        errors,
+        stopped_early,
+        cancel,
+        ..
+    } = run;
+
+    let snapshot = timeline.snapshot();
+    let mut verdicts = judge::judge(
+        exp,
+        &prepared.targets,
+        &prepared.cluster.timers,
+        &prepared.cluster.capabilities,
+        &snapshot,
+        !cancel.is_cancelled(),
+    );
+    if let Some(reason) = &stopped_early {
+        for v in verdicts
+            .iter_mut()
+            .filter(|v| v.outcome == Outcome::Pending)
+        {
+            v.outcome = Outcome::Error;
+            v.message = format!("not decided: {reason}");
+        }
+    }
+    let figures = judge::figures(exp, &prepared.targets, &snapshot);
+    let mut outcome = RunOutcome::from_verdicts(&verdicts, &errors);
+    if cancel.is_cancelled() {
+        outcome = RunOutcome::Interrupted;
+    }
+    RunRecord {
+        faultline_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id,
+        experiment: exp.clone(),
+        cluster: prepared.cluster.clone(),
+        targets: prepared.targets.clone(),
+        started_at,
+        finished_at: Utc::now(),
+        timeline: snapshot,
+        verdicts,
+        figures,
+        outcome,
+        errors,
+    }
+}
+
+/// The record of a run that could not start: every expectation is an error with the reason.
+fn not_run(
+    exp: &Experiment,
+    settings: &RunSettings,
+    run_id: String,
+    started_at: chrono::DateTime<Utc>,
+    error: RunError,
+) -> RunRecord {
+    let message = error.to_string();
+    let verdicts = exp
+        .expectations
+        .iter()
+        .map(|e| Verdict {
+            name: e.name.clone(),
+            outcome: Outcome::Error,
+            message: format!("not run: {message}"),
+            measured_ms: None,
+            since: e.since.clone(),
+            members: Vec::new(),
+        })
+        .collect();
+    let inv = &settings.inventory;
+    RunRecord {
+        faultline_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id,
+        experiment: exp.clone(),
+        cluster: ClusterInfo {
+            name: inv.cluster().name.clone(),
+            context: inv.context().map(str::to_string),
+            server_version: None,
+            timers: inv.timers(),
+            capabilities: inv.cluster().capabilities(),
+        },
+        targets: BTreeMap::new(),
+        started_at,
+        finished_at: Utc::now(),
+        timeline: Default::default(),
+        verdicts,
+        figures: Default::default(),
+        outcome: RunOutcome::Error {
+            message: message.clone(),
+        },
+        errors: vec![message],
+    }
+}
+
+/// State of a run in progress.
+struct Run<'a> {
+    exp: &'a Experiment,
+    settings: &'a RunSettings,
+    prepared: &'a Prepared,
+    timeline: SharedTimeline,
+    cancel: CancellationToken,
+    errors: Vec<String>,
+    /// Why the run stopped before its planned end, if it did.
+    stopped_early: Option<String>,
+    /// Step name → when it was issued (monotonic).
+    issued: BTreeMap<String, Instant>,
+    /// Step name → when it finished (monotonic).
+    finished: BTreeMap<String, Instant>,
+}
+
+/// Why a wait ended.
+enum WaitEnd {
+    /// The awaited moment came.
+    Due,
+    /// A signal arrived.
+    Cancelled,
+    /// An expectation already failed (and the run does not keep going).
+    Failed(String),
+    /// Every expectation is decided.
+    AllDecided,
+}
+
+impl Run<'_> {
+    async fn go(&mut self, token_id: &str) {
+        let p = self.prepared;
+        let actor = Actor {
+            executor: &p.executor,
+            client: &p.client,
+            targets: &p.targets,
+        };
+        let journal = match Journal::open(&self.settings.journal_path) {
+            Ok(j) => j,
+            Err(e) => {
+                self.errors.push(format!("fault journal: {e}"));
+                return;
+            }
+        };
+        let mut ledger = Ledger::new(journal, &p.cluster.name, token_id);
+
+        let applied = match self.setup().await {
+            Ok(applied) => applied,
+            Err(e) => {
+                self.errors.push(format!("setup: {e}"));
+                return;
+            }
+        };
+
+        let clock = Clock::new(self.timeline.zero(), self.timeline.wall_zero());
+        let stream = observe::observe(
+            p.client.clone(),
+            &p.scope,
+            clock,
+            self.settings.observe_mode,
+        );
+        let sink = self.timeline.clone();
+        let observer = tokio::spawn(async move {
+            let mut stream = stream;
+            while let Some(entry) = stream.next().await {
+                sink.push(entry);
+            }
+        });
+        self.wait_for_initial_state().await;
+        self.timeline.note("observer synced; steps start");
+        let steps_zero = Instant::now();
+
+        let restore_after = self.planned_length() + SELF_RESTORE_MARGIN;
+        let mut last_issued = steps_zero;
+        for step in &self.exp.steps {
+            let due = match self.due_time(step, steps_zero).await {
+                Ok(due) => due,
+                Err(end) => {
+                    self.stop(end);
+                    break;
+                }
+            };
+            match self.wait_until(due, false).await {
+                WaitEnd::Due | WaitEnd::AllDecided => {}
+                end => {
+                    self.stop(end);
+                    break;
+                }
+            }
+            last_issued = Instant::now();
+            let elapsed = last_issued.duration_since(steps_zero);
+            let ok = self
+                .run_step(
+                    step,
+                    &actor,
+                    &mut ledger,
+                    restore_after.saturating_sub(elapsed),
+                )
+                .await;
+            if !ok {
+                self.stopped_early =
+                    Some(format!("the run stopped after step `{}` failed", step.name));
+                break;
+            }
+        }
+
+        if self.stopped_early.is_none() && !self.cancel.is_cancelled() {
+            let offsets = self.step_offsets(steps_zero);
+            let lookup = |name: &str| offsets.get(name).copied();
+            let horizon = schedule::observe_after_last_step(
+                self.exp,
+                &p.cluster.timers,
+                &lookup,
+                last_issued.duration_since(steps_zero),
+            );
+            match self.wait_until(last_issued + horizon, true).await {
+                WaitEnd::Due | WaitEnd::AllDecided => {}
+                end => self.stop(end),
+            }
+        }
+
+        self.safety_net(&actor, &mut ledger).await;
+        if self.exp.teardown.delete_manifests {
+            match crate::cluster::delete_objects(&p.client, &applied).await {
+                Ok(deleted) => self
+                    .timeline
+                    .note(format!("teardown deleted {}", deleted.len())),
+                Err(e) => self.errors.push(format!("teardown: {e}")),
+            }
+        }
+        observer.abort();
+    }
+
+    /// Applies the setup manifests and waits for their workloads.
+    async fn setup(
+        &self,
+    ) -> Result<Vec<crate::cluster::AppliedObject>, crate::cluster::ClusterError> {
+        let setup = &self.exp.setup;
+        if setup.manifests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = &self.prepared.client;
+        let applied = crate::cluster::apply_manifests(client, &setup.manifests).await?;
+        crate::cluster::wait_workloads_ready(client, &applied, setup.wait_timeout).await?;
+        Ok(applied)
+    }
+
+    /// Waits until the observer has reported every target node (its initial list).
+    async fn wait_for_initial_state(&self) {
+        let nodes: Vec<&String> = self.prepared.targets.values().flatten().collect();
+        let deadline = Instant::now() + SYNC_TIMEOUT;
+        while Instant::now() < deadline && !self.cancel.is_cancelled() {
+            let seen = self.timeline.snapshot();
+            let all = nodes.iter().all(|n| {
+                seen.entries
+                    .iter()
+                    .any(|e| matches!(&e.event, Event::Node { name, .. } if name == *n))
+            });
+            if all && !nodes.is_empty() {
+                // Let the pod and workload lists land too.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// How long the planned part of the run lasts at most: the base for self-restore deadlines.
+    fn planned_length(&self) -> Duration {
+        let timers = &self.prepared.cluster.timers;
+        let mut total = Duration::ZERO;
+        let mut extra = Duration::ZERO;
+        for step in &self.exp.steps {
+            match &step.at {
+                StepTime::Offset(b) => {
+                    total = total.max(schedule::resolve_cluster_bound(b, timers))
+                }
+                StepTime::AfterStep { delay, .. } | StepTime::When { delay, .. } => {
+                    extra += schedule::resolve_cluster_bound(delay, timers) + step.timeout;
+                }
+            }
+        }
+        let horizon = self
+            .exp
+            .expectations
+            .iter()
+            .map(|e| schedule::expectation_horizon(&e.check, timers))
+            .max()
+            .unwrap_or_default();
+        total + extra + horizon + timers.node_monitor_grace_period
+    }
+
+    /// Offsets from the start of the steps of every step issued so far.
+    fn step_offsets(&self, steps_zero: Instant) -> BTreeMap<String, Duration> {
+        self.issued
+            .iter()
+            .map(|(name, at)| (name.clone(), at.duration_since(steps_zero)))
+            .collect()
+    }
+
+    /// When a step is due; for `when:` steps this waits for the condition.
+    async fn due_time(&self, step: &Step, steps_zero: Instant) -> Result<Instant, WaitEnd> {
+        let timers = &self.prepared.cluster.timers;
+        match &step.at {
+            StepTime::Offset(b) => Ok(steps_zero + schedule::resolve_cluster_bound(b, timers)),
+            StepTime::AfterStep { step: prev, delay } => {
+                let base = self
+                    .finished
+                    .get(prev)
+                    .copied()
+                    .unwrap_or_else(Instant::now);
+                Ok(base + schedule::resolve_cluster_bound(delay, timers))
+            }
+            StepTime::When {
+                subject,
+                state,
+                delay,
+            } => {
+                let since = self.issued.keys().next().cloned().unwrap_or_default();
+                let probe = Expectation {
+                    name: format!("condition of step `{}`", step.name),
+                    subject: subject.clone(),
+                    check: Check::Becomes {
+                        state: state.clone(),
+                        window: Window::Eventually,
+                    },
+                    since,
+                    requires: Vec::new(),
+                };
+                let delay = schedule::resolve_cluster_bound(delay, timers);
+                loop {
+                    if self.cancel.is_cancelled() {
+                        return Err(WaitEnd::Cancelled);
+                    }
+                    let mut probe_exp = self.exp.clone();
+                    probe_exp.expectations = vec![probe.clone()];
+                    let v = judge::judge(
+                        &probe_exp,
+                        &self.prepared.targets,
+                        timers,
+                        &self.prepared.cluster.capabilities,
+                        &self.timeline.snapshot(),
+                        false,
+                    );
+                    if v.first().is_some_and(|v| v.outcome == Outcome::Passed) {
+                        return Ok(Instant::now() + delay);
+                    }
+                    if let Some(failed) = self.failed_expectation() {
+                        return Err(WaitEnd::Failed(failed));
+                    }
+                    tokio::time::sleep(JUDGE_EVERY).await;
+                }
+            }
+        }
+    }
+
+    /// The name and message of an expectation that has already failed, if the run
+    /// should stop for it.
+    fn failed_expectation(&self) -> Option<String> {
+        if self.settings.keep_going {
+            return None;
+        }
+        let p = self.prepared;
+        judge::judge(
+            self.exp,
+            &p.targets,
+            &p.cluster.timers,
+            &p.cluster.capabilities,
+            &self.timeline.snapshot(),
+            false,
+        )
+        .into_iter()
+        .find(|v| v.outcome == Outcome::Failed)
+        .map(|v| format!("`{}` failed: {}", v.name, v.message))
+    }
+
+    /// Sleeps until `due`, re-judging every second; ends early on a signal, on an
+    /// expectation that already failed, or (when `stop_when_decided`) once all are decided.
+    async fn wait_until(&self, due: Instant, stop_when_decided: bool) -> WaitEnd {
+        loop {
+            if let Some(failed) = self.failed_expectation() {
+                return WaitEnd::Failed(failed);
+            }
+            if stop_when_decided && self.all_decided() {
+                return WaitEnd::AllDecided;
+            }
+            let now = Instant::now();
+            if now >= due {
+                return WaitEnd::Due;
+            }
+            let nap = (due - now).min(JUDGE_EVERY);
+            tokio::select! {
+                _ = self.cancel.cancelled() => return WaitEnd::Cancelled,
+                _ = tokio::time::sleep(nap) => {}
+            }
+        }
+    }
+
+    fn all_decided(&self) -> bool {
+        let p = self.prepared;
+        judge::judge(
+            self.exp,
+            &p.targets,
+            &p.cluster.timers,
+            &p.cluster.capabilities,
+            &self.timeline.snapshot(),
+            false,
+        )
+        .iter()
+        .all(|v| v.outcome != Outcome::Pending)
+    }
+
+    fn stop(&mut self, end: WaitEnd) {
+        let reason = match end {
+            WaitEnd::Cancelled => "interrupted by a signal".to_string(),
+            WaitEnd::Failed(why) => format!("the run stopped early because {why}"),
+            WaitEnd::Due | WaitEnd::AllDecided => return,
+        };
+        self.timeline.note(reason.clone());
+        self.stopped_early = Some(reason);
+    }
+
+    /// Runs one step on each of its nodes; false when it failed (the run then stops).
+    async fn run_step(
+        &mut self,
+        step: &Step,
+        actor: &Actor<'_>,
+        ledger: &mut Ledger,
+        restore_after: Duration,
+    ) -> bool {
+        let nodes: Vec<Option<String>> = match &step.target {
+            Some(t) => self
+                .prepared
+                .targets
+                .get(t)
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(Some)
+                .collect(),
+            None => vec![None],
+        };
+        let name = faults::action_name(&step.action).to_string();
+        self.issued.insert(step.name.clone(), Instant::now());
+        let mut ok = true;
+        for node in nodes {
+            let record = |phase: StepPhase| Event::Step {
+                step: step.name.clone(),
+                action: name.clone(),
+                node: node.clone(),
+                phase,
+            };
+            let node_ref = node.as_deref();
+            if let Some(n) = node_ref
+                && let Err(e) = ledger
+                    .before_fault(actor.executor, &step.name, n, &step.action, restore_after)
+                    .await
+            {
+                self.timeline.record(record(StepPhase::Failed {
+                    error: e.to_string(),
+                }));
+                self.errors
+                    .push(format!("step `{}` on {n}: {e}", step.name));
+                ok = false;
+                break;
+            }
+            self.timeline.record(record(StepPhase::Issued));
+            match actor.act(&step.action, node_ref, step.timeout).await {
+                Ok(result) => {
+                    self.timeline.record(record(StepPhase::Finished {
+                        exit_status: result.exit_status,
+                        output: result.output,
+                    }));
+                    if let Some(n) = node_ref {
+                        for undone in ledger.undone_by(actor.executor, &step.action, n).await {
+                            self.timeline
+                                .note(format!("`{}` undid `{}` on {n}", step.name, undone.step));
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.timeline.record(record(StepPhase::Failed {
+                        error: e.to_string(),
+                    }));
+                    let at = node_ref.map(|n| format!(" on {n}")).unwrap_or_default();
+                    self.errors.push(format!("step `{}`{at}: {e}", step.name));
+                    // A fault that may be half-injected stays in the ledger for the safety net.
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        self.finished.insert(step.name.clone(), Instant::now());
+        ok
+    }
+
+    /// Undoes every fault still active, with retries, recording each outcome.
+    async fn safety_net(&mut self, actor: &Actor<'_>, ledger: &mut Ledger) {
+        if ledger.active().is_empty() {
+            return;
+        }
+        let timeout = Duration::from_secs(60);
+        for report in ledger.undo_all(actor, timeout).await {
+            let (ok, detail) = match &report.result {
+                Ok(r) => (
+                    true,
+                    format!("after {} attempt(s): {}", report.attempts, r.output),
+                ),
+                Err(e) => (
+                    false,
+                    format!("failed after {} attempt(s): {e}", report.attempts),
+                ),
+            };
+            if !ok {
+                self.errors.push(format!(
+                    "undo of `{}` on {} {detail}; run `faultline restore`",
+                    report.fault.step, report.fault.node
+                ));
+            }
+            let undo = faults::inverse(&report.fault.fault);
+            self.timeline.record(Event::Step {
+                step: format!("undo {}", report.fault.step),
+                action: undo
+                    .as_ref()
+                    .map_or("undo", faults::action_name)
+                    .to_string(),
+                node: Some(report.fault.node.clone()),
+                phase: StepPhase::Undo { ok, detail },
+            });
+        }
+    }
+}

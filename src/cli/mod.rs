@@ -1,0 +1,213 @@
+//! The command line: argument parsing and one module per command. Each command returns
+//! its process exit code; errors are printed here, at the edge, with their context.
+
+mod plan;
+mod report;
+mod restore;
+mod run;
+mod validate;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Exit code: everything held.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: an expectation failed (or a file did not validate).
+pub const EXIT_FAILED: i32 = 1;
+/// Exit code: the experiment could not run (bad input, cluster unreachable, refused).
+pub const EXIT_ERROR: i32 = 2;
+
+/// faultline: take Kubernetes nodes down on purpose and prove, with timestamps, how the
+/// cluster reacted.
+#[derive(Debug, Parser)]
+#[command(name = "faultline", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run experiments: inject the faults, watch the cluster, judge, undo, write reports.
+    Run(RunArgs),
+    /// Check experiment files without a cluster; every problem as file:line:column.
+    Validate {
+        /// Experiment files or directories of them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Print the resolved targets and the exact commands a run would issue; touches nothing.
+    Plan {
+        /// Experiment files or directories of them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// How to reach the cluster and its nodes.
+        #[arg(long, short, env = "FAULTLINE_INVENTORY")]
+        inventory: PathBuf,
+    },
+    /// Undo every fault a crashed or killed run left behind (from the fault journal).
+    Restore {
+        /// How to reach the cluster and its nodes.
+        #[arg(long, short, env = "FAULTLINE_INVENTORY")]
+        inventory: PathBuf,
+        /// The fault journal (default: $XDG_STATE_HOME/faultline/journal.json).
+        #[arg(long, env = "FAULTLINE_JOURNAL")]
+        journal: Option<PathBuf>,
+    },
+    /// Render a saved run record (the .json a run wrote) again.
+    Report {
+        /// The run record.
+        record: PathBuf,
+        /// What to render.
+        #[arg(long, value_enum, default_value_t = ReportFormat::Terminal)]
+        format: ReportFormat,
+        /// Where to write it (terminal output goes to stdout).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+/// Arguments of `faultline run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Experiment files or directories of them (run one after another).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// How to reach the cluster and its nodes.
+    #[arg(long, short, env = "FAULTLINE_INVENTORY")]
+    pub inventory: PathBuf,
+    /// Where reports go.
+    #[arg(long, default_value = "reports")]
+    pub reports: PathBuf,
+    /// Follow the cluster with watches or by polling.
+    #[arg(long, value_enum, default_value_t = ObserveArg::Watch)]
+    pub observe: ObserveArg,
+    /// Poll interval with `--observe poll`, e.g. `2s`.
+    #[arg(long, default_value = "2s", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// Print the plan and the exact commands, touch nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation (needed when stdin is not a terminal, as in CI).
+    #[arg(long, short)]
+    pub yes: bool,
+    /// Kube contexts the run may use; any other refuses to start. Repeatable.
+    #[arg(
+        long = "allow-context",
+        env = "FAULTLINE_ALLOW_CONTEXTS",
+        value_delimiter = ','
+    )]
+    pub allow_contexts: Vec<String>,
+    /// The fault journal (default: $XDG_STATE_HOME/faultline/journal.json).
+    #[arg(long, env = "FAULTLINE_JOURNAL")]
+    pub journal: Option<PathBuf>,
+    /// Start even though the journal holds unrestored faults for this cluster.
+    #[arg(long)]
+    pub ignore_journal: bool,
+    /// Keep observing after an expectation has already failed.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Skip SSH host key verification. Dangerous: anyone on the path can pose as a node.
+    #[arg(long)]
+    pub insecure_ignore_host_keys: bool,
+    /// Only run experiments carrying this tag. Repeatable.
+    #[arg(long)]
+    pub tag: Vec<String>,
+}
+
+/// Observation modes on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ObserveArg {
+    /// Kubernetes watches (default).
+    Watch,
+    /// Periodic lists.
+    Poll,
+}
+
+/// Formats `faultline report` renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// The summary table.
+    Terminal,
+    /// JUnit XML.
+    Junit,
+    /// Self-contained HTML with the timeline picture.
+    Html,
+    /// The run record itself.
+    Json,
+}
+
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let d = crate::experiment::parse_duration(text)?;
+    if d < Duration::from_millis(100) {
+        return Err("the poll interval must be at least 100ms".into());
+    }
+    Ok(d)
+}
+
+/// Runs the parsed command line and returns the process exit code.
+pub async fn main(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Run(args) => run::run(args).await,
+        Command::Validate { paths } => validate::validate(&paths),
+        Command::Plan { paths, inventory } => plan::plan(&paths, &inventory).await,
+        Command::Restore { inventory, journal } => restore::restore(&inventory, journal).await,
+        Command::Report {
+            record,
+            format,
+            out,
+        } => report::report(&record, format, out.as_deref()),
+    }
+}
+
+/// Loads and validates experiment files, printing every diagnostic; `None` if any failed.
+fn load_experiments(paths: &[PathBuf]) -> Option<Vec<crate::experiment::model::Experiment>> {
+    let mut ok = Vec::new();
+    let mut failed = false;
+    for (path, result) in crate::experiment::load_all(paths) {
+        match result {
+            Ok(exp) => ok.push(exp),
+            Err(diagnostics) => {
+                eprintln!("{diagnostics}");
+                eprintln!("{}: not valid", path.display());
+                failed = true;
+            }
+        }
+    }
+    if ok.is_empty() && !failed {
+        eprintln!("no experiment files found in {}", show_paths(paths));
+        return None;
+    }
+    (!failed).then_some(ok)
+}
+
+/// Loads the inventory, printing its error.
+fn load_inventory(path: &std::path::Path) -> Option<crate::inventory::Inventory> {
+    match crate::inventory::Inventory::load(path) {
+        Ok(inv) => Some(inv),
+        Err(e) => {
+            eprintln!("{e}");
+            None
+        }
+    }
+}
+
+/// The journal path: given, or the default location.
+fn journal_path(given: Option<PathBuf>) -> Result<PathBuf, String> {
+    match given {
+        Some(p) => Ok(p),
+        None => crate::execute::journal::Journal::default_path().map_err(|e| e.to_string()),
+    }
+}
+
+fn show_paths(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,112 @@
+//! `faultline plan` (and `run --dry-run`): the resolved targets and the exact commands,
+//! with every interlock checked, touching nothing.
+
+use std::path::{Path, PathBuf};
+
+use super::{EXIT_ERROR, EXIT_OK};
+use crate::execute::{NodeOp, PowerAction};
+use crate::experiment::model::{Action, Experiment, StepTime};
+use crate::run::RunSettings;
+use crate::run::faults::action_name;
+use crate::run::prepare::{Prepared, prepare};
+
+/// `faultline plan`: loads the files and the inventory, prints each plan.
+pub async fn plan(paths: &[PathBuf], inventory: &Path) -> i32 {
+    let Some(experiments) = super::load_experiments(paths) else {
+        return EXIT_ERROR;
+    };
+    let Some(inventory) = super::load_inventory(inventory) else {
+        return EXIT_ERROR;
+    };
+    let journal_path = match super::journal_path(None) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_ERROR;
+        }
+    };
+    let settings = RunSettings {
+        inventory,
+        observe_mode: crate::observe::ObserveMode::Watch,
+        allowed_contexts: Vec::new(),
+        journal_path,
+        ignore_journal: true,
+        keep_going: false,
+    };
+    print_plans(&experiments, &settings).await
+}
+
+/// Prints the plan of every experiment; an error exit if any interlock refuses one.
+pub async fn print_plans(experiments: &[Experiment], settings: &RunSettings) -> i32 {
+    let mut code = EXIT_OK;
+    for exp in experiments {
+        match prepare(exp, settings).await {
+            Ok(prepared) => print!("{}", render(exp, &prepared)),
+            Err(e) => {
+                eprintln!("{}: refused: {e}", exp.name);
+                code = EXIT_ERROR;
+            }
+        }
+    }
+    code
+}
+
+/// The plan as text: cluster, targets, then each step with its time and exact command.
+pub fn render(exp: &Experiment, p: &Prepared) -> String {
+    let mut out = format!(
+        "plan for {} on cluster {} (context {}, {})\n",
+        exp.name,
+        p.cluster.name,
+        p.cluster.context.as_deref().unwrap_or("default"),
+        p.cluster
+            .server_version
+            .as_deref()
+            .unwrap_or("version unknown"),
+    );
+    out.push_str("targets:\n");
+    for (name, nodes) in &p.targets {
+        out.push_str(&format!("  {name}: {}\n", nodes.join(", ")));
+    }
+    out.push_str("steps:\n");
+    for step in &exp.steps {
+        let when = match &step.at {
+            StepTime::Offset(b) => format!("at {b}"),
+            StepTime::AfterStep { step, delay } => format!("{delay} after `{step}`"),
+            StepTime::When { state, delay, .. } => {
+                format!("{delay} after the subject is {state:?}")
+            }
+        };
+        out.push_str(&format!(
+            "  {} ({when}): {}\n",
+            step.name,
+            action_name(&step.action)
+        ));
+        let nodes = step
+            .target
+            .as_ref()
+            .and_then(|t| p.targets.get(t))
+            .cloned()
+            .unwrap_or_default();
+        for node in &nodes {
+            out.push_str(&format!(
+                "    {node}: {}\n",
+                command_of(p, &step.action, node)
+            ));
+        }
+        if nodes.is_empty() {
+            out.push_str(&format!("    via the API: {:?}\n", step.action));
+        }
+    }
+    out
+}
+
+fn command_of(p: &Prepared, action: &Action, node: &str) -> String {
+    match action {
+        Action::PowerOn => p.executor.describe_power(node, PowerAction::On),
+        Action::PowerOff => p.executor.describe_power(node, PowerAction::Off),
+        other => match NodeOp::from_action(other) {
+            Some(op) => p.executor.describe(node, &op),
+            None => format!("API: {} node/{node}", action_name(other)),
+        },
+    }
+}

@@ -1,0 +1,117 @@
+//! `faultline run`: interlocks, confirmation, the run itself, reports, exit code.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{EXIT_ERROR, EXIT_OK, ObserveArg, RunArgs};
+use crate::experiment::model::Experiment;
+use crate::observe::ObserveMode;
+use crate::report;
+use crate::run::{RunSettings, run_experiment, signals};
+
+/// Runs every experiment named, one after another; the exit code is the worst of them.
+pub async fn run(args: RunArgs) -> i32 {
+    let Some(mut experiments) = super::load_experiments(&args.paths) else {
+        return EXIT_ERROR;
+    };
+    if !args.tag.is_empty() {
+        experiments.retain(|e| e.tags.iter().any(|t| args.tag.contains(t)));
+        if experiments.is_empty() {
+            eprintln!(
+                "no experiment carries any of the tags {}",
+                args.tag.join(", ")
+            );
+            return EXIT_ERROR;
+        }
+    }
+    let Some(mut inventory) = super::load_inventory(&args.inventory) else {
+        return EXIT_ERROR;
+    };
+    if args.insecure_ignore_host_keys {
+        inventory.set_insecure_ignore_host_keys(true);
+    }
+    let journal_path = match super::journal_path(args.journal.clone()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_ERROR;
+        }
+    };
+    let settings = RunSettings {
+        inventory,
+        observe_mode: match args.observe {
+            ObserveArg::Watch => ObserveMode::Watch,
+            ObserveArg::Poll => ObserveMode::Poll {
+                interval: args.interval,
+            },
+        },
+        allowed_contexts: args.allow_contexts.clone(),
+        journal_path,
+        ignore_journal: args.ignore_journal,
+        keep_going: args.keep_going,
+    };
+
+    if args.dry_run {
+        return super::plan::print_plans(&experiments, &settings).await;
+    }
+    if !confirmed(&experiments, &settings, args.yes).await {
+        return EXIT_ERROR;
+    }
+
+    let cancel = CancellationToken::new();
+    if let Err(e) = signals::install(cancel.clone()) {
+        eprintln!("cannot install signal handlers, refusing to run without them: {e}");
+        return EXIT_ERROR;
+    }
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let live: crate::run::shared_timeline::LiveView = Arc::new(|entry| {
+        println!("  {}", report::terminal::entry_line(entry));
+    });
+    let mut worst = EXIT_OK;
+    for exp in &experiments {
+        if cancel.is_cancelled() {
+            break;
+        }
+        println!("== {} ({})", exp.name, exp.source.display());
+        let record = run_experiment(exp, &settings, cancel.clone(), Some(live.clone())).await;
+        println!("{}", report::terminal::summary(&record, colour));
+        match report::write_all(&record, &args.reports) {
+            Ok(paths) => {
+                for p in paths {
+                    println!("wrote {}", p.display());
+                }
+            }
+            Err(e) => {
+                eprintln!("cannot write reports: {e}");
+                worst = worst.max(EXIT_ERROR);
+            }
+        }
+        worst = worst.max(record.exit_code());
+    }
+    worst
+}
+
+/// Asks on a terminal; without one, only `--yes` proceeds.
+async fn confirmed(experiments: &[Experiment], settings: &RunSettings, yes: bool) -> bool {
+    if yes {
+        return true;
+    }
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "refusing to inject faults without confirmation: stdin is not a terminal; pass --yes (as CI does)"
+        );
+        return false;
+    }
+    if super::plan::print_plans(experiments, settings).await != EXIT_OK {
+        return false;
+    }
+    print!("Inject these faults? [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    if std::io::stdin().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim(), "y" | "Y" | "yes")
+}

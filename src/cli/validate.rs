@@ -1,0 +1,37 @@
+//! `faultline validate`: check experiment files without a cluster.
+
+use std::path::PathBuf;
+
+use super::{EXIT_FAILED, EXIT_OK};
+
+/// Validates every file, printing every problem as `file:line:column: message`.
+pub fn validate(paths: &[PathBuf]) -> i32 {
+    let results = crate::experiment::load_all(paths);
+    if results.is_empty() {
+        eprintln!("no experiment files found in {}", super::show_paths(paths));
+        return EXIT_FAILED;
+    }
+    let mut bad = 0;
+    for (path, result) in &results {
+        match result {
+            Ok(exp) => println!(
+                "{}: ok ({}: {} step(s), {} expectation(s))",
+                path.display(),
+                exp.name,
+                exp.steps.len(),
+                exp.expectations.len()
+            ),
+            Err(diagnostics) => {
+                bad += 1;
+                println!("{diagnostics}");
+            }
+        }
+    }
+    println!(
+        "{} file(s), {} valid, {} invalid",
+        results.len(),
+        results.len() - bad,
+        bad
+    );
+    if bad == 0 { EXIT_OK } else { EXIT_FAILED }
+}

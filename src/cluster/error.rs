@@ -1,0 +1,109 @@
+//! Errors of the cluster side, each naming what was being done so the message says where
+//! to look.
+
+use std::path::PathBuf;
+
+/// Why a cluster operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The kubeconfig could not be read or has no usable context.
+    #[error("kubeconfig {path}: {source}")]
+    Kubeconfig {
+        /// The file (or search path) that was read.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// No kubeconfig and no in-cluster configuration was found.
+    #[error(
+        "no cluster configuration found (set KUBECONFIG, pass --kubeconfig, or run in a pod): {0}"
+    )]
+    Infer(#[source] kube::config::InferConfigError),
+    /// An API call failed.
+    #[error("{what}: {source}")]
+    Api {
+        /// What was being done, e.g. `cordoning node lab-worker-1`.
+        what: String,
+        /// The client error (boxed: it is large and errors are rare).
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// A manifest file could not be read.
+    #[error("reading manifest {path}: {source}")]
+    ManifestRead {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A manifest file is not valid YAML or a document is not a Kubernetes object.
+    #[error("manifest {path}, document {document}: {message}")]
+    ManifestInvalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based document index within the file.
+        document: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The cluster does not serve a kind a manifest uses.
+    #[error("manifest {path}: the cluster does not serve {api_version} {kind}: {source}")]
+    UnknownKind {
+        /// The file.
+        path: PathBuf,
+        /// `apiVersion` of the object.
+        api_version: String,
+        /// `kind` of the object.
+        kind: String,
+        /// The discovery error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// Workloads did not become available in time.
+    #[error("not ready after {timeout_secs}s: {}", not_ready.join("; "))]
+    NotReady {
+        /// How long was waited.
+        timeout_secs: u64,
+        /// One line per workload that is not ready, with its counts.
+        not_ready: Vec<String>,
+    },
+    /// Draining did not evict every pod in time.
+    #[error("drain of node {node} timed out; pods still on it: {}", pods.join(", "))]
+    DrainTimeout {
+        /// The node.
+        node: String,
+        /// Pods that could not be evicted.
+        pods: Vec<String>,
+    },
+    /// A target matched fewer nodes than it needs.
+    #[error("target `{target}` needs {needed} node(s) but matched {}: [{}]", matched.len(), matched.join(", "))]
+    TargetUnsatisfied {
+        /// Target name.
+        target: String,
+        /// How many nodes it needs (at least 1).
+        needed: usize,
+        /// The nodes that matched.
+        matched: Vec<String>,
+    },
+    /// A target excludes a target that was not resolved before it.
+    #[error("target `{target}` excludes `{excluded}`, which is not an earlier target")]
+    UnknownExcludedTarget {
+        /// Target name.
+        target: String,
+        /// The excluded name.
+        excluded: String,
+    },
+}
+
+impl ClusterError {
+    /// Wraps a client error with what was being done.
+    pub fn api(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ClusterError {
+        let what = what.into();
+        move |source| ClusterError::Api {
+            what,
+            source: Box::new(source),
+        }
+    }
+}

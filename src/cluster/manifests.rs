@@ -1,0 +1,321 @@
+//! Setup and teardown of an experiment's workloads: server-side apply of any kind, waiting
+//! for workloads to be fully available, and deletion in reverse order.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use kube::Client;
+use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::discovery::{ApiResource, Scope};
+
+use super::error::ClusterError;
+
+/// Field manager faultline's server-side applies are recorded under.
+pub const FIELD_MANAGER: &str = "faultline";
+
+/// An object faultline applied, with what is needed to wait for it and delete it later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedObject {
+    /// The resource (group, version, kind, plural) as discovered.
+    pub resource: ApiResource,
+    /// Namespace, for namespaced kinds.
+    pub namespace: Option<String>,
+    /// Object name.
+    pub name: String,
+}
+
+impl std::fmt::Display for AppliedObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{}/{} in {ns}", self.resource.kind, self.name),
+            None => write!(f, "{}/{}", self.resource.kind, self.name),
+        }
+    }
+}
+
+impl AppliedObject {
+    fn api(&self, client: &Client) -> Api<DynamicObject> {
+        match &self.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &self.resource),
+            None => Api::all_with(client.clone(), &self.resource),
+        }
+    }
+}
+
+/// Parses a multi-document YAML manifest into API objects; empty documents are skipped.
+pub fn parse_manifest(path: &Path, text: &str) -> Result<Vec<DynamicObject>, ClusterError> {
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(text).map_err(|e| ClusterError::ManifestInvalid {
+            path: path.to_path_buf(),
+            document: 0,
+            message: e.to_string(),
+        })?;
+    let mut out = Vec::new();
+    for (i, doc) in docs.into_iter().enumerate() {
+        if doc.is_null() {
+            continue;
+        }
+        let invalid = |message: String| ClusterError::ManifestInvalid {
+            path: path.to_path_buf(),
+            document: i + 1,
+            message,
+        };
+        let obj: DynamicObject =
+            serde_json::from_value(doc).map_err(|e| invalid(format!("not an API object: {e}")))?;
+        if obj.types.is_none() {
+            return Err(invalid("missing apiVersion or kind".to_string()));
+        }
+        if obj.metadata.name.is_none() {
+            return Err(invalid("missing metadata.name".to_string()));
+        }
+        out.push(obj);
+    }
+    Ok(out)
+}
+
+/// Server-side applies every object of the files, in order, with field manager
+/// `faultline` and force (faultline owns its setup objects), discovering each kind so
+/// any resource the cluster serves works. Namespaced objects without a namespace go to
+/// `default`.
+pub async fn apply_manifests(
+    client: &Client,
+    paths: &[PathBuf],
+) -> Result<Vec<AppliedObject>, ClusterError> {
+    let mut applied = Vec::new();
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    for path in paths {
+        let text =
+            tokio::fs::read_to_string(path)
+                .await
+                .map_err(|source| ClusterError::ManifestRead {
+                    path: path.clone(),
+                    source,
+                })?;
+        for obj in parse_manifest(path, &text)? {
+            let types = obj.types.clone().unwrap_or_default();
+            let gvk =
+                GroupVersionKind::try_from(&types).map_err(|e| ClusterError::ManifestInvalid {
+                    path: path.clone(),
+                    document: 0,
+                    message: e.to_string(),
+                })?;
+            let (resource, caps) =
+                kube::discovery::pinned_kind(client, &gvk)
+                    .await
+                    .map_err(|source| ClusterError::UnknownKind {
+                        path: path.clone(),
+                        api_version: types.api_version.clone(),
+                        kind: types.kind.clone(),
+                        source: Box::new(source),
+                    })?;
+            let namespace = match caps.scope {
+                Scope::Namespaced => Some(
+                    obj.metadata
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| "default".to_string()),
+                ),
+                Scope::Cluster => None,
+            };
+            let name = obj.metadata.name.clone().unwrap_or_default();
+            let target = AppliedObject {
+                resource,
+                namespace,
+                name,
+            };
+            target
+                .api(client)
+                .patch(&target.name, &params, &Patch::Apply(&obj))
+                .await
+                .map_err(ClusterError::api(format!("applying {target}")))?;
+            applied.push(target);
+        }
+    }
+    Ok(applied)
+}
+
+/// Why a Deployment is not fully available yet, or `None` when it is.
+pub fn deployment_unready(d: &Deployment) -> Option<String> {
+    let desired = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let st = d.status.clone().unwrap_or_default();
+    let generation = d.metadata.generation.unwrap_or(0);
+    let observed = st.observed_generation.unwrap_or(0);
+    let updated = st.updated_replicas.unwrap_or(0);
+    let available = st.available_replicas.unwrap_or(0);
+    (observed < generation || updated != desired || available != desired).then(|| {
+        format!(
+            "observedGeneration {observed}/{generation}, updated {updated}/{desired}, available {available}/{desired}"
+        )
+    })
+}
+
+/// Why a StatefulSet is not fully available yet, or `None` when it is.
+pub fn statefulset_unready(s: &StatefulSet) -> Option<String> {
+    let desired = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let st = s.status.clone().unwrap_or_default();
+    let generation = s.metadata.generation.unwrap_or(0);
+    let observed = st.observed_generation.unwrap_or(0);
+    let ready = st.ready_replicas.unwrap_or(0);
+    let available = st.available_replicas.unwrap_or(0);
+    (observed < generation || ready != desired || available != desired).then(|| {
+        format!(
+            "observedGeneration {observed}/{generation}, ready {ready}/{desired}, available {available}/{desired}"
+        )
+    })
+}
+
+/// Why a DaemonSet is not fully available yet, or `None` when it is.
+pub fn daemonset_unready(d: &DaemonSet) -> Option<String> {
+    let st = d.status.clone().unwrap_or_default();
+    let generation = d.metadata.generation.unwrap_or(0);
+    let observed = st.observed_generation.unwrap_or(0);
+    let desired = st.desired_number_scheduled;
+    let available = st.number_available.unwrap_or(0);
+    let updated = st.updated_number_scheduled.unwrap_or(0);
+    (observed < generation || updated != desired || available != desired).then(|| {
+        format!(
+            "observedGeneration {observed}/{generation}, updated {updated}/{desired}, available {available}/{desired}"
+        )
+    })
+}
+
+/// Why one applied object is not ready; `None` for ready workloads and for kinds that have
+/// no readiness (ConfigMaps, Services...).
+async fn unready(client: &Client, obj: &AppliedObject) -> Option<String> {
+    if obj.resource.group != "apps" {
+        return None;
+    }
+    let ns = obj.namespace.as_deref().unwrap_or("default");
+    let reason = match obj.resource.kind.as_str() {
+        "Deployment" => Api::<Deployment>::namespaced(client.clone(), ns)
+            .get(&obj.name)
+            .await
+            .map(|d| deployment_unready(&d)),
+        "StatefulSet" => Api::<StatefulSet>::namespaced(client.clone(), ns)
+            .get(&obj.name)
+            .await
+            .map(|s| statefulset_unready(&s)),
+        "DaemonSet" => Api::<DaemonSet>::namespaced(client.clone(), ns)
+            .get(&obj.name)
+            .await
+            .map(|d| daemonset_unready(&d)),
+        _ => return None,
+    };
+    match reason {
+        Ok(r) => r.map(|r| format!("{obj}: {r}")),
+        Err(e) => Some(format!("{obj}: {e}")),
+    }
+}
+
+/// Waits until every Deployment, StatefulSet and DaemonSet among `objects` is fully
+/// available (current generation observed, available == desired). The error lists each
+/// workload that is not, with its counts.
+pub async fn wait_workloads_ready(
+    client: &Client,
+    objects: &[AppliedObject],
+    timeout: Duration,
+) -> Result<(), ClusterError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let mut not_ready = Vec::new();
+        for obj in objects {
+            if let Some(r) = unready(client, obj).await {
+                not_ready.push(r);
+            }
+        }
+        if not_ready.is_empty() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ClusterError::NotReady {
+                timeout_secs: timeout.as_secs(),
+                not_ready,
+            });
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Deletes the objects in reverse order of application (so a Namespace goes last); objects
+/// already gone are fine. Returns the objects actually deleted.
+pub async fn delete_objects(
+    client: &Client,
+    objects: &[AppliedObject],
+) -> Result<Vec<String>, ClusterError> {
+    let mut deleted = Vec::new();
+    for obj in objects.iter().rev() {
+        match obj
+            .api(client)
+            .delete(&obj.name, &DeleteParams::background())
+            .await
+        {
+            Ok(_) => deleted.push(obj.to_string()),
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            Err(source) => {
+                return Err(ClusterError::Api {
+                    what: format!("deleting {obj}"),
+                    source: Box::new(source),
+                });
+            }
+        }
+    }
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::fixtures::load;
+
+    #[test]
+    fn parses_multi_document_yaml_and_skips_empty_documents() {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lab/db-statefulset.yaml"),
+        )
+        .unwrap_or_default();
+        let objs = parse_manifest(Path::new("db.yaml"), &format!("---\n{text}\n---\n"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let kinds: Vec<_> = objs
+            .iter()
+            .map(|o| o.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default())
+            .collect();
+        assert_eq!(kinds, vec!["Service", "StatefulSet"]);
+        assert_eq!(objs[1].metadata.namespace.as_deref(), Some("faultline-lab"));
+    }
+
+    #[test]
+    fn rejects_documents_that_are_not_objects() {
+        let err = parse_manifest(
+            Path::new("x.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nfoo: bar\n",
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(err.contains("x.yaml, document 2"), "{err}");
+        let err = parse_manifest(Path::new("y.yaml"), "apiVersion: v1\nkind: ConfigMap\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("metadata.name"), "{err}");
+    }
+
+    #[test]
+    fn readiness_of_workloads() {
+        let d: Deployment = load("deployment-web.json");
+        let why = deployment_unready(&d).unwrap_or_default();
+        assert!(why.contains("available 2/3"), "{why}");
+        let s: StatefulSet = load("statefulset-db.json");
+        assert_eq!(statefulset_unready(&s), None);
+        let ds: DaemonSet = load("daemonset-agent.json");
+        assert!(daemonset_unready(&ds).is_some());
+        let mut stale = s.clone();
+        stale.metadata.generation = Some(2);
+        assert!(
+            statefulset_unready(&stale)
+                .unwrap_or_default()
+                .contains("observedGeneration 1/2")
+        );
+    }
+}

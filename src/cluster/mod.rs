@@ -1,0 +1,74 @@
+//! The cluster side: connecting, applying and removing manifests, API actions used as
+//! experiment steps (and as their undo), and resolving targets to node names.
+//!
+//! Everything here talks to the API server; nothing here records the timeline (the
+//! observer does that) or touches nodes over SSH (the executor does that).
+
+pub mod actions;
+pub mod error;
+pub mod manifests;
+pub mod targets;
+
+use std::path::Path;
+
+use kube::Client;
+use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+
+pub use actions::{
+    cordon, delete_node, delete_pods, delete_pvc, drain, list_pods, taint, uncordon, untaint,
+};
+pub use error::ClusterError;
+pub use manifests::{AppliedObject, apply_manifests, delete_objects, wait_workloads_ready};
+pub use targets::{ResolvedTargets, resolve_targets};
+
+/// Connects to the cluster named by a kubeconfig file and/or context, or (both `None`) the
+/// usual way: `$KUBECONFIG`, `~/.kube/config`, then in-cluster service account.
+pub async fn connect(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Client, ClusterError> {
+    let options = KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
+                path: path.display().to_string(),
+                source,
+            })?;
+            Config::from_custom_kubeconfig(kc, &options)
+                .await
+                .map_err(|source| ClusterError::Kubeconfig {
+                    path: path.display().to_string(),
+                    source,
+                })?
+        }
+        None if context.is_some() => {
+            Config::from_kubeconfig(&options)
+                .await
+                .map_err(|source| ClusterError::Kubeconfig {
+                    path: "$KUBECONFIG or ~/.kube/config".to_string(),
+                    source,
+                })?
+        }
+        None => Config::infer().await.map_err(ClusterError::Infer)?,
+    };
+    Client::try_from(config).map_err(|source| ClusterError::Api {
+        what: "building the API client".to_string(),
+        source: Box::new(source),
+    })
+}
+
+/// The API server's version (`v1.33.4`), for the report header: failover behaviour
+/// differs between versions, so every result must say which one it was measured on.
+pub async fn cluster_version(client: &Client) -> Result<String, ClusterError> {
+    let info = client
+        .apiserver_version()
+        .await
+        .map_err(|source| ClusterError::Api {
+            what: "reading the API server version".to_string(),
+            source: Box::new(source),
+        })?;
+    Ok(info.git_version)
+}

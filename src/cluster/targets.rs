@@ -1,0 +1,263 @@
+//! Resolving an experiment's named targets to node names, once, before any fault: steps
+//! and expectations then refer to a fixed set of nodes for the whole run.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Client;
+use kube::api::{Api, ListParams};
+
+use super::actions::owner_index;
+use super::error::ClusterError;
+use crate::experiment::model::{NodeRole, TargetSpec, WorkloadRef};
+use crate::observe::reduce::{OwnerIndex, pod_owner};
+
+/// Target name → node names (sorted).
+pub type ResolvedTargets = BTreeMap<String, Vec<String>>;
+
+const CONTROL_PLANE_LABELS: [&str; 2] = [
+    "node-role.kubernetes.io/control-plane",
+    "node-role.kubernetes.io/master",
+];
+
+/// Whether a node carries a control-plane role label.
+pub fn is_control_plane(node: &Node) -> bool {
+    node.metadata
+        .labels
+        .as_ref()
+        .is_some_and(|l| CONTROL_PLANE_LABELS.iter().any(|k| l.contains_key(*k)))
+}
+
+/// Nodes running a live (scheduled, not terminating, not finished) pod of the workload.
+pub fn nodes_running(
+    pods: &[Pod],
+    owners: &OwnerIndex,
+    workload: &WorkloadRef,
+) -> BTreeSet<String> {
+    pods.iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .filter(|p| pod_owner(p, owners).as_ref() == Some(workload))
+        .filter_map(|p| p.spec.as_ref().and_then(|s| s.node_name.clone()))
+        .collect()
+}
+
+/// Resolves targets in order against a listed cluster; pure so the selection rules are
+/// tested without one. `running` maps each `runningPodsOf` workload to its nodes.
+pub fn resolve_with(
+    specs: &[TargetSpec],
+    nodes: &[Node],
+    running: &BTreeMap<WorkloadRef, BTreeSet<String>>,
+) -> Result<ResolvedTargets, ClusterError> {
+    let mut resolved = ResolvedTargets::new();
+    for spec in specs {
+        let sel = &spec.selector;
+        let mut excluded = BTreeSet::new();
+        for ex in &sel.exclude_targets {
+            let nodes = resolved
+                .get(ex)
+                .ok_or_else(|| ClusterError::UnknownExcludedTarget {
+                    target: spec.name.clone(),
+                    excluded: ex.clone(),
+                })?;
+            excluded.extend(nodes.iter().cloned());
+        }
+        let mut matched: Vec<String> = nodes
+            .iter()
+            .filter(|n| {
+                let name = n.metadata.name.as_deref().unwrap_or("");
+                let labels = n.metadata.labels.clone().unwrap_or_default();
+                (sel.names.is_empty() || sel.names.iter().any(|x| x == name))
+                    && sel.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+                    && match sel.role {
+                        None => true,
+                        Some(NodeRole::ControlPlane) => is_control_plane(n),
+                        Some(NodeRole::Worker) => !is_control_plane(n),
+                    }
+                    && sel
+                        .running_pods_of
+                        .as_ref()
+                        .is_none_or(|w| running.get(w).is_some_and(|s| s.contains(name)))
+                    && !excluded.contains(name)
+            })
+            .filter_map(|n| n.metadata.name.clone())
+            .collect();
+        matched.sort();
+        let needed = spec.count.map(|c| c as usize).unwrap_or(1).max(1);
+        if matched.len() < needed {
+            return Err(ClusterError::TargetUnsatisfied {
+                target: spec.name.clone(),
+                needed,
+                matched,
+            });
+        }
+        if let Some(c) = spec.count {
+            matched.truncate(c as usize);
+        }
+        resolved.insert(spec.name.clone(), matched);
+    }
+    Ok(resolved)
+}
+
+/// Resolves the experiment's targets against the live cluster: names, labels, role,
+/// nodes running a workload's pods, exclusion of earlier targets, then the first `count`
+/// by name (deterministic). A target that matches too few nodes is an error naming it.
+pub async fn resolve_targets(
+    client: &Client,
+    specs: &[TargetSpec],
+) -> Result<ResolvedTargets, ClusterError> {
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(ClusterError::api("listing nodes"))?
+        .items;
+    let mut running = BTreeMap::new();
+    for w in specs
+        .iter()
+        .filter_map(|s| s.selector.running_pods_of.as_ref())
+    {
+        if running.contains_key(w) {
+            continue;
+        }
+        let pods = Api::<Pod>::namespaced(client.clone(), &w.namespace)
+            .list(&ListParams::default())
+            .await
+            .map_err(ClusterError::api(format!(
+                "listing pods in {}",
+                w.namespace
+            )))?
+            .items;
+        let owners = owner_index(client, &w.namespace).await?;
+        running.insert(w.clone(), nodes_running(&pods, &owners, w));
+    }
+    resolve_with(specs, &nodes, &running)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::model::{NodeSelector, WorkloadKind};
+    use crate::observe::fixtures::load;
+
+    fn cluster() -> Vec<Node> {
+        let mut w3: Node = load("node-notready-cordoned.json");
+        w3.metadata.name = Some("lab-worker-3".to_string());
+        vec![
+            w3,
+            load("node-ready.json"),
+            load("node-unreachable.json"),
+            load("node-no-conditions.json"),
+        ]
+    }
+
+    fn target(name: &str, selector: NodeSelector, count: Option<u32>) -> TargetSpec {
+        TargetSpec {
+            name: name.to_string(),
+            selector,
+            count,
+        }
+    }
+
+    fn web() -> WorkloadRef {
+        WorkloadRef {
+            kind: WorkloadKind::Deployment,
+            namespace: "faultline-lab".to_string(),
+            name: "web".to_string(),
+        }
+    }
+
+    #[test]
+    fn role_count_and_exclusion_are_deterministic() {
+        let specs = vec![
+            target(
+                "victim",
+                NodeSelector {
+                    role: Some(NodeRole::Worker),
+                    ..Default::default()
+                },
+                Some(1),
+            ),
+            target(
+                "others",
+                NodeSelector {
+                    role: Some(NodeRole::Worker),
+                    exclude_targets: vec!["victim".to_string()],
+                    ..Default::default()
+                },
+                None,
+            ),
+            target(
+                "cp",
+                NodeSelector {
+                    role: Some(NodeRole::ControlPlane),
+                    ..Default::default()
+                },
+                None,
+            ),
+        ];
+        let r =
+            resolve_with(&specs, &cluster(), &BTreeMap::new()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r["victim"], vec!["lab-worker-1"]);
+        assert_eq!(r["others"], vec!["lab-worker-2", "lab-worker-3"]);
+        assert_eq!(r["cp"], vec!["lab-cp-1"]);
+    }
+
+    #[test]
+    fn running_pods_of_uses_owner_resolution_and_skips_terminating_pods() {
+        let mut idx = OwnerIndex::new();
+        idx.insert(&load("replicaset-web.json"));
+        // ready pod on worker-1; terminating one on worker-2; a DaemonSet pod on worker-2.
+        let pods: Vec<Pod> = vec![
+            load("pod-web-ready.json"),
+            load("pod-web-terminating.json"),
+            load("pod-agent-daemonset.json"),
+        ];
+        let on = nodes_running(&pods, &idx, &web());
+        assert_eq!(on.into_iter().collect::<Vec<_>>(), vec!["lab-worker-1"]);
+
+        let running = BTreeMap::from([(web(), nodes_running(&pods, &idx, &web()))]);
+        let specs = vec![target(
+            "web-node",
+            NodeSelector {
+                running_pods_of: Some(web()),
+                ..Default::default()
+            },
+            None,
+        )];
+        let r = resolve_with(&specs, &cluster(), &running).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r["web-node"], vec!["lab-worker-1"]);
+    }
+
+    #[test]
+    fn too_few_nodes_is_an_error_naming_target_and_matches() {
+        let specs = vec![target(
+            "pair",
+            NodeSelector {
+                labels: BTreeMap::from([("type".to_string(), "kwok".to_string())]),
+                names: vec!["lab-worker-1".to_string(), "lab-cp-1".to_string()],
+                ..Default::default()
+            },
+            Some(2),
+        )];
+        let err = resolve_with(&specs, &cluster(), &BTreeMap::new())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(
+            err,
+            "target `pair` needs 2 node(s) but matched 1: [lab-worker-1]"
+        );
+        let none = vec![target(
+            "ghost",
+            NodeSelector {
+                names: vec!["nope".to_string()],
+                ..Default::default()
+            },
+            None,
+        )];
+        assert!(resolve_with(&none, &cluster(), &BTreeMap::new()).is_err());
+    }
+}

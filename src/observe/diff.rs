@@ -1,0 +1,161 @@
+//! The last known reduced state of one observed source, and the changes a new observation
+//! makes to it.
+//!
+//! Watch events and relists (after a gap, or every poll) both go through here, so the rule
+//! "emit only when the reduced state changed; a relist reveals deletions" lives in one place
+//! and is tested without a cluster.
+
+use std::collections::BTreeMap;
+
+/// One change of one object: `(key, before, after)`; `before: None` = first seen,
+/// `after: None` = gone.
+pub type Change<K, S> = (K, Option<S>, Option<S>);
+
+/// Last known reduced states of one source (e.g. the pods of one namespace).
+#[derive(Debug, Clone)]
+pub struct Known<K, S> {
+    states: BTreeMap<K, S>,
+}
+
+impl<K, S> Default for Known<K, S> {
+    fn default() -> Self {
+        Known {
+            states: BTreeMap::new(),
+        }
+    }
+}
+
+impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
+    /// Nothing known yet: the first relist reports every object as first seen.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The last known state of `key`.
+    pub fn get(&self, key: &K) -> Option<&S> {
+        self.states.get(key)
+    }
+
+    /// How many objects are known.
+    pub fn len(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Whether no object is known.
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+
+    /// An object was added or modified; a change only if its reduced state differs.
+    pub fn apply(&mut self, key: K, state: S) -> Option<Change<K, S>> {
+        match self.states.get(&key) {
+            Some(old) if *old == state => None,
+            _ => {
+                let before = self.states.insert(key.clone(), state.clone());
+                Some((key, before, Some(state)))
+            }
+        }
+    }
+
+    /// An object was deleted; a change only if it was known.
+    pub fn delete(&mut self, key: &K) -> Option<Change<K, S>> {
+        self.states
+            .remove(key)
+            .map(|before| (key.clone(), Some(before), None))
+    }
+
+    /// A complete list of the source's objects replaces what was known: changed and new
+    /// objects, then objects that vanished (deleted while nobody was looking), each in key order.
+    pub fn relist(&mut self, listed: impl IntoIterator<Item = (K, S)>) -> Vec<Change<K, S>> {
+        let fresh: BTreeMap<K, S> = listed.into_iter().collect();
+        let mut changes = Vec::new();
+        for (key, state) in &fresh {
+            match self.states.get(key) {
+                Some(old) if old == state => {}
+                old => changes.push((key.clone(), old.cloned(), Some(state.clone()))),
+            }
+        }
+        for (key, old) in &self.states {
+            if !fresh.contains_key(key) {
+                changes.push((key.clone(), Some(old.clone()), None));
+            }
+        }
+        self.states = fresh;
+        changes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(items: &[(&str, i32)]) -> Known<String, i32> {
+        let mut k = Known::new();
+        k.relist(items.iter().map(|(n, s)| (n.to_string(), *s)));
+        k
+    }
+
+    #[test]
+    fn first_relist_reports_everything_as_first_seen() {
+        let mut k: Known<String, i32> = Known::new();
+        let changes = k.relist([("b".to_string(), 2), ("a".to_string(), 1)]);
+        assert_eq!(
+            changes,
+            vec![
+                ("a".to_string(), None, Some(1)),
+                ("b".to_string(), None, Some(2))
+            ]
+        );
+        assert_eq!(k.len(), 2);
+    }
+
+    #[test]
+    fn apply_emits_only_on_reduced_change() {
+        let mut k = known(&[("a", 1)]);
+        assert_eq!(k.apply("a".to_string(), 1), None);
+        assert_eq!(
+            k.apply("a".to_string(), 2),
+            Some(("a".to_string(), Some(1), Some(2)))
+        );
+        assert_eq!(k.get(&"a".to_string()), Some(&2));
+    }
+
+    #[test]
+    fn delete_of_unknown_object_is_silent() {
+        let mut k = known(&[("a", 1)]);
+        assert_eq!(k.delete(&"x".to_string()), None);
+        assert_eq!(
+            k.delete(&"a".to_string()),
+            Some(("a".to_string(), Some(1), None))
+        );
+        assert!(k.is_empty());
+    }
+
+    #[test]
+    fn relist_after_gap_reports_changes_new_objects_and_deletions() {
+        let mut k = known(&[("a", 1), ("b", 1), ("c", 1)]);
+        // During the gap: a unchanged, b changed, c deleted, d created.
+        let changes = k.relist([
+            ("a".to_string(), 1),
+            ("b".to_string(), 3),
+            ("d".to_string(), 1),
+        ]);
+        assert_eq!(
+            changes,
+            vec![
+                ("b".to_string(), Some(1), Some(3)),
+                ("d".to_string(), None, Some(1)),
+                ("c".to_string(), Some(1), None),
+            ]
+        );
+        // A second identical relist changes nothing.
+        assert!(
+            k.relist([
+                ("a".to_string(), 1),
+                ("b".to_string(), 3),
+                ("d".to_string(), 1)
+            ])
+            .is_empty()
+        );
+    }
+}

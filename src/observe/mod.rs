@@ -1,0 +1,19 @@
+//! The observer: Kubernetes API watches (or polls) → a stream of timeline entries.
+//!
+//! Built kube-rs style: one `watcher` (or poll loop) per source, merged into one stream and
+//! folded by a pure [`Recorder`] that emits only reduced-state changes and brackets lost
+//! sight with `Gap` entries. Nothing here acts on the cluster.
+
+pub mod clock;
+pub mod diff;
+pub mod recorder;
+pub mod reduce;
+pub mod stream;
+
+pub use clock::Clock;
+pub use recorder::{Observation, Recorder, Seen};
+pub use reduce::{OwnerIndex, Workload, node_state, pod_state, workload_state};
+pub use stream::{ObserveMode, Scope, observe};
+
+#[cfg(test)]
+pub(crate) mod fixtures;

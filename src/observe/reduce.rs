@@ -1,0 +1,472 @@
+//! Pure reducers: API objects → the small states the timeline records.
+//!
+//! They exist so that metadata churn (resourceVersion bumps, heartbeats, managed fields)
+//! never becomes a timeline entry: the observer only emits when a reduced state changes.
+//! Being pure, they are tested against recorded API objects without a cluster.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Node, Pod, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+use crate::experiment::model::{WorkloadKind, WorkloadRef};
+use crate::timeline::{ConditionStatus, NodeState, PodState, Taint, WorkloadState};
+
+/// Taint key the node lifecycle controller sets when it stops hearing from a kubelet.
+pub const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
+
+/// Reduces a Node to its Ready condition, taints and schedulability.
+///
+/// A missing Ready condition is `Unknown`: the kubelet has never reported, which is what
+/// the judge must treat as "not ready", not as an error.
+pub fn node_state(node: &Node) -> NodeState {
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| match c.status.as_str() {
+            "True" => ConditionStatus::True,
+            "False" => ConditionStatus::False,
+            _ => ConditionStatus::Unknown,
+        })
+        .unwrap_or(ConditionStatus::Unknown);
+    let spec = node.spec.as_ref();
+    let mut taints: Vec<Taint> = spec
+        .and_then(|s| s.taints.as_ref())
+        .map(|ts| {
+            ts.iter()
+                .map(|t| Taint {
+                    key: t.key.clone(),
+                    effect: t.effect.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // The API keeps taints in insertion order; sorting makes equal sets compare equal.
+    taints.sort();
+    taints.dedup();
+    NodeState {
+        ready,
+        taints,
+        unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+    }
+}
+
+/// Which Deployment owns which ReplicaSet, so Deployment pods can be attributed to their
+/// Deployment (pods only name their ReplicaSet).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnerIndex {
+    /// (namespace, ReplicaSet name) → Deployment name.
+    replica_sets: BTreeMap<(String, String), String>,
+}
+
+impl OwnerIndex {
+    /// An empty index; pods then fall back to stripping the `pod-template-hash` suffix.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records (or forgets, when it has no Deployment owner) a ReplicaSet's owner.
+    pub fn insert(&mut self, rs: &ReplicaSet) {
+        let ns = rs.metadata.namespace.clone().unwrap_or_default();
+        let Some(name) = rs.metadata.name.clone() else {
+            return;
+        };
+        match controller_of(rs.metadata.owner_references.as_deref(), "Deployment") {
+            Some(deploy) => {
+                self.replica_sets.insert((ns, name), deploy);
+            }
+            None => {
+                self.replica_sets.remove(&(ns, name));
+            }
+        }
+    }
+
+    /// Forgets a deleted ReplicaSet.
+    pub fn remove(&mut self, namespace: &str, name: &str) {
+        self.replica_sets
+            .remove(&(namespace.to_string(), name.to_string()));
+    }
+
+    /// Replaces the entries of one namespace with a fresh list (after a relist).
+    pub fn replace_namespace(&mut self, namespace: &str, sets: &[ReplicaSet]) {
+        self.replica_sets.retain(|(ns, _), _| ns != namespace);
+        for rs in sets {
+            self.insert(rs);
+        }
+    }
+
+    /// The Deployment owning a ReplicaSet, if known.
+    pub fn deployment_of(&self, namespace: &str, replica_set: &str) -> Option<&str> {
+        self.replica_sets
+            .get(&(namespace.to_string(), replica_set.to_string()))
+            .map(String::as_str)
+    }
+}
+
+/// The name of the controlling owner of the given kind (falls back to any owner of that kind).
+fn controller_of(owners: Option<&[OwnerReference]>, kind: &str) -> Option<String> {
+    let owners = owners?;
+    owners
+        .iter()
+        .filter(|o| o.kind == kind)
+        .max_by_key(|o| o.controller.unwrap_or(false))
+        .map(|o| o.name.clone())
+}
+
+/// The workload a pod belongs to, resolving ReplicaSet → Deployment.
+pub fn pod_owner(pod: &Pod, owners: &OwnerIndex) -> Option<WorkloadRef> {
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let refs = pod.metadata.owner_references.as_deref()?;
+    let owner = refs
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .or_else(|| refs.first())?;
+    let (kind, name) = match owner.kind.as_str() {
+        "StatefulSet" => (WorkloadKind::StatefulSet, owner.name.clone()),
+        "DaemonSet" => (WorkloadKind::DaemonSet, owner.name.clone()),
+        "ReplicaSet" => {
+            let deploy = match owners.deployment_of(&namespace, &owner.name) {
+                Some(d) => d.to_string(),
+                None => strip_template_hash(pod, &owner.name)?,
+            };
+            (WorkloadKind::Deployment, deploy)
+        }
+        _ => return None,
+    };
+    Some(WorkloadRef {
+        kind,
+        namespace,
+        name,
+    })
+}
+
+/// `web-5d8f7c9b6` → `web`, using the pod's `pod-template-hash` label when it matches the
+/// suffix (so a ReplicaSet not created by a Deployment is not misattributed).
+fn strip_template_hash(pod: &Pod, rs_name: &str) -> Option<String> {
+    let hash = pod
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("pod-template-hash"))?;
+    rs_name
+        .strip_suffix(hash.as_str())
+        .and_then(|s| s.strip_suffix('-'))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// Reduces a Pod to what expectations can ask about.
+pub fn pod_state(pod: &Pod, owners: &OwnerIndex) -> PodState {
+    let status = pod.status.as_ref();
+    let spec = pod.spec.as_ref();
+    let ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True");
+    let restarts = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .map(|cs| cs.iter().map(|c| c.restart_count).sum())
+        .unwrap_or(0);
+    let (unreachable_toleration_secs, tolerates_unreachable_forever) =
+        unreachable_toleration(spec.and_then(|s| s.tolerations.as_deref()).unwrap_or(&[]));
+    PodState {
+        phase: status
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_else(|| "Pending".to_string()),
+        ready,
+        terminating: pod.metadata.deletion_timestamp.is_some(),
+        node: spec.and_then(|s| s.node_name.clone()),
+        restarts,
+        owner: pod_owner(pod, owners),
+        created: pod
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond())),
+        unreachable_toleration_secs,
+        tolerates_unreachable_forever,
+    }
+}
+
+/// `(tolerationSeconds, forever)` of the toleration that matches the unreachable NoExecute
+/// taint. When several match, the longest wins, as it does for the taint manager.
+fn unreachable_toleration(tolerations: &[Toleration]) -> (Option<i64>, bool) {
+    let matching = tolerations.iter().filter(|t| {
+        let key = t.key.as_deref().unwrap_or("");
+        let exists = t.operator.as_deref() == Some("Exists");
+        let key_matches = key == UNREACHABLE_TAINT || (key.is_empty() && exists);
+        let effect = t.effect.as_deref().unwrap_or("");
+        key_matches && (effect.is_empty() || effect == "NoExecute")
+    });
+    let mut longest: Option<i64> = None;
+    for t in matching {
+        match t.toleration_seconds {
+            None => return (None, true),
+            Some(s) => longest = Some(longest.map_or(s, |l| l.max(s))),
+        }
+    }
+    (longest, false)
+}
+
+/// Reduces a Deployment to its replica counts.
+pub fn deployment_state(d: &Deployment) -> WorkloadState {
+    let s = d.status.as_ref();
+    WorkloadState {
+        desired: d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+        ready: s.and_then(|s| s.ready_replicas).unwrap_or(0),
+        available: s.and_then(|s| s.available_replicas).unwrap_or(0),
+    }
+}
+
+/// Reduces a StatefulSet to its replica counts.
+pub fn statefulset_state(st: &StatefulSet) -> WorkloadState {
+    let s = st.status.as_ref();
+    WorkloadState {
+        desired: st.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+        ready: s.and_then(|s| s.ready_replicas).unwrap_or(0),
+        available: s.and_then(|s| s.available_replicas).unwrap_or(0),
+    }
+}
+
+/// Reduces a DaemonSet to its scheduled/ready/available counts.
+pub fn daemonset_state(ds: &DaemonSet) -> WorkloadState {
+    let s = ds.status.as_ref();
+    WorkloadState {
+        desired: s.map(|s| s.desired_number_scheduled).unwrap_or(0),
+        ready: s.map(|s| s.number_ready).unwrap_or(0),
+        available: s.and_then(|s| s.number_available).unwrap_or(0),
+    }
+}
+
+/// Any of the three workload kinds, so callers can reduce without matching on kind.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    /// apps/v1 Deployment.
+    Deployment(Deployment),
+    /// apps/v1 StatefulSet.
+    StatefulSet(StatefulSet),
+    /// apps/v1 DaemonSet.
+    DaemonSet(DaemonSet),
+}
+
+/// Reduces any workload to its counts.
+pub fn workload_state(w: &Workload) -> WorkloadState {
+    match w {
+        Workload::Deployment(d) => deployment_state(d),
+        Workload::StatefulSet(s) => statefulset_state(s),
+        Workload::DaemonSet(d) => daemonset_state(d),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::fixtures::load;
+
+    fn taint(key: &str, effect: &str) -> Taint {
+        Taint {
+            key: key.to_string(),
+            effect: effect.to_string(),
+        }
+    }
+
+    fn web_owners() -> OwnerIndex {
+        let mut idx = OwnerIndex::new();
+        idx.insert(&load::<ReplicaSet>("replicaset-web.json"));
+        idx
+    }
+
+    fn wref(kind: WorkloadKind, name: &str) -> Option<WorkloadRef> {
+        Some(WorkloadRef {
+            kind,
+            namespace: "faultline-lab".to_string(),
+            name: name.to_string(),
+        })
+    }
+
+    #[test]
+    fn ready_node() {
+        let s = node_state(&load("node-ready.json"));
+        assert_eq!(s.ready, ConditionStatus::True);
+        assert!(s.taints.is_empty());
+        assert!(!s.unschedulable);
+    }
+
+    #[test]
+    fn unreachable_node_is_unknown_with_sorted_taints() {
+        let s = node_state(&load("node-unreachable.json"));
+        assert_eq!(s.ready, ConditionStatus::Unknown);
+        assert_eq!(
+            s.taints,
+            vec![
+                taint(UNREACHABLE_TAINT, "NoExecute"),
+                taint(UNREACHABLE_TAINT, "NoSchedule")
+            ]
+        );
+    }
+
+    #[test]
+    fn cordoned_not_ready_node() {
+        let s = node_state(&load("node-notready-cordoned.json"));
+        assert_eq!(s.ready, ConditionStatus::False);
+        assert!(s.unschedulable);
+        assert_eq!(
+            s.taints,
+            vec![
+                taint("node.kubernetes.io/not-ready", "NoSchedule"),
+                taint("node.kubernetes.io/unschedulable", "NoSchedule"),
+            ]
+        );
+    }
+
+    #[test]
+    fn node_without_ready_condition_is_unknown() {
+        let s = node_state(&load("node-no-conditions.json"));
+        assert_eq!(s.ready, ConditionStatus::Unknown);
+        assert_eq!(
+            s.taints,
+            vec![taint("node-role.kubernetes.io/control-plane", "NoSchedule")]
+        );
+    }
+
+    #[test]
+    fn deployment_pod_resolved_through_its_replica_set() {
+        let s = pod_state(&load("pod-web-ready.json"), &web_owners());
+        assert_eq!(s.phase, "Running");
+        assert!(s.ready);
+        assert!(!s.terminating);
+        assert_eq!(s.node.as_deref(), Some("lab-worker-1"));
+        assert_eq!(s.restarts, 2);
+        assert_eq!(s.owner, wref(WorkloadKind::Deployment, "web"));
+        assert_eq!(s.unreachable_toleration_secs, Some(300));
+        assert!(!s.tolerates_unreachable_forever);
+        assert_eq!(
+            s.created.map(|c| c.to_rfc3339()).as_deref(),
+            Some("2026-11-22T03:20:00+00:00")
+        );
+    }
+
+    #[test]
+    fn replica_set_owner_index_wins_over_the_name_suffix() {
+        // An index saying the RS belongs to another Deployment must be believed.
+        let mut rs: ReplicaSet = load("replicaset-web.json");
+        if let Some(o) = rs
+            .metadata
+            .owner_references
+            .as_mut()
+            .and_then(|v| v.first_mut())
+        {
+            o.name = "frontend".to_string();
+        }
+        let mut idx = OwnerIndex::new();
+        idx.insert(&rs);
+        let s = pod_state(&load("pod-web-ready.json"), &idx);
+        assert_eq!(s.owner, wref(WorkloadKind::Deployment, "frontend"));
+    }
+
+    #[test]
+    fn deployment_pod_falls_back_to_stripping_the_template_hash() {
+        let s = pod_state(&load("pod-web-toleration60.json"), &OwnerIndex::new());
+        assert_eq!(s.owner, wref(WorkloadKind::Deployment, "fast-evict"));
+    }
+
+    #[test]
+    fn pending_pod() {
+        let s = pod_state(&load("pod-web-pending.json"), &web_owners());
+        assert_eq!(s.phase, "Pending");
+        assert!(!s.ready);
+        assert_eq!(s.node, None);
+        assert_eq!(s.restarts, 0);
+    }
+
+    #[test]
+    fn terminating_pod() {
+        let s = pod_state(&load("pod-web-terminating.json"), &web_owners());
+        assert!(s.terminating);
+        assert_eq!(s.phase, "Running");
+        assert!(!s.ready);
+        assert_eq!(s.node.as_deref(), Some("lab-worker-2"));
+    }
+
+    #[test]
+    fn pod_with_sixty_second_toleration() {
+        let s = pod_state(&load("pod-web-toleration60.json"), &OwnerIndex::new());
+        assert_eq!(s.unreachable_toleration_secs, Some(60));
+        assert!(!s.tolerates_unreachable_forever);
+    }
+
+    #[test]
+    fn daemonset_pod_tolerates_unreachable_forever() {
+        let s = pod_state(&load("pod-agent-daemonset.json"), &OwnerIndex::new());
+        assert_eq!(s.owner, wref(WorkloadKind::DaemonSet, "agent"));
+        assert_eq!(s.unreachable_toleration_secs, None);
+        assert!(s.tolerates_unreachable_forever);
+        assert_eq!(s.restarts, 1);
+    }
+
+    #[test]
+    fn statefulset_pod() {
+        let s = pod_state(&load("pod-db-statefulset.json"), &OwnerIndex::new());
+        assert_eq!(s.owner, wref(WorkloadKind::StatefulSet, "db"));
+        assert_eq!(s.unreachable_toleration_secs, Some(300));
+    }
+
+    #[test]
+    fn wildcard_exists_toleration_counts_as_unreachable() {
+        let mut pod: Pod = load("pod-db-statefulset.json");
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.tolerations = Some(vec![Toleration {
+                operator: Some("Exists".to_string()),
+                ..Default::default()
+            }]);
+        }
+        let s = pod_state(&pod, &OwnerIndex::new());
+        assert!(s.tolerates_unreachable_forever);
+        // A NoSchedule-only toleration does not keep a pod on an unreachable node.
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.tolerations = Some(vec![Toleration {
+                key: Some(UNREACHABLE_TAINT.to_string()),
+                operator: Some("Exists".to_string()),
+                effect: Some("NoSchedule".to_string()),
+                ..Default::default()
+            }]);
+        }
+        let s = pod_state(&pod, &OwnerIndex::new());
+        assert!(!s.tolerates_unreachable_forever);
+        assert_eq!(s.unreachable_toleration_secs, None);
+    }
+
+    #[test]
+    fn workload_counts() {
+        let d = workload_state(&Workload::Deployment(load("deployment-web.json")));
+        assert_eq!(
+            d,
+            WorkloadState {
+                desired: 3,
+                ready: 2,
+                available: 2
+            }
+        );
+        let s = workload_state(&Workload::StatefulSet(load("statefulset-db.json")));
+        assert_eq!(
+            s,
+            WorkloadState {
+                desired: 1,
+                ready: 1,
+                available: 1
+            }
+        );
+        let ds = workload_state(&Workload::DaemonSet(load("daemonset-agent.json")));
+        assert_eq!(
+            ds,
+            WorkloadState {
+                desired: 3,
+                ready: 3,
+                available: 2
+            }
+        );
+    }
+}

@@ -1,0 +1,250 @@
+//! Sources (watchers or poll loops) merged into one stream of stamped timeline entries.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use futures::stream::{self, BoxStream, StreamExt};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::ListParams;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+
+use super::clock::Clock;
+use super::recorder::{Observation, Recorder, Seen};
+use super::reduce::Workload;
+use crate::experiment::model::{WorkloadKind, WorkloadRef};
+use crate::timeline::Entry;
+
+/// What the observer looks at. Nodes are always watched, all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Namespaces whose pods (and ReplicaSets, for owner resolution) are watched.
+    pub namespaces: Vec<String>,
+    /// Workloads whose replica counts are recorded.
+    pub workloads: Vec<WorkloadRef>,
+}
+
+/// How the cluster is followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObserveMode {
+    /// Watches: entries arrive as the API server sends them.
+    Watch,
+    /// Lists every `interval`: for clusters or proxies where long watches are unreliable.
+    /// Transitions are only seen at poll resolution.
+    Poll {
+        /// Time between lists.
+        interval: Duration,
+    },
+}
+
+/// The cluster as a stream of timeline entries, stamped with `clock` when received.
+///
+/// The first entries are the initial state (`before: None`); afterwards only reduced-state
+/// changes are emitted, and every lost-sight period is bracketed by `Gap` entries with the
+/// changes recovered from the relist in between. The stream never ends on its own: drop it
+/// to stop observing.
+pub fn observe(
+    client: Client,
+    scope: &Scope,
+    clock: Clock,
+    mode: ObserveMode,
+) -> BoxStream<'static, Entry> {
+    let sources = sources(&client, scope, mode);
+    stream::select_all(sources)
+        .scan(Recorder::new(), move |recorder, observation| {
+            let events = recorder.record(observation);
+            let stamped: Vec<Entry> = events
+                .into_iter()
+                .map(|event| {
+                    let offset_ms = clock.offset_ms();
+                    Entry {
+                        offset_ms,
+                        wall: clock.wall_at(offset_ms),
+                        event,
+                    }
+                })
+                .collect();
+            futures::future::ready(Some(stream::iter(stamped)))
+        })
+        .flatten()
+        .boxed()
+}
+
+fn sources(
+    client: &Client,
+    scope: &Scope,
+    mode: ObserveMode,
+) -> Vec<BoxStream<'static, Observation>> {
+    let mut out = vec![source(
+        Api::<Node>::all(client.clone()),
+        None,
+        mode,
+        Observation::Node,
+    )];
+    for ns in &scope.namespaces {
+        let pods_ns = ns.clone();
+        out.push(source(
+            Api::<Pod>::namespaced(client.clone(), ns),
+            None,
+            mode,
+            move |s| Observation::Pod(pods_ns.clone(), s),
+        ));
+        let rs_ns = ns.clone();
+        out.push(source(
+            Api::<ReplicaSet>::namespaced(client.clone(), ns),
+            None,
+            mode,
+            move |s| Observation::ReplicaSet(rs_ns.clone(), s),
+        ));
+    }
+    for wref in &scope.workloads {
+        let field = Some(format!("metadata.name={}", wref.name));
+        let w = wref.clone();
+        let stream = match wref.kind {
+            WorkloadKind::Deployment => source(
+                Api::<Deployment>::namespaced(client.clone(), &wref.namespace),
+                field,
+                mode,
+                move |s| Observation::Workload(w.clone(), map_seen(s, Workload::Deployment)),
+            ),
+            WorkloadKind::StatefulSet => source(
+                Api::<StatefulSet>::namespaced(client.clone(), &wref.namespace),
+                field,
+                mode,
+                move |s| Observation::Workload(w.clone(), map_seen(s, Workload::StatefulSet)),
+            ),
+            WorkloadKind::DaemonSet => source(
+                Api::<DaemonSet>::namespaced(client.clone(), &wref.namespace),
+                field,
+                mode,
+                move |s| Observation::Workload(w.clone(), map_seen(s, Workload::DaemonSet)),
+            ),
+        };
+        out.push(stream);
+    }
+    out
+}
+
+fn map_seen<T, U>(seen: Seen<T>, f: impl Fn(T) -> U) -> Seen<U> {
+    match seen {
+        Seen::Applied(t) => Seen::Applied(f(t)),
+        Seen::Deleted(t) => Seen::Deleted(f(t)),
+        Seen::Init => Seen::Init,
+        Seen::InitApply(t) => Seen::InitApply(f(t)),
+        Seen::InitDone => Seen::InitDone,
+        Seen::Failed(r) => Seen::Failed(r),
+    }
+}
+
+/// One source in the chosen mode, mapped to observations.
+fn source<K, F>(
+    api: Api<K>,
+    field_selector: Option<String>,
+    mode: ObserveMode,
+    wrap: F,
+) -> BoxStream<'static, Observation>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    F: Fn(Seen<K>) -> Observation + Send + 'static,
+{
+    match mode {
+        ObserveMode::Watch => watch(api, field_selector).map(wrap).boxed(),
+        ObserveMode::Poll { interval } => poll(api, field_selector, interval).map(wrap).boxed(),
+    }
+}
+
+/// A `kube::runtime::watcher` with the default backoff; errors become `Seen::Failed`.
+///
+/// After an error on an established watch, the watcher is replaced by a fresh one, so
+/// recovery always goes through a full relist (`Init` … `InitDone`). A resumed watch would
+/// replay the missed events after the gap, stamped with the wrong time; a relist diff puts
+/// them inside the gap, where they belong. Errors during a list are retried by the
+/// watcher's own backoff.
+pub fn watch<K>(
+    api: Api<K>,
+    field_selector: Option<String>,
+) -> impl futures::Stream<Item = Seen<K>> + Send + 'static
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let mut config = watcher::Config::default();
+    if let Some(f) = field_selector {
+        config = config.fields(&f);
+    }
+    let inner = fresh_watcher(&api, &config);
+    // `listed`: the current watcher has completed a list, so an error now means a watch broke.
+    stream::unfold(
+        (api, config, inner, false),
+        |(api, config, mut inner, mut listed)| async move {
+            let seen = match inner.next().await {
+                Some(Ok(watcher::Event::Apply(o))) => Seen::Applied(o),
+                Some(Ok(watcher::Event::Delete(o))) => Seen::Deleted(o),
+                Some(Ok(watcher::Event::Init)) => Seen::Init,
+                Some(Ok(watcher::Event::InitApply(o))) => Seen::InitApply(o),
+                Some(Ok(watcher::Event::InitDone)) => {
+                    listed = true;
+                    Seen::InitDone
+                }
+                Some(Err(e)) => {
+                    if listed {
+                        inner = fresh_watcher(&api, &config);
+                        listed = false;
+                    }
+                    Seen::Failed(e.to_string())
+                }
+                // A watcher never ends on its own; if it does, start over with a relist.
+                None => {
+                    inner = fresh_watcher(&api, &config);
+                    listed = false;
+                    Seen::Failed("watch stream ended".to_string())
+                }
+            };
+            Some((seen, (api, config, inner, listed)))
+        },
+    )
+}
+
+type WatchStream<K> = BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>;
+
+fn fresh_watcher<K>(api: &Api<K>, config: &watcher::Config) -> WatchStream<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    watcher(api.clone(), config.clone())
+        .default_backoff()
+        .boxed()
+}
+
+/// Lists every `interval` (the first list at once); each list is reported as a relist.
+pub fn poll<K>(
+    api: Api<K>,
+    field_selector: Option<String>,
+    interval: Duration,
+) -> impl futures::Stream<Item = Seen<K>> + Send + 'static
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let mut params = ListParams::default();
+    if let Some(f) = field_selector {
+        params = params.fields(&f);
+    }
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    stream::unfold(
+        (api, params, ticker),
+        |(api, params, mut ticker)| async move {
+            ticker.tick().await;
+            let batch: Vec<Seen<K>> = match api.list(&params).await {
+                Ok(list) => std::iter::once(Seen::Init)
+                    .chain(list.items.into_iter().map(Seen::InitApply))
+                    .chain(std::iter::once(Seen::InitDone))
+                    .collect(),
+                Err(e) => vec![Seen::Failed(e.to_string())],
+            };
+            Some((stream::iter(batch), (api, params, ticker)))
+        },
+    )
+    .flatten()
+}

@@ -1,0 +1,151 @@
+//! Carrying out one action on one node: node operations through the executor, power
+//! through the out-of-band driver, API actions through the cluster client.
+
+use std::time::Duration;
+
+use kube::Client;
+
+use crate::cluster;
+use crate::execute::{Executor, NodeOp, PowerAction};
+use crate::experiment::model::Action;
+use crate::run::faults::action_name;
+
+/// What one action did on one node (or, for pod and PVC actions, in the cluster).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActResult {
+    /// Exit status of a command, when the action was one.
+    pub exit_status: Option<i32>,
+    /// Command output or a description of what the API call did.
+    pub output: String,
+}
+
+/// Why an action failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ActError {
+    /// The node operation or power command failed.
+    #[error(transparent)]
+    Exec(#[from] crate::execute::ExecError),
+    /// The API call failed.
+    #[error(transparent)]
+    Cluster(#[from] cluster::ClusterError),
+    /// An action reached the node-operation path without being one (a bug, reported as such).
+    #[error("`{0}` is not a node operation")]
+    NotANodeOperation(&'static str),
+    /// The action took longer than its step's timeout.
+    #[error("did not finish within {0:?}")]
+    Timeout(Duration),
+}
+
+/// Everything an action may need to reach the cluster and its nodes.
+pub struct Actor<'a> {
+    /// Node operations and power.
+    pub executor: &'a Executor,
+    /// API actions.
+    pub client: &'a Client,
+    /// Target name → nodes, for pod selectors restricted to a target.
+    pub targets: &'a crate::run::safety::ResolvedTargets,
+}
+
+impl Actor<'_> {
+    /// Performs `action` on `node` (`None` for actions that act on pods or claims).
+    pub async fn act(
+        &self,
+        action: &Action,
+        node: Option<&str>,
+        timeout: Duration,
+    ) -> Result<ActResult, ActError> {
+        match tokio::time::timeout(timeout, self.act_inner(action, node, timeout)).await {
+            Ok(result) => result,
+            Err(_) => Err(ActError::Timeout(timeout)),
+        }
+    }
+
+    async fn act_inner(
+        &self,
+        action: &Action,
+        node: Option<&str>,
+        timeout: Duration,
+    ) -> Result<ActResult, ActError> {
+        let node_name = node.unwrap_or_default();
+        let said = |output: String| {
+            Ok(ActResult {
+                exit_status: None,
+                output,
+            })
+        };
+        match action {
+            Action::PowerOn => {
+                let out = self
+                    .executor
+                    .power(node_name, PowerAction::On, timeout)
+                    .await?;
+                Ok(ActResult {
+                    exit_status: out.exit_status,
+                    output: out.output,
+                })
+            }
+            Action::PowerOff => {
+                // Out of band when the inventory can (it cannot fail by losing the session);
+                // the executor falls back to the node's own power-off command otherwise.
+                let out = self
+                    .executor
+                    .power(node_name, PowerAction::Off, timeout)
+                    .await?;
+                Ok(ActResult {
+                    exit_status: out.exit_status,
+                    output: out.output,
+                })
+            }
+            Action::Cordon => said(cluster::cordon(self.client, node_name).await?),
+            Action::Uncordon => said(cluster::uncordon(self.client, node_name).await?),
+            Action::Drain => {
+                let evicted = cluster::drain(self.client, node_name, timeout).await?;
+                said(format!("evicted: {}", list_or_none(&evicted)))
+            }
+            Action::DeleteNode => said(cluster::delete_node(self.client, node_name).await?),
+            Action::DeletePods { pods, force } => {
+                let on = pods.on.as_ref().and_then(|t| self.targets.get(t));
+                let deleted =
+                    cluster::delete_pods(self.client, pods, on.map(Vec::as_slice), *force).await?;
+                said(format!("deleted: {}", list_or_none(&deleted)))
+            }
+            Action::DeletePvc {
+                namespace,
+                name,
+                remove_finalizers,
+            } => said(cluster::delete_pvc(self.client, namespace, name, *remove_finalizers).await?),
+            Action::Taint(spec) => said(cluster::taint(self.client, node_name, spec).await?),
+            Action::Untaint(spec) => {
+                said(cluster::untaint(self.client, node_name, &spec.key, &spec.effect).await?)
+            }
+            Action::KubeletStop
+            | Action::KubeletStart
+            | Action::KubeletRestart
+            | Action::Reboot
+            | Action::Partition
+            | Action::Heal
+            | Action::Run { .. } => {
+                let op = NodeOp::from_action(action)
+                    .ok_or(ActError::NotANodeOperation(action_name(action)))?;
+                let out = self.executor.perform(node_name, &op, timeout).await?;
+                let output = if out.dropped {
+                    format!("connection dropped, as expected\n{}", out.output)
+                } else {
+                    out.output
+                };
+                Ok(ActResult {
+                    exit_status: out.exit_status,
+                    output,
+                })
+            }
+        }
+    }
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
+}

@@ -1,0 +1,265 @@
+//! The run's active faults: journaled before injection, self-restores armed on the node
+//! where it can undo the fault itself, cleared when the undo ran, and undone with retries
+//! by the safety net at the end of a run, on a signal, or on an error.
+
+use std::time::Duration;
+
+use chrono::Utc;
+
+use crate::execute::journal::{Entry as JournalEntry, Journal, JournalError, Undo};
+use crate::execute::{ArmedRestore, Executor, NodeOp};
+use crate::experiment::model::Action;
+use crate::run::act::{ActResult, Actor};
+use crate::run::faults::{action_name, inverse, undoes};
+
+/// Attempts the safety net makes per fault before giving up (the journal keeps it).
+pub const UNDO_ATTEMPTS: u32 = 3;
+
+/// One fault faultline has injected and not yet undone.
+#[derive(Debug, Clone)]
+pub struct ActiveFault {
+    /// Journal id, also the self-restore token.
+    pub id: String,
+    /// Step that injected it.
+    pub step: String,
+    /// Node it is on.
+    pub node: String,
+    /// The fault.
+    pub fault: Action,
+    /// The self-restore armed on the node, if any.
+    pub armed: Option<ArmedRestore>,
+}
+
+/// What the safety net did for one fault.
+#[derive(Debug, Clone)]
+pub struct UndoReport {
+    /// The fault.
+    pub fault: ActiveFault,
+    /// Result of the last attempt.
+    pub result: Result<ActResult, String>,
+    /// Attempts made.
+    pub attempts: u32,
+}
+
+/// Why a fault could not be prepared; the fault is then not injected.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// The journal could not be written: without it a crash could leave the node broken.
+    #[error("cannot write the fault journal, so the fault is not injected: {0}")]
+    Journal(#[from] JournalError),
+    /// Arming the self-restore on the node failed.
+    #[error("cannot arm the self-restore on {node}, so the fault is not injected: {source}")]
+    Arm {
+        /// Node.
+        node: String,
+        /// Cause.
+        source: crate::execute::ExecError,
+    },
+}
+
+/// The active faults of one run.
+pub struct Ledger {
+    journal: Journal,
+    cluster: String,
+    run_id: String,
+    seq: u32,
+    active: Vec<ActiveFault>,
+}
+
+/// How a fault is undone, for the journal (which must be able to do it after a crash).
+pub fn journal_undo(fault: &Action) -> Option<Undo> {
+    let inv = inverse(fault)?;
+    Some(match &inv {
+        Action::PowerOn => Undo::PowerOn,
+        Action::Uncordon | Action::Untaint(_) => Undo::Api(inv),
+        other => Undo::Node(NodeOp::from_action(other)?),
+    })
+}
+
+impl Ledger {
+    /// A ledger writing to `journal` for the cluster named `cluster`.
+    pub fn new(journal: Journal, cluster: &str, run_id: &str) -> Self {
+        Ledger {
+            journal,
+            cluster: cluster.to_string(),
+            run_id: run_id.to_string(),
+            seq: 0,
+            active: Vec::new(),
+        }
+    }
+
+    /// Faults injected and not yet undone.
+    pub fn active(&self) -> &[ActiveFault] {
+        &self.active
+    }
+
+    /// Before injecting `fault` on `node`: journal it (atomically) and, where the node can
+    /// undo the fault itself, arm a restore that fires after `restore_after` even if
+    /// faultline dies. Returns the fault's id; `None` for actions that are not faults.
+    pub async fn before_fault(
+        &mut self,
+        executor: &Executor,
+        step: &str,
+        node: &str,
+        fault: &Action,
+        restore_after: Duration,
+    ) -> Result<Option<String>, LedgerError> {
+        let Some(undo) = journal_undo(fault) else {
+            return Ok(None);
+        };
+        self.seq += 1;
+        let id = format!("{}-{}", self.run_id, self.seq);
+        let mut entry = JournalEntry {
+            id: id.clone(),
+            cluster: self.cluster.clone(),
+            node: node.to_string(),
+            fault: action_name(fault).to_string(),
+            undo: undo.clone(),
+            injected_at: Utc::now(),
+            deadline: chrono::Duration::from_std(restore_after)
+                .ok()
+                .map(|d| Utc::now() + d),
+            armed_restore: None,
+        };
+        self.journal.record(entry.clone())?;
+        let armed = match &undo {
+            Undo::Node(op) => match executor.arm_restore(node, op, restore_after, &id).await {
+                Ok(armed) => Some(armed),
+                Err(source) => {
+                    let _ = self.journal.clear(&id);
+                    return Err(LedgerError::Arm {
+                        node: node.to_string(),
+                        source,
+                    });
+                }
+            },
+            // Power-on is out of band and API undos need the API: `restore` does them.
+            Undo::PowerOn | Undo::Api(_) => None,
+        };
+        if armed.is_some() {
+            entry.armed_restore = armed.clone();
+            self.journal.record(entry)?;
+        }
+        self.active.push(ActiveFault {
+            id: id.clone(),
+            step: step.to_string(),
+            node: node.to_string(),
+            fault: fault.clone(),
+            armed,
+        });
+        Ok(Some(id))
+    }
+
+    /// The fault with this id was not injected after all (its action failed before
+    /// breaking anything, or was never sent): disarm and forget it.
+    pub async fn forget(&mut self, executor: &Executor, id: &str) {
+        if let Some(pos) = self.active.iter().position(|f| f.id == id) {
+            let fault = self.active.remove(pos);
+            self.settle(executor, &fault).await;
+        }
+    }
+
+    /// A planned step ran `action` on `node` successfully: every fault there that it undoes
+    /// is settled (self-restore disarmed, journal cleared). Returns them.
+    pub async fn undone_by(
+        &mut self,
+        executor: &Executor,
+        action: &Action,
+        node: &str,
+    ) -> Vec<ActiveFault> {
+        let (done, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.active)
+            .into_iter()
+            .partition(|f| f.node == node && undoes(action, &f.fault));
+        self.active = keep;
+        for fault in &done {
+            self.settle(executor, fault).await;
+        }
+        done
+    }
+
+    /// The safety net: undoes every fault still active, newest first, retrying with
+    /// backoff; a fault whose undo keeps failing stays in the journal for `restore`.
+    pub async fn undo_all(&mut self, actor: &Actor<'_>, timeout: Duration) -> Vec<UndoReport> {
+        let mut reports = Vec::new();
+        while let Some(fault) = self.active.pop() {
+            let Some(undo) = inverse(&fault.fault) else {
+                continue;
+            };
+            let mut delay = Duration::from_secs(1);
+            let mut attempts = 0;
+            let result = loop {
+                attempts += 1;
+                match actor.act(&undo, Some(&fault.node), timeout).await {
+                    Ok(r) => break Ok(r),
+                    Err(e) if attempts >= UNDO_ATTEMPTS => break Err(e.to_string()),
+                    Err(e) => {
+                        tracing::warn!(node = %fault.node, attempt = attempts, "undo failed: {e}");
+                        tokio::time::sleep(delay).await;
+                        delay *= 2;
+                    }
+                }
+            };
+            if result.is_ok() {
+                self.settle(actor.executor, &fault).await;
+            }
+            reports.push(UndoReport {
+                fault,
+                result,
+                attempts,
+            });
+        }
+        reports
+    }
+
+    async fn settle(&mut self, executor: &Executor, fault: &ActiveFault) {
+        if let Some(armed) = &fault.armed
+            && let Err(e) = executor.disarm(&fault.node, armed).await
+        {
+            tracing::warn!(node = %fault.node, "could not disarm the self-restore: {e}");
+        }
+        if let Err(e) = self.journal.clear(&fault.id) {
+            tracing::warn!("could not clear fault {} from the journal: {e}", fault.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::model::TaintSpec;
+
+    #[test]
+    fn journal_knows_how_to_undo_each_kind_of_fault() {
+        assert_eq!(
+            journal_undo(&Action::KubeletStop),
+            Some(Undo::Node(NodeOp::KubeletStart))
+        );
+        assert_eq!(
+            journal_undo(&Action::Partition),
+            Some(Undo::Node(NodeOp::Heal))
+        );
+        assert_eq!(journal_undo(&Action::PowerOff), Some(Undo::PowerOn));
+        assert_eq!(
+            journal_undo(&Action::Cordon),
+            Some(Undo::Api(Action::Uncordon))
+        );
+        let taint = TaintSpec {
+            key: "k".into(),
+            value: None,
+            effect: "NoExecute".into(),
+        };
+        assert_eq!(
+            journal_undo(&Action::Taint(taint.clone())),
+            Some(Undo::Api(Action::Untaint(taint)))
+        );
+        assert_eq!(
+            journal_undo(&Action::Run {
+                command: "a".into(),
+                undo: Some("b".into())
+            }),
+            Some(Undo::Node(NodeOp::Run("b".into())))
+        );
+        assert_eq!(journal_undo(&Action::Reboot), None);
+        assert_eq!(journal_undo(&Action::KubeletStart), None);
+    }
+}

@@ -1,0 +1,212 @@
+//! Everything checked and resolved before a run touches anything: the API connection, the
+//! kube context against the allow-list, the fault journal, the targets, the blast radius,
+//! and that every node a step acts on is in the inventory.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::Node;
+use kube::Client;
+use kube::api::{Api, ListParams};
+
+use crate::cluster::{self, ClusterError};
+use crate::execute::journal::{Journal, JournalError};
+use crate::execute::{Executor, NodeOp};
+use crate::experiment::model::{Action, Experiment, StepTime, Subject, WorkloadRef};
+use crate::inventory::Inventory;
+use crate::observe::Scope;
+use crate::record::ClusterInfo;
+use crate::run::RunSettings;
+use crate::run::safety::{self, ResolvedTargets, SafetyError};
+
+/// Why a run did not start. Nothing on the cluster was touched.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Connecting or talking to the API failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// An interlock refused the plan.
+    #[error(transparent)]
+    Safety(#[from] SafetyError),
+    /// The journal could not be read.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// A crashed run left faults behind.
+    #[error(
+        "the fault journal {path} holds {count} unrestored fault(s) on cluster `{cluster}` ({faults}); \
+         run `faultline restore` first, or pass --ignore-journal if they are known to be gone"
+    )]
+    JournalNotEmpty {
+        /// Journal file.
+        path: String,
+        /// Cluster.
+        cluster: String,
+        /// How many.
+        count: usize,
+        /// Which, as `fault on node`.
+        faults: String,
+    },
+    /// A step acts on a node the inventory does not describe.
+    #[error(
+        "step `{step}` acts on node `{node}` (target `{target}`), which is not in the inventory {inventory}; \
+         add it under `nodes:`"
+    )]
+    NodeNotInInventory {
+        /// Step.
+        step: String,
+        /// Target.
+        target: String,
+        /// Node.
+        node: String,
+        /// Inventory file.
+        inventory: String,
+    },
+}
+
+/// A run's resolved plan and its handles on the cluster.
+pub struct Prepared {
+    /// API client.
+    pub client: Client,
+    /// Node operations.
+    pub executor: Executor,
+    /// Target name → nodes.
+    pub targets: ResolvedTargets,
+    /// The cluster, as the record states it.
+    pub cluster: ClusterInfo,
+    /// What the observer watches.
+    pub scope: Scope,
+}
+
+/// The kube context a run will use: the inventory's, or the kubeconfig's current one.
+pub fn effective_context(inventory: &Inventory) -> Option<String> {
+    if let Some(c) = inventory.context() {
+        return Some(c.to_string());
+    }
+    let kubeconfig = match inventory.kubeconfig() {
+        Some(path) => kube::config::Kubeconfig::read_from(path).ok(),
+        None => kube::config::Kubeconfig::read().ok(),
+    };
+    kubeconfig.and_then(|k| k.current_context)
+}
+
+/// Runs every interlock and resolves the plan; touches nothing.
+pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepared, RunError> {
+    let inv = &settings.inventory;
+    let context = effective_context(inv);
+    let mut allowed = settings.allowed_contexts.clone();
+    allowed.extend(inv.cluster().allowed_contexts.iter().cloned());
+    safety::check_context(context.as_deref().unwrap_or("(none)"), &allowed)?;
+
+    let journal = Journal::open(&settings.journal_path)?;
+    let left = journal.active(&inv.cluster().name);
+    if !left.is_empty() && !settings.ignore_journal {
+        return Err(RunError::JournalNotEmpty {
+            path: settings.journal_path.display().to_string(),
+            cluster: inv.cluster().name.clone(),
+            count: left.len(),
+            faults: left
+                .iter()
+                .map(|e| format!("{} on {}", e.fault, e.node))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+
+    let client = cluster::connect(inv.kubeconfig(), inv.context()).await?;
+    let targets = cluster::resolve_targets(&client, &exp.targets).await?;
+    let control_plane = control_plane_nodes(&client).await?;
+    safety::check_blast_radius(exp, &targets, &control_plane)?;
+    check_inventory_covers(exp, &targets, inv)?;
+    let server_version = cluster::cluster_version(&client).await.ok();
+    Ok(Prepared {
+        executor: Executor::new(inv.clone()),
+        cluster: ClusterInfo {
+            name: inv.cluster().name.clone(),
+            context,
+            server_version,
+            timers: inv.timers(),
+            capabilities: inv.cluster().capabilities(),
+        },
+        scope: scope_of(exp),
+        targets,
+        client,
+    })
+}
+
+/// Names of every control-plane node in the cluster.
+async fn control_plane_nodes(client: &Client) -> Result<BTreeSet<String>, RunError> {
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(ClusterError::api("listing nodes"))?;
+    Ok(nodes
+        .items
+        .iter()
+        .filter(|n| cluster::targets::is_control_plane(n))
+        .filter_map(|n| n.metadata.name.clone())
+        .collect())
+}
+
+/// Every node a node-level step acts on must be reachable through the inventory.
+fn check_inventory_covers(
+    exp: &Experiment,
+    targets: &ResolvedTargets,
+    inv: &Inventory,
+) -> Result<(), RunError> {
+    for step in &exp.steps {
+        let needs_node_access =
+            NodeOp::from_action(&step.action).is_some() || matches!(step.action, Action::PowerOn);
+        let Some(target) = step.target.as_ref().filter(|_| needs_node_access) else {
+            continue;
+        };
+        for node in targets.get(target).into_iter().flatten() {
+            if inv.node(node).is_none() {
+                return Err(RunError::NodeNotInInventory {
+                    step: step.name.clone(),
+                    target: target.clone(),
+                    node: node.clone(),
+                    inventory: inv.path().display().to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the observer must watch for this experiment: the namespaces and workloads that its
+/// targets, steps and expectations name.
+pub fn scope_of(exp: &Experiment) -> Scope {
+    let mut workloads: BTreeSet<WorkloadRef> = BTreeSet::new();
+    let add_subject = |s: &Subject, w: &mut BTreeSet<WorkloadRef>| match s {
+        Subject::Pods(p) => {
+            w.insert(p.workload.clone());
+        }
+        Subject::Workload(r) => {
+            w.insert(r.clone());
+        }
+        Subject::Node { .. } => {}
+    };
+    for e in &exp.expectations {
+        add_subject(&e.subject, &mut workloads);
+    }
+    for s in &exp.steps {
+        if let StepTime::When { subject, .. } = &s.at {
+            add_subject(subject, &mut workloads);
+        }
+        if let Action::DeletePods { pods, .. } = &s.action
+            && let Some(w) = &pods.workload
+        {
+            workloads.insert(w.clone());
+        }
+    }
+    for t in &exp.targets {
+        if let Some(w) = &t.selector.running_pods_of {
+            workloads.insert(w.clone());
+        }
+    }
+    let mut namespaces: BTreeSet<String> = exp.observe.namespaces.iter().cloned().collect();
+    namespaces.extend(workloads.iter().map(|w| w.namespace.clone()));
+    Scope {
+        namespaces: namespaces.into_iter().collect(),
+        workloads: workloads.into_iter().collect(),
+    }
+}
