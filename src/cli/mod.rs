@@ -114,6 +114,10 @@ pub struct RunArgs {
     /// Skip SSH host key verification. Dangerous: anyone on the path can pose as a node.
     #[arg(long)]
     pub insecure_ignore_host_keys: bool,
+    /// How long after a run's planned end a node undoes a fault by itself if faultline
+    /// died (self-restore armed on the node before each fault).
+    #[arg(long, default_value = "2m", value_parser = parse_interval)]
+    pub restore_margin: Duration,
     /// Only run experiments carrying this tag. Repeatable.
     #[arg(long)]
     pub tag: Vec<String>,

@@ -32,6 +32,7 @@ pub async fn plan(paths: &[PathBuf], inventory: &Path) -> i32 {
         journal_path,
         ignore_journal: true,
         keep_going: false,
+        restore_margin: crate::run::DEFAULT_RESTORE_MARGIN,
     };
     print_plans(&experiments, &settings).await
 }

@@ -51,6 +51,7 @@ pub async fn run(args: RunArgs) -> i32 {
         journal_path,
         ignore_journal: args.ignore_journal,
         keep_going: args.keep_going,
+        restore_margin: args.restore_margin,
     };
 
     if args.dry_run {

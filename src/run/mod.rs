@@ -42,9 +42,9 @@ use shared_timeline::{LiveView, SharedTimeline};
 const JUDGE_EVERY: Duration = Duration::from_secs(1);
 /// Longest wait for the observer's initial lists before the first step.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(20);
-/// Extra time a self-restore waits beyond the run's planned end, so it never fires
-/// during a healthy run.
-const SELF_RESTORE_MARGIN: Duration = Duration::from_secs(120);
+/// Default extra time a self-restore waits beyond the run's planned end, so it never
+/// fires during a healthy run.
+pub const DEFAULT_RESTORE_MARGIN: Duration = Duration::from_secs(120);
 
 /// Everything about a run that does not come from the experiment file.
 #[derive(Debug, Clone)]
@@ -61,6 +61,9 @@ pub struct RunSettings {
     pub ignore_journal: bool,
     /// Keep observing after an expectation has already failed.
     pub keep_going: bool,
+    /// How long after the run's planned end a self-restore armed on a node fires if
+    /// faultline has not undone the fault itself (because it was killed).
+    pub restore_margin: Duration,
 }
 
 /// Runs one experiment and returns its record. Never panics on cluster trouble: what
@@ -254,7 +257,7 @@ impl Run<'_> {
         self.timeline.note("observer synced; steps start");
         let steps_zero = Instant::now();
 
-        let restore_after = self.planned_length() + SELF_RESTORE_MARGIN;
+        let restore_after = self.planned_length() + self.settings.restore_margin;
         let mut last_issued = steps_zero;
         for step in &self.exp.steps {
             let due = match self.due_time(step, steps_zero).await {

@@ -1,0 +1,259 @@
+//! faultline end to end on the lab: the real binary, the real control plane, real SSH.
+//! Every test is `#[ignore]`d; `ci/test` runs them one at a time after `ci/lab/up`, with
+//! `FAULTLINE_LAB_DIR` set. Each leaves every lab node Ready.
+
+mod lab_support;
+
+use std::time::Duration;
+
+use lab_support::*;
+
+/// Generous bound for a node to come back after a test's faults are undone.
+const BACK: Duration = Duration::from_secs(90);
+
+/// The core slice (issue 3): kubelet stopped past the toleration under fast timers;
+/// every expectation holds, one JUnit case per expectation, the node is Ready after.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn kubelet_stop_past_toleration_holds_end_to_end() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let out = s.run("experiments/kubelet-stop-past-toleration.yaml", &[]);
+    assert_eq!(out.status.code(), Some(0), "every expectation should hold");
+    let cases = junit_cases(&s.junit("kubelet-stop-past-toleration"));
+    assert_eq!(cases.len(), 10, "one test case per expectation: {cases:?}");
+    assert!(
+        cases.iter().all(|(_, kind, _)| kind == "passed"),
+        "{cases:?}"
+    );
+    let record = s.record("kubelet-stop-past-toleration");
+    let victim = &record.targets["victim"][0];
+    assert_eq!(
+        node_ready(&client, victim).await,
+        "True",
+        "node Ready again after the run"
+    );
+    let f = &record.figures;
+    assert!(
+        f.node_not_ready_ms.is_some() && f.first_eviction_ms.is_some(),
+        "{f:?}"
+    );
+    let journal = std::fs::read_to_string(s.journal()).unwrap_or_default();
+    assert!(
+        !journal.contains("\"node\""),
+        "journal cleared after undo: {journal}"
+    );
+}
+
+/// A wrong belief gives a failing JUnit case that says what was expected and what was
+/// observed, exit code 1, an early stop, and the safety net still restores the node.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn a_wrong_expectation_fails_with_a_useful_message_and_exit_1() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let out = s.run("fixtures/experiments/lab/wrong-expectation.yaml", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let cases = junit_cases(&s.junit("wrong-expectation"));
+    let (_, kind, message) = &cases[0];
+    assert_eq!(kind, "failure", "{cases:?}");
+    assert!(
+        message.contains("expected Ready for") && message.contains("left Ready at +"),
+        "message says what was expected and what was seen: {message}"
+    );
+    let record = s.record("wrong-expectation");
+    let victim = &record.targets["victim"][0];
+    wait_ready(&client, victim, BACK).await;
+}
+
+/// A context that is not on the allow-list refuses to start and touches nothing.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn a_context_not_on_the_allow_list_refuses_to_start() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let out = s.run(
+        "fixtures/experiments/lab/kubelet-stop-short.yaml",
+        &["--allow-context", "production"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let cases = junit_cases(&s.junit("kubelet-stop-short"));
+    assert!(
+        cases
+            .iter()
+            .all(|(_, kind, m)| kind == "error" && m.contains("allow-list")),
+        "{cases:?}"
+    );
+    for n in lab_nodes() {
+        assert_eq!(
+            kubelet_status(&n).await,
+            "running",
+            "kubelet on {n} untouched"
+        );
+    }
+    let record = s.record("kubelet-stop-short");
+    assert!(
+        record.timeline.entries.is_empty(),
+        "nothing observed, nothing done"
+    );
+}
+
+/// `kill -9` in the middle of a kubelet-stop: the self-restore armed on the node brings
+/// the kubelet back by itself; `faultline restore` then has nothing left but the journal
+/// entry of a fault the node already undid, which it settles.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn kill_9_during_a_kubelet_stop_the_node_restores_itself() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let mut child = s.spawn(
+        "fixtures/experiments/lab/kubelet-stop-short.yaml",
+        &["--restore-margin", "10s"],
+    );
+    assert!(
+        wait_for_line(&mut child, "stop kubelet", Duration::from_secs(120)),
+        "the fault step was issued"
+    );
+    // Let the stop land, then kill faultline without any chance to clean up.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let victim = stopped_node().await;
+    assert_eq!(
+        kubelet_status(&victim).await,
+        "stopped",
+        "fault in place after the kill"
+    );
+    // Planned length of this experiment is ~(grace+20s) + horizon + grace; + 10s margin.
+    let took = wait_ready(&client, &victim, Duration::from_secs(240)).await;
+    println!("node {victim} Ready again {took:?} after the kill, with no help");
+    assert_eq!(kubelet_status(&victim).await, "running");
+    let out = s.faultline(&["restore"]).output().expect("restore");
+    echo(&out);
+    assert_eq!(out.status.code(), Some(0));
+    let again = s.faultline(&["restore"]).output().expect("restore");
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
+}
+
+/// `kill -9` during a power-off: the node cannot power itself on; `faultline restore`
+/// does it out of band, and the journal is empty afterwards.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn kill_9_during_a_power_off_restore_powers_the_node_on() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let mut child = s.spawn("fixtures/experiments/lab/power-off-short.yaml", &[]);
+    assert!(wait_for_line(
+        &mut child,
+        "power off",
+        Duration::from_secs(120)
+    ));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let off: Vec<String> = lab_nodes()
+        .into_iter()
+        .filter(|n| lab_script("power", &["status", n]) == "off")
+        .collect();
+    assert_eq!(off.len(), 1, "exactly the victim is off: {off:?}");
+    let out = s.faultline(&["restore"]).output().expect("restore");
+    echo(&out);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(lab_script("power", &["status", &off[0]]), "on");
+    let again = s.faultline(&["restore"]).output().expect("restore");
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
+    wait_ready(&client, &off[0], BACK).await;
+}
+
+/// SIGINT during a run: the fault is undone, a JUnit file is written with the undecided
+/// expectations as errors ("interrupted"), exit code 2.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn sigint_undoes_the_fault_and_reports_interrupted() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let mut child = s.spawn("fixtures/experiments/lab/kubelet-stop-short.yaml", &[]);
+    assert!(wait_for_line(
+        &mut child,
+        "stop kubelet",
+        Duration::from_secs(120)
+    ));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill -INT");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(2));
+    let cases = junit_cases(&s.junit("kubelet-stop-short"));
+    assert!(
+        cases
+            .iter()
+            .any(|(_, kind, m)| kind == "error" && m.contains("interrupted")),
+        "{cases:?}"
+    );
+    let record = s.record("kubelet-stop-short");
+    let victim = &record.targets["victim"][0];
+    assert_eq!(
+        kubelet_status(victim).await,
+        "running",
+        "undo ran on SIGINT"
+    );
+    wait_ready(&client, victim, BACK).await;
+}
+
+/// Losing the API server mid-run: the timeline shows the gap and the run completes.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn an_api_server_restart_shows_as_a_gap_and_the_run_completes() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let mut child = s.spawn(
+        "fixtures/experiments/lab/kubelet-stop-short.yaml",
+        &["--keep-going"],
+    );
+    assert!(wait_for_line(
+        &mut child,
+        "stop kubelet",
+        Duration::from_secs(120)
+    ));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let restarted = std::process::Command::new(repo().join("ci/lab/apiserver"))
+        .arg("restart")
+        .status()
+        .expect("restart the API server");
+    assert!(restarted.success());
+    let status = child.wait().expect("wait");
+    assert!(
+        matches!(status.code(), Some(0 | 1)),
+        "the run completed: {status:?}"
+    );
+    let record = s.record("kubelet-stop-short");
+    let gaps = record
+        .timeline
+        .entries
+        .iter()
+        .filter(|e| matches!(e.event, faultline::timeline::Event::Gap { .. }))
+        .count();
+    assert!(gaps >= 2, "the gap is marked (began and ended): {gaps}");
+    let victim = &record.targets["victim"][0];
+    wait_ready(&client, victim, BACK).await;
+}
+
+/// The node whose kubelet is stopped (asked over SSH).
+async fn stopped_node() -> String {
+    for n in lab_nodes() {
+        if kubelet_status(&n).await == "stopped" {
+            return n;
+        }
+    }
+    panic!("no node has its kubelet stopped");
+}

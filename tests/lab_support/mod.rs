@@ -1,0 +1,234 @@
+//! Shared helpers for the end-to-end tests on the lab: run the real `faultline` binary
+//! against the lab's inventory, read what it wrote, and look at the cluster with a real
+//! client. The tests using these are `#[ignore]`d; `ci/test` runs them after `ci/lab/up`.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+
+/// The lab's output directory (`ci/lab/up` writes `target/lab`).
+pub fn lab_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("FAULTLINE_LAB_DIR")
+            .expect("FAULTLINE_LAB_DIR must point at the lab's output directory (target/lab)"),
+    )
+}
+
+/// The inventory the lab generated.
+pub fn inventory() -> PathBuf {
+    lab_dir().join("inventory.yaml")
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A scratch directory for one test's reports and journal.
+pub struct Scratch {
+    /// Kept alive for the test's duration.
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    /// A new scratch directory.
+    pub fn new() -> Self {
+        Scratch {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+    /// Where reports go.
+    pub fn reports(&self) -> PathBuf {
+        self.dir.path().join("reports")
+    }
+    /// The fault journal of this test.
+    pub fn journal(&self) -> PathBuf {
+        self.dir.path().join("journal.json")
+    }
+    /// A command running `faultline <args>` with this scratch's journal.
+    pub fn faultline(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_faultline"));
+        cmd.args(args)
+            .env("FAULTLINE_JOURNAL", self.journal())
+            .env("FAULTLINE_INVENTORY", inventory())
+            .current_dir(repo());
+        cmd
+    }
+    /// `faultline run --yes` of one experiment; waits for it and echoes its output.
+    pub fn run(&self, experiment: &str, extra: &[&str]) -> Output {
+        let reports = self.reports();
+        let mut args = vec![
+            "run",
+            experiment,
+            "--yes",
+            "--reports",
+            reports.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = self.faultline(&args).output().expect("run faultline");
+        echo(&out);
+        out
+    }
+    /// `faultline run --yes` started in the background (for signal tests).
+    pub fn spawn(&self, experiment: &str, extra: &[&str]) -> Child {
+        let reports = self.reports();
+        let mut args = vec![
+            "run",
+            experiment,
+            "--yes",
+            "--reports",
+            reports.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.faultline(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn faultline")
+    }
+    /// The JUnit file a run of `name` wrote.
+    pub fn junit(&self, name: &str) -> String {
+        std::fs::read_to_string(self.reports().join(format!("{name}.junit.xml")))
+            .expect("junit file written")
+    }
+    /// The run record a run of `name` wrote.
+    pub fn record(&self, name: &str) -> faultline::record::RunRecord {
+        faultline::record::RunRecord::load(&self.reports().join(format!("{name}.json")))
+            .expect("run record written")
+    }
+}
+
+/// Prints a finished command's output so a failing test shows what faultline said.
+pub fn echo(out: &Output) {
+    println!("{}", String::from_utf8_lossy(&out.stdout));
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// JUnit test cases as (name, kind) where kind is `passed`, `failure`, `error` or `skipped`.
+pub fn junit_cases(xml: &str) -> Vec<(String, String, String)> {
+    let doc = roxmltree::Document::parse(xml).expect("JUnit is well-formed XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|case| {
+            let name = case.attribute("name").unwrap_or_default().to_string();
+            let child = case.children().find(|c| {
+                c.has_tag_name("failure") || c.has_tag_name("error") || c.has_tag_name("skipped")
+            });
+            let (kind, message) = match child {
+                Some(c) => (
+                    c.tag_name().name().to_string(),
+                    c.attribute("message").unwrap_or_default().to_string(),
+                ),
+                None => ("passed".to_string(), String::new()),
+            };
+            (name, kind, message)
+        })
+        .collect()
+}
+
+/// A client for the lab.
+pub async fn client() -> kube::Client {
+    faultline::cluster::connect(Some(&lab_dir().join("kubeconfig")), None)
+        .await
+        .expect("connect to the lab")
+}
+
+/// The Ready condition of a node (`True`, `False`, `Unknown`, or `missing`).
+pub async fn node_ready(client: &kube::Client, name: &str) -> String {
+    let api: Api<Node> = Api::all(client.clone());
+    match api.get_opt(name).await {
+        Ok(Some(node)) => node
+            .status
+            .and_then(|s| s.conditions)
+            .and_then(|c| c.into_iter().find(|c| c.type_ == "Ready"))
+            .map(|c| c.status)
+            .unwrap_or_else(|| "missing".into()),
+        _ => "missing".into(),
+    }
+}
+
+/// Waits until the node is Ready; returns how long it took, or panics after `limit`.
+pub async fn wait_ready(client: &kube::Client, name: &str, limit: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        if node_ready(client, name).await == "True" {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < limit,
+            "node {name} not Ready within {limit:?} (is {})",
+            node_ready(client, name).await
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Waits until every lab node is Ready (tests leave the lab as they found it).
+pub async fn all_nodes_ready(client: &kube::Client, limit: Duration) {
+    let api: Api<Node> = Api::all(client.clone());
+    let nodes = api.list(&Default::default()).await.expect("list nodes");
+    for n in nodes.items.iter().filter_map(|n| n.metadata.name.clone()) {
+        wait_ready(client, &n, limit).await;
+    }
+}
+
+/// Runs a lab script (e.g. `ci/lab/power`) and returns its stdout.
+pub fn lab_script(script: &str, args: &[&str]) -> String {
+    let out = Command::new(repo().join("ci/lab").join(script))
+        .args(args)
+        .output()
+        .expect("run lab script");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Reads lines from a child's stdout until one contains `needle` (or the child ends).
+pub fn wait_for_line(child: &mut Child, needle: &str, limit: Duration) -> bool {
+    use std::io::{BufRead, BufReader};
+    let Some(stdout) = child.stdout.take() else {
+        return false;
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let needle = needle.to_string();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            println!("{line}");
+            if line.contains(&needle) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(limit).is_ok()
+}
+
+/// Whether a path exists relative to the repository.
+pub fn exists(rel: &str) -> bool {
+    Path::new(&repo()).join(rel).exists()
+}
+
+/// The lab's node names, from its inventory.
+pub fn lab_nodes() -> Vec<String> {
+    let inv = faultline::inventory::Inventory::load(inventory()).expect("lab inventory");
+    inv.nodes().iter().map(|n| n.name.clone()).collect()
+}
+
+/// What the node's own `kubelet status` says, asked over SSH exactly as faultline asks.
+pub async fn kubelet_status(node: &str) -> String {
+    let inv = faultline::inventory::Inventory::load(inventory()).expect("lab inventory");
+    let exec = faultline::execute::Executor::new(inv);
+    match exec
+        .perform(
+            node,
+            &faultline::execute::NodeOp::KubeletStatus,
+            Duration::from_secs(20),
+        )
+        .await
+    {
+        Ok(out) => out.output.trim().to_string(),
+        Err(e) => format!("unreachable: {e}"),
+    }
+}
