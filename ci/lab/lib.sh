@@ -97,7 +97,7 @@ pidfile_of() { printf '%s/%s.pid\n' "$LAB_PIDS" "$1"; }
 record_pid() {
   local st
   mkdir -p "$LAB_PIDS"
-  st="$(proc_starttime "$2")" || die "process $1 ($2) died at once; see $LAB_LOGS/$1.log"
+  st="$(proc_starttime "$2")" || { [[ "${START_PROC_SHORT:-0}" == 1 ]] && return 1; die "process $1 ($2) died at once; see $LAB_LOGS/$1.log"; }
   printf '%s %s\n' "$2" "$st" >"$(pidfile_of "$1")"
 }
 
@@ -114,6 +114,7 @@ live_pid() {
 }
 
 # start_proc NAME CMD...: detached (own session), output to logs/NAME.log, pid recorded.
+# START_PROC_SHORT=1: the process may legitimately be done already (no error then).
 start_proc() {
   local name="$1" pid
   shift
@@ -121,6 +122,10 @@ start_proc() {
   printf '\n=== %s starting: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$LAB_LOGS/$name.log"
   setsid "$@" </dev/null >>"$LAB_LOGS/$name.log" 2>&1 &
   pid=$!
+  if [[ "${START_PROC_SHORT:-0}" == 1 ]]; then
+    record_pid "$name" "$pid" 2>/dev/null || true
+    return 0
+  fi
   sleep 0.2
   record_pid "$name" "$pid"
 }
@@ -299,13 +304,13 @@ status:
 EOF
 }
 
-register_node() {
-  local node="$1" i
-  for ((i = 0; i < 15; i++)); do
-    if ip netns exec "$(lab_netns "$node")" "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" --request-timeout=5s \
+register_node() {   # bounded (~10 s) so `kubelet start` stays well inside a 60 s SSH command timeout
+  local node="$1" deadline=$((SECONDS + 10))
+  while ((SECONDS < deadline)); do
+    if ip netns exec "$(lab_netns "$node")" "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" --request-timeout=3s \
          get node "$node" >/dev/null 2>&1; then return 0; fi
     if node_manifest "$node" | ip netns exec "$(lab_netns "$node")" "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" \
-         --request-timeout=5s create -f - >/dev/null 2>>"$LAB_LOGS/$node.kubelet.log"; then
+         --request-timeout=3s create -f - >/dev/null 2>>"$LAB_LOGS/$node.kubelet.log"; then
       log "registered Node $node"
       return 0
     fi
@@ -320,8 +325,8 @@ start_kubelet() {
   node_info "$node"
   live_pid "$node.kubelet" >/dev/null && return 0
   register_node "$node"
-  local old_holder
-  old_holder="$(lease_holder "$node")"
+  local log_offset=0
+  [[ -f "$LAB_LOGS/$node.kubelet.log" ]] && log_offset="$(stat -c %s "$LAB_LOGS/$node.kubelet.log")"
   start_proc "$node.kubelet" ip netns exec "$(lab_netns "$node")" unshare --uts \
     sh -c 'hostname "$0" && exec "$@"' "$node" \
     env HTTP2_READ_IDLE_TIMEOUT_SECONDS="$TIMER_H2_READ_IDLE" HTTP2_PING_TIMEOUT_SECONDS="$TIMER_H2_PING" \
@@ -333,29 +338,37 @@ start_kubelet() {
     --server-address "$NODE_ADDR:10250" \
     --cidr "10.244.$NODE_IDX.0/24" \
     --node-lease-duration-seconds "$TIMER_LEASE_SECONDS"
-  kwok_resync "$node" "$old_holder"
+  # In the background, so `kubelet start` returns at once even when the API server is out of
+  # reach (e.g. started while partitioned); it keeps trying for 2 minutes.
+  stop_proc "$node.resync"
+  START_PROC_SHORT=1 start_proc "$node.resync" bash -c '. "$1" && lab_load_env && kwok_resync "$2" "$3"' \
+    resync "$LAB_LIB_DIR/lib.sh" "$node" "$log_offset"
 }
 
 lease_holder() {
-  ip netns exec "$(lab_netns "$1")" "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" --request-timeout=5s \
+  ip netns exec "$(lab_netns "$1")" "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" --request-timeout=3s \
     -n kube-node-lease get lease "$1" -o 'jsonpath={.spec.holderIdentity}' 2>/dev/null || true
 }
 
 # Work around a kwok v0.8.0 race: a restarted kwok (new random holder identity) takes the node
 # lease over, queues a sync of the node's pods, and skips them all if its lease cache does not
 # show it as holder yet; nothing re-queues them, so Terminating pods would never finish and
-# pods bound while it was down would stay Pending. Once the lease has changed hands, touch the
-# pods that need the kubelet (an annotation) so kwok sees them again. A real kubelet also
-# writes to its pods' status when it starts.
+# pods bound while it was down would stay Pending. Once the lease is held by this kwok (its
+# identity is in its log, after LOG_OFFSET), touch the pods that need the kubelet (an
+# annotation) so kwok sees them again. A real kubelet also writes to its pods when it starts.
 kwok_resync() {
-  local node="$1" old="$2" i h pods
+  local node="$1" offset="$2" id="" h="" pods deadline=$((SECONDS + 120))
   local k=(ip netns exec "$(lab_netns "$node")" "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" --request-timeout=5s)
-  for ((i = 0; i < 40; i++)); do
-    h="$(lease_holder "$node")"
-    [[ -n "$h" && "$h" != "$old" ]] && break
+  while ((SECONDS < deadline)); do
+    [[ -n "$id" ]] || id="$(tail -c "+$((offset + 1))" "$LAB_LOGS/$node.kubelet.log" 2>/dev/null |
+      grep -o "\"id\":\"${node}_[^\"]*\"" | head -1 | cut -d'"' -f4)" || true
+    if [[ -n "$id" ]]; then
+      h="$(lease_holder "$node")"
+      [[ "$h" == "$id" ]] && break
+    fi
     sleep 0.5
   done
-  [[ -n "$h" && "$h" != "$old" ]] || { log "WARNING: kwok on $node did not take its lease over; pods not re-synced"; return 0; }
+  [[ -n "$id" && "$h" == "$id" ]] || { log "WARNING: kwok on $node (id '${id:-?}') did not take its lease over; pods not re-synced"; return 0; }
   sleep 1
   pods="$("${k[@]}" get pods -A --field-selector "spec.nodeName=$node" --no-headers \
     -o 'custom-columns=NS:.metadata.namespace,N:.metadata.name,DEL:.metadata.deletionTimestamp,PHASE:.status.phase,READY:.status.conditions[?(@.type=="Ready")].status' 2>/dev/null |
@@ -366,7 +379,7 @@ kwok_resync() {
   [[ -z "$pods" ]] || log "kubelet $node: re-synced $(wc -w <<<"$pods") pod(s) kwok skipped at start"
 }
 
-stop_kubelet() { stop_proc "$1.kubelet"; }
+stop_kubelet() { stop_proc "$1.resync"; stop_proc "$1.kubelet"; }
 
 # Power on: link up, sshd, kubelet.
 node_power_on() {
@@ -382,6 +395,7 @@ node_power_on() {
 node_kill_all() {
   local node="$1" spare="${2:-}" ns p i
   ns="$(lab_netns "$node")"
+  stop_proc "$node.resync" KILL
   stop_proc "$node.kubelet" KILL   # power loss: nobody gets to shut down cleanly
   stop_proc "$node.sshd" KILL
   for i in 1 2 3; do
