@@ -895,3 +895,35 @@ fn never_until_a_step_only_looks_before_that_step() {
     let v = one(early, &prefix(&stop(), 60_000), false);
     assert_eq!(v.outcome, Outcome::Pending, "{}", v.message);
 }
+
+#[test]
+fn never_about_replacements_that_never_appeared_holds() {
+    // The DaemonSet's pod is never evicted in this timeline, so it has no replacement.
+    let none = |until: Until| {
+        expect(
+            "no agent replacement",
+            pods(
+                agent(),
+                None,
+                None,
+                PodGeneration::Replacements,
+                Quantifier::All,
+            ),
+            Check::Never {
+                state: pod_state(PodStateMatch::Running),
+                until,
+            },
+            STOP,
+        )
+    };
+    let v = one(none(Until::End), &stop(), true);
+    assert_eq!(v.outcome, Outcome::Passed, "{}", v.message);
+    assert!(v.message.contains("none appeared"), "{}", v.message);
+    // Before the hold's end step, and with the run still going, it is not decided yet.
+    let v = one(
+        none(Until::Step("start kubelet".into())),
+        &prefix(&stop(), 60_000),
+        false,
+    );
+    assert_eq!(v.outcome, Outcome::Pending, "{}", v.message);
+}

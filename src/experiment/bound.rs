@@ -449,4 +449,20 @@ mod tests {
                 .contains("plain duration")
         );
     }
+
+    #[test]
+    fn bounds_display_as_they_are_written() {
+        for text in [
+            "grace + toleration - 10s",
+            "2 * grace",
+            "toleration + 30s",
+            "1m30s",
+        ] {
+            let shown = parse_bound(text).map(|b| b.to_string());
+            assert_eq!(
+                shown.as_deref(),
+                Ok(if text == "1m30s" { "90s" } else { text })
+            );
+        }
+    }
 }

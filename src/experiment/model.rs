@@ -540,14 +540,19 @@ impl Bound {
     }
 }
 
+/// Writes the bound as it would be written in an experiment: `grace + toleration - 10s`.
 impl std::fmt::Display for Bound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for (i, term) in self.terms.iter().enumerate() {
-            if i > 0 {
-                f.write_str(" + ")?;
+            let factor = term.factor.abs();
+            match (i, term.factor < 0.0) {
+                (0, true) => f.write_str("-")?,
+                (0, false) => {}
+                (_, true) => f.write_str(" - ")?,
+                (_, false) => f.write_str(" + ")?,
             }
-            if term.factor != 1.0 {
-                write!(f, "{} * ", term.factor)?;
+            if factor != 1.0 {
+                write!(f, "{factor} * ")?;
             }
             match &term.symbol {
                 BoundSymbol::Fixed(d) => write!(f, "{}", crate::timeline::format_secs(*d))?,

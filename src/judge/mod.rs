@@ -192,10 +192,25 @@ fn judge_one(
             ),
             _ => "the subject has no members".to_string(),
         };
-        let replacements_may_come = matches!(
+        let replacements = matches!(
             &e.subject,
             Subject::Pods(p) if p.generation == PodGeneration::Replacements
-        ) && !complete;
+        );
+        if replacements && let Check::Never { until, .. } = &e.check {
+            // No replacement ever appeared: a `never` about replacements holds vacuously
+            // once its hold is over.
+            let hold_over = complete
+                || match until {
+                    Until::Step(step) => timeline.step_issued_ms(step).is_some(),
+                    Until::For(_) | Until::End => false,
+                };
+            return if hold_over {
+                verdict(e, Outcome::Passed, format!("{what}: none appeared"))
+            } else {
+                verdict(e, Outcome::Pending, format!("{what} yet"))
+            };
+        }
+        let replacements_may_come = replacements && !complete;
         return if replacements_may_come {
             verdict(e, Outcome::Pending, format!("{what} yet"))
         } else if quantifier == Quantifier::All || !matches!(e.subject, Subject::Pods(_)) {

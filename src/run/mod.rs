@@ -102,15 +102,18 @@ pub async fn run_experiment(
     } = run;
 
     let snapshot = timeline.snapshot();
+    // A run cut short is judged as the prefix it is: what was still open stays Pending
+    // (reported as interrupted) or, after an early stop, becomes an error naming why.
+    let complete = !cancel.is_cancelled() && stopped_early.is_none();
     let mut verdicts = judge::judge(
         exp,
         &prepared.targets,
         &prepared.cluster.timers,
         &prepared.cluster.capabilities,
         &snapshot,
-        !cancel.is_cancelled(),
+        complete,
     );
-    if let Some(reason) = &stopped_early {
+    if let Some(reason) = stopped_early.as_ref().filter(|_| !cancel.is_cancelled()) {
         for v in verdicts
             .iter_mut()
             .filter(|v| v.outcome == Outcome::Pending)
