@@ -26,13 +26,8 @@ pub async fn plan(paths: &[PathBuf], inventory: &Path) -> i32 {
         }
     };
     let settings = RunSettings {
-        inventory,
-        observe_mode: crate::observe::ObserveMode::Watch,
-        allowed_contexts: Vec::new(),
-        journal_path,
         ignore_journal: true,
-        keep_going: false,
-        restore_margin: crate::run::DEFAULT_RESTORE_MARGIN,
+        ..RunSettings::new(inventory, journal_path)
     };
     print_plans(&experiments, &settings).await
 }

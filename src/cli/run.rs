@@ -40,7 +40,6 @@ pub async fn run(args: RunArgs) -> i32 {
         }
     };
     let settings = RunSettings {
-        inventory,
         observe_mode: match args.observe {
             ObserveArg::Watch => ObserveMode::Watch,
             ObserveArg::Poll => ObserveMode::Poll {
@@ -48,10 +47,10 @@ pub async fn run(args: RunArgs) -> i32 {
             },
         },
         allowed_contexts: args.allow_contexts.clone(),
-        journal_path,
         ignore_journal: args.ignore_journal,
         keep_going: args.keep_going,
         restore_margin: args.restore_margin,
+        ..RunSettings::new(inventory, journal_path)
     };
 
     if args.dry_run {

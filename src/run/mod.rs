@@ -66,6 +66,22 @@ pub struct RunSettings {
     pub restore_margin: Duration,
 }
 
+impl RunSettings {
+    /// Settings with the defaults: watches, no extra allowed contexts, the journal
+    /// respected, stop at the first failed expectation, the default restore margin.
+    pub fn new(inventory: Inventory, journal_path: PathBuf) -> Self {
+        RunSettings {
+            inventory,
+            observe_mode: ObserveMode::Watch,
+            allowed_contexts: Vec::new(),
+            journal_path,
+            ignore_journal: false,
+            keep_going: false,
+            restore_margin: DEFAULT_RESTORE_MARGIN,
+        }
+    }
+}
+
 /// Runs one experiment and returns its record. Never panics on cluster trouble: what
 /// went wrong is in the record (outcome `Error`, or per-step errors).
 pub async fn run_experiment(
@@ -450,6 +466,14 @@ impl Run<'_> {
         if self.settings.keep_going {
             return None;
         }
+        self.judge_so_far()
+            .into_iter()
+            .find(|v| v.outcome == Outcome::Failed)
+            .map(|v| format!("`{}` failed: {}", v.name, v.message))
+    }
+
+    /// The verdicts over the timeline so far (a prefix: open ones are Pending).
+    fn judge_so_far(&self) -> Vec<Verdict> {
         let p = self.prepared;
         judge::judge(
             self.exp,
@@ -459,9 +483,6 @@ impl Run<'_> {
             &self.timeline.snapshot(),
             false,
         )
-        .into_iter()
-        .find(|v| v.outcome == Outcome::Failed)
-        .map(|v| format!("`{}` failed: {}", v.name, v.message))
     }
 
     /// Sleeps until `due`, re-judging every second; ends early on a signal, on an
@@ -487,17 +508,9 @@ impl Run<'_> {
     }
 
     fn all_decided(&self) -> bool {
-        let p = self.prepared;
-        judge::judge(
-            self.exp,
-            &p.targets,
-            &p.cluster.timers,
-            &p.cluster.capabilities,
-            &self.timeline.snapshot(),
-            false,
-        )
-        .iter()
-        .all(|v| v.outcome != Outcome::Pending)
+        self.judge_so_far()
+            .iter()
+            .all(|v| v.outcome != Outcome::Pending)
     }
 
     fn stop(&mut self, end: WaitEnd) {

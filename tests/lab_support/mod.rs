@@ -59,32 +59,28 @@ impl Scratch {
             .current_dir(repo());
         cmd
     }
+    /// The arguments of `faultline run --yes` for one experiment, reporting here.
+    fn run_args(&self, experiment: &str, extra: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = ["run", experiment, "--yes", "--reports"]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        args.push(self.reports().display().to_string());
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    }
     /// `faultline run --yes` of one experiment; waits for it and echoes its output.
     pub fn run(&self, experiment: &str, extra: &[&str]) -> Output {
-        let reports = self.reports();
-        let mut args = vec![
-            "run",
-            experiment,
-            "--yes",
-            "--reports",
-            reports.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
+        let args = self.run_args(experiment, extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = self.faultline(&args).output().expect("run faultline");
         echo(&out);
         out
     }
     /// `faultline run --yes` started in the background (for signal tests).
     pub fn spawn(&self, experiment: &str, extra: &[&str]) -> Child {
-        let reports = self.reports();
-        let mut args = vec![
-            "run",
-            experiment,
-            "--yes",
-            "--reports",
-            reports.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
+        let args = self.run_args(experiment, extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.faultline(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
