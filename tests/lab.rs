@@ -257,3 +257,112 @@ async fn stopped_node() -> String {
     }
     panic!("no node has its kubelet stopped");
 }
+
+/// Runs a shipped experiment on the lab and checks the outcome: exit 0, one JUnit case per
+/// expectation, no failure or error, skipped cases only for capabilities the lab lacks
+/// (with the reason), every node Ready afterwards and the journal empty.
+async fn shipped_experiment_holds(name: &str) -> faultline::record::RunRecord {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let out = s.run(&format!("experiments/{name}.yaml"), &[]);
+    let record = s.record(name);
+    let cases = junit_cases(&s.junit(name));
+    assert_eq!(
+        cases.len(),
+        record.experiment.expectations.len(),
+        "{cases:?}"
+    );
+    for (case, kind, message) in &cases {
+        match kind.as_str() {
+            "passed" => {}
+            "skipped" => assert!(
+                message.contains("containers"),
+                "{case}: skipped for {message}"
+            ),
+            _ => panic!("{case}: {kind}: {message}"),
+        }
+    }
+    assert_eq!(out.status.code(), Some(0));
+    all_nodes_ready(&client, BACK).await;
+    let journal = std::fs::read_to_string(s.journal()).unwrap_or_default();
+    assert!(!journal.contains("\"node\""), "journal cleared: {journal}");
+    record
+}
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_kubelet_stop_within_toleration() {
+    shipped_experiment_holds("kubelet-stop-within-toleration").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_reboot_drops_the_ssh_session_and_keeps_the_pods() {
+    let record = shipped_experiment_holds("reboot").await;
+    let dropped = record.timeline.entries.iter().any(|e| {
+        matches!(&e.event, faultline::timeline::Event::Step {
+            phase: faultline::timeline::StepPhase::Finished { output, .. }, ..
+        } if output.contains("dropped"))
+    });
+    assert!(
+        dropped,
+        "the reboot step's SSH session dropped, as expected"
+    );
+    let skipped: Vec<_> = record
+        .verdicts
+        .iter()
+        .filter(|v| v.outcome == faultline::judge::Outcome::Skipped)
+        .map(|v| v.name.clone())
+        .collect();
+    assert_eq!(
+        skipped,
+        ["containers restarted once in place"],
+        "only the restart count is beyond the lab"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_power_off_within_toleration() {
+    shipped_experiment_holds("power-off-within-toleration").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_power_off_past_toleration() {
+    shipped_experiment_holds("power-off-past-toleration").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_node_deleted() {
+    shipped_experiment_holds("node-deleted").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_short_toleration() {
+    shipped_experiment_holds("short-toleration").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_partition() {
+    shipped_experiment_holds("partition").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_platform_recovery_budget_reports_every_stage() {
+    let record = shipped_experiment_holds("platform-recovery-budget").await;
+    let f = &record.figures;
+    for (stage, value) in [
+        ("node NotReady", f.node_not_ready_ms),
+        ("first eviction", f.first_eviction_ms),
+        ("replacement Ready", f.replacement_ready_ms),
+        ("node Ready again", f.node_ready_again_ms),
+    ] {
+        assert!(value.is_some(), "{stage} measured: {f:?}");
+    }
+}

@@ -237,6 +237,36 @@ pub async fn wait_workloads_ready(
     }
 }
 
+/// Waits until every object is gone (deleted by [`delete_objects`] and finalized), so the
+/// next experiment can apply the same manifests without meeting a terminating namespace.
+/// Returns the objects still present when `timeout` ran out.
+pub async fn wait_objects_gone(
+    client: &Client,
+    objects: &[AppliedObject],
+    timeout: Duration,
+) -> Result<Vec<String>, ClusterError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let mut left = Vec::new();
+        for obj in objects {
+            match obj.api(client).get_opt(&obj.name).await {
+                Ok(Some(_)) => left.push(obj.to_string()),
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(ClusterError::Api {
+                        what: format!("reading {obj}"),
+                        source: Box::new(source),
+                    });
+                }
+            }
+        }
+        if left.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(left);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Deletes the objects in reverse order of application (so a Namespace goes last); objects
 /// already gone are fine. Returns the objects actually deleted.
 pub async fn delete_objects(

@@ -18,7 +18,9 @@ pub use actions::{
     cordon, delete_node, delete_pods, delete_pvc, drain, list_pods, taint, uncordon, untaint,
 };
 pub use error::ClusterError;
-pub use manifests::{AppliedObject, apply_manifests, delete_objects, wait_workloads_ready};
+pub use manifests::{
+    AppliedObject, apply_manifests, delete_objects, wait_objects_gone, wait_workloads_ready,
+};
 pub use targets::{ResolvedTargets, resolve_targets};
 
 /// Connects to the cluster named by a kubeconfig file and/or context, or (both `None`) the

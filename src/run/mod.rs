@@ -42,6 +42,8 @@ use shared_timeline::{LiveView, SharedTimeline};
 const JUDGE_EVERY: Duration = Duration::from_secs(1);
 /// Longest wait for the observer's initial lists before the first step.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(20);
+/// Longest wait for torn-down objects to be gone.
+const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default extra time a self-restore waits beyond the run's planned end, so it never
 /// fires during a healthy run.
 pub const DEFAULT_RESTORE_MARGIN: Duration = Duration::from_secs(120);
@@ -327,12 +329,7 @@ impl Run<'_> {
 
         self.safety_net(&actor, &mut ledger).await;
         if self.exp.teardown.delete_manifests {
-            match crate::cluster::delete_objects(&p.client, &applied).await {
-                Ok(deleted) => self
-                    .timeline
-                    .note(format!("teardown deleted {}", deleted.len())),
-                Err(e) => self.errors.push(format!("teardown: {e}")),
-            }
+            self.teardown(&applied).await;
         }
         observer.abort();
     }
@@ -349,6 +346,24 @@ impl Run<'_> {
         let applied = crate::cluster::apply_manifests(client, &setup.manifests).await?;
         crate::cluster::wait_workloads_ready(client, &applied, setup.wait_timeout).await?;
         Ok(applied)
+    }
+
+    /// Deletes what setup applied and waits for it to be gone, so the next experiment
+    /// starts from a fresh, evenly spread layout.
+    async fn teardown(&mut self, applied: &[crate::cluster::AppliedObject]) {
+        let client = &self.prepared.client;
+        let result = match crate::cluster::delete_objects(client, applied).await {
+            Ok(_) => crate::cluster::wait_objects_gone(client, applied, TEARDOWN_TIMEOUT).await,
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(left) if left.is_empty() => self.timeline.note("teardown: setup objects deleted"),
+            Ok(left) => self.errors.push(format!(
+                "teardown: still present after {TEARDOWN_TIMEOUT:?}: {}",
+                left.join(", ")
+            )),
+            Err(e) => self.errors.push(format!("teardown: {e}")),
+        }
     }
 
     /// Waits until the observer has reported every target node (its initial list).

@@ -91,10 +91,12 @@ pub fn effective_context(inventory: &Inventory) -> Option<String> {
 /// Runs every interlock and resolves the plan; touches nothing.
 pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepared, RunError> {
     let inv = &settings.inventory;
+    // Both lists must allow the context: the operator's (--allow-context) and the
+    // inventory's (allowedContexts); an empty list allows any.
     let context = effective_context(inv);
-    let mut allowed = settings.allowed_contexts.clone();
-    allowed.extend(inv.cluster().allowed_contexts.iter().cloned());
-    safety::check_context(context.as_deref().unwrap_or("(none)"), &allowed)?;
+    let in_use = context.as_deref().unwrap_or("(none)");
+    safety::check_context(in_use, &settings.allowed_contexts)?;
+    safety::check_context(in_use, &inv.cluster().allowed_contexts)?;
 
     let journal = Journal::open(&settings.journal_path)?;
     let left = journal.active(&inv.cluster().name);

@@ -138,3 +138,157 @@ pub fn check_context(context: &str, allowed: &[String]) -> Result<(), SafetyErro
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::model::*;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn step(name: &str, action: Action, target: &str) -> Step {
+        Step {
+            name: name.into(),
+            at: StepTime::Offset(Bound::fixed(Duration::ZERO)),
+            action,
+            target: Some(target.into()),
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    fn experiment(steps: Vec<Step>, safety: SafetySpec) -> Experiment {
+        Experiment {
+            name: "x".into(),
+            description: String::new(),
+            tags: Vec::new(),
+            source: PathBuf::from("x.yaml"),
+            namespace: "default".into(),
+            targets: Vec::new(),
+            setup: Setup::default(),
+            teardown: Teardown::default(),
+            steps,
+            expectations: Vec::new(),
+            observe: ObserveSpec {
+                after_last_step: None,
+                namespaces: Vec::new(),
+            },
+            safety,
+        }
+    }
+
+    fn targets(pairs: &[(&str, &[&str])]) -> ResolvedTargets {
+        pairs
+            .iter()
+            .map(|(t, nodes)| (t.to_string(), nodes.iter().map(|n| n.to_string()).collect()))
+            .collect()
+    }
+
+    fn cp(nodes: &[&str]) -> BTreeSet<String> {
+        nodes.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn two_nodes_down_at_once_needs_permission() {
+        let steps = vec![
+            step("a", Action::KubeletStop, "one"),
+            step("b", Action::PowerOff, "two"),
+        ];
+        let t = targets(&[("one", &["w1"]), ("two", &["w2"])]);
+        let err = check_blast_radius(
+            &experiment(steps.clone(), SafetySpec::default()),
+            &t,
+            &cp(&[]),
+        );
+        assert!(
+            matches!(
+                err,
+                Err(SafetyError::TooManyNodesDown {
+                    down: 2,
+                    limit: 1,
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+        let allowed = SafetySpec {
+            max_nodes_down: Some(2),
+            ..SafetySpec::default()
+        };
+        assert_eq!(
+            check_blast_radius(&experiment(steps, allowed), &t, &cp(&[])),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_node_brought_back_no_longer_counts() {
+        let steps = vec![
+            step("a", Action::KubeletStop, "one"),
+            step("a2", Action::KubeletStart, "one"),
+            step("b", Action::Partition, "two"),
+        ];
+        let t = targets(&[("one", &["w1"]), ("two", &["w2"])]);
+        assert_eq!(
+            check_blast_radius(&experiment(steps, SafetySpec::default()), &t, &cp(&[])),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn control_plane_needs_permission_and_never_loses_quorum_by_default() {
+        let steps = vec![step("a", Action::KubeletStop, "cp")];
+        let t = targets(&[("cp", &["c1"])]);
+        let three = cp(&["c1", "c2", "c3"]);
+        let err = check_blast_radius(
+            &experiment(steps.clone(), SafetySpec::default()),
+            &t,
+            &three,
+        );
+        assert!(
+            matches!(err, Err(SafetyError::ControlPlaneNotAllowed { .. })),
+            "{err:?}"
+        );
+        let allow = SafetySpec {
+            allow_control_plane: true,
+            ..SafetySpec::default()
+        };
+        assert_eq!(
+            check_blast_radius(&experiment(steps.clone(), allow.clone()), &t, &three),
+            Ok(())
+        );
+        // The only control-plane node: taking it down loses the majority.
+        let one = cp(&["c1"]);
+        let err = check_blast_radius(&experiment(steps.clone(), allow.clone()), &t, &one);
+        assert!(
+            matches!(
+                err,
+                Err(SafetyError::QuorumLoss {
+                    down: 1,
+                    total: 1,
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+        let quorum = SafetySpec {
+            allow_quorum_loss: true,
+            ..allow
+        };
+        assert_eq!(
+            check_blast_radius(&experiment(steps, quorum), &t, &one),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn contexts_off_a_non_empty_allow_list_are_refused() {
+        assert_eq!(check_context("lab", &[]), Ok(()));
+        assert_eq!(check_context("lab", &["lab".into()]), Ok(()));
+        let err = check_context("prod", &["lab".into(), "kind".into()]);
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("--allow-context prod")
+        );
+    }
+}
