@@ -13,6 +13,7 @@ pub mod experiment;
 pub mod inventory;
 pub mod judge;
 pub mod observe;
+pub mod probe;
 pub mod record;
 pub mod report;
 pub mod run;

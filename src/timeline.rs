@@ -86,6 +86,15 @@ pub enum Event {
         /// Why (the watch error).
         reason: String,
     },
+    /// A probe's result changed (the first result of each probe is always recorded).
+    Probe {
+        /// Probe name from the experiment.
+        name: String,
+        /// Whether the try succeeded.
+        up: bool,
+        /// Why: exit status, HTTP status or the error (sanitized, short).
+        detail: String,
+    },
     /// Free-form note from the runner (setup done, undo outcome, signals).
     Note {
         /// The note.

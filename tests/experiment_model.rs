@@ -348,6 +348,7 @@ fn complete_example_maps_onto_the_exact_model() {
             allow_control_plane: true,
             allow_quorum_loss: false,
         },
+        probes: Vec::new(),
     };
     assert_eq!(got, want);
 }

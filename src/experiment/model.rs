@@ -38,6 +38,48 @@ pub struct Experiment {
     pub observe: ObserveSpec,
     /// Blast-radius settings the experiment opts into explicitly.
     pub safety: SafetySpec,
+    /// Reachability checks run during the run and recorded as Up/Down on the timeline,
+    /// so "the service stayed reachable" is judged instead of checked by hand with curl.
+    #[serde(default)]
+    pub probes: Vec<ProbeSpec>,
+}
+
+/// A named reachability check that runs every `interval` while the run observes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSpec {
+    /// Name expectations use (`probe: <name>`).
+    pub name: String,
+    /// What is tried.
+    pub kind: ProbeKind,
+    /// Time between the starts of two tries.
+    pub interval: Duration,
+    /// Longest a try may take; a try that takes longer counts as Down.
+    pub timeout: Duration,
+}
+
+/// How a probe decides Up or Down.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ProbeKind {
+    /// A shell command; exit status 0 is Up.
+    Command {
+        /// Command text, run by `sh -c` (locally) or the node's shell.
+        command: String,
+        /// Target whose single node runs the command over its transport; `None` runs it
+        /// on the machine running faultline.
+        on: Option<String>,
+    },
+    /// An HTTP(S) GET; the expected status (any 2xx by default) is Up.
+    Http {
+        /// The URL fetched.
+        url: String,
+        /// The status that counts as Up; `None` = any 2xx.
+        expect_status: Option<u16>,
+        /// Skip TLS certificate verification (self-signed API servers in labs).
+        insecure: bool,
+        /// PEM file with the CA that signs the server's certificate.
+        ca_file: Option<PathBuf>,
+    },
 }
 
 /// A named set of nodes chosen by a selector.
@@ -284,6 +326,11 @@ pub enum Subject {
     Pods(PodSubject),
     /// A workload's replica counts.
     Workload(WorkloadRef),
+    /// A probe's Up/Down results.
+    Probe {
+        /// Probe name.
+        name: String,
+    },
 }
 
 /// A set of pods an expectation quantifies over.
@@ -358,6 +405,12 @@ pub enum Check {
         /// Whether replacement is expected.
         replaced: bool,
     },
+    /// Every continuous Down interval of a probe after `since` lasts at most this long (an
+    /// interval still open when observation ends counts up to the end): an outage budget.
+    DownFor {
+        /// Longest allowed outage.
+        at_most: Bound,
+    },
 }
 
 /// The time window of a `becomes` check, relative to the `since` step.
@@ -396,6 +449,18 @@ pub enum StateMatch {
     Pod(PodStateMatch),
     /// A workload state.
     Workload(WorkloadStateMatch),
+    /// A probe state.
+    Probe(ProbeStateMatch),
+}
+
+/// Probe states an expectation can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeStateMatch {
+    /// The last try succeeded.
+    Up,
+    /// The last try failed or timed out.
+    Down,
 }
 
 /// Node states an expectation can name.

@@ -30,6 +30,21 @@ pub struct RawExperiment {
     pub safety: Option<RawSafety>,
     pub steps: Option<S<Vec<S<RawStep>>>>,
     pub expect: Option<S<Vec<S<RawExpectation>>>>,
+    pub probes: Option<S<Ordered<S<RawProbe>>>>,
+}
+
+/// One entry of `probes:`; exactly one of `command` and `http`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawProbe {
+    pub command: Option<S<String>>,
+    pub on: Option<S<String>>,
+    pub http: Option<S<String>>,
+    pub expect_status: Option<S<i64>>,
+    pub insecure: Option<S<bool>>,
+    pub ca_file: Option<S<String>>,
+    pub interval: Option<S<String>>,
+    pub timeout: Option<S<String>>,
 }
 
 /// A mapping whose entries keep the order they were written in (targets may only exclude
@@ -177,12 +192,14 @@ pub struct RawExpectation {
     pub node: Option<S<String>>,
     pub pods: Option<S<RawPods>>,
     pub workload: Option<S<String>>,
+    pub probe: Option<S<String>>,
     pub becomes: Option<S<RawState>>,
     pub stays: Option<S<RawState>>,
     pub never: Option<S<RawState>>,
     pub eventually: Option<S<RawState>>,
     pub restarts: Option<S<String>>,
     pub replaced: Option<S<bool>>,
+    pub down_for: Option<S<String>>,
     pub within: Option<S<String>>,
     pub after: Option<S<String>>,
     pub between: Option<S<Vec<S<String>>>>,

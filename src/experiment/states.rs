@@ -4,7 +4,9 @@
 //! States are spelled as kubectl shows them; a wrong case or a state of another subject
 //! kind (a node that "becomes Terminating") is a mistake worth a precise message.
 
-use super::model::{NodeStateMatch, PodStateMatch, StateMatch, WorkloadStateMatch};
+use super::model::{
+    NodeStateMatch, PodStateMatch, ProbeStateMatch, StateMatch, WorkloadStateMatch,
+};
 use super::raw::RawState;
 use super::suggest::closest;
 
@@ -17,6 +19,8 @@ pub enum SubjectKind {
     Pods,
     /// A workload.
     Workload,
+    /// A probe.
+    Probe,
 }
 
 impl SubjectKind {
@@ -25,6 +29,7 @@ impl SubjectKind {
             SubjectKind::Node => "node",
             SubjectKind::Pods => "pod",
             SubjectKind::Workload => "workload",
+            SubjectKind::Probe => "probe",
         }
     }
 
@@ -47,6 +52,7 @@ impl SubjectKind {
                 "Gone",
             ],
             SubjectKind::Workload => &["Available", "Degraded", "Ready"],
+            SubjectKind::Probe => &["Up", "Down"],
         }
     }
 }
@@ -97,7 +103,12 @@ pub fn parse_state(raw: &RawState, kind: SubjectKind) -> Result<StateMatch, Stat
             if let Some(state) = lookup(name, kind) {
                 return Ok(state);
             }
-            for other in [SubjectKind::Node, SubjectKind::Pods, SubjectKind::Workload] {
+            for other in [
+                SubjectKind::Node,
+                SubjectKind::Pods,
+                SubjectKind::Workload,
+                SubjectKind::Probe,
+            ] {
                 if other != kind && other.names().contains(&name.as_str()) {
                     return Err(StateIssue {
                         message: format!(
@@ -165,6 +176,11 @@ fn lookup(name: &str, kind: SubjectKind) -> Option<StateMatch> {
             "Ready" => WorkloadStateMatch::Ready,
             _ => return None,
         }),
+        SubjectKind::Probe => StateMatch::Probe(match name {
+            "Up" => ProbeStateMatch::Up,
+            "Down" => ProbeStateMatch::Down,
+            _ => return None,
+        }),
     })
 }
 
@@ -178,7 +194,12 @@ mod tests {
 
     #[test]
     fn every_listed_name_parses_for_its_kind() {
-        for kind in [SubjectKind::Node, SubjectKind::Pods, SubjectKind::Workload] {
+        for kind in [
+            SubjectKind::Node,
+            SubjectKind::Pods,
+            SubjectKind::Workload,
+            SubjectKind::Probe,
+        ] {
             for n in kind.names() {
                 assert!(parse_state(&name(n), kind).is_ok(), "{n}");
             }

@@ -478,3 +478,80 @@ pub fn replaced(
         }
     }
 }
+
+/// `downFor`: every continuous Down stretch from `since` on lasts at most `limit` ms. A
+/// stretch that began before `since` is counted from `since`; one still open when
+/// observation ends is counted up to the end (and fails early once it is already too long).
+pub fn down_for(ctx: &Ctx, name: &str, down: &Truth, limit: i64) -> MemberEval {
+    use MemberOutcome::*;
+    let t0 = ctx.t0;
+    // Down stretches as (start, end, open), clipped to start no earlier than `since`.
+    let mut stretches: Vec<(i64, i64, bool)> = Vec::new();
+    let mut start: Option<i64> = None;
+    for p in &down.points {
+        match (p.holds, start) {
+            (true, None) => start = Some(p.at.max(t0)),
+            (false, Some(s)) => {
+                if p.at > t0 {
+                    stretches.push((s, p.at, false));
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        stretches.push((s, ctx.obs_end.max(s), true));
+    }
+    let longest = stretches.iter().max_by_key(|(s, e, _)| e - s).copied();
+    let describe = |(s, e, open): (i64, i64, bool)| {
+        let to = if open {
+            format!("{} (still Down when observation ended)", rel(e - t0))
+        } else {
+            rel(e - t0)
+        };
+        format!(
+            "{name} was Down from {} to {to} ({})",
+            rel(s - t0),
+            secs(e - s)
+        )
+    };
+    if let Some(too_long) = stretches.iter().find(|(s, e, _)| e - s > limit).copied() {
+        return MemberEval::new(
+            Fail,
+            Some(too_long.0 - t0),
+            format!("{}, longer than {}", describe(too_long), secs(limit)),
+        );
+    }
+    if !ctx.complete {
+        return MemberEval::new(
+            Pending,
+            None,
+            format!(
+                "{name} not Down longer than {} so far, at {}",
+                secs(limit),
+                rel(ctx.obs_end - t0)
+            ),
+        );
+    }
+    match longest {
+        None if down.points.is_empty() => MemberEval::new(
+            Undecidable,
+            None,
+            format!("{name} has no result on the timeline"),
+        ),
+        None => MemberEval::new(
+            Pass,
+            None,
+            format!(
+                "{name} was never Down (observed until {})",
+                rel(ctx.obs_end - t0)
+            ),
+        ),
+        Some(l) => MemberEval::new(
+            Pass,
+            Some(l.0 - t0),
+            format!("longest outage: {}, within {}", describe(l), secs(limit)),
+        ),
+    }
+}

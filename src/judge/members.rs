@@ -19,6 +19,8 @@ pub enum Series {
     Pod(History<PodState>),
     /// A workload.
     Workload(History<WorkloadState>),
+    /// A probe: `Some(true)` = Up.
+    Probe(History<bool>),
 }
 
 /// One thing an expectation quantifies over.
@@ -65,6 +67,11 @@ pub fn members(
             series: Series::Workload(workload_history(timeline, w)),
         }]),
         Subject::Pods(p) => pod_members(p, targets, timeline, t0),
+        Subject::Probe { name } => Ok(vec![Member {
+            name: name.clone(),
+            pod: None,
+            series: Series::Probe(probe_history(timeline, name)),
+        }]),
     }
 }
 
@@ -98,6 +105,18 @@ pub fn workload_history(timeline: &Timeline, w: &WorkloadRef) -> History<Workloa
             Event::Workload {
                 workload, after, ..
             } if workload == w => Some((e.offset_ms, *after)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The recorded results of one probe (only changes are on the timeline).
+pub fn probe_history(timeline: &Timeline, name: &str) -> History<bool> {
+    timeline
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Probe { name: n, up, .. } if n == name => Some((e.offset_ms, Some(*up))),
             _ => None,
         })
         .collect()

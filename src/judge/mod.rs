@@ -33,8 +33,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::model::{
-    Bound, Check, ClusterTimers, Expectation, Experiment, PodGeneration, Quantifier, Subject,
-    Until, Window,
+    Bound, Check, ClusterTimers, Expectation, Experiment, PodGeneration, ProbeStateMatch,
+    Quantifier, StateMatch, Subject, Until, Window,
 };
 use crate::timeline::Timeline;
 
@@ -42,7 +42,7 @@ pub use figures::{Figures, figures};
 
 /// State labels shared with reporters.
 pub mod labels {
-    pub use super::states::{node_label, pod_label, workload_label};
+    pub use super::states::{node_label, pod_label, probe_label, workload_label};
 }
 
 use checks::{Candidate, Ctx, HoldEnd, MemberEval, MemberOutcome};
@@ -168,7 +168,12 @@ fn judge_one(
         Subject::Pods(p) => p.quantifier,
         _ => Quantifier::All,
     };
-    let gaps = series::gaps(timeline);
+    // Probes are tried by faultline itself, not seen through a watch, so watch gaps do
+    // not make their results uncertain.
+    let gaps = match &e.subject {
+        Subject::Probe { .. } => Vec::new(),
+        _ => series::gaps(timeline),
+    };
     let ctx = Ctx {
         t0,
         obs_end: timeline.end_ms(),
@@ -299,6 +304,17 @@ fn evaluate(
             }
             Check::Restarts { changed } => checks::restarts(ctx, m, *changed),
             Check::Replaced { replaced } => checks::replaced(ctx, m, *replaced, &mut candidates),
+            Check::DownFor { at_most } => {
+                let down = StateMatch::Probe(ProbeStateMatch::Down);
+                let t = match truth(&m.series, &down) {
+                    Ok(t) => t,
+                    Err(err) => return MemberEval::error(err.to_string()),
+                };
+                match resolve(m, at_most) {
+                    Ok(limit) => checks::down_for(ctx, &m.name, &t, limit),
+                    Err(err) => MemberEval::error(err),
+                }
+            }
         })
         .collect()
 }
@@ -474,6 +490,9 @@ fn describe(check: &Check, timers: &ClusterTimers) -> String {
         Check::Restarts { changed: false } => "restart counts unchanged".into(),
         Check::Replaced { replaced: true } => "pods replaced by new ones".into(),
         Check::Replaced { replaced: false } => "pods kept (same UID)".into(),
+        Check::DownFor { at_most } => {
+            format!("Down for at most {} at a time", bound_text(at_most, timers))
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! State predicates and their names: turns a member's history into a [`Truth`] series for
 //! one `StateMatch`, and names states and windows the way messages print them.
 
-use crate::experiment::model::{NodeStateMatch, PodStateMatch, StateMatch, WorkloadStateMatch};
+use crate::experiment::model::{
+    NodeStateMatch, PodStateMatch, ProbeStateMatch, StateMatch, WorkloadStateMatch,
+};
 use crate::timeline::{ConditionStatus, NodeState, PodState, WorkloadState};
 
 use super::members::{History, Series};
@@ -25,12 +27,18 @@ pub fn truth(series: &Series, state: &StateMatch) -> Result<Truth, KindMismatch>
         (Series::Workload(h), StateMatch::Workload(m)) => {
             Ok(reduce(h, |s| workload_holds(*m, s), workload_label))
         }
+        (Series::Probe(h), StateMatch::Probe(m)) => Ok(reduce(
+            h,
+            |s| s.is_some_and(|up| *up == (*m == ProbeStateMatch::Up)),
+            probe_label,
+        )),
         (series, state) => Err(KindMismatch {
             state: state_name(state),
             kind: match series {
                 Series::Node(_) => "node",
                 Series::Pod(_) => "pod",
                 Series::Workload(_) => "workload",
+                Series::Probe(_) => "probe",
             },
         }),
     }
@@ -143,6 +151,15 @@ pub fn workload_label(s: Option<&WorkloadState>) -> String {
     }
 }
 
+/// A probe result as a label: `Up`, `Down`.
+pub fn probe_label(s: Option<&bool>) -> String {
+    match s {
+        Some(true) => "Up".to_string(),
+        Some(false) => "Down".to_string(),
+        None => "no result".to_string(),
+    }
+}
+
 /// The name of a state as an experiment writes it, e.g. `Terminating`, `Tainted(unreachable:NoExecute)`.
 pub fn state_name(state: &StateMatch) -> String {
     match state {
@@ -160,6 +177,7 @@ pub fn state_name(state: &StateMatch) -> String {
         },
         StateMatch::Pod(m) => format!("{m:?}"),
         StateMatch::Workload(m) => format!("{m:?}"),
+        StateMatch::Probe(m) => format!("{m:?}"),
     }
 }
 

@@ -1,5 +1,5 @@
 //! A single self-contained HTML page per run: header, verdict table, recovery figures and
-//! the timeline as a picture (one lane per node, pod and workload), readable offline and
+//! the timeline as a picture (one lane per node, pod, workload and probe), readable offline and
 //! attachable to a ticket as one file.
 
 use std::collections::BTreeMap;
@@ -76,6 +76,10 @@ fn workload_colour(s: &WorkloadState) -> &'static str {
     }
 }
 
+fn probe_colour((up, _): &(bool, String)) -> &'static str {
+    if *up { "#2e9e44" } else { "#d64541" }
+}
+
 /// Turns `(offset, Some(state))` changes into segments ending at the next change.
 fn segments<S>(
     changes: &[(i64, Option<S>)],
@@ -103,6 +107,7 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
     let mut pods: BTreeMap<(String, String, String), Changes<PodState>> = BTreeMap::new();
     let mut workloads: BTreeMap<String, Vec<(i64, Option<WorkloadState>)>> = BTreeMap::new();
     let mut pod_order: Vec<(String, String, String)> = Vec::new();
+    let mut probes: BTreeMap<String, Changes<(bool, String)>> = BTreeMap::new();
     for e in &record.timeline.entries {
         match &e.event {
             Event::Node { name, after, .. } => nodes
@@ -124,6 +129,10 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
                 .entry(workload.to_string())
                 .or_default()
                 .push((e.offset_ms, *after)),
+            Event::Probe { name, up, detail } => probes
+                .entry(name.clone())
+                .or_default()
+                .push((e.offset_ms, Some((*up, detail.clone())))),
             _ => {}
         }
     }
@@ -149,6 +158,14 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
             label: name.clone(),
             segments: segments(changes, end, workload_colour, |s| {
                 labels::workload_label(Some(s))
+            }),
+        });
+    }
+    for (name, changes) in &probes {
+        out.push(Lane {
+            label: format!("probe {name}"),
+            segments: segments(changes, end, probe_colour, |(up, detail)| {
+                format!("{} ({detail})", labels::probe_label(Some(up)))
             }),
         });
     }

@@ -194,6 +194,12 @@ pub fn entry_line(entry: &Entry) -> String {
             GapPhase::Began => format!("lost sight of {source}: {reason}"),
             GapPhase::Ended => format!("regained sight of {source} ({reason})"),
         },
+        Event::Probe { name, up, detail } => {
+            format!(
+                "probe {name} {} ({detail})",
+                if *up { "Up" } else { "Down" }
+            )
+        }
         Event::Note { message } => format!("note: {message}"),
     };
     clean(&format!("{at} {what}"))

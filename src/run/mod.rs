@@ -275,6 +275,7 @@ impl Run<'_> {
             }
         });
         self.wait_for_initial_state().await;
+        let probes = self.start_probes();
         self.timeline.note("observer synced; steps start");
         let steps_zero = Instant::now();
 
@@ -331,7 +332,31 @@ impl Run<'_> {
         if self.exp.teardown.delete_manifests {
             self.teardown(&applied).await;
         }
+        if let Some(probes) = probes {
+            probes.stop().await;
+        }
         observer.abort();
+    }
+
+    /// Starts the experiment's probes, recording their changes on the run's timeline; a
+    /// probe that cannot start is a run error, and the run goes on without probes.
+    fn start_probes(&mut self) -> Option<crate::probe::Probes> {
+        if self.exp.probes.is_empty() {
+            return None;
+        }
+        let sink = self.timeline.clone();
+        match crate::probe::Probes::start(
+            &self.exp.probes,
+            &self.prepared.targets,
+            std::sync::Arc::new(self.prepared.executor.clone()),
+            std::sync::Arc::new(move |event| sink.record(event)),
+        ) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                self.errors.push(format!("probes: {e}"));
+                None
+            }
+        }
     }
 
     /// Applies the setup manifests and waits for their workloads.

@@ -185,7 +185,7 @@ pub fn scope_of(exp: &Experiment) -> Scope {
         Subject::Workload(r) => {
             w.insert(r.clone());
         }
-        Subject::Node { .. } => {}
+        Subject::Node { .. } | Subject::Probe { .. } => {}
     };
     for e in &exp.expectations {
         add_subject(&e.subject, &mut workloads);

@@ -45,6 +45,7 @@ pub fn expectation_horizon(check: &Check, timers: &ClusterTimers) -> Duration {
             until: Until::For(b),
             ..
         } => r(b),
+        Check::DownFor { at_most } => r(at_most),
         _ => Duration::ZERO,
     }
 }

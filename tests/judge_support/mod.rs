@@ -177,6 +177,7 @@ pub fn experiment(expectations: Vec<Expectation>) -> Experiment {
             namespaces: vec![NS.into()],
         },
         safety: SafetySpec::default(),
+        probes: Vec::new(),
     }
 }
 

@@ -20,18 +20,20 @@ impl Validator<'_> {
         }
     }
 
-    /// Exactly one of node / pods / workload.
+    /// Exactly one of node / pods / workload / probe (probes only in expectations).
     pub(super) fn subject<T>(
         &mut self,
         owner: &S<T>,
         node: &Option<S<String>>,
         pods: &Option<S<RawPods>>,
         workload: &Option<S<String>>,
+        probe: &Option<S<String>>,
     ) -> Option<(Subject, SubjectKind)> {
         let mut given: Vec<Location> = [
             node.as_ref().map(at),
             pods.as_ref().map(at),
             workload.as_ref().map(at),
+            probe.as_ref().map(at),
         ]
         .into_iter()
         .flatten()
@@ -40,7 +42,7 @@ impl Validator<'_> {
         if given.len() > 1 {
             self.report(
                 pos(given[1]),
-                "exactly one subject is allowed: `node`, `pods` or `workload`",
+                "exactly one subject is allowed: `node`, `pods`, `workload` or `probe`",
                 None,
             );
             return None;
@@ -58,6 +60,14 @@ impl Validator<'_> {
         }
         if let Some(w) = workload {
             return Some((Subject::Workload(self.workload(w)?), SubjectKind::Workload));
+        }
+        if let Some(p) = probe {
+            return Some((
+                Subject::Probe {
+                    name: self.probe_ref(p),
+                },
+                SubjectKind::Probe,
+            ));
         }
         self.err(
             owner,
@@ -192,7 +202,7 @@ impl Validator<'_> {
                 None
             }
         };
-        let subject = self.subject(e, &x.node, &x.pods, &x.workload);
+        let subject = self.subject(e, &x.node, &x.pods, &x.workload, &x.probe);
         let kind = subject.as_ref().map(|(_, k)| *k);
         let check = self.check(e, kind);
         let since = match &x.since {
@@ -230,6 +240,7 @@ impl Validator<'_> {
             x.eventually.as_ref().map(|s| (at(s), "eventually")),
             x.restarts.as_ref().map(|s| (at(s), "restarts")),
             x.replaced.as_ref().map(|s| (at(s), "replaced")),
+            x.down_for.as_ref().map(|s| (at(s), "downFor")),
         ]
         .into_iter()
         .flatten()
@@ -275,7 +286,7 @@ impl Validator<'_> {
             return None;
         }
         if checks.is_empty() {
-            self.err(e, "no check: write one of `becomes`, `stays`, `never`, `eventually`, `restarts`, `replaced`", None);
+            self.err(e, "no check: write one of `becomes`, `stays`, `never`, `eventually`, `restarts`, `replaced`, `downFor`", None);
             return None;
         }
         if let Some(b) = &x.becomes {
@@ -342,6 +353,19 @@ impl Validator<'_> {
                 return None;
             }
             return Some(Check::Restarts { changed: changed? });
+        }
+        if let Some(d) = &x.down_for {
+            if kind.is_some() && kind != Some(SubjectKind::Probe) {
+                self.err(
+                    d,
+                    "`downFor` only applies to a `probe` subject",
+                    Some("for a node or pods, write `stays` or `never` with `for`"),
+                );
+                return None;
+            }
+            return self
+                .bound(d, false)
+                .map(|at_most| Check::DownFor { at_most });
         }
         if let Some(r) = &x.replaced {
             if kind.is_some() && !pods_ok {

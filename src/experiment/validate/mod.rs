@@ -3,7 +3,7 @@
 //! Validation collects every problem instead of stopping at the first, so an author fixes
 //! a file in one pass. Each problem points at the key or value that causes it.
 //!
-//! One submodule per part of the file: [`targets`], [`steps`], [`expectations`].
+//! One submodule per part of the file: [`targets`], [`probes`], [`steps`], [`expectations`].
 
 use std::path::Path;
 use std::time::Duration;
@@ -17,6 +17,7 @@ use super::raw::*;
 use super::suggest::closest;
 
 mod expectations;
+mod probes;
 mod steps;
 mod targets;
 
@@ -28,6 +29,8 @@ pub(crate) struct Validator<'a> {
     diags: Vec<Diagnostic>,
     targets: Vec<String>,
     steps: Vec<String>,
+    /// Names under `probes:`, for expectations that refer to them.
+    probe_names: Vec<String>,
     namespace: String,
     /// False when `targets` is missing: every reference would be "unknown", which is noise.
     check_target_refs: bool,
@@ -70,6 +73,7 @@ impl<'a> Validator<'a> {
             diags: Vec::new(),
             targets: Vec::new(),
             steps: Vec::new(),
+            probe_names: Vec::new(),
             namespace: "default".into(),
             check_target_refs: true,
         }
@@ -146,6 +150,7 @@ impl<'a> Validator<'a> {
             self.namespace = ns.value.clone();
         }
         let targets = self.targets(&raw);
+        let probes = self.probes(&raw, &targets);
         let setup = self.setup(&raw);
         let observe = self.observe(&raw);
         let safety = self.safety(&raw);
@@ -174,6 +179,7 @@ impl<'a> Validator<'a> {
             expectations,
             observe,
             safety,
+            probes,
         })
     }
 

@@ -460,7 +460,7 @@ impl Validator<'_> {
         }
         if let Some(w) = &s.when {
             let (subject, kind) =
-                self.subject(w, &w.value.node, &w.value.pods, &w.value.workload)?;
+                self.subject(w, &w.value.node, &w.value.pods, &w.value.workload, &None)?;
             let Some(is) = &w.value.is else {
                 self.err(w, "`when` needs `is: <state>`", None);
                 return None;

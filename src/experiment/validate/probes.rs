@@ -1,0 +1,212 @@
+//! `probes:` and the references to them: each probe is a command or an HTTP GET, with an
+//! interval and a timeout.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::{Validator, at, is_dns_label, pos};
+use crate::experiment::model::*;
+use crate::experiment::raw::*;
+use crate::experiment::suggest::closest;
+
+/// Time between two tries when `interval` is not written.
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(2);
+/// Longest a try may take when `timeout` is not written.
+const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Validator<'_> {
+    /// Validates `probes:` against the already validated targets (a command probe's `on`
+    /// must name a target of exactly one node).
+    pub(super) fn probes(&mut self, raw: &RawExperiment, targets: &[TargetSpec]) -> Vec<ProbeSpec> {
+        let Some(probes) = &raw.probes else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (name, probe) in &probes.value.0 {
+            if !is_dns_label(&name.value) {
+                self.err(
+                    name,
+                    format!("probe name `{}` may only use a-z, 0-9 and -", name.value),
+                    None,
+                );
+            }
+            self.probe_names.push(name.value.clone());
+            if let Some(spec) = self.probe(name, probe, targets) {
+                out.push(spec);
+            }
+        }
+        out
+    }
+
+    fn probe(
+        &mut self,
+        name: &S<String>,
+        probe: &S<RawProbe>,
+        targets: &[TargetSpec],
+    ) -> Option<ProbeSpec> {
+        let p = &probe.value;
+        let interval = p
+            .interval
+            .as_ref()
+            .map_or(Some(DEFAULT_INTERVAL), |i| self.plain(i));
+        let timeout = p
+            .timeout
+            .as_ref()
+            .map_or(Some(DEFAULT_PROBE_TIMEOUT), |t| self.plain(t));
+        let kind = match (&p.command, &p.http) {
+            (Some(_), Some(h)) => {
+                self.err(
+                    h,
+                    "a probe is either a `command` or an `http` check, not both",
+                    Some("split it into two probes"),
+                );
+                None
+            }
+            (None, None) => {
+                self.err(
+                    probe,
+                    format!("probe `{}` has neither `command` nor `http`", name.value),
+                    Some("write `command: \"true\"` with `on: <target>`, or `http: https://host/path`"),
+                );
+                None
+            }
+            (Some(c), None) => self.command_probe(c, p, targets),
+            (None, Some(h)) => self.http_probe(h, p),
+        };
+        Some(ProbeSpec {
+            name: name.value.clone(),
+            kind: kind?,
+            interval: interval?,
+            timeout: timeout?,
+        })
+    }
+
+    fn command_probe(
+        &mut self,
+        command: &S<String>,
+        p: &RawProbe,
+        targets: &[TargetSpec],
+    ) -> Option<ProbeKind> {
+        for (key, given) in [
+            ("expectStatus", p.expect_status.as_ref().map(at)),
+            ("insecure", p.insecure.as_ref().map(at)),
+            ("caFile", p.ca_file.as_ref().map(at)),
+        ] {
+            if let Some(loc) = given {
+                self.report(
+                    pos(loc),
+                    format!("`{key}` only goes with an `http` probe"),
+                    None,
+                );
+            }
+        }
+        if command.value.trim().is_empty() {
+            self.err(command, "the probe's `command` is empty", None);
+            return None;
+        }
+        let on = match &p.on {
+            None => None,
+            Some(o) => {
+                let name = self.target_ref(o);
+                if let Some(t) = targets.iter().find(|t| t.name == name) {
+                    let single = t.count == Some(1) || t.selector.names.len() == 1;
+                    if !single {
+                        self.err(
+                            o,
+                            format!("a probe runs on exactly one node, and target `{name}` may have more"),
+                            Some("give the target `count: 1` or a single name"),
+                        );
+                        return None;
+                    }
+                }
+                Some(name)
+            }
+        };
+        Some(ProbeKind::Command {
+            command: command.value.clone(),
+            on,
+        })
+    }
+
+    fn http_probe(&mut self, url: &S<String>, p: &RawProbe) -> Option<ProbeKind> {
+        if let Some(o) = &p.on {
+            self.err(
+                o,
+                "`on` only goes with a `command` probe",
+                Some("an HTTP probe runs from the machine running faultline"),
+            );
+        }
+        let scheme_ok = url.value.starts_with("http://") || url.value.starts_with("https://");
+        if !scheme_ok || url.value.parse::<hyper::Uri>().is_err() {
+            self.err(
+                url,
+                format!("`{}` is not an http:// or https:// URL", url.value),
+                Some("write e.g. https://10.0.0.1:6443/livez"),
+            );
+            return None;
+        }
+        let expect_status = match &p.expect_status {
+            None => Some(None),
+            Some(s) => match u16::try_from(s.value) {
+                Ok(code) if (100..=599).contains(&code) => Some(Some(code)),
+                _ => {
+                    self.err(
+                        s,
+                        format!("`expectStatus` {} is not an HTTP status", s.value),
+                        Some("write a status between 100 and 599, e.g. 200"),
+                    );
+                    None
+                }
+            },
+        };
+        let insecure = p.insecure.as_ref().is_some_and(|i| i.value);
+        if let (Some(i), Some(_)) = (&p.insecure, &p.ca_file)
+            && i.value
+        {
+            self.err(
+                i,
+                "`insecure: true` skips verification, so `caFile` would be ignored",
+                Some("keep one of them"),
+            );
+            return None;
+        }
+        let ca_file = p.ca_file.as_ref().map(|c| {
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            let path = dir.join(&c.value);
+            if !path.is_file() {
+                self.err(
+                    c,
+                    format!("CA file `{}` not found", c.value),
+                    Some("paths are relative to the experiment file's directory"),
+                );
+            }
+            path
+        });
+        Some(ProbeKind::Http {
+            url: url.value.clone(),
+            expect_status: expect_status?,
+            insecure,
+            ca_file,
+        })
+    }
+
+    /// A probe name used by an expectation; unknown names get a suggestion.
+    pub(super) fn probe_ref(&mut self, r: &S<String>) -> String {
+        if !self.probe_names.contains(&r.value) {
+            let known: Vec<&str> = self.probe_names.iter().map(String::as_str).collect();
+            let hint = match closest(&r.value, &known) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None if known.is_empty() => {
+                    "no probes are defined; add them under `probes:`".into()
+                }
+                None => format!("known probes: {}", known.join(", ")),
+            };
+            self.report(
+                pos(at(r)),
+                format!("unknown probe `{}`", r.value),
+                Some(hint),
+            );
+        }
+        r.value.clone()
+    }
+}

@@ -1,0 +1,168 @@
+//! HTTP probes: a GET whose status decides Up (the expected one, or any 2xx).
+//!
+//! Built on the HTTP/TLS stack kube already brings (hyper 1, hyper-util's pooled client,
+//! hyper-rustls with the ring provider), so probes add no second stack. TLS trusts the
+//! system roots by default, a given CA file instead, or nothing at all (`insecure`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::Empty;
+use hyper::body::Bytes;
+use hyper::{Request, Uri};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+
+use crate::timeline::format_secs;
+
+use super::TryResult;
+
+/// One HTTP probe: its URL, what counts as Up, and a client reused across tries.
+pub struct HttpProbe {
+    uri: Uri,
+    expect_status: Option<u16>,
+    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+}
+
+impl HttpProbe {
+    /// Prepares the client; `Err` says why TLS could not be set up.
+    pub fn new(
+        url: &str,
+        expect_status: Option<u16>,
+        insecure: bool,
+        ca_file: Option<&Path>,
+    ) -> Result<HttpProbe, String> {
+        let uri: Uri = url.parse().map_err(|e| format!("`{url}`: {e}"))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = hyper_rustls::HttpsConnectorBuilder::new();
+        let builder = if insecure || ca_file.is_some() {
+            let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| format!("TLS setup: {e}"))?;
+            let config = if insecure {
+                config
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(
+                        provider.signature_verification_algorithms,
+                    )))
+                    .with_no_client_auth()
+            } else {
+                config
+                    .with_root_certificates(ca_roots(ca_file.unwrap_or(Path::new("")))?)
+                    .with_no_client_auth()
+            };
+            builder.with_tls_config(config)
+        } else {
+            builder
+                .with_provider_and_native_roots(provider)
+                .map_err(|e| format!("no system TLS roots: {e}"))?
+        };
+        let connector = builder.https_or_http().enable_http1().build();
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Ok(HttpProbe {
+            uri,
+            expect_status,
+            client,
+        })
+    }
+
+    /// One GET under `timeout`.
+    pub async fn attempt(&self, timeout: Duration) -> TryResult {
+        let request = match Request::get(self.uri.clone())
+            .header(hyper::header::USER_AGENT, "faultline-probe")
+            .body(Empty::new())
+        {
+            Ok(r) => r,
+            Err(e) => return TryResult::new(false, format!("bad request: {e}")),
+        };
+        match tokio::time::timeout(timeout, self.client.request(request)).await {
+            Err(_) => TryResult::new(false, format!("timed out after {}", format_secs(timeout))),
+            Ok(Err(e)) => TryResult::new(false, error_chain(&e)),
+            Ok(Ok(response)) => {
+                let status = response.status();
+                let up = match self.expect_status {
+                    Some(code) => status.as_u16() == code,
+                    None => status.is_success(),
+                };
+                TryResult::new(up, format!("HTTP {}", status.as_u16()))
+            }
+        }
+    }
+}
+
+/// The error and its causes, `: `-joined (hyper's top-level message alone says little).
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// The certificates of a PEM file as the only trusted roots.
+fn ca_roots(path: &Path) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("CA file {}: {e}", path.display()))?;
+    for cert in certs {
+        let cert = cert.map_err(|e| format!("CA file {}: {e}", path.display()))?;
+        roots
+            .add(cert)
+            .map_err(|e| format!("CA file {}: {e}", path.display()))?;
+    }
+    if roots.is_empty() {
+        return Err(format!("CA file {} holds no certificate", path.display()));
+    }
+    Ok(roots)
+}
+
+/// `insecure: true`: any certificate is accepted, but handshake signatures are still
+/// checked, so the connection is at least with whoever holds the presented key.
+#[derive(Debug)]
+struct AcceptAnyCert(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for AcceptAnyCert {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}

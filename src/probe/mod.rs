@@ -1,0 +1,211 @@
+//! Probes: reachability checks tried every interval while a run observes, recorded on the
+//! timeline as Up/Down changes.
+//!
+//! One job: run the experiment's probes and hand their changes to a sink (the runner's
+//! timeline). Each probe is its own tokio task; only a change of result becomes an event
+//! (the first result always does), so a probe tried every second does not flood the
+//! timeline. How one try is made lives in [`command`] (local `sh -c` or a node's
+//! transport) and [`http`] (a GET over hyper with rustls).
+
+pub mod command;
+pub mod http;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::MissedTickBehavior;
+use tokio_util::sync::CancellationToken;
+
+use crate::execute::Executor;
+use crate::experiment::model::{ProbeKind, ProbeSpec};
+use crate::report::sanitize::clean;
+use crate::timeline::Event;
+
+/// Longest detail kept on the timeline: enough for an exit status or an error's gist.
+const MAX_DETAIL: usize = 160;
+
+/// Where probe events go: called once per change, from the probe's task.
+pub type ProbeSink = Arc<dyn Fn(Event) + Send + Sync>;
+
+/// The result of one try.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TryResult {
+    /// Whether the probe counts as Up.
+    pub up: bool,
+    /// Why, for the timeline: `exit 0`, `HTTP 503`, `timed out after 3s`.
+    pub detail: String,
+}
+
+impl TryResult {
+    /// A result with its detail sanitized and shortened for the timeline.
+    pub fn new(up: bool, detail: impl AsRef<str>) -> Self {
+        TryResult {
+            up,
+            detail: short(detail.as_ref()),
+        }
+    }
+}
+
+/// Why probes could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// A command probe's `on` names a target the run did not resolve to one node.
+    #[error(
+        "probe `{probe}`: target `{target}` resolved to {count} nodes; a probe runs on exactly one"
+    )]
+    NotOneNode {
+        /// Probe name.
+        probe: String,
+        /// Target name.
+        target: String,
+        /// How many nodes it resolved to.
+        count: usize,
+    },
+    /// The HTTP probe's client could not be built (TLS roots, CA file).
+    #[error("probe `{probe}`: {reason}")]
+    Http {
+        /// Probe name.
+        probe: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// How one probe makes a try.
+enum Prober {
+    /// `sh -c` on the machine running faultline.
+    Local(String),
+    /// A command on a node over its transport.
+    Remote {
+        executor: Arc<Executor>,
+        node: String,
+        command: String,
+    },
+    /// An HTTP(S) GET.
+    Http(http::HttpProbe),
+}
+
+impl Prober {
+    async fn attempt(&self, timeout: Duration) -> TryResult {
+        match self {
+            Prober::Local(cmd) => command::local(cmd, timeout).await,
+            Prober::Remote {
+                executor,
+                node,
+                command,
+            } => command::remote(executor, node, command, timeout).await,
+            Prober::Http(p) => p.attempt(timeout).await,
+        }
+    }
+}
+
+/// Running probes; [`Probes::stop`] ends them.
+pub struct Probes {
+    cancel: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Probes {
+    /// Starts one task per probe. `targets` are the run's resolved targets (a command
+    /// probe with `on` runs on its target's single node). Nothing is started when any
+    /// probe cannot be set up, so a run never goes on with half its probes.
+    pub fn start(
+        specs: &[ProbeSpec],
+        targets: &BTreeMap<String, Vec<String>>,
+        executor: Arc<Executor>,
+        sink: ProbeSink,
+    ) -> Result<Probes, ProbeError> {
+        let mut probers = Vec::new();
+        for spec in specs {
+            let prober = match &spec.kind {
+                ProbeKind::Command { command, on: None } => Prober::Local(command.clone()),
+                ProbeKind::Command {
+                    command,
+                    on: Some(target),
+                } => {
+                    let nodes = targets.get(target).map(Vec::as_slice).unwrap_or_default();
+                    let [node] = nodes else {
+                        return Err(ProbeError::NotOneNode {
+                            probe: spec.name.clone(),
+                            target: target.clone(),
+                            count: nodes.len(),
+                        });
+                    };
+                    Prober::Remote {
+                        executor: executor.clone(),
+                        node: node.clone(),
+                        command: command.clone(),
+                    }
+                }
+                ProbeKind::Http {
+                    url,
+                    expect_status,
+                    insecure,
+                    ca_file,
+                } => Prober::Http(
+                    http::HttpProbe::new(url, *expect_status, *insecure, ca_file.as_deref())
+                        .map_err(|reason| ProbeError::Http {
+                            probe: spec.name.clone(),
+                            reason,
+                        })?,
+                ),
+            };
+            probers.push((spec.clone(), prober));
+        }
+        let cancel = CancellationToken::new();
+        let tasks = probers
+            .into_iter()
+            .map(|(spec, prober)| tokio::spawn(run_one(spec, prober, sink.clone(), cancel.clone())))
+            .collect();
+        Ok(Probes { cancel, tasks })
+    }
+
+    /// Stops every probe and waits for the tasks to end; a try in flight is abandoned.
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// One probe's loop: try every interval, report changes, until cancelled.
+async fn run_one(spec: ProbeSpec, prober: Prober, sink: ProbeSink, cancel: CancellationToken) {
+    let mut ticker = tokio::time::interval(spec.interval);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut last: Option<bool> = None;
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        let result = tokio::select! {
+            _ = cancel.cancelled() => return,
+            r = prober.attempt(spec.timeout) => r,
+        };
+        if last != Some(result.up) {
+            last = Some(result.up);
+            sink(Event::Probe {
+                name: spec.name.clone(),
+                up: result.up,
+                detail: result.detail,
+            });
+        }
+    }
+}
+
+/// Sanitized, one line, at most [`MAX_DETAIL`] characters.
+fn short(text: &str) -> String {
+    let one_line = clean(text).split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= MAX_DETAIL {
+        return one_line;
+    }
+    let mut cut: String = one_line.chars().take(MAX_DETAIL - 1).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,130 @@
+//! Probes in the experiment format: both kinds with their defaults, probe subjects,
+//! probe states and `downFor`, parsed into the model.
+
+use std::path::Path;
+use std::time::Duration;
+
+use faultline::experiment::model::*;
+
+const FILE: &str = r#"
+name: probes
+description: Probes parse.
+targets:
+  victim: {role: worker, count: 1}
+steps:
+  - name: stop
+    at: 0s
+    do: power-off
+    target: victim
+probes:
+  victim-ssh:
+    command: "true"
+    on: victim
+    interval: 1s
+    timeout: 3s
+  api:
+    http: https://10.213.77.1:6443/livez
+    expectStatus: 200
+    insecure: true
+  local:
+    command: "exit 0"
+expect:
+  - name: ssh goes
+    probe: victim-ssh
+    becomes: Down
+    within: 10s
+  - name: api stays
+    probe: api
+    never: Down
+  - name: short outages
+    probe: local
+    downFor: 20s
+"#;
+
+#[test]
+fn probes_parse_with_their_defaults() {
+    let e = faultline::experiment::parse(FILE, Path::new("p.yaml")).expect("valid");
+    assert_eq!(
+        e.probes,
+        vec![
+            ProbeSpec {
+                name: "victim-ssh".into(),
+                kind: ProbeKind::Command {
+                    command: "true".into(),
+                    on: Some("victim".into()),
+                },
+                interval: Duration::from_secs(1),
+                timeout: Duration::from_secs(3),
+            },
+            ProbeSpec {
+                name: "api".into(),
+                kind: ProbeKind::Http {
+                    url: "https://10.213.77.1:6443/livez".into(),
+                    expect_status: Some(200),
+                    insecure: true,
+                    ca_file: None,
+                },
+                interval: Duration::from_secs(2),
+                timeout: Duration::from_secs(5),
+            },
+            ProbeSpec {
+                name: "local".into(),
+                kind: ProbeKind::Command {
+                    command: "exit 0".into(),
+                    on: None,
+                },
+                interval: Duration::from_secs(2),
+                timeout: Duration::from_secs(5),
+            },
+        ]
+    );
+    let x = &e.expectations;
+    assert_eq!(
+        x[0].subject,
+        Subject::Probe {
+            name: "victim-ssh".into()
+        }
+    );
+    assert_eq!(
+        x[0].check,
+        Check::Becomes {
+            state: StateMatch::Probe(ProbeStateMatch::Down),
+            window: Window::Within(Bound::fixed(Duration::from_secs(10))),
+        }
+    );
+    assert_eq!(
+        x[1].check,
+        Check::Never {
+            state: StateMatch::Probe(ProbeStateMatch::Down),
+            until: Until::End,
+        }
+    );
+    assert_eq!(
+        x[2].check,
+        Check::DownFor {
+            at_most: Bound::fixed(Duration::from_secs(20))
+        }
+    );
+}
+
+#[test]
+fn http_probe_keys_on_a_command_probe_and_bad_statuses_are_refused() {
+    let text = FILE.replace(
+        "    command: \"exit 0\"\n",
+        "    command: \"exit 0\"\n    expectStatus: 200\n",
+    );
+    let d = faultline::experiment::parse(&text, Path::new("p.yaml")).expect_err("invalid");
+    assert_eq!(
+        d.iter().map(|d| d.message.clone()).collect::<Vec<_>>(),
+        vec!["`expectStatus` only goes with an `http` probe"]
+    );
+    let text = FILE.replace("expectStatus: 200", "expectStatus: 2000");
+    let d = faultline::experiment::parse(&text, Path::new("p.yaml")).expect_err("invalid");
+    assert_eq!(d.0[0].message, "`expectStatus` 2000 is not an HTTP status");
+    let text = FILE.replace("https://10.213.77.1:6443/livez", "10.213.77.1:6443");
+    let d = faultline::experiment::parse(&text, Path::new("p.yaml")).expect_err("invalid");
+    assert_eq!(
+        d.0[0].message,
+        "`10.213.77.1:6443` is not an http:// or https:// URL"
+    );
+}
