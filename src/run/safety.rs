@@ -168,6 +168,7 @@ mod tests {
             teardown: Teardown::default(),
             steps,
             expectations: Vec::new(),
+            probes: Vec::new(),
             observe: ObserveSpec {
                 after_last_step: None,
                 namespaces: Vec::new(),

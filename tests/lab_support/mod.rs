@@ -164,6 +164,18 @@ pub async fn wait_ready(client: &kube::Client, name: &str, limit: Duration) -> D
     }
 }
 
+/// Waits until the node is no longer Ready (the fault has been noticed).
+pub async fn wait_not_ready(client: &kube::Client, name: &str, limit: Duration) {
+    let start = Instant::now();
+    while node_ready(client, name).await == "True" {
+        assert!(
+            start.elapsed() < limit,
+            "node {name} still Ready after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Waits until every lab node is Ready (tests leave the lab as they found it).
 pub async fn all_nodes_ready(client: &kube::Client, limit: Duration) {
     let api: Api<Node> = Api::all(client.clone());
