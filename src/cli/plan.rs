@@ -4,11 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use super::{EXIT_ERROR, EXIT_OK};
+use crate::cluster::ClusterError;
 use crate::execute::{NodeOp, PowerAction};
 use crate::experiment::model::{Action, Experiment, StepTime};
 use crate::run::RunSettings;
 use crate::run::faults::action_name;
-use crate::run::prepare::{Prepared, prepare};
+use crate::run::prepare::{Prepared, RunError, prepare, resolve};
 
 /// `faultline plan`: loads the files and the inventory, prints each plan.
 pub async fn plan(paths: &[PathBuf], inventory: &Path) -> i32 {
@@ -36,8 +37,24 @@ pub async fn plan(paths: &[PathBuf], inventory: &Path) -> i32 {
 pub async fn print_plans(experiments: &[Experiment], settings: &RunSettings) -> i32 {
     let mut code = EXIT_OK;
     for exp in experiments {
-        match prepare(exp, settings).await {
-            Ok(prepared) => print!("{}", render(exp, &prepared)),
+        let mut prepared = match prepare(exp, settings).await {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("{}: refused: {e}", exp.name);
+                code = EXIT_ERROR;
+                continue;
+            }
+        };
+        match resolve(exp, &mut prepared, &settings.inventory).await {
+            Ok(()) => print!("{}", render(exp, &prepared)),
+            // Targets chosen by the pods of a workload that setup has not applied yet can
+            // only be resolved by a run; the rest of the plan still stands.
+            Err(RunError::Cluster(e @ ClusterError::TargetUnsatisfied { .. }))
+                if !exp.setup.manifests.is_empty() =>
+            {
+                print!("{}", render(exp, &prepared));
+                println!("  note: targets are resolved after setup applies its manifests ({e})");
+            }
             Err(e) => {
                 eprintln!("{}: refused: {e}", exp.name);
                 code = EXIT_ERROR;

@@ -1,7 +1,8 @@
 //! The runner: ties the stages together for one experiment, owns signals, the fault
 //! ledger and undo, and produces the run record the reporters render.
 //!
-//! Order of a run: interlocks (context, journal, targets, blast radius) → setup →
+//! Order of a run: interlocks (context, journal) → setup → targets resolved and the
+//! blast radius checked →
 //! observer started → steps on their schedule (the judge watches the prefix timeline and
 //! stops the run early when an expectation has already failed) → observation until every
 //! expectation is decided or the horizon passes → undo of whatever is still broken →
@@ -35,7 +36,7 @@ use crate::timeline::{Event, StepPhase};
 
 use act::Actor;
 use ledger::Ledger;
-use prepare::{Prepared, RunError};
+use prepare::Prepared;
 use shared_timeline::{LiveView, SharedTimeline};
 
 /// How often the runner re-judges the timeline while it waits.
@@ -95,10 +96,20 @@ pub async fn run_experiment(
     let started_at = Utc::now();
     let run_id = format!("{}-{}", exp.name, started_at.format("%Y%m%dT%H%M%S%.3fZ"));
     let token_id = format!("fl{}", started_at.format("%Y%m%d%H%M%S%3f"));
-    let prepared = match prepare::prepare(exp, settings).await {
+    let mut prepared = match prepare::prepare(exp, settings).await {
         Ok(p) => p,
-        Err(e) => return not_run(exp, settings, run_id, started_at, e),
+        Err(e) => return not_run(exp, settings, run_id, started_at, e.to_string()),
     };
+    let applied = match setup(exp, &prepared.client).await {
+        Ok(applied) => applied,
+        Err(e) => return not_run(exp, settings, run_id, started_at, format!("setup: {e}")),
+    };
+    if let Err(e) = prepare::resolve(exp, &mut prepared, &settings.inventory).await {
+        if exp.teardown.delete_manifests {
+            let _ = teardown(&prepared.client, &applied).await;
+        }
+        return not_run(exp, settings, run_id, started_at, e.to_string());
+    }
     let timeline = SharedTimeline::start(live);
     let mut run = Run {
         exp,
@@ -111,7 +122,7 @@ pub async fn run_experiment(
         issued: BTreeMap::new(),
         finished: BTreeMap::new(),
     };
-    run.go(&token_id).await;
+    run.go(&token_id, &applied).await;
     let Run {
         errors,
         stopped_early,
@@ -167,9 +178,8 @@ fn not_run(
     settings: &RunSettings,
     run_id: String,
     started_at: chrono::DateTime<Utc>,
-    error: RunError,
+    message: String,
 ) -> RunRecord {
-    let message = error.to_string();
     let verdicts = exp
         .expectations
         .iter()
@@ -207,6 +217,42 @@ fn not_run(
     }
 }
 
+/// Applies the setup manifests and waits for their workloads.
+async fn setup(
+    exp: &Experiment,
+    client: &kube::Client,
+) -> Result<Vec<crate::cluster::AppliedObject>, crate::cluster::ClusterError> {
+    let setup = &exp.setup;
+    if setup.manifests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let applied = crate::cluster::apply_manifests(client, &setup.manifests).await?;
+    crate::cluster::wait_workloads_ready(client, &applied, setup.wait_timeout).await?;
+    Ok(applied)
+}
+
+/// Deletes what setup applied and waits for it to be gone, so the next experiment starts
+/// from a fresh, evenly spread layout.
+async fn teardown(
+    client: &kube::Client,
+    applied: &[crate::cluster::AppliedObject],
+) -> Result<(), String> {
+    crate::cluster::delete_objects(client, applied)
+        .await
+        .map_err(|e| e.to_string())?;
+    let left = crate::cluster::wait_objects_gone(client, applied, TEARDOWN_TIMEOUT)
+        .await
+        .map_err(|e| e.to_string())?;
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "still present after {TEARDOWN_TIMEOUT:?}: {}",
+            left.join(", ")
+        ))
+    }
+}
+
 /// State of a run in progress.
 struct Run<'a> {
     exp: &'a Experiment,
@@ -236,7 +282,7 @@ enum WaitEnd {
 }
 
 impl Run<'_> {
-    async fn go(&mut self, token_id: &str) {
+    async fn go(&mut self, token_id: &str, applied: &[crate::cluster::AppliedObject]) {
         let p = self.prepared;
         let actor = Actor {
             executor: &p.executor,
@@ -251,14 +297,6 @@ impl Run<'_> {
             }
         };
         let mut ledger = Ledger::new(journal, &p.cluster.name, token_id);
-
-        let applied = match self.setup().await {
-            Ok(applied) => applied,
-            Err(e) => {
-                self.errors.push(format!("setup: {e}"));
-                return;
-            }
-        };
 
         let clock = Clock::new(self.timeline.zero(), self.timeline.wall_zero());
         let stream = observe::observe(
@@ -330,7 +368,10 @@ impl Run<'_> {
 
         self.safety_net(&actor, &mut ledger).await;
         if self.exp.teardown.delete_manifests {
-            self.teardown(&applied).await;
+            match teardown(&p.client, applied).await {
+                Ok(()) => self.timeline.note("teardown: setup objects deleted"),
+                Err(e) => self.errors.push(format!("teardown: {e}")),
+            }
         }
         if let Some(probes) = probes {
             probes.stop().await;
@@ -356,38 +397,6 @@ impl Run<'_> {
                 self.errors.push(format!("probes: {e}"));
                 None
             }
-        }
-    }
-
-    /// Applies the setup manifests and waits for their workloads.
-    async fn setup(
-        &self,
-    ) -> Result<Vec<crate::cluster::AppliedObject>, crate::cluster::ClusterError> {
-        let setup = &self.exp.setup;
-        if setup.manifests.is_empty() {
-            return Ok(Vec::new());
-        }
-        let client = &self.prepared.client;
-        let applied = crate::cluster::apply_manifests(client, &setup.manifests).await?;
-        crate::cluster::wait_workloads_ready(client, &applied, setup.wait_timeout).await?;
-        Ok(applied)
-    }
-
-    /// Deletes what setup applied and waits for it to be gone, so the next experiment
-    /// starts from a fresh, evenly spread layout.
-    async fn teardown(&mut self, applied: &[crate::cluster::AppliedObject]) {
-        let client = &self.prepared.client;
-        let result = match crate::cluster::delete_objects(client, applied).await {
-            Ok(_) => crate::cluster::wait_objects_gone(client, applied, TEARDOWN_TIMEOUT).await,
-            Err(e) => Err(e),
-        };
-        match result {
-            Ok(left) if left.is_empty() => self.timeline.note("teardown: setup objects deleted"),
-            Ok(left) => self.errors.push(format!(
-                "teardown: still present after {TEARDOWN_TIMEOUT:?}: {}",
-                left.join(", ")
-            )),
-            Err(e) => self.errors.push(format!("teardown: {e}")),
         }
     }
 

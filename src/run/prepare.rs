@@ -1,6 +1,7 @@
-//! Everything checked and resolved before a run touches anything: the API connection, the
-//! kube context against the allow-list, the fault journal, the targets, the blast radius,
-//! and that every node a step acts on is in the inventory.
+//! Everything checked and resolved before a run injects anything. Before setup: the kube
+//! context against the allow-lists, the fault journal, the API connection. After setup
+//! (targets like `runningPodsOf` need the workloads running): the targets, the blast
+//! radius, and that every node a step acts on is in the inventory.
 
 use std::collections::BTreeSet;
 
@@ -68,7 +69,7 @@ pub struct Prepared {
     pub client: Client,
     /// Node operations.
     pub executor: Executor,
-    /// Target name → nodes.
+    /// Target name → nodes; empty until [`resolve`] ran (after setup).
     pub targets: ResolvedTargets,
     /// The cluster, as the record states it.
     pub cluster: ClusterInfo,
@@ -88,7 +89,8 @@ pub fn effective_context(inventory: &Inventory) -> Option<String> {
     kubeconfig.and_then(|k| k.current_context)
 }
 
-/// Runs every interlock and resolves the plan; touches nothing.
+/// Runs the interlocks that need no workloads (context allow-list, journal) and connects;
+/// touches nothing. Targets are resolved by [`resolve`] once setup has run.
 pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepared, RunError> {
     let inv = &settings.inventory;
     // Both lists must allow the context: the operator's (--allow-context) and the
@@ -114,10 +116,6 @@ pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepare
     }
 
     let client = cluster::connect(inv.kubeconfig(), inv.context()).await?;
-    let targets = cluster::resolve_targets(&client, &exp.targets).await?;
-    let control_plane = control_plane_nodes(&client).await?;
-    safety::check_blast_radius(exp, &targets, &control_plane)?;
-    check_inventory_covers(exp, &targets, inv)?;
     let server_version = cluster::cluster_version(&client).await.ok();
     Ok(Prepared {
         executor: Executor::new(inv.clone()),
@@ -129,9 +127,25 @@ pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepare
             capabilities: inv.cluster().capabilities(),
         },
         scope: scope_of(exp),
-        targets,
+        targets: ResolvedTargets::new(),
         client,
     })
+}
+
+/// Resolves the targets (after setup, since `runningPodsOf` needs the workloads running)
+/// and runs the interlocks that depend on them: the blast radius, and that every node a
+/// step acts on is in the inventory. Still no fault has been injected.
+pub async fn resolve(
+    exp: &Experiment,
+    prepared: &mut Prepared,
+    inv: &Inventory,
+) -> Result<(), RunError> {
+    let targets = cluster::resolve_targets(&prepared.client, &exp.targets).await?;
+    let control_plane = control_plane_nodes(&prepared.client).await?;
+    safety::check_blast_radius(exp, &targets, &control_plane)?;
+    check_inventory_covers(exp, &targets, inv)?;
+    prepared.targets = targets;
+    Ok(())
 }
 
 /// Names of every control-plane node in the cluster.
