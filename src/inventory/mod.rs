@@ -16,7 +16,6 @@ use thiserror::Error;
 
 use crate::experiment::model::ClusterTimers;
 
-pub use duration::parse_duration;
 pub use profile::ProfileName;
 pub use raw::TransportKind;
 use raw::{RawCommands, RawInventory, RawNode, RawPower, RawProfile, RawSsh};

@@ -123,7 +123,7 @@ fn bad_duration_is_reported_in_place() {
     let err = parse("cluster: {name: c}\ntimers:\n  nodeMonitorPeriod: 5\n").expect_err("unitless");
     let text = err.to_string();
     assert!(text.starts_with("inv.yaml:3:"), "{text}");
-    assert!(text.contains("needs a unit"), "{text}");
+    assert!(text.contains("has no unit"), "{text}");
 }
 
 #[test]
