@@ -42,11 +42,15 @@ pub enum MemberError {
     UnknownTarget(String),
 }
 
+/// Every pod's history, computed once per judgement and shared by all expectations.
+pub type PodHistories = BTreeMap<PodId, History<PodState>>;
+
 /// Resolves the subject's members with `t0` as the `since` moment.
 pub fn members(
     subject: &Subject,
     targets: &BTreeMap<String, Vec<String>>,
     timeline: &Timeline,
+    pods: &PodHistories,
     t0: i64,
 ) -> Result<Vec<Member>, MemberError> {
     match subject {
@@ -66,7 +70,7 @@ pub fn members(
             pod: None,
             series: Series::Workload(workload_history(timeline, w)),
         }]),
-        Subject::Pods(p) => pod_members(p, targets, timeline, t0),
+        Subject::Pods(p) => pod_members(p, targets, pods, t0),
         Subject::Probe { name } => Ok(vec![Member {
             name: name.clone(),
             pod: None,
@@ -123,7 +127,7 @@ pub fn probe_history(timeline: &Timeline, name: &str) -> History<bool> {
 }
 
 /// Every pod's history, keyed by identity, in timeline order.
-pub fn pod_histories(timeline: &Timeline) -> BTreeMap<PodId, History<PodState>> {
+pub fn pod_histories(timeline: &Timeline) -> PodHistories {
     let mut all: BTreeMap<PodId, History<PodState>> = BTreeMap::new();
     for e in &timeline.entries {
         if let Event::Pod { pod, after, .. } = &e.event {
@@ -165,7 +169,7 @@ pub fn first_node(history: &History<PodState>) -> Option<&str> {
 fn pod_members(
     p: &PodSubject,
     targets: &BTreeMap<String, Vec<String>>,
-    timeline: &Timeline,
+    pods: &PodHistories,
     t0: i64,
 ) -> Result<Vec<Member>, MemberError> {
     let on =
@@ -183,23 +187,23 @@ fn pod_members(
         on_ok && not_on_ok
     };
     let mut out = Vec::new();
-    for (id, history) in pod_histories(timeline) {
+    for (id, history) in pods {
         let chosen = match p.generation {
-            PodGeneration::Existing => state_at(&history, t0).is_some_and(|s| {
+            PodGeneration::Existing => state_at(history, t0).is_some_and(|s| {
                 s.owner.as_ref() == Some(&p.workload) && placed(s.node.as_deref())
             }),
             PodGeneration::Replacements => {
                 let first_seen = history.first().map(|(at, _)| *at).unwrap_or(i64::MIN);
                 first_seen > t0
-                    && last_known(&history).is_some_and(|s| s.owner.as_ref() == Some(&p.workload))
-                    && placed(first_node(&history))
+                    && last_known(history).is_some_and(|s| s.owner.as_ref() == Some(&p.workload))
+                    && placed(first_node(history))
             }
         };
         if chosen {
             out.push(Member {
                 name: id.name.clone(),
-                pod: Some(id),
-                series: Series::Pod(history),
+                pod: Some(id.clone()),
+                series: Series::Pod(history.clone()),
             });
         }
     }

@@ -46,7 +46,7 @@ pub mod labels {
 }
 
 use checks::{Candidate, Ctx, HoldEnd, MemberEval, MemberOutcome};
-use members::{Member, member_toleration, pod_histories, state_at};
+use members::{Member, PodHistories, member_toleration, pod_histories, state_at};
 use states::{rel, secs, state_name, truth};
 
 /// What became of one expectation.
@@ -106,9 +106,10 @@ pub fn judge(
     timeline: &Timeline,
     complete: bool,
 ) -> Vec<Verdict> {
+    let pods = pod_histories(timeline);
     exp.expectations
         .iter()
-        .map(|e| judge_one(e, targets, timers, capabilities, timeline, complete))
+        .map(|e| judge_one(e, targets, timers, capabilities, timeline, &pods, complete))
         .collect()
 }
 
@@ -137,6 +138,7 @@ fn judge_one(
     timers: &ClusterTimers,
     capabilities: &[String],
     timeline: &Timeline,
+    pods: &PodHistories,
     complete: bool,
 ) -> Verdict {
     if let Some(missing) = e.requires.iter().find(|r| !capabilities.contains(r)) {
@@ -160,7 +162,7 @@ fn judge_one(
             )
         };
     };
-    let members = match members::members(&e.subject, targets, timeline, t0) {
+    let members = match members::members(&e.subject, targets, timeline, pods, t0) {
         Ok(m) => m,
         Err(err) => return verdict(e, Outcome::Error, err.to_string()),
     };
@@ -230,7 +232,7 @@ fn judge_one(
             v
         };
     }
-    let evals = evaluate(e, &members, timers, timeline, &ctx);
+    let evals = evaluate(e, &members, timers, timeline, pods, &ctx);
     let may_grow = !complete
         && matches!(&e.subject, Subject::Pods(p) if p.generation == PodGeneration::Replacements);
     aggregate(e, quantifier, &expected, &members, &evals, may_grow)
@@ -241,6 +243,7 @@ fn evaluate(
     members: &[Member],
     timers: &ClusterTimers,
     timeline: &Timeline,
+    pods: &PodHistories,
     ctx: &Ctx,
 ) -> Vec<MemberEval> {
     let resolve = |m: &Member, b: &Bound| -> Result<i64, String> {
@@ -255,7 +258,7 @@ fn evaluate(
     };
     let mut candidates = match (&e.check, &e.subject) {
         (Check::Replaced { .. }, Subject::Pods(p)) => {
-            replacement_candidates(timeline, ctx, &p.workload)
+            replacement_candidates(pods, ctx, &p.workload)
         }
         _ => Vec::new(),
     };
@@ -321,17 +324,17 @@ fn evaluate(
 
 /// New pods of the workload (first seen after `since`) that exist when observation ends.
 fn replacement_candidates(
-    timeline: &Timeline,
+    pods: &PodHistories,
     ctx: &Ctx,
     workload: &crate::experiment::model::WorkloadRef,
 ) -> Vec<Candidate> {
-    let mut out: Vec<Candidate> = pod_histories(timeline)
-        .into_iter()
+    let mut out: Vec<Candidate> = pods
+        .iter()
         .filter_map(|(id, h)| {
             let first_seen = h.first()?.0;
-            let alive = state_at(&h, ctx.obs_end)?;
+            let alive = state_at(h, ctx.obs_end)?;
             (first_seen > ctx.t0 && alive.owner.as_ref() == Some(workload)).then_some(Candidate {
-                name: id.name,
+                name: id.name.clone(),
                 first_seen,
             })
         })
