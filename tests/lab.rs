@@ -367,3 +367,37 @@ async fn shipped_platform_recovery_budget_reports_every_stage() {
         assert!(value.is_some(), "{stage} measured: {f:?}");
     }
 }
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_local_persistent_volume_needs_the_claim_deleted_to_move() {
+    shipped_experiment_holds("local-persistent-volume").await;
+}
+
+/// Needs a control-plane-labelled node (`LAB_CONTROL_PLANE_NODES=1`, as ci/test starts the lab).
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_control_plane_node_down() {
+    shipped_experiment_holds("control-plane-node-down").await;
+}
+
+/// The polling observer (`--observe poll`) sees the same story as watches, at poll resolution.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn polling_observer_judges_the_same_story() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let out = s.run(
+        "fixtures/experiments/lab/kubelet-stop-short.yaml",
+        &["--observe", "poll", "--interval", "1s"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let cases = junit_cases(&s.junit("kubelet-stop-short"));
+    assert!(
+        cases.iter().all(|(_, kind, _)| kind == "passed"),
+        "{cases:?}"
+    );
+    let record = s.record("kubelet-stop-short");
+    wait_ready(&client, &record.targets["victim"][0], BACK).await;
+}
