@@ -621,12 +621,7 @@ impl Executor {
                 )
             }
         };
-        let plan = Self::plan(&access, text)?;
-        let shown = plan.show();
-        let out = self
-            .carry(node, plan, access.ssh.command_timeout, false)
-            .await?;
-        let out = Self::require_success(node, &shown, out)?;
+        let out = self.run_required(&access, node, text).await?;
         let pid = out
             .output
             .lines()
@@ -678,13 +673,24 @@ impl Executor {
                 )
             }
         };
-        let plan = Self::plan(&access, text)?;
+        let out = self.run_required(&access, node, text).await?;
+        Ok(access.disarm_restore.is_some() || out.output.contains("disarmed"))
+    }
+
+    /// Runs a rendered command on the node under its command timeout; a non-zero exit is
+    /// an error (used for the self-restore bookkeeping, which must not half-succeed).
+    async fn run_required(
+        &self,
+        access: &NodeAccess,
+        node: &str,
+        text: String,
+    ) -> Result<OpOutcome, ExecError> {
+        let plan = Self::plan(access, text)?;
         let shown = plan.show();
         let out = self
             .carry(node, plan, access.ssh.command_timeout, false)
             .await?;
-        let out = Self::require_success(node, &shown, out)?;
-        Ok(access.disarm_restore.is_some() || out.output.contains("disarmed"))
+        Self::require_success(node, &shown, out)
     }
 }
 

@@ -29,19 +29,15 @@ impl Validator<'_> {
         workload: &Option<S<String>>,
         probe: &Option<S<String>>,
     ) -> Option<(Subject, SubjectKind)> {
-        let mut given: Vec<Location> = [
+        let given = [
             node.as_ref().map(at),
             pods.as_ref().map(at),
             workload.as_ref().map(at),
             probe.as_ref().map(at),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        given.sort_by_key(|l| (l.line(), l.column()));
-        if given.len() > 1 {
+        ];
+        if let Some(second) = second_of(given) {
             self.report(
-                pos(given[1]),
+                pos(second),
                 "exactly one subject is allowed: `node`, `pods`, `workload` or `probe`",
                 None,
             );
@@ -405,18 +401,14 @@ impl Validator<'_> {
         pods_ok: bool,
     ) -> Option<Window> {
         let x = &e.value;
-        let mut given: Vec<Location> = [
+        let given = [
             x.within.as_ref().map(at),
             x.after.as_ref().map(at),
             x.between.as_ref().map(at),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        given.sort_by_key(|l| (l.line(), l.column()));
-        if given.len() > 1 {
+        ];
+        if let Some(second) = second_of(given) {
             self.report(
-                pos(given[1]),
+                pos(second),
                 "`becomes` takes exactly one of `within`, `after`, `between`",
                 None,
             );
@@ -504,4 +496,12 @@ enum HoldEnd {
     Missing,
     /// One was written but is wrong (already reported).
     Invalid,
+}
+
+/// Of keys that exclude each other, the one written second (in file order), if two or
+/// more were written: where the diagnostic points.
+fn second_of<const N: usize>(given: [Option<Location>; N]) -> Option<Location> {
+    let mut written: Vec<Location> = given.into_iter().flatten().collect();
+    written.sort_by_key(|l| (l.line(), l.column()));
+    written.get(1).copied()
 }
