@@ -238,6 +238,21 @@ impl Timeline {
         })
     }
 
+    /// The timeline as it stood at `offset_ms`: entries up to and including that offset.
+    /// Verdicts are judged on the observation window only, never on what undo and
+    /// teardown do afterwards (teardown deletes pods, which is no eviction).
+    pub fn until(&self, offset_ms: i64) -> Timeline {
+        Timeline {
+            zero: self.zero,
+            entries: self
+                .entries
+                .iter()
+                .take_while(|e| e.offset_ms <= offset_ms)
+                .cloned()
+                .collect(),
+        }
+    }
+
     /// Offset of the last entry (how far observation reached).
     pub fn end_ms(&self) -> i64 {
         self.entries.last().map(|e| e.offset_ms).unwrap_or(0)
@@ -275,4 +290,28 @@ pub fn format_secs(d: Duration) -> String {
 pub fn format_offset_ms(ms: i64) -> String {
     let sign = if ms < 0 { "-" } else { "+" };
     format!("{sign}{:.1}s", (ms.unsigned_abs() as f64) / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn until_keeps_entries_up_to_and_including_the_offset() {
+        let mut t = Timeline::new(Utc::now());
+        for ms in [0, 10, 20, 20, 30] {
+            t.entries.push(Entry {
+                offset_ms: ms,
+                wall: Utc::now(),
+                event: Event::Note {
+                    message: ms.to_string(),
+                },
+            });
+        }
+        let cut = t.until(20);
+        assert_eq!(cut.entries.len(), 4);
+        assert_eq!(cut.end_ms(), 20);
+        assert_eq!(cut.zero, t.zero);
+        assert!(t.until(-1).entries.is_empty());
+    }
 }

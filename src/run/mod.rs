@@ -119,6 +119,7 @@ pub async fn run_experiment(
         cancel,
         errors: Vec::new(),
         stopped_early: None,
+        observed_until: None,
         issued: BTreeMap::new(),
         finished: BTreeMap::new(),
     };
@@ -126,11 +127,16 @@ pub async fn run_experiment(
     let Run {
         errors,
         stopped_early,
+        observed_until,
         cancel,
         ..
     } = run;
 
     let snapshot = timeline.snapshot();
+    let observed = match observed_until {
+        Some(end) => snapshot.until(end),
+        None => snapshot.clone(),
+    };
     // A run cut short is judged as the prefix it is: what was still open stays Pending
     // (reported as interrupted) or, after an early stop, becomes an error naming why.
     let complete = !cancel.is_cancelled() && stopped_early.is_none();
@@ -139,7 +145,7 @@ pub async fn run_experiment(
         &prepared.targets,
         &prepared.cluster.timers,
         &prepared.cluster.capabilities,
-        &snapshot,
+        &observed,
         complete,
     );
     if let Some(reason) = stopped_early.as_ref().filter(|_| !cancel.is_cancelled()) {
@@ -151,7 +157,7 @@ pub async fn run_experiment(
             v.message = format!("not decided: {reason}");
         }
     }
-    let figures = judge::figures(exp, &prepared.targets, &snapshot);
+    let figures = judge::figures(exp, &prepared.targets, &observed);
     let mut outcome = RunOutcome::from_verdicts(&verdicts, &errors);
     if cancel.is_cancelled() {
         outcome = RunOutcome::Interrupted;
@@ -263,6 +269,9 @@ struct Run<'a> {
     errors: Vec<String>,
     /// Why the run stopped before its planned end, if it did.
     stopped_early: Option<String>,
+    /// Offset at which observation ended and undo/teardown began: verdicts are judged on
+    /// the timeline up to here.
+    observed_until: Option<i64>,
     /// Step name → when it was issued (monotonic).
     issued: BTreeMap<String, Instant>,
     /// Step name → when it finished (monotonic).
@@ -366,6 +375,9 @@ impl Run<'_> {
             }
         }
 
+        self.observed_until = Some(self.timeline.offset_ms());
+        self.timeline
+            .note("observation ends here; what follows (undo, teardown) is recorded, not judged");
         self.safety_net(&actor, &mut ledger).await;
         if self.exp.teardown.delete_manifests {
             match teardown(&p.client, applied).await {

@@ -29,26 +29,28 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A scratch directory for one test's reports and journal.
+/// A directory for one test's reports and journal, kept after the test under
+/// `target/lab-reports/` so a failure in CI can be read afterwards.
 pub struct Scratch {
-    /// Kept alive for the test's duration.
-    pub dir: tempfile::TempDir,
+    dir: PathBuf,
 }
 
 impl Scratch {
-    /// A new scratch directory.
+    /// A new, empty directory named after the time it was made.
     pub fn new() -> Self {
-        Scratch {
-            dir: tempfile::tempdir().expect("tempdir"),
-        }
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f");
+        let dir = repo().join("target/lab-reports").join(stamp.to_string());
+        std::fs::create_dir_all(&dir).expect("create the report directory");
+        println!("reports and journal of this test: {}", dir.display());
+        Scratch { dir }
     }
     /// Where reports go.
     pub fn reports(&self) -> PathBuf {
-        self.dir.path().join("reports")
+        self.dir.join("reports")
     }
     /// The fault journal of this test.
     pub fn journal(&self) -> PathBuf {
-        self.dir.path().join("journal.json")
+        self.dir.join("journal.json")
     }
     /// A command running `faultline <args>` with this scratch's journal.
     pub fn faultline(&self, args: &[&str]) -> Command {
