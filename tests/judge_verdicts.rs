@@ -927,3 +927,62 @@ fn never_about_replacements_that_never_appeared_holds() {
     );
     assert_eq!(v.outcome, Outcome::Pending, "{}", v.message);
 }
+
+#[test]
+fn a_replacement_created_after_a_hold_ended_is_not_part_of_the_hold() {
+    // Web replacements are Ready from ~+52s to the end; add one more replacement created
+    // after `start kubelet` (+90s) that never becomes Ready.
+    let mut t = stop();
+    let template = t
+        .entries
+        .iter()
+        .find_map(|e| match &e.event {
+            faultline::timeline::Event::Pod { after: Some(s), .. }
+                if s.owner.as_ref().is_some_and(|o| o.name == "web") =>
+            {
+                Some(s.clone())
+            }
+            _ => None,
+        })
+        .expect("a web pod in the fixture");
+    let late = faultline::timeline::PodState {
+        phase: "Pending".into(),
+        ready: false,
+        node: None,
+        ..template
+    };
+    let at = t.end_ms() - 1;
+    let wall = t.entries.last().expect("entries").wall;
+    t.entries.push(faultline::timeline::Entry {
+        offset_ms: at,
+        wall,
+        event: faultline::timeline::Event::Pod {
+            pod: faultline::timeline::PodId {
+                namespace: NS.into(),
+                name: "web-late".into(),
+                uid: "u-web-late".into(),
+            },
+            before: None,
+            after: Some(late),
+        },
+    });
+    t.entries.sort_by_key(|e| e.offset_ms);
+    let e = expect(
+        "replacements stay Ready until the kubelet is back",
+        pods(
+            web(),
+            None,
+            Some("down"),
+            PodGeneration::Replacements,
+            Quantifier::All,
+        ),
+        Check::Stays {
+            state: pod_state(PodStateMatch::Ready),
+            until: Until::Step("start kubelet".into()),
+        },
+        STOP,
+    );
+    let v = one(e, &t, true);
+    assert_eq!(v.outcome, Outcome::Passed, "{}", v.message);
+    assert!(!v.message.contains("web-late"), "{}", v.message);
+}

@@ -162,10 +162,21 @@ fn judge_one(
             )
         };
     };
-    let members = match members::members(&e.subject, targets, timeline, pods, t0) {
+    let mut members = match members::members(&e.subject, targets, timeline, pods, t0) {
         Ok(m) => m,
         Err(err) => return verdict(e, Outcome::Error, err.to_string()),
     };
+    // A replacement that appears only after a hold ended has nothing to do with the hold
+    // ("the replacement stays Pending until the claim is deleted" is not about the pod
+    // created after that).
+    if let (Subject::Pods(p), Some(end)) = (&e.subject, hold_end_step(e, timeline))
+        && p.generation == PodGeneration::Replacements
+    {
+        members.retain(|m| match &m.series {
+            members::Series::Pod(h) => h.first().is_some_and(|(at, _)| *at <= end),
+            _ => true,
+        });
+    }
     let quantifier = match &e.subject {
         Subject::Pods(p) => p.quantifier,
         _ => Quantifier::All,
@@ -320,6 +331,21 @@ fn evaluate(
             }
         })
         .collect()
+}
+
+/// Where a `stays`/`never` hold ends at a step that was issued.
+fn hold_end_step(e: &Expectation, timeline: &Timeline) -> Option<i64> {
+    match &e.check {
+        Check::Stays {
+            until: Until::Step(step),
+            ..
+        }
+        | Check::Never {
+            until: Until::Step(step),
+            ..
+        } => timeline.step_issued_ms(step),
+        _ => None,
+    }
 }
 
 /// New pods of the workload (first seen after `since`) that exist when observation ends.
