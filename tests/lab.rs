@@ -299,17 +299,8 @@ async fn shipped_kubelet_stop_within_toleration() {
 
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
-async fn shipped_reboot_drops_the_ssh_session_and_keeps_the_pods() {
+async fn shipped_reboot_takes_ssh_away_briefly_and_keeps_the_pods() {
     let record = shipped_experiment_holds("reboot").await;
-    let dropped = record.timeline.entries.iter().any(|e| {
-        matches!(&e.event, faultline::timeline::Event::Step {
-            phase: faultline::timeline::StepPhase::Finished { output, .. }, ..
-        } if output.contains("dropped"))
-    });
-    assert!(
-        dropped,
-        "the reboot step's SSH session dropped, as expected"
-    );
     let skipped: Vec<_> = record
         .verdicts
         .iter()
