@@ -110,16 +110,14 @@ async fn kill_9_during_a_kubelet_stop_the_node_restores_itself() {
     let client = client().await;
     all_nodes_ready(&client, BACK).await;
     let s = Scratch::new();
-    let mut child = s.spawn(
-        "fixtures/experiments/lab/kubelet-stop-short.yaml",
-        &["--restore-margin", "10s"],
-    );
-    assert!(
-        wait_for_line(&mut child, "stop kubelet", Duration::from_secs(120)),
-        "the fault step was issued"
-    );
     // Let the stop land, then kill faultline without any chance to clean up.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut child = s
+        .spawn_until_step(
+            "fixtures/experiments/lab/kubelet-stop-short.yaml",
+            &["--restore-margin", "10s"],
+            "stop kubelet",
+        )
+        .await;
     child.kill().expect("kill -9");
     let _ = child.wait();
     let victim = stopped_node().await;
@@ -148,13 +146,13 @@ async fn kill_9_during_a_power_off_restore_powers_the_node_on() {
     let client = client().await;
     all_nodes_ready(&client, BACK).await;
     let s = Scratch::new();
-    let mut child = s.spawn("fixtures/experiments/lab/power-off-short.yaml", &[]);
-    assert!(wait_for_line(
-        &mut child,
-        "power off",
-        Duration::from_secs(120)
-    ));
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut child = s
+        .spawn_until_step(
+            "fixtures/experiments/lab/power-off-short.yaml",
+            &[],
+            "power off",
+        )
+        .await;
     child.kill().expect("kill -9");
     let _ = child.wait();
     let off: Vec<String> = lab_nodes()
@@ -179,13 +177,13 @@ async fn sigint_undoes_the_fault_and_reports_interrupted() {
     let client = client().await;
     all_nodes_ready(&client, BACK).await;
     let s = Scratch::new();
-    let mut child = s.spawn("fixtures/experiments/lab/kubelet-stop-short.yaml", &[]);
-    assert!(wait_for_line(
-        &mut child,
-        "stop kubelet",
-        Duration::from_secs(120)
-    ));
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut child = s
+        .spawn_until_step(
+            "fixtures/experiments/lab/kubelet-stop-short.yaml",
+            &[],
+            "stop kubelet",
+        )
+        .await;
     let pid = child.id().to_string();
     std::process::Command::new("kill")
         .args(["-INT", &pid])
@@ -217,16 +215,13 @@ async fn an_api_server_restart_shows_as_a_gap_and_the_run_completes() {
     let client = client().await;
     all_nodes_ready(&client, BACK).await;
     let s = Scratch::new();
-    let mut child = s.spawn(
-        "fixtures/experiments/lab/kubelet-stop-short.yaml",
-        &["--keep-going"],
-    );
-    assert!(wait_for_line(
-        &mut child,
-        "stop kubelet",
-        Duration::from_secs(120)
-    ));
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut child = s
+        .spawn_until_step(
+            "fixtures/experiments/lab/kubelet-stop-short.yaml",
+            &["--keep-going"],
+            "stop kubelet",
+        )
+        .await;
     let restarted = std::process::Command::new(repo().join("ci/lab/apiserver"))
         .arg("restart")
         .status()

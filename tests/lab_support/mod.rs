@@ -89,6 +89,17 @@ impl Scratch {
             .spawn()
             .expect("spawn faultline")
     }
+    /// Starts `faultline run` in the background and returns once it has printed that
+    /// `step` was issued, plus three seconds for the fault to land.
+    pub async fn spawn_until_step(&self, experiment: &str, extra: &[&str], step: &str) -> Child {
+        let mut child = self.spawn(experiment, extra);
+        assert!(
+            wait_for_line(&mut child, step, Duration::from_secs(120)),
+            "step `{step}` was never issued"
+        );
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        child
+    }
     /// The JUnit file a run of `name` wrote.
     pub fn junit(&self, name: &str) -> String {
         std::fs::read_to_string(self.reports().join(format!("{name}.junit.xml")))
