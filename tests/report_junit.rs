@@ -8,10 +8,22 @@ use faultline::report::junit;
 use faultline::timeline::{Entry, Event};
 use judge_support::*;
 
+/// The test cases of the experiment's suite (the first one; the second holds the figures).
 fn cases<'a>(doc: &'a roxmltree::Document) -> Vec<roxmltree::Node<'a, 'a>> {
+    suite_cases(doc, 0)
+}
+
+fn suite_cases<'a>(doc: &'a roxmltree::Document, index: usize) -> Vec<roxmltree::Node<'a, 'a>> {
     doc.descendants()
-        .filter(|n| n.has_tag_name("testcase"))
-        .collect()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .nth(index)
+        .map(|suite| {
+            suite
+                .children()
+                .filter(|n| n.has_tag_name("testcase"))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn child<'a>(n: roxmltree::Node<'a, 'a>, tag: &str) -> Option<roxmltree::Node<'a, 'a>> {
@@ -160,4 +172,28 @@ fn write_creates_the_file() {
     junit::write(&record(), &path).expect("write");
     let text = std::fs::read_to_string(&path).expect("read");
     roxmltree::Document::parse(&text).expect("well-formed");
+}
+
+#[test]
+fn recovery_figures_are_a_second_suite_with_their_times() {
+    let mut rec = record();
+    rec.figures.node_not_ready_ms = Some(21_300);
+    rec.figures.first_eviction_ms = None;
+    let xml = faultline::report::junit::render(&rec);
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed");
+    let figures = suite_cases(&doc, 1);
+    assert_eq!(figures.len(), 7, "one case per recovery stage");
+    let not_ready = figures
+        .iter()
+        .find(|c| c.attribute("name") == Some("node NotReady"))
+        .expect("node NotReady case");
+    assert_eq!(not_ready.attribute("time"), Some("21.3"));
+    let eviction = figures
+        .iter()
+        .find(|c| c.attribute("name") == Some("first eviction"))
+        .expect("first eviction case");
+    assert!(
+        child(*eviction, "skipped").is_some(),
+        "a stage not observed is skipped"
+    );
 }

@@ -90,6 +90,7 @@ pub fn render(record: &RunRecord) -> String {
     suite.set_system_out(&cdata(&terminal::timeline_text(record)));
     let mut report = Report::new();
     report.add_testsuite(suite);
+    report.add_testsuite(figures_suite(record, &suite_name));
     let mut buf = Vec::new();
     match report.write_xml(&mut buf) {
         Ok(()) => String::from_utf8_lossy(&buf).into_owned(),
@@ -101,6 +102,31 @@ pub fn render(record: &RunRecord) -> String {
             msg = super::sanitize::html(&format!("could not write JUnit XML: {e}")),
         ),
     }
+}
+
+/// The recovery figures as a second suite, one test case per stage whose time is the
+/// figure, so CI's test-time charts track them across runs; a stage not observed is skipped.
+fn figures_suite(record: &RunRecord, experiment_suite: &str) -> TestSuite {
+    let name = format!("{experiment_suite} recovery figures");
+    let mut suite = TestSuite::new(&name);
+    let from = record
+        .figures
+        .fault_step
+        .as_deref()
+        .unwrap_or("the first fault");
+    for (stage, value) in record.figures.rows() {
+        let mut case = match value {
+            Some(ms) => TestCase::success(stage, JDuration::milliseconds(ms.max(0))),
+            None => TestCase::skipped(stage),
+        };
+        case.set_classname(&name);
+        case.set_system_out(&cdata(&match value {
+            Some(ms) => format!("{stage}: {:.1}s after `{from}`", ms as f64 / 1000.0),
+            None => format!("{stage}: not observed in this run"),
+        }));
+        suite.add_testcase(case);
+    }
+    suite
 }
 
 /// Writes the JUnit XML to `path`.

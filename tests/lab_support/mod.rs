@@ -118,10 +118,17 @@ pub fn echo(out: &Output) {
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// JUnit test cases as (name, kind) where kind is `passed`, `failure`, `error` or `skipped`.
+/// The experiment suite's JUnit test cases as (name, kind, message), kind being `passed`,
+/// `failure`, `error` or `skipped`.
 pub fn junit_cases(xml: &str) -> Vec<(String, String, String)> {
     let doc = roxmltree::Document::parse(xml).expect("JUnit is well-formed XML");
-    doc.descendants()
+    // The experiment's suite comes first; the second one holds the recovery figures.
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .expect("an experiment test suite");
+    suite
+        .children()
         .filter(|n| n.has_tag_name("testcase"))
         .map(|case| {
             let name = case.attribute("name").unwrap_or_default().to_string();
