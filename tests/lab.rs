@@ -16,9 +16,7 @@ const BACK: Duration = Duration::from_secs(90);
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn kubelet_stop_past_toleration_holds_end_to_end() {
-    let client = client().await;
-    all_nodes_ready(&client, BACK).await;
-    let s = Scratch::new();
+    let (client, s) = ready_lab().await;
     let out = s.run("experiments/kubelet-stop-past-toleration.yaml", &[]);
     assert_eq!(out.status.code(), Some(0), "every expectation should hold");
     let cases = junit_cases(&s.junit("kubelet-stop-past-toleration"));
@@ -51,9 +49,7 @@ async fn kubelet_stop_past_toleration_holds_end_to_end() {
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn a_wrong_expectation_fails_with_a_useful_message_and_exit_1() {
-    let client = client().await;
-    all_nodes_ready(&client, BACK).await;
-    let s = Scratch::new();
+    let (client, s) = ready_lab().await;
     let out = s.run("fixtures/experiments/lab/wrong-expectation.yaml", &[]);
     assert_eq!(out.status.code(), Some(1));
     let cases = junit_cases(&s.junit("wrong-expectation"));
@@ -72,9 +68,7 @@ async fn a_wrong_expectation_fails_with_a_useful_message_and_exit_1() {
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn a_context_not_on_the_allow_list_refuses_to_start() {
-    let client = client().await;
-    all_nodes_ready(&client, BACK).await;
-    let s = Scratch::new();
+    let (_client, s) = ready_lab().await;
     let out = s.run(
         "fixtures/experiments/lab/kubelet-stop-short.yaml",
         &["--allow-context", "production"],
@@ -107,9 +101,7 @@ async fn a_context_not_on_the_allow_list_refuses_to_start() {
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn kill_9_during_a_kubelet_stop_the_node_restores_itself() {
-    let client = client().await;
-    all_nodes_ready(&client, BACK).await;
-    let s = Scratch::new();
+    let (client, s) = ready_lab().await;
     // Let the stop land, then kill faultline without any chance to clean up.
     let mut child = s
         .spawn_until_step(
@@ -143,9 +135,7 @@ async fn kill_9_during_a_kubelet_stop_the_node_restores_itself() {
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn kill_9_during_a_power_off_restore_powers_the_node_on() {
-    let client = client().await;
-    all_nodes_ready(&client, BACK).await;
-    let s = Scratch::new();
+    let (client, s) = ready_lab().await;
     let mut child = s
         .spawn_until_step(
             "fixtures/experiments/lab/power-off-short.yaml",
@@ -174,9 +164,7 @@ async fn kill_9_during_a_power_off_restore_powers_the_node_on() {
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn sigint_undoes_the_fault_and_reports_interrupted() {
-    let client = client().await;
-    all_nodes_ready(&client, BACK).await;
-    let s = Scratch::new();
+    let (client, s) = ready_lab().await;
     let mut child = s
         .spawn_until_step(
             "fixtures/experiments/lab/kubelet-stop-short.yaml",
@@ -212,9 +200,7 @@ async fn sigint_undoes_the_fault_and_reports_interrupted() {
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn an_api_server_restart_shows_as_a_gap_and_the_run_completes() {
-    let client = client().await;
-    all_nodes_ready(&client, BACK).await;
-    let s = Scratch::new();
+    let (client, s) = ready_lab().await;
     let mut child = s
         .spawn_until_step(
             "fixtures/experiments/lab/kubelet-stop-short.yaml",
@@ -258,9 +244,7 @@ async fn stopped_node() -> String {
 /// expectation, no failure or error, skipped cases only for capabilities the lab lacks
 /// (with the reason), every node Ready afterwards and the journal empty.
 async fn shipped_experiment_holds(name: &str) -> faultline::record::RunRecord {
-    let client = client().await;
-    all_nodes_ready(&client, BACK).await;
-    let s = Scratch::new();
+    let (client, s) = ready_lab().await;
     let out = s.run(&format!("experiments/{name}.yaml"), &[]);
     let record = s.record(name);
     let cases = junit_cases(&s.junit(name));
@@ -371,9 +355,7 @@ async fn shipped_control_plane_node_down() {
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn polling_observer_judges_the_same_story() {
-    let client = client().await;
-    all_nodes_ready(&client, BACK).await;
-    let s = Scratch::new();
+    let (client, s) = ready_lab().await;
     let out = s.run(
         "fixtures/experiments/lab/kubelet-stop-short.yaml",
         &["--observe", "poll", "--interval", "1s"],
@@ -386,4 +368,12 @@ async fn polling_observer_judges_the_same_story() {
     );
     let record = s.record("kubelet-stop-short");
     wait_ready(&client, &record.targets["victim"][0], BACK).await;
+}
+
+/// A client, every lab node Ready (each test starts from a whole lab), and a fresh
+/// directory for this test's reports and journal.
+async fn ready_lab() -> (kube::Client, Scratch) {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    (client, Scratch::new())
 }

@@ -247,10 +247,7 @@ async fn armed_restore_runs_the_undo_by_itself() {
     let dir = tempfile::tempdir().expect("tempdir");
     let flag = dir.path().join("restored");
     let ex = executor("");
-    let undo = NodeOp::Run(format!(
-        "touch {}",
-        render::quote(&flag.to_string_lossy()).expect("q")
-    ));
+    let undo = touch(&flag);
     let armed = ex
         .arm_restore("n1", &undo, Duration::from_secs(1), "tok-1")
         .await
@@ -271,10 +268,7 @@ async fn disarm_cancels_the_restore_and_checks_the_token() {
     let dir = tempfile::tempdir().expect("tempdir");
     let flag = dir.path().join("restored");
     let ex = executor("");
-    let undo = NodeOp::Run(format!(
-        "touch {}",
-        render::quote(&flag.to_string_lossy()).expect("q")
-    ));
+    let undo = touch(&flag);
     let armed = ex
         .arm_restore("n1", &undo, Duration::from_secs(2), "tok-2")
         .await
@@ -305,4 +299,12 @@ async fn hostile_tokens_are_refused() {
             .expect_err(bad);
         assert!(matches!(err, ExecError::Restore { .. }), "{err}");
     }
+}
+
+/// An undo that leaves a mark: `touch FLAG`, quoted.
+fn touch(flag: &std::path::Path) -> NodeOp {
+    NodeOp::Run(format!(
+        "touch {}",
+        render::quote(&flag.to_string_lossy()).expect("quotable path")
+    ))
 }
