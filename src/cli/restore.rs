@@ -37,7 +37,14 @@ pub async fn restore(inventory: &Path, journal: Option<PathBuf>) -> i32 {
         return EXIT_OK;
     }
     let executor = Executor::new(inventory.clone());
-    let client = crate::cluster::connect(inventory.kubeconfig(), inventory.context()).await;
+    // Over every API endpoint: the fault being undone may have taken one of them down.
+    let client = crate::cluster::connect_with_failover(
+        inventory.kubeconfig(),
+        inventory.context(),
+        &inventory.cluster().api_endpoints(),
+    )
+    .await
+    .map(|c| c.client);
     let targets = Default::default();
     let api = async |node: &str, action: &Action, timeout: Duration| -> Result<OpOutcome, String> {
         let client = client.as_ref().map_err(|e| e.to_string())?;

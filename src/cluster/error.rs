@@ -20,6 +20,14 @@ pub enum ClusterError {
         "no cluster configuration found (set KUBECONFIG, pass --kubeconfig, or run in a pod): {0}"
     )]
     Infer(#[source] kube::config::InferConfigError),
+    /// An API endpoint (inventory `apiServers` or discovered) is not a URL.
+    #[error("API endpoint {url}: {message}")]
+    Endpoint {
+        /// The endpoint as given.
+        url: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// An API call failed.
     #[error("{what}: {source}")]
     Api {

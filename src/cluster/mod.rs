@@ -5,7 +5,9 @@
 //! observer does that) or touches nodes over SSH (the executor does that).
 
 pub mod actions;
+pub mod endpoints;
 pub mod error;
+pub mod failover;
 pub mod manifests;
 pub mod targets;
 
@@ -17,7 +19,9 @@ use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 pub use actions::{
     cordon, delete_node, delete_pods, delete_pvc, drain, list_pods, taint, uncordon, untaint,
 };
+pub use endpoints::{ApiEndpoints, Connection, connect_with_failover};
 pub use error::ClusterError;
+pub use failover::{Failover, HealthPolicy, Switch};
 pub use manifests::{
     AppliedObject, apply_manifests, delete_objects, wait_objects_gone, wait_workloads_ready,
 };
@@ -29,11 +33,19 @@ pub async fn connect(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
 ) -> Result<Client, ClusterError> {
+    client_for(load_config(kubeconfig, context).await?)
+}
+
+/// The client configuration [`connect`] uses.
+pub async fn load_config(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Config, ClusterError> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..Default::default()
     };
-    let config = match kubeconfig {
+    match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
                 path: path.display().to_string(),
@@ -44,7 +56,7 @@ pub async fn connect(
                 .map_err(|source| ClusterError::Kubeconfig {
                     path: path.display().to_string(),
                     source,
-                })?
+                })
         }
         None if context.is_some() => {
             Config::from_kubeconfig(&options)
@@ -52,10 +64,13 @@ pub async fn connect(
                 .map_err(|source| ClusterError::Kubeconfig {
                     path: "$KUBECONFIG or ~/.kube/config".to_string(),
                     source,
-                })?
+                })
         }
-        None => Config::infer().await.map_err(ClusterError::Infer)?,
-    };
+        None => Config::infer().await.map_err(ClusterError::Infer),
+    }
+}
+
+fn client_for(config: Config) -> Result<Client, ClusterError> {
     Client::try_from(config).map_err(|source| ClusterError::Api {
         what: "building the API client".to_string(),
         source: Box::new(source),

@@ -67,6 +67,20 @@ pub struct ClusterRef {
     pub lacks: Vec<String>,
     /// Kube contexts faultline may run against with this inventory; empty = any.
     pub allowed_contexts: Vec<String>,
+    /// API endpoints to fail over to, besides the kubeconfig's and the discovered ones.
+    pub api_servers: Vec<String>,
+    /// Whether to discover API endpoints from the `kubernetes` Service (default on).
+    pub discover_api_servers: bool,
+}
+
+impl ClusterRef {
+    /// The API endpoints faultline may fail over to.
+    pub fn api_endpoints(&self) -> crate::cluster::ApiEndpoints {
+        crate::cluster::ApiEndpoints {
+            extra: self.api_servers.clone(),
+            discover: self.discover_api_servers,
+        }
+    }
 }
 
 /// Capabilities a real cluster has unless its inventory says it lacks them.
@@ -224,6 +238,10 @@ impl Inventory {
             path: shown.clone(),
             message,
         };
+        for url in &raw.cluster.api_servers {
+            check_api_server(url)
+                .map_err(|why| invalid(format!("cluster.apiServers: `{url}` {why}")))?;
+        }
         let timers = merge_timers(&raw);
         let mut nodes: Vec<NodeAccess> = Vec::with_capacity(raw.nodes.len());
         for node in &raw.nodes {
@@ -240,6 +258,8 @@ impl Inventory {
                 context: raw.cluster.context,
                 lacks: raw.cluster.lacks,
                 allowed_contexts: raw.cluster.allowed_contexts,
+                api_servers: raw.cluster.api_servers,
+                discover_api_servers: raw.cluster.discover_api_servers.unwrap_or(true),
             },
             timers,
             nodes,
@@ -455,3 +475,18 @@ fn merge_power(layers: [Option<&RawPower>; 3]) -> PowerCommands {
 
 #[cfg(test)]
 mod tests;
+
+/// An API endpoint must be an absolute `https://` (or `http://`) URL with a host.
+fn check_api_server(url: &str) -> Result<(), String> {
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| format!("is not a URL ({e}); want https://host:port"))?;
+    match uri.scheme_str() {
+        Some("https" | "http") => {}
+        _ => return Err("needs https:// (want https://host:port)".to_string()),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err("has no host (want https://host:port)".to_string());
+    }
+    Ok(())
+}

@@ -39,6 +39,9 @@ pub struct RawCluster {
     pub lacks: Vec<String>,
     #[serde(default)]
     pub allowed_contexts: Vec<String>,
+    #[serde(default)]
+    pub api_servers: Vec<String>,
+    pub discover_api_servers: Option<bool>,
 }
 
 /// `timers:` — the cluster's own node-lifecycle timers.

@@ -171,3 +171,38 @@ fn duplicate_nodes_are_an_error() {
     let err = parse("cluster: {name: c}\nnodes: [{name: n1}, {name: n1}]\n").expect_err("dup");
     assert!(err.to_string().contains("twice"), "{err}");
 }
+
+#[test]
+fn api_servers_are_extra_failover_endpoints_and_discovery_is_on_by_default() {
+    let inv = parse(
+        "cluster:\n  name: c\n  apiServers: [https://10.0.0.2:6443, https://lb.example:443]\nnodes: []\n",
+    )
+    .unwrap();
+    let endpoints = inv.cluster().api_endpoints();
+    assert_eq!(
+        endpoints.extra,
+        ["https://10.0.0.2:6443", "https://lb.example:443"]
+    );
+    assert!(endpoints.discover);
+    let off = parse("cluster:\n  name: c\n  discoverApiServers: false\nnodes: []\n").unwrap();
+    assert!(!off.cluster().api_endpoints().discover);
+}
+
+#[test]
+fn an_api_server_that_is_not_an_https_url_is_an_error() {
+    for (bad, why) in [
+        ("10.0.0.2:6443", "needs https://"),
+        ("https://", "is not a URL"),
+        ("ftp://10.0.0.2", "needs https://"),
+    ] {
+        let err = parse(&format!(
+            "cluster:\n  name: c\n  apiServers: [\"{bad}\"]\nnodes: []\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("cluster.apiServers") && err.contains(why),
+            "{bad}: {err}"
+        );
+    }
+}

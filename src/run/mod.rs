@@ -321,6 +321,7 @@ impl Run<'_> {
                 sink.push(entry);
             }
         });
+        let switches = p.failover.as_ref().map(|f| self.record_switches(f));
         self.wait_for_initial_state().await;
         let probes = self.start_probes();
         self.timeline.note("observer synced; steps start");
@@ -389,6 +390,9 @@ impl Run<'_> {
             probes.stop().await;
         }
         observer.abort();
+        if let Some(forwarder) = switches {
+            forwarder.abort();
+        }
     }
 
     /// Starts the experiment's probes, recording their changes on the run's timeline; a
@@ -410,6 +414,35 @@ impl Run<'_> {
                 None
             }
         }
+    }
+
+    /// Notes the API endpoints on the timeline, then every switch between them as it
+    /// happens: a switch explains the observation gap next to it.
+    fn record_switches(&self, failover: &crate::cluster::Failover) -> tokio::task::JoinHandle<()> {
+        let in_use = failover.active();
+        let others: Vec<String> = failover
+            .endpoints()
+            .into_iter()
+            .filter(|e| *e != in_use)
+            .collect();
+        self.timeline.note(format!(
+            "API endpoint {in_use} in use; failover to {}",
+            others.join(", ")
+        ));
+        let mut switches = failover.subscribe();
+        let sink = self.timeline.clone();
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match switches.recv().await {
+                    Ok(switch) => sink.note(switch.to_string()),
+                    Err(RecvError::Lagged(n)) => {
+                        sink.note(format!("{n} API endpoint switches not recorded"))
+                    }
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        })
     }
 
     /// Waits until the observer has reported every target node (its initial list).

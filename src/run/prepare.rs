@@ -65,8 +65,11 @@ pub enum RunError {
 
 /// A run's resolved plan and its handles on the cluster.
 pub struct Prepared {
-    /// API client.
+    /// API client (over every API endpoint when there are several).
     pub client: Client,
+    /// The failover handle when there are several API endpoints: the observer puts its
+    /// switches on the timeline.
+    pub failover: Option<cluster::Failover>,
     /// Node operations.
     pub executor: Executor,
     /// Target name → nodes; empty until [`resolve`] ran (after setup).
@@ -115,7 +118,13 @@ pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepare
         });
     }
 
-    let client = cluster::connect(inv.kubeconfig(), inv.context()).await?;
+    let connection = cluster::connect_with_failover(
+        inv.kubeconfig(),
+        inv.context(),
+        &inv.cluster().api_endpoints(),
+    )
+    .await?;
+    let client = connection.client;
     let server_version = cluster::cluster_version(&client).await.ok();
     Ok(Prepared {
         executor: Executor::new(inv.clone()),
@@ -129,6 +138,7 @@ pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepare
         scope: scope_of(exp),
         targets: ResolvedTargets::new(),
         client,
+        failover: connection.failover,
     })
 }
 

@@ -1,0 +1,546 @@
+//! One API client over several API server endpoints, so that taking down the control-plane
+//! node faultline talks to does not blind it.
+//!
+//! A highly available control plane has one API server per control-plane node; the
+//! kubeconfig names one of them (or a load balancer). [`Failover`] is a `tower` service under
+//! a [`kube::Client`]: every request goes to the endpoint in use, and
+//! - a request whose endpoint fails at the transport level is retried on the other endpoints
+//!   (except `POST`, which may have reached the server), and the first that answers becomes
+//!   the endpoint in use;
+//! - a health monitor asks the endpoint in use for `/readyz` every second; after a few
+//!   failures in a row (a powered-off node answers nothing: no refusal, no reset) it moves to
+//!   the first other endpoint that is ready;
+//! - moving away from an endpoint abandons everything still in flight on it: pending requests
+//!   are retried elsewhere and open response bodies (watch streams) end with an error, so
+//!   watchers relist on the new endpoint at once instead of hanging on a dead connection.
+//!
+//! Every switch is published ([`Failover::subscribe`]) so the observer can put it on the
+//! timeline next to the gap it explains.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response};
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use kube::Client;
+use kube::client::Body;
+use tokio::sync::broadcast;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+/// The error type `kube::Client` expects from a custom service.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// When the endpoint in use counts as gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthPolicy {
+    /// Time between `/readyz` checks of the endpoint in use.
+    pub interval: Duration,
+    /// How long a check may take before it counts as failed.
+    pub timeout: Duration,
+    /// Failed checks in a row before moving to another endpoint.
+    pub failures: u32,
+}
+
+impl Default for HealthPolicy {
+    /// One check a second, two seconds to answer, two failures: a dead endpoint is left
+    /// within about four seconds, and one slow answer under load is not enough to move.
+    fn default() -> Self {
+        HealthPolicy {
+            interval: Duration::from_secs(1),
+            timeout: Duration::from_secs(2),
+            failures: 2,
+        }
+    }
+}
+
+/// A move from one endpoint to another, as the timeline records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Switch {
+    /// The endpoint left.
+    pub from: String,
+    /// The endpoint now in use.
+    pub to: String,
+    /// Why the first was left.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Switch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "API endpoint {} left ({}); now observing and acting through {}",
+            self.from, self.reason, self.to
+        )
+    }
+}
+
+/// Everything still in flight on an endpoint was abandoned because faultline moved away from it.
+#[derive(Debug, thiserror::Error)]
+#[error("request to API endpoint {endpoint} abandoned: faultline moved to another endpoint")]
+pub struct Abandoned {
+    /// The endpoint left.
+    pub endpoint: String,
+}
+
+/// One endpoint with its own client (same credentials, its own URL and connections).
+struct Endpoint {
+    url: String,
+    client: Client,
+}
+
+struct State {
+    active: usize,
+    /// Cancelled when faultline moves away from the endpoint at the same index.
+    abandon: Vec<CancellationToken>,
+}
+
+struct Shared {
+    endpoints: Vec<Endpoint>,
+    state: Mutex<State>,
+    switches: broadcast::Sender<Switch>,
+}
+
+impl Shared {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // The lock guards two plain fields and no code under it panics; a poisoned lock
+        // still holds a consistent state.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn active(&self) -> usize {
+        self.state().active
+    }
+
+    fn token(&self, index: usize) -> CancellationToken {
+        self.state().abandon[index].clone()
+    }
+
+    /// Moves to `to` if `from` is still in use (a concurrent switch wins otherwise) and
+    /// abandons everything in flight on `from`.
+    fn switch(&self, from: usize, to: usize, reason: String) -> bool {
+        let old = {
+            let mut state = self.state();
+            if state.active != from || from == to {
+                return false;
+            }
+            state.active = to;
+            std::mem::replace(&mut state.abandon[from], CancellationToken::new())
+        };
+        old.cancel();
+        let switch = Switch {
+            from: self.endpoints[from].url.clone(),
+            to: self.endpoints[to].url.clone(),
+            reason,
+        };
+        tracing::warn!("{switch}");
+        // Nobody subscribed is fine: the switch still happened.
+        let _ = self.switches.send(switch);
+        true
+    }
+}
+
+/// Handle on a failover client: which endpoint is in use, and the switches as they happen.
+#[derive(Clone)]
+pub struct Failover {
+    shared: Arc<Shared>,
+}
+
+impl Failover {
+    /// A client that spreads over `endpoints` (URL and a client for it; the first is used
+    /// first) and its handle. Starts the health monitor on the current tokio runtime; the
+    /// monitor ends when the client and every handle are dropped.
+    pub fn client(
+        endpoints: Vec<(String, Client)>,
+        default_namespace: &str,
+        policy: HealthPolicy,
+    ) -> (Client, Failover) {
+        assert!(!endpoints.is_empty(), "a failover client needs an endpoint");
+        let (switches, _) = broadcast::channel(64);
+        let abandon = endpoints.iter().map(|_| CancellationToken::new()).collect();
+        let shared = Arc::new(Shared {
+            endpoints: endpoints
+                .into_iter()
+                .map(|(url, client)| Endpoint { url, client })
+                .collect(),
+            state: Mutex::new(State { active: 0, abandon }),
+            switches,
+        });
+        tokio::spawn(monitor(Arc::downgrade(&shared), policy));
+        let service = FailoverService {
+            shared: shared.clone(),
+        };
+        (
+            Client::new(service, default_namespace.to_string()),
+            Failover { shared },
+        )
+    }
+
+    /// Switches from now on (not the past ones).
+    pub fn subscribe(&self) -> broadcast::Receiver<Switch> {
+        self.shared.switches.subscribe()
+    }
+
+    /// The endpoint in use.
+    pub fn active(&self) -> String {
+        self.shared.endpoints[self.shared.active()].url.clone()
+    }
+
+    /// Every endpoint, in the order they are tried.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.shared
+            .endpoints
+            .iter()
+            .map(|e| e.url.clone())
+            .collect()
+    }
+}
+
+/// Asks the endpoint in use for `/readyz` every `policy.interval`; after `policy.failures`
+/// failures in a row, moves to the first other endpoint that is ready.
+async fn monitor(shared: Weak<Shared>, policy: HealthPolicy) {
+    let mut failures = 0u32;
+    loop {
+        tokio::time::sleep(policy.interval).await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let active = shared.active();
+        let error = match ready(&shared.endpoints[active].client, policy.timeout).await {
+            Ok(()) => {
+                failures = 0;
+                continue;
+            }
+            Err(e) => e,
+        };
+        failures += 1;
+        if failures < policy.failures {
+            continue;
+        }
+        let n = shared.endpoints.len();
+        for candidate in (1..n).map(|k| (active + k) % n) {
+            if ready(&shared.endpoints[candidate].client, policy.timeout)
+                .await
+                .is_ok()
+            {
+                let reason = format!("{failures} health checks in a row failed, the last: {error}");
+                if shared.switch(active, candidate, reason) {
+                    failures = 0;
+                }
+                break;
+            }
+        }
+    }
+}
+
+/// Whether an endpoint answers `/readyz` with success within `timeout`.
+async fn ready(client: &Client, timeout: Duration) -> Result<(), String> {
+    let request = Request::get("/readyz")
+        .body(Body::empty())
+        .map_err(|e| e.to_string())?;
+    match tokio::time::timeout(timeout, client.send(request)).await {
+        Err(_) => Err(format!(
+            "no answer to /readyz within {}s",
+            timeout.as_secs_f32()
+        )),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(response)) if response.status().is_success() => Ok(()),
+        Ok(Ok(response)) => Err(format!("/readyz answered {}", response.status())),
+    }
+}
+
+/// The `tower` service under the failover client.
+#[derive(Clone)]
+struct FailoverService {
+    shared: Arc<Shared>,
+}
+
+impl tower_service::Service<Request<Body>> for FailoverService {
+    type Response = Response<Abandonable>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        Box::pin(send(self.shared.clone(), request))
+    }
+}
+
+/// Sends on the endpoint in use; on a transport failure, retries (if it may) on the others
+/// in turn, and the first that answers becomes the endpoint in use.
+async fn send(
+    shared: Arc<Shared>,
+    request: Request<Body>,
+) -> Result<Response<Abandonable>, BoxError> {
+    let n = shared.endpoints.len();
+    let first = shared.active();
+    let mut request = Some(request);
+    let mut first_error: Option<String> = None;
+    let mut last_error: Option<kube::Error> = None;
+    for index in (0..n).map(|k| (first + k) % n) {
+        let Some(this) = request.take() else { break };
+        // The copy for the next endpoint; none for requests that must not be sent twice.
+        request = retry_copy(&this);
+        let endpoint = &shared.endpoints[index];
+        let token = shared.token(index);
+        let outcome = tokio::select! {
+            r = endpoint.client.send(this) => r,
+            () = token.cancelled() => Err(kube::Error::Service(Box::new(Abandoned {
+                endpoint: endpoint.url.clone(),
+            }))),
+        };
+        match outcome {
+            Ok(response) => {
+                if index != first {
+                    let why = first_error.unwrap_or_else(|| "a request failed".to_string());
+                    shared.switch(first, index, format!("a request failed: {why}"));
+                }
+                let abandoned = token.cancelled_owned();
+                return Ok(response.map(|body| Abandonable {
+                    body,
+                    abandoned: Box::pin(abandoned),
+                    endpoint: endpoint.url.clone(),
+                }));
+            }
+            Err(e) => {
+                first_error.get_or_insert_with(|| e.to_string());
+                last_error = Some(e);
+            }
+        }
+    }
+    Err(match last_error {
+        Some(e) => Box::new(e),
+        None => "no API endpoint to send to".into(),
+    })
+}
+
+/// A copy of `request` for another endpoint, unless it must not be sent twice: a `POST`
+/// that failed may still have reached the server (creating something twice), and a
+/// streamed body cannot be replayed. Everything faultline sends otherwise is idempotent
+/// (reads, server-side apply, deletes, merge patches of labels and taints).
+fn retry_copy(request: &Request<Body>) -> Option<Request<Body>> {
+    if request.method() == Method::POST {
+        return None;
+    }
+    let body = request.body().try_clone()?;
+    let mut copy = Request::builder()
+        .method(request.method().clone())
+        .uri(request.uri().clone())
+        .version(request.version())
+        .body(body)
+        .ok()?;
+    *copy.headers_mut() = request.headers().clone();
+    Some(copy)
+}
+
+/// A response body that ends with an error as soon as faultline moves away from the
+/// endpoint it comes from: a watch on a dead connection would otherwise wait for minutes.
+pub struct Abandonable {
+    body: Body,
+    abandoned: Pin<Box<WaitForCancellationFutureOwned>>,
+    endpoint: String,
+}
+
+impl HttpBody for Abandonable {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if self.abandoned.as_mut().poll(cx).is_ready() {
+            let endpoint = self.endpoint.clone();
+            return Poll::Ready(Some(Err(Box::new(Abandoned { endpoint }))));
+        }
+        Pin::new(&mut self.body)
+            .poll_frame(cx)
+            .map_err(|e| Box::new(e) as BoxError)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Transport-level behaviour against tiny local HTTP servers (no Kubernetes API is
+    //! involved: these are the endpoints' sockets, not their API).
+    use super::*;
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// How a test endpoint behaves.
+    #[derive(Clone, Copy)]
+    enum Behaviour {
+        /// Answers every request at once: `/stream` with an open-ended chunked body,
+        /// anything else with `200 ok`.
+        Healthy,
+        /// Accepts connections and reads requests but never answers (a dead node behind
+        /// a live socket, as far as a client can tell).
+        Silent,
+    }
+
+    async fn endpoint(behaviour: Behaviour) -> (String, tokio::task::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    loop {
+                        let mut head = Vec::new();
+                        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match socket.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => head.extend_from_slice(&buf[..n]),
+                            }
+                        }
+                        if let Behaviour::Silent = behaviour {
+                            continue;
+                        }
+                        let text = String::from_utf8_lossy(&head);
+                        let reply: &[u8] = if text.starts_with("GET /stream") {
+                            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\none\r\n"
+                        } else {
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+                        };
+                        if socket.write_all(reply).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, task)
+    }
+
+    fn client_for(url: &str) -> Client {
+        let mut config = kube::Config::new(url.parse().unwrap());
+        config.connect_timeout = Some(Duration::from_secs(1));
+        Client::try_from(config).unwrap()
+    }
+
+    fn quick() -> HealthPolicy {
+        HealthPolicy {
+            interval: Duration::from_millis(50),
+            timeout: Duration::from_millis(200),
+            failures: 2,
+        }
+    }
+
+    fn get(path: &str) -> Request<Body> {
+        Request::get(path).body(Body::empty()).unwrap()
+    }
+
+    /// A closed port: connections are refused.
+    async fn refused() -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        url
+    }
+
+    #[tokio::test]
+    async fn a_refused_request_is_retried_on_the_next_endpoint_which_stays_in_use() {
+        let dead = refused().await;
+        let (alive, _server) = endpoint(Behaviour::Healthy).await;
+        let (client, failover) = Failover::client(
+            vec![
+                (dead.clone(), client_for(&dead)),
+                (alive.clone(), client_for(&alive)),
+            ],
+            "default",
+            quick(),
+        );
+        let mut switches = failover.subscribe();
+        let response = client
+            .send(get("/version"))
+            .await
+            .expect("answered by the live endpoint");
+        assert_eq!(response.status(), 200);
+        assert_eq!(failover.active(), alive);
+        let switch = switches.try_recv().expect("the switch is published");
+        assert_eq!(
+            (switch.from.as_str(), switch.to.as_str()),
+            (dead.as_str(), alive.as_str())
+        );
+        assert!(
+            switch.reason.contains("request failed"),
+            "{}",
+            switch.reason
+        );
+    }
+
+    #[tokio::test]
+    async fn a_post_is_not_sent_twice() {
+        let dead = refused().await;
+        let (alive, _server) = endpoint(Behaviour::Healthy).await;
+        let (client, failover) = Failover::client(
+            vec![
+                (dead.clone(), client_for(&dead)),
+                (alive.clone(), client_for(&alive)),
+            ],
+            "default",
+            HealthPolicy {
+                interval: Duration::from_secs(3600),
+                ..quick()
+            },
+        );
+        let post = Request::post("/api/v1/namespaces/x/pods")
+            .body(Body::from(b"{}".to_vec()))
+            .unwrap();
+        assert!(client.send(post).await.is_err());
+        assert_eq!(
+            failover.active(),
+            dead,
+            "a failed POST does not move by itself"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_silent_endpoint_is_left_and_its_open_streams_end() {
+        let (silent, _s1) = endpoint(Behaviour::Silent).await;
+        let (alive, _s2) = endpoint(Behaviour::Healthy).await;
+        // Both answer at first: the stream is opened on the first endpoint.
+        let (first, first_server) = endpoint(Behaviour::Healthy).await;
+        let (client, failover) = Failover::client(
+            vec![
+                (first.clone(), client_for(&first)),
+                (silent.clone(), client_for(&silent)),
+                (alive.clone(), client_for(&alive)),
+            ],
+            "default",
+            quick(),
+        );
+        let mut switches = failover.subscribe();
+        let mut stream = client.send(get("/stream")).await.unwrap().into_body();
+        let frame = stream.frame().await.unwrap().unwrap();
+        assert_eq!(frame.into_data().unwrap(), "one");
+        // The first endpoint stops answering without closing anything.
+        first_server.abort();
+        let rest = tokio::time::timeout(Duration::from_secs(5), stream.frame())
+            .await
+            .expect("the open stream ends once faultline moves away");
+        let error = rest.expect("an error, not a clean end").unwrap_err();
+        assert!(error.to_string().contains("abandoned"), "{error}");
+        let switch = switches.recv().await.unwrap();
+        assert_eq!(switch.from, first);
+        assert_eq!(switch.to, alive, "the silent endpoint is skipped");
+        assert!(switch.reason.contains("health checks"), "{}", switch.reason);
+        let answer = client.send(get("/version")).await.unwrap();
+        assert_eq!(answer.status(), 200);
+        assert_eq!(failover.active(), alive);
+    }
+}
