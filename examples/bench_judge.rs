@@ -95,6 +95,7 @@ fn node_state(ready: ConditionStatus, unreachable: bool) -> NodeState {
     };
     NodeState {
         ready,
+        ready_since: None,
         taints,
         unschedulable: false,
     }
@@ -104,6 +105,7 @@ fn pod_state(node: &str, owner: &WorkloadRef, ready: bool, terminating: bool) ->
     PodState {
         phase: "Running".into(),
         ready,
+        ready_since: None,
         terminating,
         node: Some(node.into()),
         restarts: 0,

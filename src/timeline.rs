@@ -166,6 +166,10 @@ pub enum ConditionStatus {
 pub struct NodeState {
     /// The Ready condition.
     pub ready: ConditionStatus,
+    /// The Ready condition's `lastTransitionTime` (server clock, whole seconds). The same
+    /// value before and after an observation gap shows the condition did not change in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_since: Option<DateTime<Utc>>,
     /// Taints as `key:effect`.
     pub taints: Vec<Taint>,
     /// `spec.unschedulable`.
@@ -188,6 +192,9 @@ pub struct PodState {
     pub phase: String,
     /// Ready condition is True.
     pub ready: bool,
+    /// The Ready condition's `lastTransitionTime`, as for nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_since: Option<DateTime<Utc>>,
     /// `metadata.deletionTimestamp` is set.
     pub terminating: bool,
     /// `spec.nodeName`, once scheduled.

@@ -794,13 +794,27 @@ fn gap_straddling_a_bound_is_undecidable_and_named() {
 }
 
 #[test]
-fn gap_over_a_never_interval_is_undecidable() {
+fn gap_over_a_never_interval_is_undecidable_unless_the_member_bridges_it() {
     let t = timeline("kubelet-stop-gap");
+    // Deletion is one-way: the agent pod, present and not terminating after the relist
+    // that ended the gap, was not terminating inside it.
     let e = expect(
-        "agent never gone",
+        "agent never terminating",
         existing_on_down(agent()),
         Check::Never {
             state: pod_state(PodStateMatch::Terminating),
+            until: Until::End,
+        },
+        STOP,
+    );
+    let v = one(e, &t, true);
+    assert_eq!(v.outcome, Outcome::Passed, "{}", v.message);
+    // A phase leaves no evidence: it may have changed and changed back unseen.
+    let e = expect(
+        "agent never pending",
+        existing_on_down(agent()),
+        Check::Never {
+            state: pod_state(PodStateMatch::Pending),
             until: Until::End,
         },
         STOP,
@@ -948,6 +962,7 @@ fn a_replacement_created_after_a_hold_ended_is_not_part_of_the_hold() {
     let late = faultline::timeline::PodState {
         phase: "Pending".into(),
         ready: false,
+        ready_since: None,
         node: None,
         ..template
     };

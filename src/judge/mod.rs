@@ -21,6 +21,7 @@
 //! - While a run is live, replacements may still appear: an `all` over replacements that
 //!   passes so far, or an `any`/`at-least` short of members, stays Pending.
 
+mod bridge;
 mod checks;
 pub mod figures;
 mod members;
@@ -281,6 +282,11 @@ fn evaluate(
                     Ok(t) => t,
                     Err(err) => return MemberEval::error(err.to_string()),
                 };
+                let gaps = bridge::unbridged(ctx.gaps, &m.series, state);
+                let ctx = &Ctx {
+                    gaps: &gaps,
+                    ..*ctx
+                };
                 let bounds = match window {
                     Window::Eventually => Ok((None, None)),
                     Window::Within(b) => resolve(m, b).map(|h| (None, Some(h))),
@@ -298,6 +304,11 @@ fn evaluate(
                 let t = match truth(&m.series, state) {
                     Ok(t) => t,
                     Err(err) => return MemberEval::error(err.to_string()),
+                };
+                let gaps = bridge::unbridged(ctx.gaps, &m.series, state);
+                let ctx = &Ctx {
+                    gaps: &gaps,
+                    ..*ctx
                 };
                 let end = match until {
                     Until::Step(s) => timeline

@@ -63,6 +63,8 @@ pub struct Gap {
     pub began: i64,
     /// Offset at which sight was regained (the timeline end if it never was).
     pub ended: i64,
+    /// Whether sight was regained (a relist or resumed watch ended the gap).
+    pub closed: bool,
     /// Which watch lost sight and why.
     pub reason: String,
 }
@@ -90,6 +92,7 @@ pub fn gaps(timeline: &Timeline) -> Vec<Gap> {
                         done.push(Gap {
                             began,
                             ended: entry.offset_ms,
+                            closed: true,
                             reason: format!("{s} {why}"),
                         });
                     }
@@ -101,6 +104,7 @@ pub fn gaps(timeline: &Timeline) -> Vec<Gap> {
     done.extend(open.into_iter().map(|(s, began, why)| Gap {
         began,
         ended: end,
+        closed: false,
         reason: format!("{s} {why}"),
     }));
     done.sort_by_key(|g| g.began);
@@ -162,6 +166,7 @@ mod tests {
         let g = vec![Gap {
             began: 10,
             ended: 20,
+            closed: true,
             reason: String::new(),
         }];
         assert!(gap_hiding(&g, 20).is_some());

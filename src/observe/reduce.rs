@@ -21,11 +21,15 @@ pub const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
 /// A missing Ready condition is `Unknown`: the kubelet has never reported, which is what
 /// the judge must treat as "not ready", not as an error.
 pub fn node_state(node: &Node) -> NodeState {
-    let ready = node
+    let condition = node
         .status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
+    let ready_since = condition
+        .and_then(|c| c.last_transition_time.as_ref())
+        .and_then(to_chrono);
+    let ready = condition
         .map(|c| match c.status.as_str() {
             "True" => ConditionStatus::True,
             "False" => ConditionStatus::False,
@@ -49,9 +53,17 @@ pub fn node_state(node: &Node) -> NodeState {
     taints.dedup();
     NodeState {
         ready,
+        ready_since,
         taints,
         unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
     }
+}
+
+/// An API timestamp as chrono's.
+fn to_chrono(
+    t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::from_timestamp_millis(t.0.as_millisecond())
 }
 
 /// Which Deployment owns which ReplicaSet, so Deployment pods can be attributed to their
@@ -162,10 +174,13 @@ fn strip_template_hash(pod: &Pod, rs_name: &str) -> Option<String> {
 pub fn pod_state(pod: &Pod, owners: &OwnerIndex) -> PodState {
     let status = pod.status.as_ref();
     let spec = pod.spec.as_ref();
-    let ready = status
+    let condition = status
         .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-        .is_some_and(|c| c.status == "True");
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
+    let ready = condition.is_some_and(|c| c.status == "True");
+    let ready_since = condition
+        .and_then(|c| c.last_transition_time.as_ref())
+        .and_then(to_chrono);
     let restarts = status
         .and_then(|s| s.container_statuses.as_ref())
         .map(|cs| cs.iter().map(|c| c.restart_count).sum())
@@ -177,6 +192,7 @@ pub fn pod_state(pod: &Pod, owners: &OwnerIndex) -> PodState {
             .and_then(|s| s.phase.clone())
             .unwrap_or_else(|| "Pending".to_string()),
         ready,
+        ready_since,
         terminating: pod.metadata.deletion_timestamp.is_some(),
         node: spec.and_then(|s| s.node_name.clone()),
         restarts,
@@ -185,7 +201,7 @@ pub fn pod_state(pod: &Pod, owners: &OwnerIndex) -> PodState {
             .metadata
             .creation_timestamp
             .as_ref()
-            .and_then(|t| chrono::DateTime::from_timestamp_millis(t.0.as_millisecond())),
+            .and_then(to_chrono),
         unreachable_toleration_secs,
         tolerates_unreachable_forever,
     }
