@@ -6,6 +6,7 @@ mod lab_support;
 
 use std::time::Duration;
 
+use faultline::timeline::{ConditionStatus, Event};
 use lab_support::*;
 
 /// Generous bound for a node to come back after a test's faults are undone.
@@ -244,8 +245,19 @@ async fn stopped_node() -> String {
 /// expectation, no failure or error, skipped cases only for capabilities the lab lacks
 /// (with the reason), every node Ready afterwards and the journal empty.
 async fn shipped_experiment_holds(name: &str) -> faultline::record::RunRecord {
+    shipped_experiment_holds_with(name, |_| Vec::new()).await
+}
+
+/// As [`shipped_experiment_holds`], with extra `faultline run` arguments made for the
+/// test's scratch directory.
+async fn shipped_experiment_holds_with(
+    name: &str,
+    extra: impl Fn(&Scratch) -> Vec<String>,
+) -> faultline::record::RunRecord {
     let (client, s) = ready_lab().await;
-    let out = s.run(&format!("experiments/{name}.yaml"), &[]);
+    let extra = extra(&s);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = s.run(&format!("experiments/{name}.yaml"), &extra);
     let record = s.record(name);
     let cases = junit_cases(&s.junit(name));
     assert_eq!(
@@ -349,6 +361,75 @@ async fn shipped_local_persistent_volume_needs_the_claim_deleted_to_move() {
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn shipped_control_plane_node_down() {
     shipped_experiment_holds("control-plane-node-down").await;
+}
+
+/// The same experiment with faultline talking to the API server on the control-plane node
+/// it powers off (as with a kubeadm admin.conf on that node): faultline moves to the host's
+/// API server, the switch is on the timeline, and it keeps observing: the node's Unknown
+/// transition, which comes well after the switch, is seen, and every expectation holds.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn control_plane_node_down_fails_over_to_another_api_server() {
+    let through = lab_dir().join("kubeconfig-lab-cp-1");
+    let server_on_node = kube::config::Kubeconfig::read_from(&through)
+        .expect("ci/lab/up writes kubeconfig-lab-cp-1")
+        .clusters[0]
+        .cluster
+        .as_ref()
+        .and_then(|c| c.server.clone())
+        .expect("a server");
+    let record = shipped_experiment_holds_with("control-plane-node-down", |s| {
+        vec![
+            "--inventory".to_string(),
+            s.inventory_through(&through).display().to_string(),
+        ]
+    })
+    .await;
+    let switch = record
+        .timeline
+        .entries
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Note { message }
+                if message.starts_with("API endpoint") && message.contains(" left (") =>
+            {
+                Some((e.offset_ms, message.clone()))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no endpoint switch on the timeline: {:?}",
+                record.timeline.entries
+            )
+        });
+    assert!(
+        switch
+            .1
+            .contains(&format!("API endpoint {server_on_node} left")),
+        "left the node's API server: {}",
+        switch.1
+    );
+    let power_off = record
+        .timeline
+        .step_issued_ms("power off")
+        .expect("power off issued");
+    assert!(
+        switch.0 > power_off,
+        "switched after the power went off: {switch:?}"
+    );
+    let unknown = record.timeline.entries.iter().find_map(|e| match &e.event {
+        Event::Node {
+            name,
+            after: Some(a),
+            ..
+        } if name == "lab-cp-1" && a.ready == ConditionStatus::Unknown => Some(e.offset_ms),
+        _ => None,
+    });
+    assert!(
+        unknown.is_some_and(|t| t > switch.0),
+        "the node's Unknown transition was observed after the switch: {unknown:?}, switch {switch:?}"
+    );
 }
 
 /// The polling observer (`--observe poll`) sees the same story as watches, at poll resolution.

@@ -14,7 +14,8 @@ LAB_CACHE="${FAULTLINE_LAB_CACHE:-$HOME/.cache/faultline-lab}"
 LAB_BRIDGE=fl-lab-br0
 LAB_HOST_IP="$LAB_SUBNET_PREFIX.1"
 LAB_API_PORT=6443
-LAB_ETCD_CLIENT=127.0.0.1:23790     # loopback only, off the usual 2379 so it never clashes
+LAB_ETCD_CLIENT=127.0.0.1:23790     # off the usual 2379 so it never clashes
+LAB_ETCD_BRIDGE_CLIENT="$LAB_HOST_IP:23790"   # for the control-plane nodes' API servers only
 LAB_ETCD_PEER=127.0.0.1:23800
 LAB_PIDS="$LAB_DIR/pids"
 LAB_LOGS="$LAB_DIR/logs"
@@ -387,6 +388,7 @@ node_power_on() {
   node_net_up "$node"
   set_power_state "$node" on
   start_sshd "$node"
+  [[ "$NODE_ROLE" != control-plane ]] || start_node_apiserver "$node"
   start_kubelet "$node"
 }
 
@@ -397,6 +399,7 @@ node_kill_all() {
   ns="$(lab_netns "$node")"
   stop_proc "$node.resync" KILL
   stop_proc "$node.kubelet" KILL   # power loss: nobody gets to shut down cleanly
+  stop_proc "$node.apiserver" KILL
   stop_proc "$node.sshd" KILL
   for i in 1 2 3; do
     for p in $(ip netns pids "$ns" 2>/dev/null); do
@@ -420,15 +423,11 @@ kube() { "$KUBECTL" --kubeconfig "$LAB_KUBECONFIG" "$@"; }
 
 apiserver_ready() { kube --request-timeout=3s get --raw /readyz >/dev/null 2>&1; }
 
-start_apiserver() {
-  lab_load_env
-  live_pid apiserver >/dev/null && return 0
-  start_proc apiserver "$LAB_BIN/kube-apiserver" \
-    --advertise-address="$LAB_HOST_IP" --bind-address="$LAB_HOST_IP" --secure-port="$LAB_API_PORT" \
-    --etcd-servers="http://$LAB_ETCD_CLIENT" \
+# Flags every lab API server shares (the host's and each control-plane node's).
+apiserver_flags() {
+  printf '%s\n' \
     --service-cluster-ip-range="$LAB_SERVICE_CIDR" \
     --client-ca-file="$LAB_PKI/ca.crt" \
-    --tls-cert-file="$LAB_PKI/apiserver.crt" --tls-private-key-file="$LAB_PKI/apiserver.key" \
     --kubelet-client-certificate="$LAB_PKI/admin.crt" --kubelet-client-key="$LAB_PKI/admin.key" \
     --service-account-key-file="$LAB_PKI/sa.pub" \
     --service-account-signing-key-file="$LAB_PKI/sa.key" \
@@ -437,7 +436,66 @@ start_apiserver() {
     --default-unreachable-toleration-seconds="$TIMER_UNREACHABLE_TOLERATION" \
     --default-not-ready-toleration-seconds="$TIMER_NOTREADY_TOLERATION" \
     --profiling=false --v=1
+}
+
+start_apiserver() {
+  lab_load_env
+  live_pid apiserver >/dev/null && return 0
+  local flags
+  mapfile -t flags < <(apiserver_flags)
+  start_proc apiserver "$LAB_BIN/kube-apiserver" \
+    --advertise-address="$LAB_HOST_IP" --bind-address="$LAB_HOST_IP" --secure-port="$LAB_API_PORT" \
+    --etcd-servers="http://$LAB_ETCD_CLIENT" \
+    --tls-cert-file="$LAB_PKI/apiserver.crt" --tls-private-key-file="$LAB_PKI/apiserver.key" \
+    "${flags[@]}"
   wait_for "kube-apiserver /readyz" 90 apiserver_ready || die "kube-apiserver not ready; see $LAB_LOGS/apiserver.log"
+}
+
+# A control-plane node's own API server, in the node's namespace on the node's address (as
+# on a kubeadm control-plane node): it goes down with the node, and the cluster's
+# `kubernetes` endpoints list it while it is up. Its serving certificate names the node's
+# address. Not waited for: a node boots in the background, like a real one.
+start_node_apiserver() {
+  local node="$1" flags
+  lab_load_env
+  node_info "$node"
+  live_pid "$node.apiserver" >/dev/null && return 0
+  node_apiserver_cert "$node"
+  mapfile -t flags < <(apiserver_flags)
+  start_proc "$node.apiserver" ip netns exec "$(lab_netns "$node")" "$LAB_BIN/kube-apiserver" \
+    --advertise-address="$NODE_ADDR" --bind-address="$NODE_ADDR" --secure-port="$LAB_API_PORT" \
+    --etcd-servers="http://$LAB_ETCD_BRIDGE_CLIENT" \
+    --tls-cert-file="$LAB_PKI/$node-apiserver.crt" --tls-private-key-file="$LAB_PKI/$node-apiserver.key" \
+    "${flags[@]}"
+}
+
+node_apiserver_cert() {
+  local node="$1"
+  node_info "$node"
+  [[ -f "$LAB_PKI/$node-apiserver.crt" ]] && return 0
+  (
+    cd "$LAB_PKI"
+    umask 077
+    openssl req -newkey rsa:2048 -nodes -keyout "$node-apiserver.key" -out "$node-apiserver.csr" \
+      -subj "/CN=kube-apiserver-$node" 2>/dev/null
+    printf 'subjectAltName=IP:%s,IP:%s,DNS:%s,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n' \
+      "$NODE_ADDR" "$LAB_SERVICE_IP" "$node" >"$node-apiserver.ext"
+    openssl x509 -req -in "$node-apiserver.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+      -extfile "$node-apiserver.ext" -out "$node-apiserver.crt" 2>/dev/null
+    rm -f "$node-apiserver.csr" "$node-apiserver.ext"
+  )
+}
+
+# A kubeconfig like the lab's, whose server is NODE's own API server (kubeadm's admin.conf on
+# a control-plane node looks like this): for running through an endpoint that can go down.
+write_node_kubeconfig() {
+  local node="$1" out
+  node_info "$node"
+  out="$LAB_DIR/kubeconfig-$node"
+  sed "s#server: https://$LAB_HOST_IP:$LAB_API_PORT#server: https://$NODE_ADDR:$LAB_API_PORT#" \
+    "$LAB_KUBECONFIG" >"$out.tmp"
+  chmod 600 "$out.tmp"
+  mv "$out.tmp" "$out"
 }
 
 stop_apiserver() { stop_proc apiserver; }

@@ -197,11 +197,7 @@ pub fn pod_state(pod: &Pod, owners: &OwnerIndex) -> PodState {
         node: spec.and_then(|s| s.node_name.clone()),
         restarts,
         owner: pod_owner(pod, owners),
-        created: pod
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .and_then(to_chrono),
+        created: pod.metadata.creation_timestamp.as_ref().and_then(to_chrono),
         unreachable_toleration_secs,
         tolerates_unreachable_forever,
     }

@@ -100,6 +100,29 @@ impl Scratch {
         tokio::time::sleep(Duration::from_secs(3)).await;
         child
     }
+    /// A copy of the lab's inventory whose kubeconfig is `kubeconfig` (e.g. one that goes
+    /// through a control-plane node's own API server).
+    pub fn inventory_through(&self, kubeconfig: &Path) -> PathBuf {
+        let text = std::fs::read_to_string(inventory()).expect("the lab's inventory");
+        let swapped: Vec<String> = text
+            .lines()
+            .map(|l| {
+                if l.trim_start().starts_with("kubeconfig:") {
+                    format!("  kubeconfig: {}", kubeconfig.display())
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        assert!(
+            swapped
+                .iter()
+                .any(|l| l.contains(&*kubeconfig.to_string_lossy()))
+        );
+        let path = self.dir.join("inventory.yaml");
+        std::fs::write(&path, swapped.join("\n") + "\n").expect("write the inventory");
+        path
+    }
     /// The JUnit file a run of `name` wrote.
     pub fn junit(&self, name: &str) -> String {
         std::fs::read_to_string(self.reports().join(format!("{name}.junit.xml")))
