@@ -29,6 +29,7 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use kube::Client;
 use kube::client::Body;
 use tokio::sync::broadcast;
+use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// The error type `kube::Client` expects from a custom service.
@@ -84,12 +85,37 @@ impl std::fmt::Display for Switch {
 pub struct Abandoned {
     /// The endpoint left.
     pub endpoint: String,
+    /// When it last answered: what it sent after that was never seen, so an observer's
+    /// blind spot starts here, not when the abandonment is noticed.
+    pub silent_since: Instant,
+}
+
+/// When the endpoint behind `error` last answered, if the error is an abandonment (found
+/// anywhere in its chain of sources, including inside I/O errors).
+pub fn silent_since(error: &(dyn std::error::Error + 'static)) -> Option<Instant> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(a) = e.downcast_ref::<Abandoned>() {
+            return Some(a.silent_since);
+        }
+        if let Some(inner) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            && let Some(found) = silent_since(inner)
+        {
+            return Some(found);
+        }
+        current = e.source();
+    }
+    None
 }
 
 /// One endpoint with its own client (same credentials, its own URL and connections).
 struct Endpoint {
     url: String,
     client: Client,
+    /// The last time it answered anything (a `/readyz` check or a response).
+    last_answer: Mutex<Instant>,
 }
 
 struct State {
@@ -117,6 +143,24 @@ impl Shared {
 
     fn token(&self, index: usize) -> CancellationToken {
         self.state().abandon[index].clone()
+    }
+
+    fn answered(&self, index: usize) {
+        *self.endpoints[index]
+            .last_answer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    fn abandoned(&self, index: usize) -> Abandoned {
+        let endpoint = &self.endpoints[index];
+        Abandoned {
+            endpoint: endpoint.url.clone(),
+            silent_since: *endpoint
+                .last_answer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        }
     }
 
     /// Moves to `to` if `from` is still in use (a concurrent switch wins otherwise) and
@@ -164,7 +208,11 @@ impl Failover {
         let shared = Arc::new(Shared {
             endpoints: endpoints
                 .into_iter()
-                .map(|(url, client)| Endpoint { url, client })
+                .map(|(url, client)| Endpoint {
+                    url,
+                    client,
+                    last_answer: Mutex::new(Instant::now()),
+                })
                 .collect(),
             state: Mutex::new(State { active: 0, abandon }),
             switches,
@@ -211,6 +259,7 @@ async fn monitor(shared: Weak<Shared>, policy: HealthPolicy) {
         let active = shared.active();
         let error = match ready(&shared.endpoints[active].client, policy.timeout).await {
             Ok(()) => {
+                shared.answered(active);
                 failures = 0;
                 continue;
             }
@@ -291,12 +340,11 @@ async fn send(
         let token = shared.token(index);
         let outcome = tokio::select! {
             r = endpoint.client.send(this) => r,
-            () = token.cancelled() => Err(kube::Error::Service(Box::new(Abandoned {
-                endpoint: endpoint.url.clone(),
-            }))),
+            () = token.cancelled() => Err(kube::Error::Service(Box::new(shared.abandoned(index)))),
         };
         match outcome {
             Ok(response) => {
+                shared.answered(index);
                 if index != first {
                     let why = first_error.unwrap_or_else(|| "a request failed".to_string());
                     shared.switch(first, index, format!("a request failed: {why}"));
@@ -305,7 +353,8 @@ async fn send(
                 return Ok(response.map(|body| Abandonable {
                     body,
                     abandoned: Box::pin(abandoned),
-                    endpoint: endpoint.url.clone(),
+                    shared: shared.clone(),
+                    index,
                 }));
             }
             Err(e) => {
@@ -344,7 +393,8 @@ fn retry_copy(request: &Request<Body>) -> Option<Request<Body>> {
 pub struct Abandonable {
     body: Body,
     abandoned: Pin<Box<WaitForCancellationFutureOwned>>,
-    endpoint: String,
+    shared: Arc<Shared>,
+    index: usize,
 }
 
 impl HttpBody for Abandonable {
@@ -356,8 +406,7 @@ impl HttpBody for Abandonable {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         if self.abandoned.as_mut().poll(cx).is_ready() {
-            let endpoint = self.endpoint.clone();
-            return Poll::Ready(Some(Err(Box::new(Abandoned { endpoint }))));
+            return Poll::Ready(Some(Err(Box::new(self.shared.abandoned(self.index)))));
         }
         Pin::new(&mut self.body)
             .poll_frame(cx)
@@ -411,12 +460,25 @@ mod tests {
                             continue;
                         }
                         let text = String::from_utf8_lossy(&head);
-                        let reply: &[u8] = if text.starts_with("GET /stream") {
+                        let reply: Vec<u8> = if text.starts_with("GET /stream") {
                             b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\none\r\n"
+                                .to_vec()
+                        } else if text.starts_with("GET /api/v1/nodes?") {
+                            // An open watch with one event, as an API server sends it.
+                            let event = concat!(
+                                r#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"Node","#,
+                                r#""metadata":{"name":"n1","resourceVersion":"1"}}}"#,
+                                "\n"
+                            );
+                            format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+                                event.len()
+                            )
+                            .into_bytes()
                         } else {
-                            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_vec()
                         };
-                        if socket.write_all(reply).await.is_err() {
+                        if socket.write_all(&reply).await.is_err() {
                             return;
                         }
                     }
@@ -542,5 +604,48 @@ mod tests {
         let answer = client.send(get("/version")).await.unwrap();
         assert_eq!(answer.status(), 200);
         assert_eq!(failover.active(), alive);
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_watch_says_since_when_its_endpoint_was_silent() {
+        use futures::StreamExt;
+        use k8s_openapi::api::core::v1::Node;
+        use kube::api::{Api, WatchEvent, WatchParams};
+
+        let (first, first_server) = endpoint(Behaviour::Healthy).await;
+        let (alive, _s) = endpoint(Behaviour::Healthy).await;
+        let (client, _failover) = Failover::client(
+            vec![
+                (first.clone(), client_for(&first)),
+                (alive.clone(), client_for(&alive)),
+            ],
+            "default",
+            quick(),
+        );
+        let started = Instant::now();
+        let mut watch = Api::<Node>::all(client)
+            .watch(&WatchParams::default(), "0")
+            .await
+            .expect("the watch opens")
+            .boxed();
+        match watch.next().await {
+            Some(Ok(WatchEvent::Added(node))) => {
+                assert_eq!(node.metadata.name.as_deref(), Some("n1"))
+            }
+            other => panic!("expected the ADDED event, got {other:?}"),
+        }
+        let last_heard = Instant::now();
+        first_server.abort();
+        let error = tokio::time::timeout(Duration::from_secs(5), watch.next())
+            .await
+            .expect("the watch ends once faultline moves away")
+            .expect("an item")
+            .expect_err("an error");
+        let since = silent_since(&error).unwrap_or_else(|| panic!("no abandonment in {error:?}"));
+        assert!(
+            since >= started && since <= last_heard + Duration::from_millis(100),
+            "{since:?}"
+        );
+        assert!(silent_since(&kube::Error::LinesCodecMaxLineLengthExceeded).is_none());
     }
 }

@@ -36,11 +36,15 @@ impl Clock {
 
     /// Milliseconds since zero (negative before it).
     pub fn offset_ms(&self) -> i64 {
-        let now = Instant::now();
-        if now >= self.zero {
-            i64::try_from(now.duration_since(self.zero).as_millis()).unwrap_or(i64::MAX)
+        self.offset_of(Instant::now())
+    }
+
+    /// The offset of an earlier (or later) moment on the same monotonic clock.
+    pub fn offset_of(&self, at: Instant) -> i64 {
+        if at >= self.zero {
+            i64::try_from(at.duration_since(self.zero).as_millis()).unwrap_or(i64::MAX)
         } else {
-            -i64::try_from(self.zero.duration_since(now).as_millis()).unwrap_or(i64::MAX)
+            -i64::try_from(self.zero.duration_since(at).as_millis()).unwrap_or(i64::MAX)
         }
     }
 
@@ -71,6 +75,10 @@ mod tests {
         assert_eq!(clock.offset_ms(), -2000);
         tokio::time::advance(std::time::Duration::from_millis(3500)).await;
         assert_eq!(clock.offset_ms(), 1500);
+        assert_eq!(
+            clock.offset_of(Instant::now() - std::time::Duration::from_millis(700)),
+            800
+        );
         assert_eq!(clock.wall().to_rfc3339(), "2026-01-01T00:00:01.500+00:00");
     }
 }

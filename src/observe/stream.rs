@@ -11,9 +11,12 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
+use tokio::time::Instant;
+
 use super::clock::Clock;
 use super::recorder::{Observation, Recorder, Seen};
 use super::reduce::Workload;
+use crate::cluster::failover::silent_since;
 use crate::experiment::model::{WorkloadKind, WorkloadRef};
 use crate::timeline::Entry;
 
@@ -53,30 +56,36 @@ pub fn observe(
 ) -> BoxStream<'static, Entry> {
     let sources = sources(&client, scope, mode);
     stream::select_all(sources)
-        .scan(Recorder::new(), move |recorder, observation| {
-            let events = recorder.record(observation);
-            let stamped: Vec<Entry> = events
-                .into_iter()
-                .map(|event| {
-                    let offset_ms = clock.offset_ms();
-                    Entry {
-                        offset_ms,
-                        wall: clock.wall_at(offset_ms),
-                        event,
-                    }
-                })
-                .collect();
-            futures::future::ready(Some(stream::iter(stamped)))
-        })
+        .scan(
+            Recorder::new(),
+            move |recorder, (observation, blind_since)| {
+                let events = recorder.record(observation);
+                // A failure whose endpoint went silent earlier (faultline moved away from it)
+                // opens its gap when sight was really lost: whatever the endpoint would have
+                // sent after its last answer was never seen.
+                let at = blind_since.map(|since| clock.offset_of(since).min(clock.offset_ms()));
+                let stamped: Vec<Entry> = events
+                    .into_iter()
+                    .map(|event| {
+                        let offset_ms = at.unwrap_or_else(|| clock.offset_ms());
+                        Entry {
+                            offset_ms,
+                            wall: clock.wall_at(offset_ms),
+                            event,
+                        }
+                    })
+                    .collect();
+                futures::future::ready(Some(stream::iter(stamped)))
+            },
+        )
         .flatten()
         .boxed()
 }
 
-fn sources(
-    client: &Client,
-    scope: &Scope,
-    mode: ObserveMode,
-) -> Vec<BoxStream<'static, Observation>> {
+/// An observation and, for a failure, since when the source had really been blind.
+type Sighting = (Observation, Option<Instant>);
+
+fn sources(client: &Client, scope: &Scope, mode: ObserveMode) -> Vec<BoxStream<'static, Sighting>> {
     let mut out = vec![source(
         Api::<Node>::all(client.clone()),
         None,
@@ -144,18 +153,23 @@ fn source<K, F>(
     field_selector: Option<String>,
     mode: ObserveMode,
     wrap: F,
-) -> BoxStream<'static, Observation>
+) -> BoxStream<'static, Sighting>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     F: Fn(Seen<K>) -> Observation + Send + 'static,
 {
     match mode {
-        ObserveMode::Watch => watch(api, field_selector).map(wrap).boxed(),
-        ObserveMode::Poll { interval } => poll(api, field_selector, interval).map(wrap).boxed(),
+        ObserveMode::Watch => watch(api, field_selector)
+            .map(move |(seen, since)| (wrap(seen), since))
+            .boxed(),
+        ObserveMode::Poll { interval } => poll(api, field_selector, interval)
+            .map(move |seen| (wrap(seen), None))
+            .boxed(),
     }
 }
 
-/// A `kube::runtime::watcher` with the default backoff; errors become `Seen::Failed`.
+/// A `kube::runtime::watcher` with the default backoff; errors become `Seen::Failed`, with
+/// the moment the endpoint went silent when the error is a failover's abandonment.
 ///
 /// After an error on an established watch, the watcher is replaced by a fresh one, so
 /// recovery always goes through a full relist (`Init` … `InitDone`). A resumed watch would
@@ -165,7 +179,7 @@ where
 pub fn watch<K>(
     api: Api<K>,
     field_selector: Option<String>,
-) -> impl futures::Stream<Item = Seen<K>> + Send + 'static
+) -> impl futures::Stream<Item = (Seen<K>, Option<Instant>)> + Send + 'static
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
@@ -178,6 +192,7 @@ where
     stream::unfold(
         (api, config, inner, false),
         |(api, config, mut inner, mut listed)| async move {
+            let mut blind_since = None;
             let seen = match inner.next().await {
                 Some(Ok(watcher::Event::Apply(o))) => Seen::Applied(o),
                 Some(Ok(watcher::Event::Delete(o))) => Seen::Deleted(o),
@@ -192,6 +207,7 @@ where
                         inner = fresh_watcher(&api, &config);
                         listed = false;
                     }
+                    blind_since = silent_since(&e);
                     Seen::Failed(e.to_string())
                 }
                 // A watcher never ends on its own; if it does, start over with a relist.
@@ -201,7 +217,7 @@ where
                     Seen::Failed("watch stream ended".to_string())
                 }
             };
-            Some((seen, (api, config, inner, listed)))
+            Some(((seen, blind_since), (api, config, inner, listed)))
         },
     )
 }
