@@ -502,6 +502,15 @@ mod tests {
         }
     }
 
+    /// A failover client over `urls`, in that order.
+    fn over(urls: &[&String], policy: HealthPolicy) -> (Client, Failover) {
+        let endpoints = urls
+            .iter()
+            .map(|u| (u.to_string(), client_for(u)))
+            .collect();
+        Failover::client(endpoints, "default", policy)
+    }
+
     fn get(path: &str) -> Request<Body> {
         Request::get(path).body(Body::empty()).unwrap()
     }
@@ -518,14 +527,7 @@ mod tests {
     async fn a_refused_request_is_retried_on_the_next_endpoint_which_stays_in_use() {
         let dead = refused().await;
         let (alive, _server) = endpoint(Behaviour::Healthy).await;
-        let (client, failover) = Failover::client(
-            vec![
-                (dead.clone(), client_for(&dead)),
-                (alive.clone(), client_for(&alive)),
-            ],
-            "default",
-            quick(),
-        );
+        let (client, failover) = over(&[&dead, &alive], quick());
         let mut switches = failover.subscribe();
         let response = client
             .send(get("/version"))
@@ -549,12 +551,8 @@ mod tests {
     async fn a_post_is_not_sent_twice() {
         let dead = refused().await;
         let (alive, _server) = endpoint(Behaviour::Healthy).await;
-        let (client, failover) = Failover::client(
-            vec![
-                (dead.clone(), client_for(&dead)),
-                (alive.clone(), client_for(&alive)),
-            ],
-            "default",
+        let (client, failover) = over(
+            &[&dead, &alive],
             HealthPolicy {
                 interval: Duration::from_secs(3600),
                 ..quick()
@@ -577,15 +575,7 @@ mod tests {
         let (alive, _s2) = endpoint(Behaviour::Healthy).await;
         // Both answer at first: the stream is opened on the first endpoint.
         let (first, first_server) = endpoint(Behaviour::Healthy).await;
-        let (client, failover) = Failover::client(
-            vec![
-                (first.clone(), client_for(&first)),
-                (silent.clone(), client_for(&silent)),
-                (alive.clone(), client_for(&alive)),
-            ],
-            "default",
-            quick(),
-        );
+        let (client, failover) = over(&[&first, &silent, &alive], quick());
         let mut switches = failover.subscribe();
         let mut stream = client.send(get("/stream")).await.unwrap().into_body();
         let frame = stream.frame().await.unwrap().unwrap();
@@ -614,14 +604,7 @@ mod tests {
 
         let (first, first_server) = endpoint(Behaviour::Healthy).await;
         let (alive, _s) = endpoint(Behaviour::Healthy).await;
-        let (client, _failover) = Failover::client(
-            vec![
-                (first.clone(), client_for(&first)),
-                (alive.clone(), client_for(&alive)),
-            ],
-            "default",
-            quick(),
-        );
+        let (client, _failover) = over(&[&first, &alive], quick());
         let started = Instant::now();
         let mut watch = Api::<Node>::all(client)
             .watch(&WatchParams::default(), "0")
