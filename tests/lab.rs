@@ -418,6 +418,13 @@ async fn control_plane_node_down_fails_over_to_another_api_server() {
         switch.0 > power_off,
         "switched after the power went off: {switch:?}"
     );
+    // The figures of this failover, for the closing notes of a CI run.
+    let gap_ms = lab_support::longest_gap_after(&record.timeline, power_off);
+    println!(
+        "failover: switch {:.1}s after power off, longest observation gap {:.1}s",
+        (switch.0 - power_off) as f64 / 1000.0,
+        gap_ms as f64 / 1000.0
+    );
     let unknown = record.timeline.entries.iter().find_map(|e| match &e.event {
         Event::Node {
             name,

@@ -135,6 +135,29 @@ impl Scratch {
     }
 }
 
+/// The longest observation gap (Began → Ended of one source) that ended after `from`.
+pub fn longest_gap_after(timeline: &faultline::timeline::Timeline, from: i64) -> i64 {
+    use faultline::timeline::{Event, GapPhase};
+    let mut open: Vec<(String, i64)> = Vec::new();
+    let mut longest = 0;
+    for e in &timeline.entries {
+        if let Event::Gap { source, phase, .. } = &e.event {
+            match phase {
+                GapPhase::Began => open.push((source.clone(), e.offset_ms)),
+                GapPhase::Ended => {
+                    if let Some(i) = open.iter().position(|(s, _)| s == source) {
+                        let (_, began) = open.remove(i);
+                        if e.offset_ms > from {
+                            longest = longest.max(e.offset_ms - began);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    longest
+}
+
 /// Prints a finished command's output so a failing test shows what faultline said.
 pub fn echo(out: &Output) {
     println!("{}", String::from_utf8_lossy(&out.stdout));
