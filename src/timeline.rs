@@ -129,6 +129,10 @@ pub enum StepPhase {
     },
 }
 
+/// The `reason` of a gap's `Ended` entry when a full relist ended it: the states right after
+/// it are then the cluster's, which is what lets the judge compare them with those before.
+pub const GAP_RELISTED: &str = "relisted";
+
 /// Start or end of an observation gap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

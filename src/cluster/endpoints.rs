@@ -153,9 +153,20 @@ pub fn merge(primary: &str, extra: &[String], discovered: &[String]) -> Vec<Stri
     out
 }
 
-/// One spelling per endpoint: lower case, no trailing slash.
+/// One spelling per endpoint: scheme and host in lower case (a path, as behind a proxy,
+/// keeps its case), no trailing slash.
 fn normalize(url: &str) -> String {
-    url.trim().trim_end_matches('/').to_ascii_lowercase()
+    let url = url.trim().trim_end_matches('/');
+    let authority_end = url
+        .find("://")
+        .map(|i| i + 3)
+        .and_then(|start| url[start..].find('/').map(|p| start + p))
+        .unwrap_or(url.len());
+    format!(
+        "{}{}",
+        url[..authority_end].to_ascii_lowercase(),
+        &url[authority_end..]
+    )
 }
 
 #[cfg(test)]
@@ -199,7 +210,10 @@ mod tests {
     fn the_kubeconfig_endpoint_comes_first_and_each_endpoint_once() {
         let merged = merge(
             "https://10.0.0.1:6443/",
-            &["https://LB.example:6443".to_string()],
+            &[
+                "https://LB.example:6443".to_string(),
+                "https://Proxy.example/k8s/clusters/C-AbC".to_string(),
+            ],
             &[
                 "https://10.0.0.1:6443".to_string(),
                 "https://10.0.0.2:6443".to_string(),
@@ -211,6 +225,7 @@ mod tests {
             [
                 "https://10.0.0.1:6443",
                 "https://lb.example:6443",
+                "https://proxy.example/k8s/clusters/C-AbC",
                 "https://10.0.0.2:6443"
             ]
         );

@@ -163,18 +163,29 @@ impl Shared {
         }
     }
 
+    /// The endpoint in use and its token, read together so no switch falls in between.
+    fn current(&self) -> (usize, CancellationToken) {
+        let state = self.state();
+        (state.active, state.abandon[state.active].clone())
+    }
+
     /// Moves to `to` if `from` is still in use (a concurrent switch wins otherwise) and
-    /// abandons everything in flight on `from`.
+    /// abandons everything in flight anywhere else (a retry may be on a third endpoint).
     fn switch(&self, from: usize, to: usize, reason: String) -> bool {
-        let old = {
+        let left: Vec<CancellationToken> = {
             let mut state = self.state();
             if state.active != from || from == to {
                 return false;
             }
             state.active = to;
-            std::mem::replace(&mut state.abandon[from], CancellationToken::new())
+            (0..self.endpoints.len())
+                .filter(|&i| i != to)
+                .map(|i| std::mem::replace(&mut state.abandon[i], CancellationToken::new()))
+                .collect()
         };
-        old.cancel();
+        for token in left {
+            token.cancel();
+        }
         let switch = Switch {
             from: self.endpoints[from].url.clone(),
             to: self.endpoints[to].url.clone(),
@@ -275,10 +286,11 @@ async fn monitor(shared: Weak<Shared>, policy: HealthPolicy) {
                 .await
                 .is_ok()
             {
+                shared.answered(candidate);
                 let reason = format!("{failures} health checks in a row failed, the last: {error}");
-                if shared.switch(active, candidate, reason) {
-                    failures = 0;
-                }
+                // Won or lost to a concurrent switch: either way a new endpoint is in use.
+                shared.switch(active, candidate, reason);
+                failures = 0;
                 break;
             }
         }
@@ -321,47 +333,72 @@ impl tower_service::Service<Request<Body>> for FailoverService {
     }
 }
 
-/// Sends on the endpoint in use; on a transport failure, retries (if it may) on the others
-/// in turn, and the first that answers becomes the endpoint in use.
+/// Sends on the endpoint in use; on a transport failure, retries (if it may) on the endpoint
+/// in use if a switch happened meanwhile, else on the next untried one, and the first that
+/// answers becomes the endpoint in use. A response is only handed out from the endpoint in
+/// use, so every open body is abandoned by the next switch.
 async fn send(
     shared: Arc<Shared>,
     request: Request<Body>,
 ) -> Result<Response<Abandonable>, BoxError> {
     let n = shared.endpoints.len();
-    let first = shared.active();
+    let (first, first_token) = shared.current();
+    let (mut index, mut token) = (first, first_token);
+    let mut tried = vec![false; n];
     let mut request = Some(request);
     let mut first_error: Option<String> = None;
     let mut last_error: Option<kube::Error> = None;
-    for index in (0..n).map(|k| (first + k) % n) {
-        let Some(this) = request.take() else { break };
+    while let Some(this) = request.take() {
         // The copy for the next endpoint; none for requests that must not be sent twice.
         request = retry_copy(&this);
-        let endpoint = &shared.endpoints[index];
-        let token = shared.token(index);
+        tried[index] = true;
         let outcome = tokio::select! {
-            r = endpoint.client.send(this) => r,
+            biased;
             () = token.cancelled() => Err(kube::Error::Service(Box::new(shared.abandoned(index)))),
+            r = shared.endpoints[index].client.send(this) => r,
         };
         match outcome {
-            Ok(response) => {
+            Ok(response) if !token.is_cancelled() => {
                 shared.answered(index);
                 if index != first {
-                    let why = first_error.unwrap_or_else(|| "a request failed".to_string());
+                    let why = first_error
+                        .take()
+                        .unwrap_or_else(|| "a request failed".to_string());
                     shared.switch(first, index, format!("a request failed: {why}"));
                 }
-                let abandoned = token.cancelled_owned();
-                return Ok(response.map(|body| Abandonable {
-                    body,
-                    abandoned: Box::pin(abandoned),
-                    shared: shared.clone(),
-                    index,
-                }));
+                if shared.current().0 == index {
+                    return Ok(response.map(|body| Abandonable {
+                        body,
+                        abandoned: Box::pin(token.cancelled_owned()),
+                        shared: shared.clone(),
+                        index,
+                        ended: false,
+                    }));
+                }
+                // Another switch won meanwhile: not from here.
+                last_error = Some(kube::Error::Service(Box::new(shared.abandoned(index))));
+            }
+            Ok(_) => {
+                last_error = Some(kube::Error::Service(Box::new(shared.abandoned(index))));
             }
             Err(e) => {
                 first_error.get_or_insert_with(|| e.to_string());
                 last_error = Some(e);
             }
         }
+        let (active, active_token) = shared.current();
+        let next = if tried[active] {
+            (1..n).map(|k| (index + k) % n).find(|&i| !tried[i])
+        } else {
+            Some(active)
+        };
+        let Some(next) = next else { break };
+        index = next;
+        token = if next == active {
+            active_token
+        } else {
+            shared.token(next)
+        };
     }
     Err(match last_error {
         Some(e) => Box::new(e),
@@ -395,6 +432,8 @@ pub struct Abandonable {
     abandoned: Pin<Box<WaitForCancellationFutureOwned>>,
     shared: Arc<Shared>,
     index: usize,
+    /// The abandonment was reported: the body is over.
+    ended: bool,
 }
 
 impl HttpBody for Abandonable {
@@ -405,12 +444,20 @@ impl HttpBody for Abandonable {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
         if self.abandoned.as_mut().poll(cx).is_ready() {
+            self.ended = true;
             return Poll::Ready(Some(Err(Box::new(self.shared.abandoned(self.index)))));
         }
         Pin::new(&mut self.body)
             .poll_frame(cx)
             .map_err(|e| Box::new(e) as BoxError)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended || self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -630,5 +677,21 @@ mod tests {
             "{since:?}"
         );
         assert!(silent_since(&kube::Error::LinesCodecMaxLineLengthExceeded).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_request_hanging_on_a_left_endpoint_is_retried_on_the_one_now_in_use() {
+        // A and B accept and never answer; C answers. The monitor leaves A for C (B fails
+        // its check); the request hanging on A must follow to C, not try B and hang there.
+        let (a, _sa) = endpoint(Behaviour::Silent).await;
+        let (b, _sb) = endpoint(Behaviour::Silent).await;
+        let (c, _sc) = endpoint(Behaviour::Healthy).await;
+        let (client, failover) = over(&[&a, &b, &c], quick());
+        let response = tokio::time::timeout(Duration::from_secs(5), client.send(get("/version")))
+            .await
+            .expect("the request does not hang on a silent endpoint")
+            .expect("answered");
+        assert_eq!(response.status(), 200);
+        assert_eq!(failover.active(), c);
     }
 }

@@ -4,8 +4,11 @@
 //! a `never` or `stays` cannot in general be decided: the state may have flipped and
 //! flipped back unseen. But some states leave evidence that survives the gap, read from
 //! the relist that ends it:
-//! - a Ready condition carries `lastTransitionTime`: the same Ready status with the same
-//!   transition time before and after the gap means the condition did not change in it;
+//! - a node's Ready condition carries `lastTransitionTime`, set anew by the kubelet from the
+//!   Node it reads back: the same Ready status with the same transition time before and
+//!   after the gap means the condition did not change in it (a pod's Ready condition does
+//!   not qualify: after the node controller marks it not Ready, the kubelet writes back its
+//!   own cached status, old transition time included);
 //! - `deletionTimestamp` is never unset: a pod not terminating after the gap was not
 //!   terminating in it, and one terminating before still was;
 //! - a pod object does not come back once deleted: a pod present after the gap was not gone.
@@ -36,14 +39,6 @@ fn bridged(gap: &Gap, series: &Series, state: &StateMatch) -> bool {
         (Series::Node(h), StateMatch::Node(s)) if readiness(s) => same(h, gap, |b, a| {
             b.ready == a.ready && same_since(b.ready_since, a.ready_since)
         }),
-        (Series::Pod(h), StateMatch::Pod(PodStateMatch::Ready | PodStateMatch::NotReady)) => {
-            same(h, gap, |b, a| {
-                !b.terminating
-                    && !a.terminating
-                    && b.ready == a.ready
-                    && same_since(b.ready_since, a.ready_since)
-            })
-        }
         (Series::Pod(h), StateMatch::Pod(PodStateMatch::Terminating)) => {
             same(h, gap, |b, a| b.terminating == a.terminating)
         }
@@ -156,6 +151,15 @@ mod tests {
             1,
             "taints carry no evidence"
         );
+    }
+
+    #[test]
+    fn pod_readiness_is_never_bridged() {
+        // The kubelet writes its cached Ready condition back after the node controller
+        // marked the pod not Ready: the same transition time proves nothing for pods.
+        let steady = Series::Pod(vec![(0, Some(pod(false)))]);
+        let not_ready = StateMatch::Pod(PodStateMatch::NotReady);
+        assert_eq!(unbridged(&[gap(true)], &steady, &not_ready).len(), 1);
     }
 
     #[test]

@@ -63,7 +63,8 @@ pub struct Gap {
     pub began: i64,
     /// Offset at which sight was regained (the timeline end if it never was).
     pub ended: i64,
-    /// Whether sight was regained (a relist or resumed watch ended the gap).
+    /// Whether a relist ended the gap, so the states right after it are the cluster's
+    /// (a resumed watch replays events after the gap's end instead).
     pub closed: bool,
     /// Which watch lost sight and why.
     pub reason: String,
@@ -92,7 +93,7 @@ pub fn gaps(timeline: &Timeline) -> Vec<Gap> {
                         done.push(Gap {
                             began,
                             ended: entry.offset_ms,
-                            closed: true,
+                            closed: reason == crate::timeline::GAP_RELISTED,
                             reason: format!("{s} {why}"),
                         });
                     }

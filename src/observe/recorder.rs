@@ -105,7 +105,7 @@ impl<K: Ord + Clone, S: PartialEq + Clone, T> Tracked<K, S, T> {
                 let listed = self.buffer.take().unwrap_or_default();
                 let changes = self.known.relist(listed.iter().filter_map(&reduce));
                 out.extend(changes.into_iter().map(&to_event));
-                self.close_gap(source, "relisted", &mut out);
+                self.close_gap(source, crate::timeline::GAP_RELISTED, &mut out);
             }
             Seen::Failed(reason) => {
                 self.buffer = None;
