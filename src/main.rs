@@ -9,7 +9,12 @@ fn main() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("FAULTLINE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // kube's client logs every failed request at ERROR; a request that fails on
+                // one API endpoint and is retried on another is not an error to the user, and
+                // failures faultline cannot recover from are reported by faultline itself.
+                .unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new("warn,kube_client::client::builder=off")
+                }),
         )
         .init();
     let cli = faultline::cli::Cli::parse();
