@@ -386,13 +386,7 @@ fn workload_becomes_available_again_after_degrading() {
 fn replacements_elsewhere_become_ready() {
     let e = expect(
         "replacements ready",
-        pods(
-            web(),
-            None,
-            Some("down"),
-            PodGeneration::Replacements,
-            Quantifier::All,
-        ),
+        replacements_off_down(web()),
         becomes(pod_state(PodStateMatch::Ready), Window::Within(secs(60.0))),
         STOP,
     );
@@ -747,13 +741,7 @@ fn gap_straddling_a_bound_is_undecidable_and_named() {
     let t = timeline("kubelet-stop-gap");
     let e = expect(
         "evicted by 45s",
-        pods(
-            web(),
-            Some("down"),
-            None,
-            PodGeneration::Existing,
-            Quantifier::All,
-        ),
+        existing_on_down(web()),
         becomes(
             pod_state(PodStateMatch::Terminating),
             Window::Within(secs(45.0)),
@@ -984,13 +972,7 @@ fn a_replacement_created_after_a_hold_ended_is_not_part_of_the_hold() {
     t.entries.sort_by_key(|e| e.offset_ms);
     let e = expect(
         "replacements stay Ready until the kubelet is back",
-        pods(
-            web(),
-            None,
-            Some("down"),
-            PodGeneration::Replacements,
-            Quantifier::All,
-        ),
+        replacements_off_down(web()),
         Check::Stays {
             state: pod_state(PodStateMatch::Ready),
             until: Until::Step("start kubelet".into()),

@@ -54,18 +54,26 @@ pub async fn connect_with_failover(
     context: Option<&str>,
     endpoints: &ApiEndpoints,
 ) -> Result<Connection, ClusterError> {
-    let mut config = load_config(kubeconfig, context).await?;
+    let config = load_config(kubeconfig, context).await?;
     let primary = normalize(&config.cluster_url.to_string());
+    // With several endpoints none may hold a request for kube's default 30 s connect timeout.
+    let mut quick = config.clone();
+    quick.connect_timeout = Some(
+        config
+            .connect_timeout
+            .map_or(CONNECT_TIMEOUT, |t| t.min(CONNECT_TIMEOUT)),
+    );
+    // The client discovery uses is the primary endpoint's client if there is failover.
+    let mut primary_client = None;
     let mut discovered = Vec::new();
     if endpoints.discover {
-        let mut probe = config.clone();
-        probe.connect_timeout = Some(CONNECT_TIMEOUT);
-        let client = client_for(probe)?;
+        let client = client_for(quick.clone())?;
         match tokio::time::timeout(DISCOVERY_TIMEOUT, discover(&client)).await {
             Ok(Ok(urls)) => discovered = urls,
             Ok(Err(e)) => tracing::info!("API endpoint discovery: {e}"),
             Err(_) => tracing::info!("API endpoint discovery: no answer within 5s"),
         }
+        primary_client = Some(client);
     }
     let urls = merge(&primary, &endpoints.extra, &discovered);
     if urls.len() == 1 {
@@ -74,24 +82,22 @@ pub async fn connect_with_failover(
             failover: None,
         });
     }
-    config.connect_timeout = Some(
-        config
-            .connect_timeout
-            .map_or(CONNECT_TIMEOUT, |t| t.min(CONNECT_TIMEOUT)),
-    );
-    let default_namespace = config.default_namespace.clone();
     let mut clients = Vec::with_capacity(urls.len());
-    for url in urls {
-        let mut c = config.clone();
-        if url != primary {
-            c.cluster_url = url.parse().map_err(|e| ClusterError::Endpoint {
-                url: url.clone(),
-                message: format!("{e}"),
-            })?;
-        }
+    let primary_client = match primary_client {
+        Some(c) => c,
+        None => client_for(quick.clone())?,
+    };
+    clients.push((primary, primary_client));
+    for url in urls.into_iter().skip(1) {
+        let mut c = quick.clone();
+        c.cluster_url = url.parse().map_err(|e| ClusterError::Endpoint {
+            url: url.clone(),
+            message: format!("{e}"),
+        })?;
         clients.push((url, client_for(c)?));
     }
-    let (client, failover) = Failover::client(clients, &default_namespace, HealthPolicy::default());
+    let (client, failover) =
+        Failover::client(clients, &config.default_namespace, HealthPolicy::default());
     Ok(Connection {
         client,
         failover: Some(failover),

@@ -37,7 +37,7 @@ fn bridged(gap: &Gap, series: &Series, state: &StateMatch) -> bool {
     }
     match (series, state) {
         (Series::Node(h), StateMatch::Node(s)) if readiness(s) => same(h, gap, |b, a| {
-            b.ready == a.ready && same_since(b.ready_since, a.ready_since)
+            b.ready == a.ready && b.ready_since.is_some() && b.ready_since == a.ready_since
         }),
         (Series::Pod(h), StateMatch::Pod(PodStateMatch::Terminating)) => {
             same(h, gap, |b, a| b.terminating == a.terminating)
@@ -56,10 +56,6 @@ fn readiness(s: &NodeStateMatch) -> bool {
             | NodeStateMatch::Unknown
             | NodeStateMatch::ReadyFalse
     )
-}
-
-fn same_since<T: PartialEq>(before: Option<T>, after: Option<T>) -> bool {
-    before.is_some() && before == after
 }
 
 /// The member existed right before the gap and right after it (after the relist that

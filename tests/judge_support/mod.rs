@@ -110,6 +110,17 @@ pub fn existing_on_down(w: WorkloadRef) -> Subject {
     )
 }
 
+/// Replacement pods of `w` off the target `down`, all of them.
+pub fn replacements_off_down(w: WorkloadRef) -> Subject {
+    pods(
+        w,
+        None,
+        Some("down"),
+        PodGeneration::Replacements,
+        Quantifier::All,
+    )
+}
+
 pub fn node_down() -> Subject {
     Subject::Node {
         target: "down".to_string(),
