@@ -117,6 +117,7 @@ fn command_of(p: &Prepared, action: &Action, node: &str) -> String {
     match action {
         Action::PowerOn => p.executor.describe_power(node, PowerAction::On),
         Action::PowerOff => p.executor.describe_power(node, PowerAction::Off),
+        Action::Reboot => p.executor.describe_power(node, PowerAction::Reboot),
         other => match NodeOp::from_action(other) {
             Some(op) => p.executor.describe(node, &op),
             None => format!("API: {} node/{node}", action_name(other)),

@@ -105,6 +105,8 @@ pub enum PowerAction {
     Off,
     /// Query.
     Status,
+    /// Reboot from outside (`power.reboot`); returns once the node runs again.
+    Reboot,
 }
 
 /// Power state as reported by a `power.status` command.
@@ -511,6 +513,7 @@ impl Executor {
             PowerAction::On => &access.power.on,
             PowerAction::Off => &access.power.off,
             PowerAction::Status => &access.power.status,
+            PowerAction::Reboot => &access.power.reboot,
         };
         match template {
             Some(t) => {
@@ -520,6 +523,7 @@ impl Executor {
                 }
             }
             None if action == PowerAction::Off => self.describe(node, &NodeOp::PowerOff),
+            None if action == PowerAction::Reboot => self.describe(node, &NodeOp::Reboot),
             None => {
                 "cannot run: no power command configured (SSH can turn a node off, never on)".into()
             }
@@ -527,7 +531,8 @@ impl Executor {
     }
 
     /// Run an out-of-band power command locally (argv, no shell). `On` has no SSH path;
-    /// `Off` falls back to the in-band `commands.powerOff` when no `power.off` is set.
+    /// `Off` and `Reboot` fall back to the in-band `commands.powerOff` / `commands.reboot`
+    /// when no `power.off` / `power.reboot` is set.
     pub async fn power(
         &self,
         node: &str,
@@ -539,10 +544,12 @@ impl Executor {
             PowerAction::On => (&access.power.on, "power.on"),
             PowerAction::Off => (&access.power.off, "power.off"),
             PowerAction::Status => (&access.power.status, "power.status"),
+            PowerAction::Reboot => (&access.power.reboot, "power.reboot"),
         };
         let Some(template) = template else {
             return match action {
                 PowerAction::Off => self.perform(node, &NodeOp::PowerOff, timeout).await,
+                PowerAction::Reboot => self.perform(node, &NodeOp::Reboot, timeout).await,
                 PowerAction::On => Err(ExecError::NotConfigured {
                     node: node.into(),
                     what: key.into(),
@@ -570,6 +577,35 @@ impl Executor {
             .carry(node, Plan::Local { argv }, timeout, false)
             .await?;
         Self::require_success(node, &shown, outcome)
+    }
+
+    /// The node machine's current address(es) through `power.address`, whitespace
+    /// normalised; `None` when the inventory has no such command.
+    pub async fn machine_address(
+        &self,
+        node: &str,
+        timeout: Duration,
+    ) -> Result<Option<String>, ExecError> {
+        let access = self.access(node)?;
+        let Some(template) = &access.power.address else {
+            return Ok(None);
+        };
+        let argv = render::argv(
+            template,
+            &[("node", &access.name), ("address", &access.address)],
+        )
+        .map_err(|source| ExecError::Render {
+            node: node.into(),
+            source,
+        })?;
+        let shown = render::show_argv(&argv);
+        let outcome = self
+            .carry(node, Plan::Local { argv }, timeout, false)
+            .await?;
+        let out = Self::require_success(node, &shown, outcome)?;
+        Ok(Some(
+            out.output.split_whitespace().collect::<Vec<_>>().join(" "),
+        ))
     }
 
     /// Read the power state through `power.status`.

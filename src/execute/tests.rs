@@ -308,3 +308,60 @@ fn touch(flag: &std::path::Path) -> NodeOp {
         render::quote(&flag.to_string_lossy()).expect("quotable path")
     ))
 }
+
+/// An inventory whose one node has `power:` exactly as given.
+fn executor_with_power(power: &str) -> Executor {
+    let text = format!(
+        "cluster: {{name: c}}\ntransport: exec\nexec: [sh, -c, \"{{command}}\"]\n\
+         commands: {{reboot: kill -KILL $$}}\npower: {power}\nnodes: [{{name: n1}}]\n"
+    );
+    Executor::new(Inventory::parse(&text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}")))
+}
+
+#[tokio::test]
+async fn reboot_goes_out_of_band_when_the_inventory_has_power_reboot() {
+    let ex = executor_with_power(r#"{reboot: [printf, "restarted %s", "{node}"]}"#);
+    let out = ex
+        .power("n1", PowerAction::Reboot, T)
+        .await
+        .expect("reboot");
+    assert_eq!(out.output, "restarted n1");
+    assert!(!out.dropped);
+    assert!(
+        ex.describe_power("n1", PowerAction::Reboot)
+            .contains("local: printf")
+    );
+}
+
+#[tokio::test]
+async fn reboot_falls_back_to_the_in_band_command_without_power_reboot() {
+    let ex = executor_with_power("{}");
+    let out = ex
+        .power("n1", PowerAction::Reboot, T)
+        .await
+        .expect("reboot");
+    assert!(out.dropped, "the in-band reboot ends its session: {out:?}");
+    assert!(
+        ex.describe_power("n1", PowerAction::Reboot)
+            .contains("kill -KILL")
+    );
+}
+
+#[tokio::test]
+async fn machine_address_is_read_with_whitespace_normalised() {
+    let ex = executor_with_power(r#"{address: [printf, " 172.18.0.3  \n"]}"#);
+    assert_eq!(
+        ex.machine_address("n1", T)
+            .await
+            .expect("address")
+            .as_deref(),
+        Some("172.18.0.3")
+    );
+    let none = executor_with_power("{}");
+    assert_eq!(
+        none.machine_address("n1", T).await.expect("no command"),
+        None
+    );
+    let failing = executor_with_power("{address: [sh, -c, 'exit 7']}");
+    assert!(failing.machine_address("n1", T).await.is_err());
+}

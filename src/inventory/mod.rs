@@ -170,6 +170,15 @@ pub struct PowerCommands {
     pub off: Option<Vec<String>>,
     /// Print the power state (`on`/`off`).
     pub status: Option<Vec<String>>,
+    /// Reboot the node from outside, returning once it runs again (`docker restart`,
+    /// `virsh reboot`). Preferred over the in-band `commands.reboot` when set: a node whose
+    /// in-band reboot only stops it (a kind or k3d container) would otherwise stay down.
+    pub reboot: Option<Vec<String>>,
+    /// Print the node machine's current network address(es). A run compares it before
+    /// the first fault and after the node comes back: Docker may hand a restarted kind or
+    /// k3d node container another address, which breaks the cluster in ways that would
+    /// otherwise look like a failed expectation.
+    pub address: Option<Vec<String>>,
 }
 
 /// Everything needed to act on one node, fully merged.
@@ -470,6 +479,8 @@ fn merge_power(layers: [Option<&RawPower>; 3]) -> PowerCommands {
         on: pick!(on),
         off: pick!(off),
         status: pick!(status),
+        reboot: pick!(reboot),
+        address: pick!(address),
     }
 }
 

@@ -101,6 +101,8 @@ pub struct RawPower {
     pub on: Option<Vec<String>>,
     pub off: Option<Vec<String>>,
     pub status: Option<Vec<String>>,
+    pub reboot: Option<Vec<String>>,
+    pub address: Option<Vec<String>>,
 }
 
 /// One `nodes:` entry.

@@ -96,6 +96,23 @@ impl Actor<'_> {
                     output: out.output,
                 })
             }
+            Action::Reboot => {
+                // Out of band when the inventory can (`docker restart` brings a kind node
+                // back; an in-band reboot only stops its container); in band otherwise.
+                let out = self
+                    .executor
+                    .power(node_name, PowerAction::Reboot, timeout)
+                    .await?;
+                let output = if out.dropped {
+                    format!("connection dropped, as expected\n{}", out.output)
+                } else {
+                    out.output
+                };
+                Ok(ActResult {
+                    exit_status: out.exit_status,
+                    output,
+                })
+            }
             Action::Cordon => said(cluster::cordon(self.client, node_name).await?),
             Action::Uncordon => said(cluster::uncordon(self.client, node_name).await?),
             Action::Drain => {
@@ -121,7 +138,6 @@ impl Actor<'_> {
             Action::KubeletStop
             | Action::KubeletStart
             | Action::KubeletRestart
-            | Action::Reboot
             | Action::Partition
             | Action::Heal
             | Action::Run { .. } => {

@@ -48,6 +48,11 @@ pub fn takes_node_down(action: &Action) -> bool {
     )
 }
 
+/// Whether the action starts the node's machine again (after which its address may differ).
+pub fn restarts_machine(action: &Action) -> bool {
+    matches!(action, Action::PowerOn | Action::Reboot)
+}
+
 /// Whether the action brings a node back into service.
 pub fn brings_node_back(action: &Action) -> bool {
     matches!(

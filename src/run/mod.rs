@@ -9,6 +9,7 @@
 //! teardown → final verdicts and figures.
 
 pub mod act;
+mod addresses;
 pub mod faults;
 pub mod ledger;
 pub mod prepare;
@@ -122,6 +123,7 @@ pub async fn run_experiment(
         observed_until: None,
         issued: BTreeMap::new(),
         finished: BTreeMap::new(),
+        addresses: addresses::MachineAddresses::default(),
     };
     run.go(&token_id, &applied).await;
     let Run {
@@ -276,6 +278,8 @@ struct Run<'a> {
     issued: BTreeMap<String, Instant>,
     /// Step name → when it finished (monotonic).
     finished: BTreeMap<String, Instant>,
+    /// Target machines' addresses before their first fault.
+    addresses: addresses::MachineAddresses,
 }
 
 /// Why a wait ended.
@@ -380,6 +384,13 @@ impl Run<'_> {
         self.timeline
             .note("observation ends here; what follows (undo, teardown) is recorded, not judged");
         self.safety_net(&actor, &mut ledger).await;
+        for problem in self.addresses.check_all(actor.executor).await {
+            self.timeline.note(problem.clone());
+            if !self.errors.contains(&problem) && !self.errors.iter().any(|e| e.ends_with(&problem))
+            {
+                self.errors.push(problem);
+            }
+        }
         if self.exp.teardown.delete_manifests {
             match teardown(&p.client, applied).await {
                 Ok(()) => self.timeline.note("teardown: setup objects deleted"),
@@ -649,6 +660,11 @@ impl Run<'_> {
             };
             let node_ref = node.as_deref();
             if let Some(n) = node_ref
+                && faults::takes_node_down(&step.action)
+            {
+                self.addresses.remember(actor.executor, n).await;
+            }
+            if let Some(n) = node_ref
                 && let Err(e) = ledger
                     .before_fault(actor.executor, &step.name, n, &step.action, restore_after)
                     .await
@@ -672,6 +688,14 @@ impl Run<'_> {
                         for undone in ledger.undone_by(actor.executor, &step.action, n).await {
                             self.timeline
                                 .note(format!("`{}` undid `{}` on {n}", step.name, undone.step));
+                        }
+                        if faults::restarts_machine(&step.action)
+                            && let Err(e) = self.addresses.check(actor.executor, n).await
+                        {
+                            self.timeline.note(e.clone());
+                            self.errors.push(format!("step `{}`: {e}", step.name));
+                            ok = false;
+                            break;
                         }
                     }
                 }

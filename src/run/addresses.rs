@@ -1,0 +1,110 @@
+//! Machine addresses before and after a node goes down.
+//!
+//! Docker may give a kind or k3d node container another address when it starts again
+//! (kind issues #2045 and #3941: its old one can go to another container). The kubelet
+//! keeps the address it was started with, so the node never rejoins and the cluster breaks
+//! in ways that look like failed expectations. The run records each target's address
+//! before its first fault and compares it after the node is back, so that this is reported
+//! as what it is: an environment failure, not the cluster's behaviour.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::execute::Executor;
+
+/// How long one address query may take.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Addresses recorded before the first fault on each node.
+#[derive(Debug, Default)]
+pub(crate) struct MachineAddresses {
+    before: BTreeMap<String, String>,
+}
+
+impl MachineAddresses {
+    /// Records `node`'s address unless it already is (the first fault's is the baseline).
+    /// Nodes whose inventory has no `power.address` are skipped; a failing query is logged
+    /// and skipped too, since it must not stop a run that could otherwise go on.
+    pub(crate) async fn remember(&mut self, executor: &Executor, node: &str) {
+        if self.before.contains_key(node) {
+            return;
+        }
+        match executor.machine_address(node, QUERY_TIMEOUT).await {
+            Ok(Some(address)) if !address.is_empty() => {
+                self.before.insert(node.to_string(), address);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("cannot read the address of {node}: {e}"),
+        }
+    }
+
+    /// Compares `node`'s address now with the one recorded; the error says what changed
+    /// and what it means.
+    pub(crate) async fn check(&self, executor: &Executor, node: &str) -> Result<(), String> {
+        let Some(before) = self.before.get(node) else {
+            return Ok(());
+        };
+        let now = match executor.machine_address(node, QUERY_TIMEOUT).await {
+            Ok(Some(now)) => now,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                return Err(format!(
+                    "cannot read the address of {node} after it came back: {e}"
+                ));
+            }
+        };
+        changed(node, before, &now).map_or(Ok(()), Err)
+    }
+
+    /// Checks every recorded node; one message per node whose address changed.
+    pub(crate) async fn check_all(&self, executor: &Executor) -> Vec<String> {
+        let mut problems = Vec::new();
+        for node in self.before.keys() {
+            if let Err(e) = self.check(executor, node).await {
+                problems.push(e);
+            }
+        }
+        problems
+    }
+}
+
+/// The message for an address that changed, or `None` when it did not. A container that
+/// is stopped has no address: that is "not back", which the expectations judge, not this.
+fn changed(node: &str, before: &str, now: &str) -> Option<String> {
+    if now.is_empty() || now == before {
+        return None;
+    }
+    Some(format!(
+        "node {node} came back with address {now}, it had {before}: its container was given \
+         another address when it started again (Docker may reuse a stopped container's \
+         address; kind issues #2045, #3941). The kubelet and the cluster still use the old \
+         one, so what follows is a broken environment, not the cluster's reaction to the \
+         fault. Recreate the cluster, or give the nodes fixed addresses."
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_address_is_no_change() {
+        assert_eq!(changed("n1", "172.18.0.3", "172.18.0.3"), None);
+    }
+
+    #[test]
+    fn a_stopped_container_without_address_is_not_a_change() {
+        assert_eq!(changed("n1", "172.18.0.3", ""), None);
+    }
+
+    #[test]
+    fn a_new_address_is_reported_with_both_addresses_and_the_cause() {
+        let msg = changed("kind-worker", "172.18.0.3", "172.18.0.5").expect("a change");
+        assert!(
+            msg.contains("kind-worker came back with address 172.18.0.5"),
+            "{msg}"
+        );
+        assert!(msg.contains("it had 172.18.0.3"), "{msg}");
+        assert!(msg.contains("#2045"), "{msg}");
+    }
+}
