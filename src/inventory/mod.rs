@@ -5,6 +5,7 @@
 //! default. The merge happens once at load so every mistake surfaces before a fault is
 //! injected. The format is documented in `docs/inventory.md`.
 
+pub mod discover;
 mod duration;
 mod profile;
 mod raw;
