@@ -115,7 +115,8 @@ pub fn show_files(files: &[PathBuf]) -> String {
         .join(":")
 }
 
-/// Reads and merges kubeconfig files kubectl's way (the first file to set a value wins);
+/// Reads and merges kubeconfig files kubectl's way (the first file to set a value wins,
+/// files that do not exist are skipped unless none exists);
 /// with no files, `KUBECONFIG` or `~/.kube/config` as kube itself would.
 pub fn read_merged(files: &[PathBuf]) -> Result<Kubeconfig, ClusterError> {
     let wrap = |source| ClusterError::Kubeconfig {
@@ -125,8 +126,15 @@ pub fn read_merged(files: &[PathBuf]) -> Result<Kubeconfig, ClusterError> {
     if files.is_empty() {
         return Kubeconfig::read().map_err(wrap);
     }
+    // kubectl skips the files of a KUBECONFIG list that do not exist; all missing is an error.
+    let existing: Vec<&PathBuf> = files.iter().filter(|f| f.exists()).collect();
+    let read = if existing.is_empty() {
+        files.iter().collect()
+    } else {
+        existing
+    };
     let mut merged = Kubeconfig::default();
-    for file in files {
+    for file in read {
         let one = Kubeconfig::read_from(file).map_err(|source| ClusterError::Kubeconfig {
             path: file.display().to_string(),
             source,
@@ -270,6 +278,14 @@ mod tests {
             Some(b.clone())
         );
         assert_eq!(file_defining(&[a.clone(), b], "kind-a"), Some(a));
+    }
+
+    #[test]
+    fn missing_files_in_a_list_are_skipped_as_kubectl_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = kubeconfig_file(dir.path(), "b", "kind-b", &["kind-b"]);
+        let merged = read_merged(&[dir.path().join("missing"), b]).unwrap();
+        assert_eq!(merged.current_context.as_deref(), Some("kind-b"));
     }
 
     #[test]

@@ -50,26 +50,27 @@ pub async fn gather(source: &Source) -> Result<ClusterFacts, DiscoverError> {
             kubeconfig: cluster::kubeconfig::show_files(&source.kubeconfig),
         });
     }
-    let client = connect(source).await?;
+    let (client, url) = connect(source).await?;
+    let place = format!("context {context} at {url}");
     let version = client
         .apiserver_version()
         .await
         .map_err(api_error(format!(
-            "reading the API server version (context {context})"
+            "reading the API server version ({place})"
         )))?
         .git_version;
     let nodes = Api::<Node>::all(client.clone())
         .list(&ListParams::default())
         .await
-        .map_err(api_error(format!("listing nodes (context {context})")))?
+        .map_err(api_error(format!("listing nodes ({place})")))?
         .items
         .iter()
         .filter_map(ApiNode::from_node)
         .collect();
     let (controller_managers, api_servers) = match tool {
         Tool::Kind => (
-            static_pods(&client, "kube-controller-manager", context).await?,
-            static_pods(&client, "kube-apiserver", context).await?,
+            static_pods(&client, "kube-controller-manager", &place).await?,
+            static_pods(&client, "kube-apiserver", &place).await?,
         ),
         Tool::K3d => (Vec::new(), Vec::new()),
     };
@@ -116,17 +117,19 @@ pub async fn docker_side(tool: Tool, cluster: &str) -> Result<DockerSide, Discov
     })
 }
 
-async fn connect(source: &Source) -> Result<Client, DiscoverError> {
+/// A client with short timeouts, and the API server URL for messages.
+async fn connect(source: &Source) -> Result<(Client, String), DiscoverError> {
     let mut config = cluster::load_config(&source.kubeconfig, Some(&source.choice.context)).await?;
     config.connect_timeout = Some(CONNECT_TIMEOUT);
     config.read_timeout = Some(READ_TIMEOUT);
     let url = config.cluster_url.to_string();
-    Client::try_from(config).map_err(|e| {
+    let client = Client::try_from(config).map_err(|e| {
         DiscoverError::Cluster(ClusterError::Api {
             what: format!("building the API client for {url}"),
             source: Box::new(e),
         })
-    })
+    })?;
+    Ok((client, url))
 }
 
 fn api_error(what: String) -> impl FnOnce(kube::Error) -> DiscoverError {
@@ -143,13 +146,13 @@ fn api_error(what: String) -> impl FnOnce(kube::Error) -> DiscoverError {
 async fn static_pods(
     client: &Client,
     component: &str,
-    context: &str,
+    place: &str,
 ) -> Result<Vec<(String, Vec<String>)>, DiscoverError> {
     let pods = Api::<Pod>::namespaced(client.clone(), "kube-system")
         .list(&ListParams::default().labels(&format!("component={component}")))
         .await
         .map_err(api_error(format!(
-            "listing kube-system pods labelled component={component} (context {context})"
+            "listing kube-system pods labelled component={component} ({place})"
         )))?;
     Ok(pods.items.iter().filter_map(pod_command).collect())
 }
