@@ -1,6 +1,7 @@
 //! The command line: argument parsing and one module per command. Each command returns
 //! its process exit code; errors are printed here, at the edge, with their context.
 
+mod inventory;
 mod plan;
 mod report;
 mod restore;
@@ -48,6 +49,9 @@ pub enum Command {
         /// How to reach the cluster and its nodes.
         #[arg(long, short, env = "FAULTLINE_INVENTORY")]
         inventory: PathBuf,
+        /// Kubeconfig and context overriding the inventory's.
+        #[command(flatten)]
+        api: ApiArgs,
     },
     /// Undo every fault a crashed or killed run left behind (from the fault journal).
     Restore {
@@ -57,7 +61,13 @@ pub enum Command {
         /// The fault journal (default: $XDG_STATE_HOME/faultline/journal.json).
         #[arg(long, env = "FAULTLINE_JOURNAL")]
         journal: Option<PathBuf>,
+        /// Kubeconfig and context overriding the inventory's.
+        #[command(flatten)]
+        api: ApiArgs,
     },
+    /// Write an inventory for a kind or k3d cluster, read from its API and Docker.
+    #[command(subcommand)]
+    Inventory(InventoryCommand),
     /// Render a saved run record (the .json a run wrote) again.
     Report {
         /// The run record.
@@ -80,6 +90,9 @@ pub struct RunArgs {
     /// How to reach the cluster and its nodes.
     #[arg(long, short, env = "FAULTLINE_INVENTORY")]
     pub inventory: PathBuf,
+    /// Kubeconfig and context overriding the inventory's.
+    #[command(flatten)]
+    pub api: ApiArgs,
     /// Where reports go.
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
@@ -123,6 +136,55 @@ pub struct RunArgs {
     pub tag: Vec<String>,
 }
 
+/// kubectl's flags for choosing the cluster; `KUBECONFIG` is read too. Precedence:
+/// `--kubeconfig` > `KUBECONFIG` > the inventory's `cluster.kubeconfig` > ~/.kube/config,
+/// and `--context` > the inventory's `cluster.context` > the current context.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ApiArgs {
+    /// Kubeconfig file (overrides KUBECONFIG and the inventory's).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kube context (overrides the inventory's); the allow-lists still apply to it.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+impl ApiArgs {
+    /// The flags together with this process's `KUBECONFIG`.
+    pub fn overrides(&self) -> crate::cluster::ApiOverrides {
+        crate::cluster::ApiOverrides::from_flags_and_env(
+            self.kubeconfig.clone(),
+            self.context.clone(),
+        )
+    }
+}
+
+/// `faultline inventory …`: one subcommand per local-cluster tool.
+#[derive(Debug, Subcommand)]
+pub enum InventoryCommand {
+    /// A kind cluster: nodes from the API and the `io.x-k8s.kind.cluster` containers,
+    /// timers from the kube-controller-manager and kube-apiserver static pods.
+    Kind(InventoryArgs),
+    /// A k3d cluster: nodes from the API and the `k3d.cluster` containers, timers from the
+    /// k3s server's command line.
+    K3d(InventoryArgs),
+}
+
+/// Arguments of `faultline inventory kind|k3d`.
+#[derive(Debug, Args)]
+pub struct InventoryArgs {
+    /// Cluster name (default: from a `kind-NAME` / `k3d-NAME` context, else `kind` /
+    /// `k3s-default`).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where to write the inventory (default: stdout).
+    #[arg(long, short, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Kubeconfig and context to read the cluster through.
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
 /// Observation modes on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ObserveArg {
@@ -158,8 +220,17 @@ pub async fn main(cli: Cli) -> i32 {
     match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Validate { paths } => validate::validate(&paths),
-        Command::Plan { paths, inventory } => plan::plan(&paths, &inventory).await,
-        Command::Restore { inventory, journal } => restore::restore(&inventory, journal).await,
+        Command::Plan {
+            paths,
+            inventory,
+            api,
+        } => plan::plan(&paths, &inventory, &api).await,
+        Command::Restore {
+            inventory,
+            journal,
+            api,
+        } => restore::restore(&inventory, journal, &api).await,
+        Command::Inventory(which) => inventory::inventory(which).await,
         Command::Report {
             record,
             format,
@@ -189,10 +260,14 @@ fn load_experiments(paths: &[PathBuf]) -> Option<Vec<crate::experiment::model::E
     (!failed).then_some(ok)
 }
 
-/// Loads the inventory, printing its error.
-fn load_inventory(path: &std::path::Path) -> Option<crate::inventory::Inventory> {
+/// Loads the inventory and puts the command line's kubeconfig and context in place of its
+/// own, printing its error.
+fn load_inventory(path: &std::path::Path, api: &ApiArgs) -> Option<crate::inventory::Inventory> {
     match crate::inventory::Inventory::load(path) {
-        Ok(inv) => Some(inv),
+        Ok(mut inv) => {
+            inv.apply_api_overrides(&api.overrides());
+            Some(inv)
+        }
         Err(e) => {
             eprintln!("{e}");
             None

@@ -12,11 +12,11 @@ use crate::run::faults::action_name;
 use crate::run::prepare::{Prepared, RunError, prepare, resolve};
 
 /// `faultline plan`: loads the files and the inventory, prints each plan.
-pub async fn plan(paths: &[PathBuf], inventory: &Path) -> i32 {
+pub async fn plan(paths: &[PathBuf], inventory: &Path, api: &super::ApiArgs) -> i32 {
     let Some(experiments) = super::load_experiments(paths) else {
         return EXIT_ERROR;
     };
-    let Some(inventory) = super::load_inventory(inventory) else {
+    let Some(inventory) = super::load_inventory(inventory, api) else {
         return EXIT_ERROR;
     };
     let journal_path = match super::journal_path(None) {

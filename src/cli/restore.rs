@@ -10,8 +10,8 @@ use crate::experiment::model::Action;
 use crate::run::act::Actor;
 
 /// Reads the journal and undoes every fault recorded for the inventory's cluster.
-pub async fn restore(inventory: &Path, journal: Option<PathBuf>) -> i32 {
-    let Some(inventory) = super::load_inventory(inventory) else {
+pub async fn restore(inventory: &Path, journal: Option<PathBuf>, api: &super::ApiArgs) -> i32 {
+    let Some(inventory) = super::load_inventory(inventory, api) else {
         return EXIT_ERROR;
     };
     let path = match super::journal_path(journal) {

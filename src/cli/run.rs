@@ -26,7 +26,7 @@ pub async fn run(args: RunArgs) -> i32 {
             return EXIT_ERROR;
         }
     }
-    let Some(mut inventory) = super::load_inventory(&args.inventory) else {
+    let Some(mut inventory) = super::load_inventory(&args.inventory, &args.api) else {
         return EXIT_ERROR;
     };
     if args.insecure_ignore_host_keys {

@@ -2,7 +2,6 @@
 //! ones, and those the cluster publishes for the `kubernetes` Service (one per API server,
 //! kept current by the API servers' own lease reconciler).
 
-use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -50,7 +49,7 @@ pub struct Connection {
 /// Connects like [`super::connect`], over every endpoint `endpoints` allows, the
 /// kubeconfig's first.
 pub async fn connect_with_failover(
-    kubeconfig: Option<&Path>,
+    kubeconfig: &[std::path::PathBuf],
     context: Option<&str>,
     endpoints: &ApiEndpoints,
 ) -> Result<Connection, ClusterError> {

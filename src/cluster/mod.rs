@@ -8,10 +8,11 @@ pub mod actions;
 pub mod endpoints;
 pub mod error;
 pub mod failover;
+pub mod kubeconfig;
 pub mod manifests;
 pub mod targets;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use kube::Client;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
@@ -22,6 +23,7 @@ pub use actions::{
 pub use endpoints::{ApiEndpoints, Connection, connect_with_failover};
 pub use error::ClusterError;
 pub use failover::{Failover, HealthPolicy, Switch};
+pub use kubeconfig::{ApiAccess, ApiOverrides, KubeconfigOrigin, resolve_access};
 pub use manifests::{
     AppliedObject, apply_manifests, delete_objects, wait_objects_gone, wait_workloads_ready,
 };
@@ -33,12 +35,14 @@ pub async fn connect(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
 ) -> Result<Client, ClusterError> {
-    client_for(load_config(kubeconfig, context).await?)
+    let files: Vec<PathBuf> = kubeconfig.map(Path::to_path_buf).into_iter().collect();
+    client_for(load_config(&files, context).await?)
 }
 
-/// The client configuration [`connect`] uses.
+/// The client configuration [`connect`] uses. `kubeconfig` lists files merged kubectl's
+/// way (the `KUBECONFIG` list); empty means the usual lookup.
 pub async fn load_config(
-    kubeconfig: Option<&Path>,
+    kubeconfig: &[PathBuf],
     context: Option<&str>,
 ) -> Result<Config, ClusterError> {
     let options = KubeConfigOptions {
@@ -46,19 +50,16 @@ pub async fn load_config(
         ..Default::default()
     };
     match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
-                path: path.display().to_string(),
-                source,
-            })?;
+        [_, ..] => {
+            let kc: Kubeconfig = kubeconfig::read_merged(kubeconfig)?;
             Config::from_custom_kubeconfig(kc, &options)
                 .await
                 .map_err(|source| ClusterError::Kubeconfig {
-                    path: path.display().to_string(),
+                    path: kubeconfig::show_files(kubeconfig),
                     source,
                 })
         }
-        None if context.is_some() => {
+        [] if context.is_some() => {
             Config::from_kubeconfig(&options)
                 .await
                 .map_err(|source| ClusterError::Kubeconfig {
@@ -66,7 +67,7 @@ pub async fn load_config(
                     source,
                 })
         }
-        None => Config::infer().await.map_err(ClusterError::Infer),
+        [] => Config::infer().await.map_err(ClusterError::Infer),
     }
 }
 

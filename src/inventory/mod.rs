@@ -5,6 +5,7 @@
 //! default. The merge happens once at load so every mistake surfaces before a fault is
 //! injected. The format is documented in `docs/inventory.md`.
 
+pub mod discover;
 mod duration;
 mod profile;
 mod raw;
@@ -58,9 +59,10 @@ pub enum InventoryError {
 pub struct ClusterRef {
     /// Name used in the fault journal and reports.
     pub name: String,
-    /// Kubeconfig file; `None` means the usual KUBECONFIG / ~/.kube/config lookup.
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context; `None` means the current context.
+    /// Kubeconfig files merged in order (the file's `kubeconfig`, or what `--kubeconfig` /
+    /// `KUBECONFIG` put in its place); empty means the usual ~/.kube/config lookup.
+    pub kubeconfig: Vec<PathBuf>,
+    /// Kubeconfig context (the file's, or `--context`); `None` means the current context.
     pub context: Option<String>,
     /// Capabilities this cluster lacks (e.g. `containers` on the kwok lab), so expectations
     /// that need them are reported skipped rather than failed.
@@ -263,7 +265,7 @@ impl Inventory {
             path: path.to_path_buf(),
             cluster: ClusterRef {
                 name: raw.cluster.name,
-                kubeconfig: raw.cluster.kubeconfig,
+                kubeconfig: raw.cluster.kubeconfig.into_iter().collect(),
                 context: raw.cluster.context,
                 lacks: raw.cluster.lacks,
                 allowed_contexts: raw.cluster.allowed_contexts,
@@ -285,14 +287,43 @@ impl Inventory {
         &self.cluster
     }
 
-    /// Kubeconfig path, if the inventory names one.
-    pub fn kubeconfig(&self) -> Option<&Path> {
-        self.cluster.kubeconfig.as_deref()
+    /// Kubeconfig files to merge, in order; empty means the usual lookup.
+    pub fn kubeconfig(&self) -> &[PathBuf] {
+        &self.cluster.kubeconfig
     }
 
-    /// Kubeconfig context, if the inventory names one.
+    /// Kubeconfig context, if the inventory (or `--context`) names one.
     pub fn context(&self) -> Option<&str> {
         self.cluster.context.as_deref()
+    }
+
+    /// Puts the command line's `--kubeconfig` / `--context` / `KUBECONFIG` in place of the
+    /// file's settings (kubectl's precedence, see [`crate::cluster::kubeconfig`]); the
+    /// context allow-lists are checked later against the context this leaves in use.
+    pub fn apply_api_overrides(
+        &mut self,
+        overrides: &crate::cluster::ApiOverrides,
+    ) -> crate::cluster::ApiAccess {
+        let access = crate::cluster::resolve_access(
+            overrides,
+            self.cluster.kubeconfig.first().map(PathBuf::as_path),
+            self.cluster.context.as_deref(),
+        );
+        if access.origin == crate::cluster::KubeconfigOrigin::Env
+            && !self.cluster.kubeconfig.is_empty()
+            && self.cluster.kubeconfig != access.kubeconfig
+        {
+            tracing::warn!(
+                "KUBECONFIG={} is used instead of the kubeconfig {} names ({}); unset \
+                 KUBECONFIG to use the inventory's",
+                crate::cluster::kubeconfig::show_files(&access.kubeconfig),
+                self.path.display(),
+                crate::cluster::kubeconfig::show_files(&self.cluster.kubeconfig),
+            );
+        }
+        self.cluster.kubeconfig = access.kubeconfig.clone();
+        self.cluster.context = access.context.clone();
+        access
     }
 
     /// The cluster's node-lifecycle timers that expectation bounds resolve against.

@@ -80,16 +80,15 @@ pub struct Prepared {
     pub scope: Scope,
 }
 
-/// The kube context a run will use: the inventory's, or the kubeconfig's current one.
+/// The kube context a run will use: the inventory's (or `--context`'s, once applied), or
+/// the current one of the kubeconfig files in use.
 pub fn effective_context(inventory: &Inventory) -> Option<String> {
     if let Some(c) = inventory.context() {
         return Some(c.to_string());
     }
-    let kubeconfig = match inventory.kubeconfig() {
-        Some(path) => kube::config::Kubeconfig::read_from(path).ok(),
-        None => kube::config::Kubeconfig::read().ok(),
-    };
-    kubeconfig.and_then(|k| k.current_context)
+    cluster::kubeconfig::read_merged(inventory.kubeconfig())
+        .ok()
+        .and_then(|k| k.current_context)
 }
 
 /// Runs the interlocks that need no workloads (context allow-list, journal) and connects;

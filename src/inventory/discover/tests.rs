@@ -1,0 +1,346 @@
+//! Discovery on recorded API objects and `docker inspect` output (`fixtures/api/{kind,
+//! kind-tuned,k3d}`, `fixtures/docker/`): what a kind or k3d cluster really shows, in, the
+//! inventory `faultline run` reads, out.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use super::live::pod_command;
+use super::*;
+use crate::inventory::{Inventory, ProfileName, TransportKind};
+
+fn fixture(rel: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn items<T: serde::de::DeserializeOwned>(rel: &str) -> Vec<T> {
+    let list: serde_json::Value = serde_json::from_str(&fixture(rel)).unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| serde_json::from_value(i.clone()).unwrap())
+        .collect()
+}
+
+fn api_nodes(rel: &str) -> Vec<ApiNode> {
+    items::<Node>(rel)
+        .iter()
+        .filter_map(ApiNode::from_node)
+        .collect()
+}
+
+fn pods(rel: &str) -> Vec<(String, Vec<String>)> {
+    items::<Pod>(rel).iter().filter_map(pod_command).collect()
+}
+
+fn version(rel: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(&fixture(rel)).unwrap();
+    v["gitVersion"].as_str().unwrap().to_string()
+}
+
+fn kind_facts(pod_dir: &str) -> ClusterFacts {
+    ClusterFacts {
+        tool: Tool::Kind,
+        cluster: "faultline".into(),
+        context: "kind-faultline".into(),
+        kubeconfig: Some(PathBuf::from("/work/main/target/kind/kubeconfig")),
+        version: version("api/kind/version.json"),
+        nodes: api_nodes("api/kind/nodes.json"),
+        containers: parse_inspect(&fixture("docker/kind/inspect.json")).unwrap(),
+        controller_managers: pods(&format!("api/{pod_dir}/kube-controller-manager.json")),
+        api_servers: pods(&format!("api/{pod_dir}/kube-apiserver.json")),
+        server_argv: None,
+    }
+}
+
+fn k3d_facts() -> ClusterFacts {
+    let containers = parse_inspect(&fixture("docker/k3d/inspect.json")).unwrap();
+    let server = containers
+        .iter()
+        .find(|c| c.name == "k3d-demo-server-0")
+        .unwrap();
+    ClusterFacts {
+        tool: Tool::K3d,
+        cluster: "demo".into(),
+        context: "k3d-demo".into(),
+        kubeconfig: None,
+        version: version("api/k3d/version.json"),
+        nodes: api_nodes("api/k3d/nodes.json"),
+        server_argv: Some((
+            "docker inspect command of k3d-demo-server-0".into(),
+            server.command.clone(),
+        )),
+        containers,
+        controller_managers: Vec::new(),
+        api_servers: Vec::new(),
+    }
+}
+
+/// The generated text, parsed exactly as `faultline run -i` parses it.
+fn generate(facts: &ClusterFacts) -> (String, Inventory) {
+    let d = build(facts).unwrap_or_else(|e| panic!("{e}"));
+    let text = render(&d, "faultline inventory test");
+    let inv = Inventory::parse(&text, Path::new("generated.yaml"))
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    (text, inv)
+}
+
+fn names_and_roles(inv: &Inventory) -> Vec<(String, Vec<String>)> {
+    inv.nodes()
+        .iter()
+        .map(|n| (n.name.clone(), n.roles.clone()))
+        .collect()
+}
+
+fn nr(name: &str, role: &str) -> (String, Vec<String>) {
+    (name.to_string(), vec![role.to_string()])
+}
+
+#[test]
+fn a_recorded_kind_cluster_becomes_an_inventory_run_reads_unchanged() {
+    let (text, inv) = generate(&kind_facts("kind"));
+    assert_eq!(
+        names_and_roles(&inv),
+        [
+            nr("faultline-control-plane", "control-plane"),
+            nr("faultline-worker", "worker"),
+            nr("faultline-worker2", "worker"),
+        ]
+    );
+    assert_eq!(inv.cluster().name, "kind-faultline");
+    assert_eq!(inv.context(), Some("kind-faultline"));
+    assert_eq!(
+        inv.kubeconfig(),
+        [PathBuf::from("/work/main/target/kind/kubeconfig")]
+    );
+    assert_eq!(inv.cluster().allowed_contexts, ["kind-faultline"]);
+    let worker = inv.node("faultline-worker").unwrap();
+    assert_eq!(worker.profile, Some(ProfileName::Kind));
+    assert_eq!(worker.transport, TransportKind::Exec);
+    assert_eq!(
+        worker.commands.kubelet_stop.as_deref(),
+        Some("systemctl stop kubelet")
+    );
+    // kind sets none of the flags: the defaults of v1.33, and the file says so.
+    let t = inv.timers();
+    assert_eq!(t.node_monitor_period, Duration::from_secs(5));
+    assert_eq!(t.node_monitor_grace_period, Duration::from_secs(50));
+    assert_eq!(t.default_unreachable_toleration, Duration::from_secs(300));
+    assert_eq!(t.default_not_ready_toleration, Duration::from_secs(300));
+    let grace_line = text
+        .lines()
+        .find(|l| l.contains("nodeMonitorGracePeriod"))
+        .unwrap();
+    assert!(
+        grace_line.contains("# default of v1.33: kube-controller-manager sets no --node-monitor-grace-period (pod kube-system/kube-controller-manager-faultline-control-plane)"),
+        "{grace_line}"
+    );
+    let unreachable_line = text
+        .lines()
+        .find(|l| l.contains("defaultUnreachableTolerationSeconds"))
+        .unwrap();
+    assert!(
+        unreachable_line
+            .contains("kube-apiserver sets no --default-unreachable-toleration-seconds"),
+        "{unreachable_line}"
+    );
+}
+
+#[test]
+fn flags_on_kinds_static_pods_are_the_timers_and_are_cited() {
+    let (text, inv) = generate(&kind_facts("kind-tuned"));
+    let t = inv.timers();
+    assert_eq!(t.node_monitor_period, Duration::from_secs(2));
+    assert_eq!(t.node_monitor_grace_period, Duration::from_secs(20));
+    assert_eq!(t.default_unreachable_toleration, Duration::from_secs(30));
+    assert_eq!(t.default_not_ready_toleration, Duration::from_secs(30));
+    assert!(
+        text.contains(
+            "nodeMonitorGracePeriod: 20s   # kube-controller-manager --node-monitor-grace-period=20s (pod kube-system/kube-controller-manager-faultline-control-plane)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_default_grace_period_follows_the_clusters_version() {
+    let mut facts = kind_facts("kind");
+    facts.version = "v1.31.4".into();
+    let (text, inv) = generate(&facts);
+    assert_eq!(
+        inv.timers().node_monitor_grace_period,
+        Duration::from_secs(40)
+    );
+    assert!(text.contains("40s   # default of v1.31"), "{text}");
+
+    facts.version = "unknown".into();
+    let err = build(&facts).unwrap_err().to_string();
+    assert!(err.contains("`unknown`"), "{err}");
+}
+
+#[test]
+fn a_recorded_k3d_cluster_servers_are_control_plane_and_k3s_args_are_the_timers() {
+    let (text, inv) = generate(&k3d_facts());
+    assert_eq!(
+        names_and_roles(&inv),
+        [
+            nr("k3d-demo-server-0", "control-plane"),
+            nr("k3d-demo-agent-0", "worker"),
+            nr("k3d-demo-agent-1", "worker"),
+        ]
+    );
+    assert_eq!(inv.cluster().name, "k3d-demo");
+    assert_eq!(inv.context(), Some("k3d-demo"));
+    assert!(inv.kubeconfig().is_empty());
+    let agent = inv.node("k3d-demo-agent-0").unwrap();
+    assert_eq!(agent.profile, Some(ProfileName::K3d));
+    let t = inv.timers();
+    assert_eq!(t.node_monitor_period, Duration::from_secs(2));
+    assert_eq!(t.node_monitor_grace_period, Duration::from_secs(20));
+    assert_eq!(t.default_unreachable_toleration, Duration::from_secs(30));
+    assert_eq!(t.default_not_ready_toleration, Duration::from_secs(300));
+    assert!(
+        text.contains("kube-controller-manager --node-monitor-grace-period=20s (k3s --kube-controller-manager-arg, docker inspect command of k3d-demo-server-0)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "# default of v1.31: kube-apiserver sets no --default-not-ready-toleration-seconds"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("# note: container k3d-demo-serverlb (loadbalancer) is not a node"),
+        "{text}"
+    );
+    assert!(text.contains("# k3s server"), "{text}");
+}
+
+#[test]
+fn a_k3d_cluster_without_a_readable_server_command_line_is_refused() {
+    let mut facts = k3d_facts();
+    facts.server_argv = None;
+    let err = build(&facts).unwrap_err().to_string();
+    assert!(err.contains("no k3s server command line"), "{err}");
+}
+
+#[test]
+fn a_context_of_another_cluster_is_refused_not_written_down() {
+    let mut facts = kind_facts("kind");
+    facts.nodes = api_nodes("api/k3d/nodes.json");
+    let err = build(&facts).unwrap_err().to_string();
+    assert!(err.contains("points at another cluster"), "{err}");
+    assert!(err.contains("k3d-demo-server-0"), "{err}");
+    assert!(err.contains("faultline-worker"), "{err}");
+}
+
+#[test]
+fn a_node_without_its_container_is_named() {
+    let mut facts = kind_facts("kind");
+    facts.containers.retain(|c| c.name != "faultline-worker2");
+    let err = build(&facts).unwrap_err().to_string();
+    assert!(
+        err.starts_with("node faultline-worker2 (context `kind-faultline`) has no container"),
+        "{err}"
+    );
+}
+
+#[test]
+fn roles_must_agree_between_api_and_docker() {
+    let mut facts = kind_facts("kind");
+    facts.nodes[1].control_plane = true;
+    let err = build(&facts).unwrap_err().to_string();
+    assert!(
+        err.contains("faultline-worker is control-plane in the API"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_container_with_the_clusters_label_means_no_such_cluster() {
+    let mut facts = kind_facts("kind");
+    facts.cluster = "nope".into();
+    let err = build(&facts).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "no Docker container is labelled io.x-k8s.kind.cluster=nope: is the kind cluster `nope` \
+         running? (`kind get clusters` lists them; pass --name)"
+    );
+}
+
+#[test]
+fn stopped_node_containers_and_unregistered_ones_are_noted() {
+    let mut facts = kind_facts("kind");
+    facts.containers[1].state = "exited".into();
+    facts.nodes.retain(|n| n.name != "faultline-worker2");
+    let (text, inv) = generate(&facts);
+    assert_eq!(inv.nodes().len(), 2);
+    assert!(
+        text.contains("# note: node container faultline-worker is exited, not running"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# note: container faultline-worker2 has no node in the API"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_missing_static_pod_or_a_bad_flag_is_an_error_naming_it() {
+    let mut facts = kind_facts("kind");
+    facts.controller_managers.clear();
+    let err = build(&facts).unwrap_err().to_string();
+    assert!(
+        err.contains("no pod labelled component=kube-controller-manager in namespace kube-system"),
+        "{err}"
+    );
+
+    let mut facts = kind_facts("kind");
+    facts.api_servers[0]
+        .1
+        .push("--default-unreachable-toleration-seconds=5m".into());
+    let err = build(&facts).unwrap_err().to_string();
+    assert!(
+        err.contains("kube-apiserver --default-unreachable-toleration-seconds in pod kube-system/kube-apiserver-faultline-control-plane: `5m` is not a whole number"),
+        "{err}"
+    );
+}
+
+#[test]
+fn control_plane_nodes_that_disagree_are_noted() {
+    let mut facts = kind_facts("kind-tuned");
+    let (_, mut argv) = facts.controller_managers[0].clone();
+    argv.retain(|a| !a.starts_with("--node-monitor-grace-period"));
+    facts.controller_managers.push((
+        "kube-controller-manager-faultline-control-plane2".into(),
+        argv,
+    ));
+    let d = build(&facts).unwrap();
+    assert_eq!(
+        d.timers.node_monitor_grace_period.value,
+        Duration::from_secs(20)
+    );
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("disagree on --node-monitor-grace-period")),
+        "{:?}",
+        d.notes
+    );
+}
+
+#[test]
+fn odd_strings_cannot_break_the_generated_file() {
+    let mut facts = kind_facts("kind");
+    facts.context = "ctx: with \"quotes\" # and hash".into();
+    facts.kubeconfig = Some(PathBuf::from("/tmp/a b/kube: config"));
+    let (_, inv) = generate(&facts);
+    assert_eq!(inv.context(), Some("ctx: with \"quotes\" # and hash"));
+    assert_eq!(inv.kubeconfig(), [PathBuf::from("/tmp/a b/kube: config")]);
+}

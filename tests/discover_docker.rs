@@ -1,0 +1,326 @@
+//! The Docker side of `faultline inventory k3d|kind`, for real: containers created with
+//! exactly k3d's (and kind's) names and labels, read back through the real `docker` CLI,
+//! turned into an inventory that `faultline run` parses. k3s itself cannot run here, so
+//! each "node" is a busybox shell whose PID 1 command line carries k3s's flags.
+//!
+//! Needs a Docker engine: `cargo test --test discover_docker -- --ignored`. Without one the
+//! tests say so and pass, except under `CI=true`, where a missing engine is a failure.
+//! They build a tiny image (`docker import` of a tarball holding the host's static
+//! `/bin/busybox`; no registry needed) and remove every container they create.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+use faultline::inventory::Inventory;
+use faultline::inventory::discover::live::docker_side;
+use faultline::inventory::discover::{self, ApiNode, ClusterFacts, Tool};
+
+const IMAGE: &str = "faultline-test/busybox:latest";
+/// The node "process": a shell that stays up and leaves on `docker stop` at once.
+const KEEP_RUNNING: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Whether the tests can run; under CI=true a missing prerequisite fails instead.
+fn prerequisites() -> bool {
+    let docker = Command::new("docker")
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .output();
+    let problem = match docker {
+        Err(e) => Some(format!("docker CLI not runnable: {e}")),
+        Ok(o) if !o.status.success() => Some(format!(
+            "docker engine not answering: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Ok(_) if !Path::new("/bin/busybox").exists() => {
+            Some("/bin/busybox missing (apt-get install busybox-static)".to_string())
+        }
+        Ok(_) => None,
+    };
+    match problem {
+        None => true,
+        Some(p) if in_ci() => panic!("CI=true and this test needs Docker: {p}"),
+        Some(p) => {
+            eprintln!("SKIPPED (not in CI): {p}");
+            false
+        }
+    }
+}
+
+fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "docker {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Builds the busybox image once per machine (kept: it is reused, and no container).
+fn ensure_image() {
+    static ONCE: Mutex<()> = Mutex::new(());
+    let _held = ONCE.lock().unwrap_or_else(|p| p.into_inner());
+    let known = Command::new("docker")
+        .args(["image", "inspect", IMAGE])
+        .output()
+        .unwrap();
+    if known.status.success() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let bin = root.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(root.path().join("proc")).unwrap();
+    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
+    for applet in ["sh", "sleep", "cat"] {
+        std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
+    }
+    let tar = root.path().join("rootfs.tar");
+    let status = Command::new("tar")
+        .arg("-C")
+        .arg(root.path())
+        .arg("-cf")
+        .arg(&tar)
+        .args(["bin", "proc"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "tar failed");
+    docker(&["import", tar.to_str().unwrap(), IMAGE]);
+}
+
+/// Containers this test created, removed when it ends however it ends.
+struct Created(Vec<String>);
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let mut args = vec!["rm".to_string(), "--force".to_string()];
+        args.extend(self.0.iter().cloned());
+        let _ = Command::new("docker").args(&args).output();
+    }
+}
+
+impl Created {
+    /// `docker run -d` of a node stand-in named and labelled as given; `argv` follows the
+    /// shell script, so it is PID 1's command line exactly as k3s's would be.
+    fn run(&mut self, name: &str, labels: &[(&str, &str)], argv: &[&str]) {
+        let mut args: Vec<String> = [
+            "run",
+            "--detach",
+            "--name",
+            name,
+            "--hostname",
+            name,
+            "--network",
+            "none",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for (k, v) in labels {
+            args.push("--label".into());
+            args.push(format!("{k}={v}"));
+        }
+        args.extend(["--entrypoint", "/bin/sh", IMAGE, "-c", KEEP_RUNNING].map(String::from));
+        args.extend(argv.iter().map(|s| s.to_string()));
+        self.0.push(name.to_string());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        docker(&refs);
+    }
+}
+
+fn k3d_labels<'a>(cluster: &'a str, role: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("app", "k3d"),
+        ("k3d.cluster", cluster),
+        ("k3d.role", role),
+        ("k3d.version", "v5.8.3"),
+    ]
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+#[ignore = "needs a Docker engine: cargo test --test discover_docker -- --ignored"]
+fn docker_k3d_shaped_containers_become_an_inventory_with_the_k3s_flags_as_timers() {
+    if !prerequisites() {
+        return;
+    }
+    ensure_image();
+    let cluster = format!("fltest{}", std::process::id());
+    let node = |role: &str, i: u32| format!("k3d-{cluster}-{role}-{i}");
+    let mut created = Created(Vec::new());
+    created.run(
+        &node("server", 0),
+        &k3d_labels(&cluster, "server"),
+        &[
+            "/bin/k3s",
+            "server",
+            "--tls-san",
+            "0.0.0.0",
+            "--kube-controller-manager-arg=node-monitor-grace-period=20s",
+            "--kube-controller-manager-arg",
+            "node-monitor-period=2s",
+            "--kube-apiserver-arg=default-unreachable-toleration-seconds=30",
+        ],
+    );
+    created.run(
+        &node("agent", 0),
+        &k3d_labels(&cluster, "agent"),
+        &["/bin/k3s", "agent"],
+    );
+    created.run(
+        &node("agent", 1),
+        &k3d_labels(&cluster, "agent"),
+        &["/bin/k3s", "agent"],
+    );
+    created.run(
+        &format!("k3d-{cluster}-serverlb"),
+        &k3d_labels(&cluster, "loadbalancer"),
+        &[],
+    );
+    docker(&["stop", "--time", "5", &node("agent", 1)]);
+
+    let rt = runtime();
+    let side = rt
+        .block_on(docker_side(Tool::K3d, &cluster))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(side.containers.len(), 4);
+    let (place, argv) = side.server_argv.clone().expect("the server's command line");
+    assert_eq!(place, format!("/proc/1/cmdline of {}", node("server", 0)));
+    assert!(
+        argv.contains(&"node-monitor-period=2s".to_string()),
+        "{argv:?}"
+    );
+
+    // The API side as k3s registers these nodes: named after the containers, servers
+    // labelled control-plane.
+    let facts = ClusterFacts {
+        tool: Tool::K3d,
+        cluster: cluster.clone(),
+        context: format!("k3d-{cluster}"),
+        kubeconfig: None,
+        version: "v1.31.5+k3s1".into(),
+        nodes: vec![
+            ApiNode {
+                name: node("server", 0),
+                control_plane: true,
+            },
+            ApiNode {
+                name: node("agent", 0),
+                control_plane: false,
+            },
+            ApiNode {
+                name: node("agent", 1),
+                control_plane: false,
+            },
+        ],
+        containers: side.containers,
+        controller_managers: Vec::new(),
+        api_servers: Vec::new(),
+        server_argv: side.server_argv,
+    };
+    let discovered = discover::build(&facts).unwrap_or_else(|e| panic!("{e}"));
+    let text = discover::render(&discovered, "faultline inventory k3d (test)");
+    let inv = Inventory::parse(&text, Path::new("generated.yaml"))
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let names: Vec<&str> = inv.nodes().iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            node("server", 0).as_str(),
+            node("agent", 0).as_str(),
+            node("agent", 1).as_str()
+        ]
+    );
+    let t = inv.timers();
+    assert_eq!(t.node_monitor_grace_period.as_secs(), 20);
+    assert_eq!(t.node_monitor_period.as_secs(), 2);
+    assert_eq!(t.default_unreachable_toleration.as_secs(), 30);
+    assert_eq!(t.default_not_ready_toleration.as_secs(), 300);
+    assert!(
+        text.contains(&format!(
+            "node container {} is exited, not running",
+            node("agent", 1)
+        )),
+        "{text}"
+    );
+    assert!(text.contains("(loadbalancer) is not a node"), "{text}");
+    assert!(text.contains("default of v1.31"), "{text}");
+
+    // With the server stopped there is no command line to read the timers from: refused.
+    docker(&["stop", "--time", "5", &node("server", 0)]);
+    let side = rt.block_on(docker_side(Tool::K3d, &cluster)).unwrap();
+    assert!(side.server_argv.is_none());
+    let facts = ClusterFacts {
+        server_argv: None,
+        containers: side.containers,
+        ..facts
+    };
+    let err = discover::build(&facts).unwrap_err().to_string();
+    assert!(err.contains("no k3s server command line"), "{err}");
+}
+
+#[test]
+#[ignore = "needs a Docker engine: cargo test --test discover_docker -- --ignored"]
+fn docker_kind_shaped_containers_are_found_by_their_label() {
+    if !prerequisites() {
+        return;
+    }
+    ensure_image();
+    let cluster = format!("fltest{}", std::process::id());
+    let mut created = Created(Vec::new());
+    for (suffix, role) in [("control-plane", "control-plane"), ("worker", "worker")] {
+        created.run(
+            &format!("{cluster}-{suffix}"),
+            &[
+                ("io.x-k8s.kind.cluster", cluster.as_str()),
+                ("io.x-k8s.kind.role", role),
+            ],
+            &[],
+        );
+    }
+    let side = runtime()
+        .block_on(docker_side(Tool::Kind, &cluster))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut names: Vec<String> = side.containers.iter().map(|c| c.name.clone()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            format!("{cluster}-control-plane"),
+            format!("{cluster}-worker")
+        ]
+    );
+    assert!(side.server_argv.is_none(), "kind timers come from the API");
+}
+
+#[test]
+#[ignore = "needs a Docker engine: cargo test --test discover_docker -- --ignored"]
+fn docker_no_such_cluster_is_a_one_line_error_naming_the_label() {
+    if !prerequisites() {
+        return;
+    }
+    let err = runtime()
+        .block_on(docker_side(Tool::K3d, "fltest-no-such-cluster"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "no Docker container is labelled k3d.cluster=fltest-no-such-cluster: is the k3d \
+         cluster `fltest-no-such-cluster` running? (`k3d cluster list` lists them; pass --name)"
+    );
+    assert!(!err.contains('\n'));
+}
