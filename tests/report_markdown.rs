@@ -192,10 +192,16 @@ fn a_passing_run_has_no_reasons_and_a_gap_stays_in_the_timeline() {
     rec.timeline = timeline("kubelet-stop-gap");
     rec.verdicts.retain(|v| v.outcome == Outcome::Passed);
     rec.outcome = RunOutcome::Passed;
+    rec.experiment.description =
+        "Stops the kubelet\nfor a while.\n\nNothing is\n  evicted.\n".into();
     let text = markdown::render(&rec);
     let doc = parse(&text);
     assert_eq!(doc.headings[0].1, "PASSED kubelet-stop-past-toleration");
     assert!(doc.tables[0][1..].iter().all(|r| r[4].is_empty()));
+    assert!(
+        text.contains("\n\nStops the kubelet for a while.\n\nNothing is evicted.\n\n"),
+        "wrapped description lines joined, paragraphs kept: {text}"
+    );
     assert!(
         doc.code_blocks[0].contains("lost sight of pods: watch error: connection reset by peer")
     );

@@ -84,8 +84,13 @@ pub fn render(record: &RunRecord) -> String {
         }
         RunOutcome::Passed | RunOutcome::Failed => {}
     }
-    if !exp.description.trim().is_empty() {
-        let _ = writeln!(m, "{}\n", md(exp.description.trim()));
+    // The description is prose wrapped in YAML: its line breaks are not the author's, its
+    // blank lines are.
+    for paragraph in exp.description.split("\n\n") {
+        let words: Vec<&str> = paragraph.split_whitespace().collect();
+        if !words.is_empty() {
+            let _ = writeln!(m, "{}\n", md(&words.join(" ")));
+        }
     }
     if !record.targets.is_empty() {
         let targets: Vec<String> = record
