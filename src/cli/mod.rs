@@ -134,6 +134,10 @@ pub struct RunArgs {
     /// Only run experiments carrying this tag. Repeatable.
     #[arg(long)]
     pub tag: Vec<String>,
+    /// Append a Markdown section per experiment run to this file (created if missing), e.g.
+    /// `--summary "$GITHUB_STEP_SUMMARY"`.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
 }
 
 /// kubectl's flags for choosing the cluster; `KUBECONFIG` is read too. Precedence:
@@ -203,6 +207,8 @@ pub enum ReportFormat {
     Junit,
     /// Self-contained HTML with the timeline picture.
     Html,
+    /// A Markdown section for a CI job summary or a pull request comment.
+    Markdown,
     /// The run record itself.
     Json,
 }

@@ -19,6 +19,7 @@ pub fn report(record: &Path, format: ReportFormat, out: Option<&Path>) -> i32 {
         ReportFormat::Terminal => report::terminal::summary(&record, false),
         ReportFormat::Junit => report::junit::render(&record),
         ReportFormat::Html => report::html::render(&record),
+        ReportFormat::Markdown => report::markdown::render(&record),
         ReportFormat::Json => match serde_json::to_string_pretty(&record) {
             Ok(t) => t,
             Err(e) => {

@@ -88,6 +88,15 @@ pub async fn run(args: RunArgs) -> i32 {
                 worst = worst.max(EXIT_ERROR);
             }
         }
+        if let Some(summary) = &args.summary {
+            match report::markdown::append(&record, summary) {
+                Ok(()) => println!("appended the summary to {}", summary.display()),
+                Err(e) => {
+                    eprintln!("cannot write the summary: {e}");
+                    worst = worst.max(EXIT_ERROR);
+                }
+            }
+        }
         worst = worst.max(record.exit_code());
     }
     worst

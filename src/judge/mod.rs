@@ -196,7 +196,7 @@ fn judge_one(
     };
     let expected = format!(
         "expected {} after `{}`",
-        describe(&e.check, timers),
+        describe_check(&e.check, timers),
         e.since
     );
     if members.is_empty() {
@@ -497,8 +497,9 @@ fn bound_text(b: &Bound, timers: &ClusterTimers) -> String {
         .unwrap_or_else(|_| format!("`{b}`"))
 }
 
-/// The check as a phrase: `Terminating between 30.0s and 60.0s`.
-fn describe(check: &Check, timers: &ClusterTimers) -> String {
+/// The check as a phrase: `Terminating between 30.0s and 60.0s`, bounds resolved against
+/// `timers`; verdict messages and reports show what was expected with it.
+pub fn describe_check(check: &Check, timers: &ClusterTimers) -> String {
     match check {
         Check::Becomes { state, window } => {
             let s = state_name(state);

@@ -342,9 +342,7 @@ pub fn render(record: &RunRecord) -> String {
             "<tr class=\"{class}\"><td>{class}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&v.name),
             esc(&v.since),
-            v.measured_ms
-                .map(format_relative)
-                .unwrap_or_else(|| "-".into()),
+            super::measured_text(v.measured_ms),
             esc(&v.message)
         );
     }
@@ -368,9 +366,7 @@ pub fn render(record: &RunRecord) -> String {
                 let _ = write!(
                     h,
                     "<tr><td>{label}</td><td>{}</td></tr>",
-                    value
-                        .map(format_relative)
-                        .unwrap_or_else(|| "not observed".into())
+                    super::figure_text(value)
                 );
             }
             h.push_str("</table>");

@@ -3,12 +3,51 @@
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod markdown;
 pub mod sanitize;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
 
+use crate::judge::{Outcome, format_relative};
 use crate::record::{RecordError, RunRecord};
+
+/// An expectation's outcome as one upper-case word, the same in every report.
+pub fn outcome_word(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Passed => "PASS",
+        Outcome::Failed => "FAIL",
+        Outcome::Undecidable => "UNDECIDABLE",
+        Outcome::Skipped => "SKIP",
+        Outcome::Error => "ERROR",
+        Outcome::Pending => "PENDING",
+    }
+}
+
+/// A verdict's measured time, or `-` when nothing was measured.
+pub fn measured_text(ms: Option<i64>) -> String {
+    ms.map(format_relative).unwrap_or_else(|| "-".into())
+}
+
+/// A recovery figure, or `not observed`.
+pub fn figure_text(ms: Option<i64>) -> String {
+    ms.map(format_relative)
+        .unwrap_or_else(|| "not observed".into())
+}
+
+/// How many expectations ended each way: `3 passed, 1 failed, 0 undecidable, …`; step and
+/// setup errors count as errors.
+pub fn tally(record: &RunRecord) -> String {
+    let count = |o: Outcome| record.verdicts.iter().filter(|v| v.outcome == o).count();
+    format!(
+        "{} passed, {} failed, {} undecidable, {} skipped, {} errors",
+        count(Outcome::Passed),
+        count(Outcome::Failed),
+        count(Outcome::Undecidable),
+        count(Outcome::Skipped),
+        count(Outcome::Error) + record.errors.len(),
+    )
+}
 
 /// Writing a report failed.
 #[derive(Debug, thiserror::Error)]

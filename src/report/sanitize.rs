@@ -56,20 +56,53 @@ pub fn cdata(text: &str) -> String {
     clean(text).replace("]]>", "]] >")
 }
 
-/// Cleans and escapes text for HTML element content and attribute values.
-pub fn html(text: &str) -> String {
+/// Cleans `text`, then writes each character as `replace` says, or as itself.
+fn escape(text: &str, replace: impl Fn(char) -> Option<&'static str>) -> String {
     let mut out = String::with_capacity(text.len());
     for c in clean(text).chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
+        match replace(c) {
+            Some(r) => out.push_str(r),
+            None => out.push(c),
         }
     }
     out
+}
+
+/// Cleans and escapes text for HTML element content and attribute values.
+pub fn html(text: &str) -> String {
+    escape(text, |c| match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        '\'' => Some("&#39;"),
+        _ => None,
+    })
+}
+
+/// Cleans and escapes text for one line of Markdown, table cells included: `|` cannot end
+/// a cell, a newline cannot end a row (it becomes `<br>`), backticks cannot open code spans,
+/// `<` and `&` cannot start HTML or entities, and emphasis, link and heading characters are
+/// shown as themselves.
+pub fn markdown(text: &str) -> String {
+    escape(text, |c| match c {
+        '\n' => Some("<br>"),
+        '\t' => Some(" "),
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '|' => Some("\\|"),
+        '`' => Some("\\`"),
+        '\\' => Some("\\\\"),
+        '*' => Some("\\*"),
+        '_' => Some("\\_"),
+        '[' => Some("\\["),
+        ']' => Some("\\]"),
+        '#' => Some("\\#"),
+        '~' => Some("\\~"),
+        '!' => Some("\\!"),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
@@ -93,5 +126,14 @@ mod tests {
     #[test]
     fn escapes_markup() {
         assert_eq!(html("<script>&'\""), "&lt;script&gt;&amp;&#39;&quot;");
+    }
+
+    #[test]
+    fn markdown_text_stays_on_one_line_and_in_its_cell() {
+        assert_eq!(
+            markdown("a|b\nc `x` <b>&amp; *e* [l](u) #"),
+            "a\\|b<br>c \\`x\\` &lt;b&gt;&amp;amp; \\*e\\* \\[l\\](u) \\#"
+        );
+        assert_eq!(markdown("\u{1b}[1mbold\u{1b}[0m\r\n"), "bold<br>");
     }
 }

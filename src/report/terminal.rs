@@ -1,7 +1,7 @@
 //! Terminal output: the live line per timeline entry while a run goes on, and the summary
 //! table at its end.
 
-use crate::judge::{Outcome, format_relative};
+use crate::judge::Outcome;
 use crate::record::{RunOutcome, RunRecord};
 use crate::timeline::{
     ConditionStatus, Entry, Event, GapPhase, NodeState, PodState, StepPhase, WorkloadState,
@@ -9,6 +9,7 @@ use crate::timeline::{
 };
 
 use super::sanitize::clean;
+use super::{figure_text, measured_text, outcome_word, tally};
 
 const RESET: &str = "\u{1b}[0m";
 
@@ -20,14 +21,14 @@ fn paint(text: &str, code: &str, colour: bool) -> String {
     }
 }
 
-fn outcome_word(o: Outcome) -> (&'static str, &'static str) {
+fn outcome_colour(o: Outcome) -> &'static str {
     match o {
-        Outcome::Passed => ("PASS", "32"),
-        Outcome::Failed => ("FAIL", "31;1"),
-        Outcome::Undecidable => ("UNDECIDABLE", "35"),
-        Outcome::Skipped => ("SKIP", "33"),
-        Outcome::Error => ("ERROR", "31"),
-        Outcome::Pending => ("PENDING", "36"),
+        Outcome::Passed => "32",
+        Outcome::Failed => "31;1",
+        Outcome::Undecidable => "35",
+        Outcome::Skipped => "33",
+        Outcome::Error => "31",
+        Outcome::Pending => "36",
     }
 }
 
@@ -55,14 +56,11 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
         .max()
         .unwrap_or(0);
     for v in &record.verdicts {
-        let (word, code) = outcome_word(v.outcome);
-        let measured = v
-            .measured_ms
-            .map(format_relative)
-            .unwrap_or_else(|| "-".into());
+        let word = outcome_word(v.outcome);
+        let measured = measured_text(v.measured_ms);
         out.push_str(&format!(
             "  {} {:<width$}  {:>8}  {}\n",
-            paint(&format!("{word:<11}"), code, colour),
+            paint(&format!("{word:<11}"), outcome_colour(v.outcome), colour),
             clean(&v.name),
             measured,
             clean(&v.message),
@@ -76,15 +74,7 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
             clean(err)
         ));
     }
-    let count = |o: Outcome| record.verdicts.iter().filter(|v| v.outcome == o).count();
-    let tally = format!(
-        "{} passed, {} failed, {} undecidable, {} skipped, {} errors",
-        count(Outcome::Passed),
-        count(Outcome::Failed),
-        count(Outcome::Undecidable),
-        count(Outcome::Skipped),
-        count(Outcome::Error) + record.errors.len(),
-    );
+    let tally = tally(record);
     let line = match &record.outcome {
         RunOutcome::Passed => paint(&format!("PASSED: {tally}"), "32;1", colour),
         RunOutcome::Failed => paint(&format!("FAILED: {tally}"), "31;1", colour),
@@ -108,10 +98,7 @@ pub fn figures_text(record: &RunRecord) -> String {
     };
     let mut out = format!("recovery figures (from `{}`):\n", clean(step));
     for (label, value) in f.rows() {
-        let v = value
-            .map(format_relative)
-            .unwrap_or_else(|| "not observed".into());
-        out.push_str(&format!("  {label:<26} {v}\n"));
+        out.push_str(&format!("  {label:<26} {}\n", figure_text(value)));
     }
     out
 }

@@ -1,0 +1,248 @@
+//! Markdown: one section per run, for a CI job summary (`$GITHUB_STEP_SUMMARY`) or a pull
+//! request comment. Readable at a glance: the verdict in the heading, one table row per
+//! expectation, the recovery figures, the errors; the timeline folded away below.
+//!
+//! Every text that comes from an experiment, the cluster or a node goes through
+//! [`sanitize::markdown`](super::sanitize::markdown), so it cannot end a table cell or row,
+//! open a code span or inject HTML.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+use super::sanitize::markdown as md;
+use super::{ReportError, figure_text, measured_text, outcome_word, tally, terminal};
+use crate::judge::{Outcome, describe_check};
+use crate::record::{RunOutcome, RunRecord};
+
+/// Timeline lines shown at most; a longer timeline is in the JSON and HTML reports.
+const TIMELINE_LINES: usize = 200;
+
+/// The run's verdict as the plain marker the heading carries.
+fn run_marker(outcome: &RunOutcome) -> &'static str {
+    match outcome {
+        RunOutcome::Passed => "PASSED",
+        RunOutcome::Failed => "FAILED",
+        RunOutcome::Error { .. } => "COULD NOT RUN",
+        RunOutcome::Interrupted => "INTERRUPTED",
+    }
+}
+
+/// A run's length: `42.0s`, or `3m 05s` from a minute on.
+fn duration_text(ms: i64) -> String {
+    let ms = ms.max(0);
+    if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        let s = ms / 1000;
+        format!("{}m {:02}s", s / 60, s % 60)
+    }
+}
+
+/// A fenced code block around `body`, its fence longer than any backtick run inside, so
+/// nothing in the body can close it.
+fn fenced(body: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in body.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat((longest + 1).max(3));
+    format!("{fence}text\n{body}{fence}\n")
+}
+
+/// Renders one run as a Markdown section starting with a level-2 heading.
+pub fn render(record: &RunRecord) -> String {
+    let exp = &record.experiment;
+    let cluster = &record.cluster;
+    let mut m = String::new();
+    let marker = run_marker(&record.outcome);
+    let _ = writeln!(m, "## **{marker}** {}\n", md(&exp.name));
+
+    let mut meta = vec![format!("cluster {}", md(&cluster.name))];
+    if let Some(context) = &cluster.context {
+        meta.push(format!("context {}", md(context)));
+    }
+    if let Some(version) = &cluster.server_version {
+        meta.push(format!("Kubernetes {}", md(version)));
+    }
+    let length = (record.finished_at - record.started_at).num_milliseconds();
+    meta.push(format!(
+        "{} from {}",
+        duration_text(length),
+        record.started_at.format("%Y-%m-%d %H:%M:%S UTC")
+    ));
+    meta.push(tally(record));
+    let _ = writeln!(m, "{}\n", meta.join(" · "));
+    match &record.outcome {
+        RunOutcome::Error { message } => {
+            let _ = writeln!(m, "The run could not be carried out: {}\n", md(message));
+        }
+        RunOutcome::Interrupted => {
+            m.push_str("The run was interrupted before observation finished.\n\n");
+        }
+        RunOutcome::Passed | RunOutcome::Failed => {}
+    }
+    // The description is prose wrapped in YAML: its line breaks are not the author's, its
+    // blank lines are.
+    for paragraph in exp.description.split("\n\n") {
+        let words: Vec<&str> = paragraph.split_whitespace().collect();
+        if !words.is_empty() {
+            let _ = writeln!(m, "{}\n", md(&words.join(" ")));
+        }
+    }
+    if !record.targets.is_empty() {
+        let targets: Vec<String> = record
+            .targets
+            .iter()
+            .map(|(t, nodes)| format!("{} = {}", md(t), md(&nodes.join(", "))))
+            .collect();
+        let _ = writeln!(m, "Targets: {}\n", targets.join("; "));
+    }
+
+    expectations(&mut m, record);
+    figures(&mut m, record);
+    if !record.errors.is_empty() {
+        m.push_str("**Errors**\n\n");
+        for e in &record.errors {
+            let _ = writeln!(m, "- {}", md(e));
+        }
+        m.push('\n');
+    }
+    timeline(&mut m, record);
+    let _ = writeln!(
+        m,
+        "<sub>faultline {} · run {}</sub>",
+        md(&record.faultline_version),
+        md(&record.run_id)
+    );
+    m
+}
+
+/// The expectations table: what was expected next to what was measured, and why an
+/// expectation did not pass.
+fn expectations(m: &mut String, record: &RunRecord) {
+    if record.verdicts.is_empty() {
+        m.push_str("No expectations were judged.\n\n");
+        return;
+    }
+    m.push_str("| Expectation | Verdict | Measured | Expected | Reason |\n");
+    m.push_str("| --- | --- | --- | --- | --- |\n");
+    for v in &record.verdicts {
+        let expected = record
+            .experiment
+            .expectations
+            .iter()
+            .find(|e| e.name == v.name)
+            .map(|e| {
+                format!(
+                    "{} after {}",
+                    describe_check(&e.check, &record.cluster.timers),
+                    e.since
+                )
+            })
+            .unwrap_or_default();
+        let reason = if v.outcome == Outcome::Passed {
+            String::new()
+        } else {
+            md(&v.message)
+        };
+        let word = outcome_word(v.outcome);
+        let verdict = if v.outcome == Outcome::Passed {
+            word.to_string()
+        } else {
+            format!("**{word}**")
+        };
+        let _ = writeln!(
+            m,
+            "| {} | {verdict} | {} | {} | {reason} |",
+            md(&v.name),
+            measured_text(v.measured_ms),
+            md(&expected),
+        );
+    }
+    m.push('\n');
+}
+
+/// The recovery figures table, measured from the first fault step.
+fn figures(m: &mut String, record: &RunRecord) {
+    let Some(step) = &record.figures.fault_step else {
+        m.push_str("Recovery figures: no fault step ran.\n\n");
+        return;
+    };
+    let _ = writeln!(m, "**Recovery figures** after step {}:\n", md(step));
+    m.push_str("| Stage | After the fault |\n| --- | --- |\n");
+    for (stage, value) in record.figures.rows() {
+        let _ = writeln!(m, "| {stage} | {} |", figure_text(value));
+    }
+    m.push('\n');
+}
+
+/// The timeline, folded, as the terminal shows it; cut after [`TIMELINE_LINES`] lines.
+fn timeline(m: &mut String, record: &RunRecord) {
+    let entries = record.timeline.entries.len();
+    if entries == 0 {
+        return;
+    }
+    let text = terminal::timeline_text(record);
+    let mut body: String = text
+        .lines()
+        .take(TIMELINE_LINES)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    if entries > TIMELINE_LINES {
+        let _ = writeln!(
+            body,
+            "… {} more entries in the JSON and HTML reports",
+            entries - TIMELINE_LINES
+        );
+    }
+    let _ = write!(
+        m,
+        "<details><summary>Timeline ({entries} entries)</summary>\n\n{}\n</details>\n\n",
+        fenced(&body)
+    );
+}
+
+/// Appends the run's section to `path` (created if missing), so several runs, or several
+/// steps of a CI job, can share one summary file.
+pub fn append(record: &RunRecord, path: &Path) -> Result<(), ReportError> {
+    let io = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(io)?;
+    let separator = if file.metadata().map_err(io)?.len() > 0 {
+        "\n"
+    } else {
+        ""
+    };
+    file.write_all(format!("{separator}{}", render(record)).as_bytes())
+        .map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_seconds_then_minutes() {
+        assert_eq!(duration_text(42_049), "42.0s");
+        assert_eq!(duration_text(185_900), "3m 05s");
+        assert_eq!(duration_text(-5), "0.0s");
+    }
+
+    #[test]
+    fn the_fence_outgrows_any_backtick_run_in_the_body() {
+        assert_eq!(fenced("plain\n"), "```text\nplain\n```\n");
+        let body = "a ```` b\n";
+        let block = fenced(body);
+        assert!(block.starts_with("`````text\n"), "{block}");
+        assert!(block.ends_with("\n`````\n"), "{block}");
+    }
+}

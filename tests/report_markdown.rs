@@ -1,0 +1,329 @@
+//! The Markdown summary, parsed back with a CommonMark parser with GitHub's tables, so a
+//! broken table or smuggled markup shows up as the reader would see it.
+
+mod judge_support;
+
+use std::process::Command;
+
+use faultline::judge::Outcome;
+use faultline::record::RunOutcome;
+use faultline::report::markdown;
+use faultline::timeline::{Entry, Event as TimelineEvent};
+use judge_support::*;
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+/// What a reader sees of a Markdown document.
+#[derive(Debug, Default)]
+struct Doc {
+    /// (level, text) of every heading.
+    headings: Vec<(u8, String)>,
+    /// Every table: rows of cell texts, the header row first.
+    tables: Vec<Vec<Vec<String>>>,
+    /// Text of every list item.
+    items: Vec<String>,
+    /// Raw HTML, block and inline.
+    html: Vec<String>,
+    /// Inline code spans.
+    code_spans: Vec<String>,
+    /// Contents of fenced code blocks.
+    code_blocks: Vec<String>,
+    /// Text of everything emphasised strongly.
+    strong: Vec<String>,
+    /// Every piece of text, in order.
+    text: String,
+}
+
+fn parse(markdown: &str) -> Doc {
+    let mut doc = Doc::default();
+    let mut heading: Option<(u8, String)> = None;
+    let mut cell: Option<String> = None;
+    let mut item: Option<String> = None;
+    let mut block: Option<String> = None;
+    let mut strong: Option<String> = None;
+    for event in Parser::new_ext(markdown, Options::ENABLE_TABLES) {
+        let text = match &event {
+            Event::Text(t) => Some(t.to_string()),
+            Event::Code(t) => {
+                doc.code_spans.push(t.to_string());
+                Some(t.to_string())
+            }
+            Event::InlineHtml(h) if h.as_ref() == "<br>" => Some("\n".to_string()),
+            Event::Html(h) | Event::InlineHtml(h) => {
+                doc.html.push(h.to_string());
+                None
+            }
+            Event::SoftBreak | Event::HardBreak => Some("\n".to_string()),
+            _ => None,
+        };
+        if let Some(t) = text {
+            if let Some((_, h)) = heading.as_mut() {
+                h.push_str(&t);
+            }
+            for open in [&mut cell, &mut item, &mut block, &mut strong]
+                .into_iter()
+                .flatten()
+            {
+                open.push_str(&t);
+            }
+            doc.text.push_str(&t);
+            continue;
+        }
+        match event {
+            Event::Start(Tag::Heading { level, .. }) => {
+                heading = Some((level as u8, String::new()))
+            }
+            Event::End(TagEnd::Heading(_)) => doc.headings.extend(heading.take()),
+            Event::Start(Tag::Table(_)) => doc.tables.push(Vec::new()),
+            Event::Start(Tag::TableHead | Tag::TableRow) => {
+                if let Some(t) = doc.tables.last_mut() {
+                    t.push(Vec::new());
+                }
+            }
+            Event::Start(Tag::TableCell) => cell = Some(String::new()),
+            Event::End(TagEnd::TableCell) => {
+                if let (Some(c), Some(row)) = (
+                    cell.take(),
+                    doc.tables.last_mut().and_then(|t| t.last_mut()),
+                ) {
+                    row.push(c);
+                }
+            }
+            Event::Start(Tag::Item) => item = Some(String::new()),
+            Event::End(TagEnd::Item) => doc.items.extend(item.take()),
+            Event::Start(Tag::CodeBlock(_)) => block = Some(String::new()),
+            Event::End(TagEnd::CodeBlock) => doc.code_blocks.extend(block.take()),
+            Event::Start(Tag::Strong) => strong = Some(String::new()),
+            Event::End(TagEnd::Strong) => doc.strong.extend(strong.take()),
+            _ => {}
+        }
+    }
+    doc
+}
+
+/// The row of `table` whose first cell is `name`.
+fn row<'a>(table: &'a [Vec<String>], name: &str) -> &'a [String] {
+    table
+        .iter()
+        .find(|r| r.first().is_some_and(|c| c == name))
+        .unwrap_or_else(|| panic!("no row {name:?} in {table:#?}"))
+}
+
+#[test]
+fn the_recorded_run_reads_at_a_glance() {
+    let rec = record();
+    let text = markdown::render(&rec);
+    let doc = parse(&text);
+    assert_eq!(
+        doc.headings,
+        vec![(2, "FAILED kubelet-stop-past-toleration".to_string())],
+        "{text}"
+    );
+    assert!(doc.strong.contains(&"FAILED".to_string()), "{text}");
+    for meta in [
+        "cluster lab",
+        "context kind-lab",
+        "Kubernetes v1.33.1",
+        "3m 00s from 2026-11-22 09:59:00 UTC",
+        "1 passed, 1 failed, 0 undecidable, 1 skipped, 1 errors",
+        "Targets: down = lab-worker-2; healthy = lab-worker-1",
+    ] {
+        assert!(doc.text.contains(meta), "{meta:?} in {text}");
+    }
+
+    assert_eq!(doc.tables.len(), 2, "expectations and figures: {text}");
+    let verdicts = &doc.tables[0];
+    assert_eq!(
+        verdicts[0],
+        ["Expectation", "Verdict", "Measured", "Expected", "Reason"]
+    );
+    assert_eq!(verdicts.len(), 1 + rec.verdicts.len());
+    assert!(verdicts.iter().all(|r| r.len() == 5), "{verdicts:#?}");
+    let unknown = row(verdicts, "node unknown within 30s");
+    assert_eq!(unknown[1], "PASS");
+    assert_eq!(unknown[2], "+21.3s");
+    assert_eq!(unknown[3], "Unknown within 30.0s after stop kubelet");
+    assert_eq!(unknown[4], "", "no reason on a pass");
+    let evicted = row(verdicts, "web evicted between 30s and 40s");
+    assert_eq!(evicted[1], "FAIL");
+    assert!(doc.strong.contains(&"FAIL".to_string()));
+    assert_eq!(
+        evicted[3],
+        "Terminating between 30.0s and 40.0s after stop kubelet"
+    );
+    assert_eq!(evicted[4], rec.verdicts[1].message);
+    let restarts = row(verdicts, "agent restarts");
+    assert_eq!(restarts[1], "SKIP");
+    assert!(
+        restarts[4].contains("kwok runs no containers"),
+        "{restarts:?}"
+    );
+    let reboot = row(verdicts, "node ready after reboot");
+    assert_eq!(reboot[1], "ERROR");
+    assert_eq!(reboot[2], "-");
+    assert_eq!(reboot[4], "step `reboot` never ran");
+
+    let figures = &doc.tables[1];
+    assert_eq!(figures[0], ["Stage", "After the fault"]);
+    assert_eq!(figures.len(), 1 + rec.figures.rows().len());
+    assert_eq!(row(figures, "node NotReady")[1], "+21.3s");
+    let eviction = rec.figures.first_eviction_ms.expect("an eviction");
+    assert_eq!(
+        row(figures, "first eviction")[1],
+        faultline::judge::format_relative(eviction)
+    );
+    assert!(
+        doc.text
+            .contains("Recovery figures after step stop kubelet")
+    );
+
+    assert_eq!(doc.code_blocks.len(), 1, "the folded timeline");
+    assert!(
+        doc.code_blocks[0].contains("+21.3s node lab-worker-2 Ready True→Unknown"),
+        "{}",
+        doc.code_blocks[0]
+    );
+    assert!(doc.html.iter().any(|h| h.contains("<details>")));
+    assert!(doc.code_spans.is_empty(), "nothing opens a code span");
+}
+
+#[test]
+fn a_passing_run_has_no_reasons_and_a_gap_stays_in_the_timeline() {
+    let mut rec = record();
+    rec.timeline = timeline("kubelet-stop-gap");
+    rec.verdicts.retain(|v| v.outcome == Outcome::Passed);
+    rec.outcome = RunOutcome::Passed;
+    rec.experiment.description =
+        "Stops the kubelet\nfor a while.\n\nNothing is\n  evicted.\n".into();
+    let text = markdown::render(&rec);
+    let doc = parse(&text);
+    assert_eq!(doc.headings[0].1, "PASSED kubelet-stop-past-toleration");
+    assert!(doc.tables[0][1..].iter().all(|r| r[4].is_empty()));
+    assert!(
+        text.contains("\n\nStops the kubelet for a while.\n\nNothing is evicted.\n\n"),
+        "wrapped description lines joined, paragraphs kept: {text}"
+    );
+    assert!(
+        doc.code_blocks[0].contains("lost sight of pods: watch error: connection reset by peer")
+    );
+}
+
+#[test]
+fn errors_and_a_run_that_could_not_start_are_named() {
+    let mut rec = record();
+    rec.errors = vec![
+        "step `stop kubelet`: ssh: connection refused".into(),
+        "undo of `stop kubelet` failed".into(),
+    ];
+    rec.outcome = RunOutcome::Error {
+        message: rec.errors[0].clone(),
+    };
+    let text = markdown::render(&rec);
+    let doc = parse(&text);
+    assert_eq!(
+        doc.headings[0].1,
+        "COULD NOT RUN kubelet-stop-past-toleration"
+    );
+    assert!(
+        doc.text.contains(
+            "The run could not be carried out: step `stop kubelet`: ssh: connection refused"
+        ),
+        "{text}"
+    );
+    assert_eq!(doc.items, rec.errors);
+    assert!(doc.text.contains("3 errors"), "tally counts them: {text}");
+}
+
+#[test]
+fn hostile_text_stays_in_its_cell_and_shows_as_written() {
+    let mut rec = record();
+    let hostile = "a|b\n## not a heading\n| x | y |\n`code` <script>alert(1)</script> *em* [l](http://x) \u{1b}[31mred\u{1b}[0m &amp; done";
+    let shown = "a|b\n## not a heading\n| x | y |\n`code` <script>alert(1)</script> *em* [l](http://x) red &amp; done";
+    rec.experiment.name = format!("exp {hostile}");
+    rec.experiment.description = hostile.to_string();
+    rec.cluster.name = hostile.to_string();
+    rec.verdicts[0].name = hostile.to_string();
+    rec.experiment.expectations[0].name = hostile.to_string();
+    rec.verdicts[1].message = hostile.to_string();
+    rec.errors = vec![format!("setup failed: {hostile}")];
+    rec.figures.fault_step = Some(hostile.to_string());
+    let wall = rec.timeline.entries[0].wall;
+    rec.timeline.entries.push(Entry {
+        offset_ms: 130_000,
+        wall,
+        event: TimelineEvent::Note {
+            message: format!("```\n</details>\n# {hostile}"),
+        },
+    });
+    let text = markdown::render(&rec);
+    assert!(!text.contains('\u{1b}'));
+    let doc = parse(&text);
+
+    assert_eq!(doc.headings.len(), 1, "one heading: {text}");
+    assert_eq!(doc.headings[0].1, format!("FAILED exp {shown}"));
+    assert_eq!(doc.tables.len(), 2, "{text}");
+    let verdicts = &doc.tables[0];
+    assert_eq!(verdicts.len(), 1 + rec.verdicts.len(), "{verdicts:#?}");
+    assert!(verdicts.iter().all(|r| r.len() == 5), "{verdicts:#?}");
+    assert_eq!(verdicts[1][0], shown);
+    assert_eq!(verdicts[1][1], "PASS", "the name kept to its cell");
+    assert_eq!(verdicts[2][4], shown);
+    assert!(doc.items.contains(&format!("setup failed: {shown}")));
+    assert!(doc.text.contains(&format!("cluster {shown}")));
+    assert!(
+        doc.text
+            .contains(&format!("Recovery figures after step {shown}"))
+    );
+    assert!(doc.code_spans.is_empty(), "{:?}", doc.code_spans);
+    assert!(
+        doc.html.iter().all(|h| !h.contains("script")),
+        "{:?}",
+        doc.html
+    );
+    assert_eq!(doc.code_blocks.len(), 1, "the fence held: {text}");
+    assert!(doc.code_blocks[0].contains("</details>"));
+    assert_eq!(
+        doc.html.iter().filter(|h| h.contains("</details>")).count(),
+        1
+    );
+}
+
+#[test]
+fn appending_keeps_one_section_per_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("summary.md");
+    std::fs::write(&path, "# CI summary\nan earlier step wrote this").expect("write");
+    let mut first = record();
+    first.experiment.name = "first".into();
+    let mut second = record();
+    second.experiment.name = "second".into();
+    second.outcome = RunOutcome::Passed;
+    markdown::append(&first, &path).expect("append");
+    markdown::append(&second, &path).expect("append");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.starts_with("# CI summary\nan earlier step wrote this\n"));
+    let doc = parse(&text);
+    let headings: Vec<&str> = doc.headings.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(headings, ["CI summary", "FAILED first", "PASSED second"]);
+    assert_eq!(doc.tables.len(), 4);
+}
+
+#[test]
+fn the_report_command_renders_a_saved_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("run.json");
+    let out = dir.path().join("run.md");
+    let rec = record();
+    rec.save(&json).expect("save");
+    let status = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .arg("report")
+        .arg(&json)
+        .args(["--format", "markdown", "--out"])
+        .arg(&out)
+        .status()
+        .expect("faultline runs");
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("written"),
+        markdown::render(&rec)
+    );
+}
