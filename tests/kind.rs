@@ -49,7 +49,6 @@ fn outcome_of(record: &faultline::record::RunRecord, name: &str) -> Outcome {
         .find(|v| v.name == name)
         .unwrap_or_else(|| panic!("no expectation `{name}`"))
         .outcome
-        .clone()
 }
 
 #[tokio::test]
