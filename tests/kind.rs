@@ -72,3 +72,16 @@ async fn kind_reboot_restarts_containers_in_place() {
 async fn kind_kubelet_stop_past_toleration() {
     shipped_experiment_passes_on_kind("kubelet-stop-past-toleration").await;
 }
+
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_power_off_service_outage() {
+    // An HTTP probe through a Service (NodePort published by ci/kind/up) sees the requests
+    // that go to the dead node's pods fail, and the Service whole again once they leave its
+    // endpoints: traffic no kwok node carries.
+    let record = shipped_experiment_passes_on_kind("power-off-service-outage").await;
+    assert_eq!(
+        outcome_of(&record, "requests to the dead node's pods fail (seed 002)"),
+        Outcome::Passed
+    );
+}

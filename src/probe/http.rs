@@ -1,6 +1,6 @@
 //! HTTP probes: a GET whose status decides Up (the expected one, or any 2xx).
 //!
-//! Built on the HTTP/TLS stack kube already brings (hyper 1, hyper-util's pooled client,
+//! Built on the HTTP/TLS stack kube already brings (hyper 1, hyper-util's client with no idle connections kept,
 //! hyper-rustls with the ring provider), so probes add no second stack. TLS trusts the
 //! system roots by default, a given CA file instead, or nothing at all (`insecure`).
 
@@ -66,7 +66,12 @@ impl HttpProbe {
                 .map_err(|e| format!("no system TLS roots: {e}"))?
         };
         let connector = builder.https_or_http().enable_http1().build();
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        // A new connection for every try, as `curl` in seed 002 makes: a kept-alive
+        // connection would stay pinned to one backend (one conntrack entry through a
+        // Service), and a probe through a Service would never see the dead node's pods.
+        let client = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
+            .build(connector);
         Ok(HttpProbe {
             uri,
             expect_status,
