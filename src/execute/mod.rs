@@ -564,6 +564,18 @@ impl Executor {
                 }),
             };
         };
+        self.run_local_template(&access, template, timeout).await
+    }
+
+    /// Renders an out-of-band argv template for `access`'s node, runs it where faultline
+    /// runs (no shell) and requires it to succeed.
+    async fn run_local_template(
+        &self,
+        access: &NodeAccess,
+        template: &[String],
+        timeout: Duration,
+    ) -> Result<OpOutcome, ExecError> {
+        let node = access.name.as_str();
         let argv = render::argv(
             template,
             &[("node", &access.name), ("address", &access.address)],
@@ -590,19 +602,7 @@ impl Executor {
         let Some(template) = &access.power.address else {
             return Ok(None);
         };
-        let argv = render::argv(
-            template,
-            &[("node", &access.name), ("address", &access.address)],
-        )
-        .map_err(|source| ExecError::Render {
-            node: node.into(),
-            source,
-        })?;
-        let shown = render::show_argv(&argv);
-        let outcome = self
-            .carry(node, Plan::Local { argv }, timeout, false)
-            .await?;
-        let out = Self::require_success(node, &shown, outcome)?;
+        let out = self.run_local_template(&access, template, timeout).await?;
         Ok(Some(
             out.output.split_whitespace().collect::<Vec<_>>().join(" "),
         ))

@@ -19,6 +19,21 @@ pub struct ActResult {
     pub output: String,
 }
 
+impl ActResult {
+    /// What a node operation did, saying so when its connection dropped as expected.
+    fn from_outcome(out: crate::execute::OpOutcome) -> Self {
+        let output = if out.dropped {
+            format!("connection dropped, as expected\n{}", out.output)
+        } else {
+            out.output
+        };
+        ActResult {
+            exit_status: out.exit_status,
+            output,
+        }
+    }
+}
+
 /// Why an action failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ActError {
@@ -103,15 +118,7 @@ impl Actor<'_> {
                     .executor
                     .power(node_name, PowerAction::Reboot, timeout)
                     .await?;
-                let output = if out.dropped {
-                    format!("connection dropped, as expected\n{}", out.output)
-                } else {
-                    out.output
-                };
-                Ok(ActResult {
-                    exit_status: out.exit_status,
-                    output,
-                })
+                Ok(ActResult::from_outcome(out))
             }
             Action::Cordon => said(cluster::cordon(self.client, node_name).await?),
             Action::Uncordon => said(cluster::uncordon(self.client, node_name).await?),
@@ -144,15 +151,7 @@ impl Actor<'_> {
                 let op = NodeOp::from_action(action)
                     .ok_or(ActError::NotANodeOperation(action_name(action)))?;
                 let out = self.executor.perform(node_name, &op, timeout).await?;
-                let output = if out.dropped {
-                    format!("connection dropped, as expected\n{}", out.output)
-                } else {
-                    out.output
-                };
-                Ok(ActResult {
-                    exit_status: out.exit_status,
-                    output,
-                })
+                Ok(ActResult::from_outcome(out))
             }
         }
     }
