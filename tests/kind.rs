@@ -70,18 +70,108 @@ async fn kind_reboot_restarts_containers_in_place() {
 #[tokio::test]
 #[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
 async fn kind_kubelet_stop_past_toleration() {
-    shipped_experiment_passes_on_kind("kubelet-stop-past-toleration").await;
+    let record = shipped_experiment_passes_on_kind("kubelet-stop-past-toleration").await;
+    // The recovery figures come from a real kubelet's node going NotReady and real
+    // evictions (CI runs this instead of the lab's kubelet_stop_past_toleration test).
+    let f = &record.figures;
+    assert!(
+        f.node_not_ready_ms.is_some() && f.first_eviction_ms.is_some(),
+        "{f:?}"
+    );
 }
 
 #[tokio::test]
 #[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
 async fn kind_power_off_service_outage() {
-    // An HTTP probe through a Service (NodePort published by ci/kind/up) sees the requests
-    // that go to the dead node's pods fail, and the Service whole again once they leave its
-    // endpoints: traffic no kwok node carries.
+    // An HTTP probe through a Service (its NodePort on the other worker's InternalIP) sees
+    // the requests that go to the dead node's pods fail, and the Service whole again once
+    // they leave its endpoints: traffic no kwok node carries.
     let record = shipped_experiment_passes_on_kind("power-off-service-outage").await;
     assert_eq!(
         outcome_of(&record, "requests to the dead node's pods fail (seed 002)"),
         Outcome::Passed
     );
+}
+
+/// `docker` with arguments; its trimmed stdout, panicking with its stderr on failure.
+fn docker(args: &[&str]) -> String {
+    let out = std::process::Command::new("docker")
+        .args(args)
+        .output()
+        .expect("run docker");
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_node_back_with_another_address_is_reported_as_a_broken_environment() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let run = s.spawn(
+        "fixtures/experiments/kind/node-comes-back-with-another-address.yaml",
+        &[],
+    );
+    // The victim is the worker container that stops; Docker hands its freed address to the
+    // next container started on its network, as in kind #2045.
+    let started = std::time::Instant::now();
+    let victim = loop {
+        let exited = docker(&[
+            "ps",
+            "-a",
+            "--filter",
+            "label=io.x-k8s.kind.role=worker",
+            "--filter",
+            "status=exited",
+            "--format",
+            "{{.Names}}",
+        ]);
+        if let Some(name) = exited.lines().next() {
+            break name.to_string();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "no worker was powered off"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let image = docker(&["inspect", "-f", "{{.Config.Image}}", &victim]);
+    let network = docker(&[
+        "inspect",
+        "-f",
+        "{{range $k, $v := .NetworkSettings.Networks}}{{$k}}{{end}}",
+        &victim,
+    ]);
+    let squatter = format!("faultline-test-squatter-{}", std::process::id());
+    docker(&[
+        "run",
+        "-d",
+        "--name",
+        &squatter,
+        "--network",
+        &network,
+        "--entrypoint",
+        "sleep",
+        &image,
+        "600",
+    ]);
+    let out = run.wait_with_output().expect("wait for faultline");
+    echo(&out);
+    // Repair before asserting: free the address and restart the victim, which then gets it.
+    docker(&["rm", "-f", &squatter]);
+    docker(&["stop", &victim]);
+    docker(&["start", &victim]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("node {victim} came back with address")),
+        "the changed address is reported: {stdout}"
+    );
+    assert!(stdout.contains("#2045"), "{stdout}");
+    assert_eq!(out.status.code(), Some(2), "a broken environment is exit 2");
+    all_nodes_ready(&client, BACK).await;
 }

@@ -7,7 +7,7 @@
 //! before its first fault and compares it after the node is back, so that this is reported
 //! as what it is: an environment failure, not the cluster's behaviour.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::execute::Executor;
@@ -19,6 +19,8 @@ const QUERY_TIMEOUT: Duration = Duration::from_secs(15);
 #[derive(Debug, Default)]
 pub(crate) struct MachineAddresses {
     before: BTreeMap<String, String>,
+    /// Nodes whose change was already reported, so the end-of-run check does not repeat it.
+    reported: BTreeSet<String>,
 }
 
 impl MachineAddresses {
@@ -40,10 +42,13 @@ impl MachineAddresses {
 
     /// Compares `node`'s address now with the one recorded; the error says what changed
     /// and what it means.
-    pub(crate) async fn check(&self, executor: &Executor, node: &str) -> Result<(), String> {
+    pub(crate) async fn check(&mut self, executor: &Executor, node: &str) -> Result<(), String> {
         let Some(before) = self.before.get(node) else {
             return Ok(());
         };
+        if self.reported.contains(node) {
+            return Ok(());
+        }
         let now = match executor.machine_address(node, QUERY_TIMEOUT).await {
             Ok(Some(now)) => now,
             Ok(None) => return Ok(()),
@@ -53,13 +58,20 @@ impl MachineAddresses {
                 ));
             }
         };
-        changed(node, before, &now).map_or(Ok(()), Err)
+        match changed(node, before, &now) {
+            Some(problem) => {
+                self.reported.insert(node.to_string());
+                Err(problem)
+            }
+            None => Ok(()),
+        }
     }
 
     /// Checks every recorded node; one message per node whose address changed.
-    pub(crate) async fn check_all(&self, executor: &Executor) -> Vec<String> {
+    pub(crate) async fn check_all(&mut self, executor: &Executor) -> Vec<String> {
         let mut problems = Vec::new();
-        for node in self.before.keys() {
+        let nodes: Vec<String> = self.before.keys().cloned().collect();
+        for node in &nodes {
             if let Err(e) = self.check(executor, node).await {
                 problems.push(e);
             }

@@ -386,10 +386,7 @@ impl Run<'_> {
         self.safety_net(&actor, &mut ledger).await;
         for problem in self.addresses.check_all(actor.executor).await {
             self.timeline.note(problem.clone());
-            if !self.errors.contains(&problem) && !self.errors.iter().any(|e| e.ends_with(&problem))
-            {
-                self.errors.push(problem);
-            }
+            self.errors.push(problem);
         }
         if self.exp.teardown.delete_manifests {
             match teardown(&p.client, applied).await {
@@ -416,6 +413,7 @@ impl Run<'_> {
         match crate::probe::Probes::start(
             &self.exp.probes,
             &self.prepared.targets,
+            &self.prepared.internal_ips,
             std::sync::Arc::new(self.prepared.executor.clone()),
             std::sync::Arc::new(move |event| sink.record(event)),
         ) {
