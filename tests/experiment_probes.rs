@@ -128,3 +128,52 @@ fn http_probe_keys_on_a_command_probe_and_bad_statuses_are_refused() {
         "`10.213.77.1:6443` is not an http:// or https:// URL"
     );
 }
+
+#[test]
+fn an_http_probe_may_go_through_a_single_node_target() {
+    let text = FILE.replace(
+        "https://10.213.77.1:6443/livez",
+        "http://{internalIP:victim}:30080/hostname",
+    );
+    let e = faultline::experiment::parse(&text, Path::new("p.yaml")).expect("valid");
+    assert!(matches!(
+        &e.probes[1].kind,
+        ProbeKind::Http { url, .. } if url == "http://{internalIP:victim}:30080/hostname"
+    ));
+}
+
+#[test]
+fn bad_internal_ip_placeholders_are_refused_where_they_are_written() {
+    let cases = [
+        (
+            "http://{internalIP:victum}:30080/",
+            "unknown target `victum`",
+        ),
+        (
+            "http://{nodeIP:victim}:30080/",
+            "in `http://{nodeIP:victim}:30080/`: unknown placeholder `{nodeIP:victim}`: the only one is `{internalIP:<target>}`",
+        ),
+        (
+            "http://{internalIP:victim:30080/",
+            "in `http://{internalIP:victim:30080/`: `{` at character 7 is never closed",
+        ),
+    ];
+    for (url, message) in cases {
+        let text = FILE.replace("https://10.213.77.1:6443/livez", url);
+        let d = faultline::experiment::parse(&text, Path::new("p.yaml")).expect_err(url);
+        assert_eq!(d.0[0].message, message, "{url}");
+        assert_eq!(d.0[0].line, 18, "{url}: the line of `http:`");
+    }
+    let text = FILE
+        .replace("victim: {role: worker, count: 1}", "victim: {role: worker}")
+        .replace("    on: victim\n", "")
+        .replace(
+            "https://10.213.77.1:6443/livez",
+            "http://{internalIP:victim}/",
+        );
+    let d = faultline::experiment::parse(&text, Path::new("p.yaml")).expect_err("many nodes");
+    assert_eq!(
+        d.0[0].message,
+        "`{internalIP:<target>}` stands for exactly one node, and target `victim` may have more"
+    );
+}

@@ -28,6 +28,27 @@ pub fn is_control_plane(node: &Node) -> bool {
         .is_some_and(|l| CONTROL_PLANE_LABELS.iter().any(|k| l.contains_key(*k)))
 }
 
+/// Node name → the node's first `InternalIP` (`status.addresses`): where a NodePort
+/// Service answers, for probes that go through a node.
+pub fn internal_ips(nodes: &[Node]) -> BTreeMap<String, String> {
+    nodes
+        .iter()
+        .filter_map(|n| {
+            let name = n.metadata.name.clone()?;
+            let ip = n
+                .status
+                .as_ref()?
+                .addresses
+                .as_ref()?
+                .iter()
+                .find(|a| a.type_ == "InternalIP")?
+                .address
+                .clone();
+            Some((name, ip))
+        })
+        .collect()
+}
+
 /// Nodes running a live (scheduled, not terminating, not finished) pod of the workload.
 pub fn nodes_running(
     pods: &[Pod],
@@ -151,6 +172,26 @@ mod tests {
             load("node-unreachable.json"),
             load("node-no-conditions.json"),
         ]
+    }
+
+    #[test]
+    fn internal_ips_come_from_the_recorded_kind_nodes() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/api/kind/nodes.json"
+        ))
+        .unwrap();
+        let list: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let nodes: Vec<Node> = serde_json::from_value(list["items"].clone()).unwrap();
+        let ips = internal_ips(&nodes);
+        assert_eq!(ips.len(), 3, "{ips:?}");
+        assert!(
+            ips.values().all(|ip| ip.starts_with("172.18.0.")),
+            "{ips:?}"
+        );
+        let mut no_status: Node = load("node-ready.json");
+        no_status.status = None;
+        assert!(internal_ips(&[no_status]).is_empty());
     }
 
     fn target(name: &str, selector: NodeSelector, count: Option<u32>) -> TargetSpec {

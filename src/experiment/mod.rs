@@ -9,6 +9,7 @@ pub mod model;
 mod raw;
 mod states;
 mod suggest;
+pub mod url_template;
 mod validate;
 
 use std::path::{Path, PathBuf};

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::execute::Executor;
 use crate::experiment::model::{ProbeKind, ProbeSpec};
+use crate::experiment::url_template;
 use crate::report::sanitize::clean;
 use crate::timeline::Event;
 
@@ -62,6 +63,14 @@ pub enum ProbeError {
         target: String,
         /// How many nodes it resolved to.
         count: usize,
+    },
+    /// A `{internalIP:<target>}` in an HTTP probe's URL could not be filled.
+    #[error("probe `{probe}`: {reason}")]
+    Url {
+        /// Probe name.
+        probe: String,
+        /// Which placeholder, and why.
+        reason: String,
     },
     /// The HTTP probe's client could not be built (TLS roots, CA file).
     #[error("probe `{probe}`: {reason}")]
@@ -109,11 +118,13 @@ pub struct Probes {
 
 impl Probes {
     /// Starts one task per probe. `targets` are the run's resolved targets (a command
-    /// probe with `on` runs on its target's single node). Nothing is started when any
-    /// probe cannot be set up, so a run never goes on with half its probes.
+    /// probe with `on` runs on its target's single node); `internal_ips` fill an HTTP
+    /// URL's `{internalIP:<target>}`. Nothing is started when any probe cannot be set up,
+    /// so a run never goes on with half its probes.
     pub fn start(
         specs: &[ProbeSpec],
         targets: &BTreeMap<String, Vec<String>>,
+        internal_ips: &BTreeMap<String, String>,
         executor: Arc<Executor>,
         sink: ProbeSink,
     ) -> Result<Probes, ProbeError> {
@@ -125,17 +136,10 @@ impl Probes {
                     command,
                     on: Some(target),
                 } => {
-                    let nodes = targets.get(target).map(Vec::as_slice).unwrap_or_default();
-                    let [node] = nodes else {
-                        return Err(ProbeError::NotOneNode {
-                            probe: spec.name.clone(),
-                            target: target.clone(),
-                            count: nodes.len(),
-                        });
-                    };
+                    let node = one_node(&spec.name, targets, target)?;
                     Prober::Remote {
                         executor: executor.clone(),
-                        node: node.clone(),
+                        node,
                         command: command.clone(),
                     }
                 }
@@ -144,13 +148,26 @@ impl Probes {
                     expect_status,
                     insecure,
                     ca_file,
-                } => Prober::Http(
-                    http::HttpProbe::new(url, *expect_status, *insecure, ca_file.as_deref())
-                        .map_err(|reason| ProbeError::Http {
+                } => {
+                    let url = url_template::fill(url, |target| {
+                        let node =
+                            one_node(&spec.name, targets, target).map_err(|e| e.to_string())?;
+                        internal_ips.get(&node).cloned().ok_or_else(|| {
+                            format!("node `{node}` (target `{target}`) has no InternalIP address")
+                        })
+                    })
+                    .map_err(|e| ProbeError::Url {
+                        probe: spec.name.clone(),
+                        reason: e.to_string(),
+                    })?;
+                    Prober::Http(
+                        http::HttpProbe::new(&url, *expect_status, *insecure, ca_file.as_deref())
+                            .map_err(|reason| ProbeError::Http {
                             probe: spec.name.clone(),
                             reason,
                         })?,
-                ),
+                    )
+                }
             };
             probers.push((spec.clone(), prober));
         }
@@ -168,6 +185,23 @@ impl Probes {
         for t in self.tasks {
             let _ = t.await;
         }
+    }
+}
+
+/// The single node a probe's target resolved to.
+fn one_node(
+    probe: &str,
+    targets: &BTreeMap<String, Vec<String>>,
+    target: &str,
+) -> Result<String, ProbeError> {
+    let nodes = targets.get(target).map(Vec::as_slice).unwrap_or_default();
+    match nodes {
+        [node] => Ok(node.clone()),
+        _ => Err(ProbeError::NotOneNode {
+            probe: probe.to_string(),
+            target: target.to_string(),
+            count: nodes.len(),
+        }),
     }
 }
 

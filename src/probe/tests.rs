@@ -63,6 +63,7 @@ async fn a_local_command_probe_records_only_changes() {
             2000,
         )],
         &BTreeMap::new(),
+        &BTreeMap::new(),
         no_executor(),
         sink,
     )
@@ -96,6 +97,7 @@ async fn a_command_slower_than_its_timeout_is_down() {
     let probes = Probes::start(
         &[spec("slow", kind, 100)],
         &BTreeMap::new(),
+        &BTreeMap::new(),
         no_executor(),
         sink,
     )
@@ -116,12 +118,42 @@ fn a_command_probe_on_a_target_of_two_nodes_is_refused() {
     };
     let targets = BTreeMap::from([("pair".to_string(), vec!["a".into(), "b".into()])]);
     let (sink, _) = collector();
-    let err = Probes::start(&[spec("p", kind, 100)], &targets, no_executor(), sink)
-        .err()
-        .expect("two nodes are refused");
+    let err = Probes::start(
+        &[spec("p", kind, 100)],
+        &targets,
+        &BTreeMap::new(),
+        no_executor(),
+        sink,
+    )
+    .err()
+    .expect("two nodes are refused");
     assert_eq!(
         err.to_string(),
         "probe `p`: target `pair` resolved to 2 nodes; a probe runs on exactly one"
+    );
+}
+
+#[test]
+fn an_http_probe_through_a_node_without_an_internal_ip_is_refused() {
+    let kind = ProbeKind::Http {
+        url: "http://{internalIP:entry}:30080/".into(),
+        expect_status: None,
+        insecure: false,
+        ca_file: None,
+    };
+    let (sink, _) = collector();
+    let err = Probes::start(
+        &[spec("web", kind, 100)],
+        &BTreeMap::from([("entry".to_string(), vec!["n1".to_string()])]),
+        &BTreeMap::new(),
+        no_executor(),
+        sink,
+    )
+    .err()
+    .expect("no address, no probe");
+    assert_eq!(
+        err.to_string(),
+        "probe `web`: node `n1` (target `entry`) has no InternalIP address"
     );
 }
 
@@ -151,11 +183,11 @@ fn serve(status: Arc<AtomicU16>) -> u16 {
 }
 
 #[tokio::test]
-async fn an_http_probe_sees_up_then_down() {
+async fn an_http_probe_through_a_target_node_sees_up_then_down() {
     let status = Arc::new(AtomicU16::new(200));
     let port = serve(status.clone());
     let kind = ProbeKind::Http {
-        url: format!("http://127.0.0.1:{port}/livez"),
+        url: format!("http://{{internalIP:entry}}:{port}/livez"),
         expect_status: None,
         insecure: false,
         ca_file: None,
@@ -163,7 +195,8 @@ async fn an_http_probe_sees_up_then_down() {
     let (sink, seen) = collector();
     let probes = Probes::start(
         &[spec("web", kind, 2000)],
-        &BTreeMap::new(),
+        &BTreeMap::from([("entry".to_string(), vec!["n1".to_string()])]),
+        &BTreeMap::from([("n1".to_string(), "127.0.0.1".to_string())]),
         no_executor(),
         sink,
     )

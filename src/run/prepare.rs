@@ -3,7 +3,7 @@
 //! (targets like `runningPodsOf` need the workloads running): the targets, the blast
 //! radius, and that every node a step acts on is in the inventory.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
@@ -74,6 +74,9 @@ pub struct Prepared {
     pub executor: Executor,
     /// Target name → nodes; empty until [`resolve`] ran (after setup).
     pub targets: ResolvedTargets,
+    /// Node name → its `InternalIP`, for probe URLs that go through a node; empty until
+    /// [`resolve`] ran.
+    pub internal_ips: BTreeMap<String, String>,
     /// The cluster, as the record states it.
     pub cluster: ClusterInfo,
     /// What the observer watches.
@@ -136,6 +139,7 @@ pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepare
         },
         scope: scope_of(exp),
         targets: ResolvedTargets::new(),
+        internal_ips: BTreeMap::new(),
         client,
         failover: connection.failover,
     })
@@ -150,25 +154,21 @@ pub async fn resolve(
     inv: &Inventory,
 ) -> Result<(), RunError> {
     let targets = cluster::resolve_targets(&prepared.client, &exp.targets).await?;
-    let control_plane = control_plane_nodes(&prepared.client).await?;
-    safety::check_blast_radius(exp, &targets, &control_plane)?;
-    check_inventory_covers(exp, &targets, inv)?;
-    prepared.targets = targets;
-    Ok(())
-}
-
-/// Names of every control-plane node in the cluster.
-async fn control_plane_nodes(client: &Client) -> Result<BTreeSet<String>, RunError> {
-    let nodes = Api::<Node>::all(client.clone())
+    let nodes = Api::<Node>::all(prepared.client.clone())
         .list(&ListParams::default())
         .await
-        .map_err(ClusterError::api("listing nodes"))?;
-    Ok(nodes
-        .items
+        .map_err(ClusterError::api("listing nodes"))?
+        .items;
+    let control_plane: BTreeSet<String> = nodes
         .iter()
         .filter(|n| cluster::targets::is_control_plane(n))
         .filter_map(|n| n.metadata.name.clone())
-        .collect())
+        .collect();
+    safety::check_blast_radius(exp, &targets, &control_plane)?;
+    check_inventory_covers(exp, &targets, inv)?;
+    prepared.targets = targets;
+    prepared.internal_ips = cluster::targets::internal_ips(&nodes);
+    Ok(())
 }
 
 /// Every node a node-level step acts on must be reachable through the inventory.

@@ -8,6 +8,7 @@ use super::{Validator, at, is_dns_label, pos};
 use crate::experiment::model::*;
 use crate::experiment::raw::*;
 use crate::experiment::suggest::closest;
+use crate::experiment::url_template;
 
 /// Time between two tries when `interval` is not written.
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(2);
@@ -71,7 +72,7 @@ impl Validator<'_> {
                 None
             }
             (Some(c), None) => self.command_probe(c, p, targets),
-            (None, Some(h)) => self.http_probe(h, p),
+            (None, Some(h)) => self.http_probe(h, p, targets),
         };
         Some(ProbeSpec {
             name: name.value.clone(),
@@ -106,21 +107,7 @@ impl Validator<'_> {
         }
         let on = match &p.on {
             None => None,
-            Some(o) => {
-                let name = self.target_ref(o);
-                if let Some(t) = targets.iter().find(|t| t.name == name) {
-                    let single = t.count == Some(1) || t.selector.names.len() == 1;
-                    if !single {
-                        self.err(
-                            o,
-                            format!("a probe runs on exactly one node, and target `{name}` may have more"),
-                            Some("give the target `count: 1` or a single name"),
-                        );
-                        return None;
-                    }
-                }
-                Some(name)
-            }
+            Some(o) => Some(self.single_node_target(o, targets, "a probe runs on")?),
         };
         Some(ProbeKind::Command {
             command: command.value.clone(),
@@ -128,7 +115,61 @@ impl Validator<'_> {
         })
     }
 
-    fn http_probe(&mut self, url: &S<String>, p: &RawProbe) -> Option<ProbeKind> {
+    /// A target reference that must resolve to one node (a probe's `on`, a URL's
+    /// `{internalIP:<target>}`); `what` starts the message about a target that may have more.
+    fn single_node_target(
+        &mut self,
+        r: &S<String>,
+        targets: &[TargetSpec],
+        what: &str,
+    ) -> Option<String> {
+        let name = self.target_ref(r);
+        if let Some(t) = targets.iter().find(|t| t.name == name) {
+            let single = t.count == Some(1) || t.selector.names.len() == 1;
+            if !single {
+                self.err(
+                    r,
+                    format!("{what} exactly one node, and target `{name}` may have more"),
+                    Some("give the target `count: 1` or a single name"),
+                );
+                return None;
+            }
+        }
+        Some(name)
+    }
+
+    /// Checks the `{internalIP:<target>}` placeholders of an HTTP probe's URL and returns
+    /// the URL as it would look filled, for the URL check that follows.
+    fn url_template(&mut self, url: &S<String>, targets: &[TargetSpec]) -> Option<String> {
+        let names = match url_template::targets(&url.value) {
+            Ok(names) => names,
+            Err(e) => {
+                self.err(
+                    url,
+                    format!("in `{}`: {e}", url.value),
+                    Some("write e.g. http://{internalIP:entry}:30080/ with `entry` a target of one node"),
+                );
+                return None;
+            }
+        };
+        let mut ok = true;
+        for name in names {
+            let mut r = url.clone();
+            r.value = name;
+            ok &= self
+                .single_node_target(&r, targets, "`{internalIP:<target>}` stands for")
+                .is_some();
+        }
+        let filled = url_template::fill(&url.value, |_| Ok("192.0.2.1".into())).ok()?;
+        ok.then_some(filled)
+    }
+
+    fn http_probe(
+        &mut self,
+        url: &S<String>,
+        p: &RawProbe,
+        targets: &[TargetSpec],
+    ) -> Option<ProbeKind> {
         if let Some(o) = &p.on {
             self.err(
                 o,
@@ -136,8 +177,9 @@ impl Validator<'_> {
                 Some("an HTTP probe runs from the machine running faultline"),
             );
         }
-        let scheme_ok = url.value.starts_with("http://") || url.value.starts_with("https://");
-        if !scheme_ok || url.value.parse::<hyper::Uri>().is_err() {
+        let filled = self.url_template(url, targets)?;
+        let scheme_ok = filled.starts_with("http://") || filled.starts_with("https://");
+        if !scheme_ok || filled.parse::<hyper::Uri>().is_err() {
             self.err(
                 url,
                 format!("`{}` is not an http:// or https:// URL", url.value),
