@@ -177,3 +177,25 @@ fn bad_internal_ip_placeholders_are_refused_where_they_are_written() {
         "`{internalIP:<target>}` stands for exactly one node, and target `victim` may have more"
     );
 }
+
+#[test]
+fn an_exec_probe_names_a_workload_pod_on_a_single_node_target() {
+    let text = FILE.replace(
+        "    command: \"true\"\n    on: victim\n",
+        "    exec: [/agnhost, help]\n    pod: {workload: deployment/web, on: victim, container: app}\n",
+    );
+    let e = faultline::experiment::parse(&text, Path::new("p.yaml")).expect("valid");
+    assert_eq!(
+        e.probes[0].kind,
+        ProbeKind::Exec {
+            command: vec!["/agnhost".into(), "help".into()],
+            workload: WorkloadRef {
+                kind: WorkloadKind::Deployment,
+                namespace: "default".into(),
+                name: "web".into(),
+            },
+            on: "victim".into(),
+            container: Some("app".into()),
+        }
+    );
+}

@@ -95,6 +95,18 @@ pub enum ClusterError {
         /// The nodes that matched.
         matched: Vec<String>,
     },
+    /// An `exec` probe's workload has no pod on its target's node.
+    #[error("probe `{probe}`: {workload} has no running pod on node `{node}` (target `{target}`)")]
+    NoPodForProbe {
+        /// Probe name.
+        probe: String,
+        /// The workload, as `kind/namespace/name`.
+        workload: String,
+        /// Target name.
+        target: String,
+        /// The target's node.
+        node: String,
+    },
     /// A target excludes a target that was not resolved before it.
     #[error("target `{target}` excludes `{excluded}`, which is not an earlier target")]
     UnknownExcludedTarget {

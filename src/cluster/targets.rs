@@ -49,21 +49,63 @@ pub fn internal_ips(nodes: &[Node]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Nodes running a live (scheduled, not terminating, not finished) pod of the workload.
-pub fn nodes_running(
-    pods: &[Pod],
-    owners: &OwnerIndex,
-    workload: &WorkloadRef,
-) -> BTreeSet<String> {
+/// The workload's live pods: scheduled, not terminating, not finished.
+fn live_pods_of<'a>(
+    pods: &'a [Pod],
+    owners: &'a OwnerIndex,
+    workload: &'a WorkloadRef,
+) -> impl Iterator<Item = &'a Pod> + 'a {
     pods.iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter(|p| {
             let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
             !matches!(phase, Some("Succeeded" | "Failed"))
         })
-        .filter(|p| pod_owner(p, owners).as_ref() == Some(workload))
+        .filter(move |p| pod_owner(p, owners).as_ref() == Some(workload))
+}
+
+/// Nodes running a live (scheduled, not terminating, not finished) pod of the workload.
+pub fn nodes_running(
+    pods: &[Pod],
+    owners: &OwnerIndex,
+    workload: &WorkloadRef,
+) -> BTreeSet<String> {
+    live_pods_of(pods, owners, workload)
         .filter_map(|p| p.spec.as_ref().and_then(|s| s.node_name.clone()))
         .collect()
+}
+
+/// Names of the workload's live pods on `node`, sorted.
+pub fn pods_on(
+    pods: &[Pod],
+    owners: &OwnerIndex,
+    workload: &WorkloadRef,
+    node: &str,
+) -> Vec<String> {
+    let mut names: Vec<String> = live_pods_of(pods, owners, workload)
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The first (by name) live pod of the workload on `node`, read from the live cluster.
+pub async fn pod_on(
+    client: &Client,
+    workload: &WorkloadRef,
+    node: &str,
+) -> Result<Option<String>, ClusterError> {
+    let pods = Api::<Pod>::namespaced(client.clone(), &workload.namespace)
+        .list(&ListParams::default())
+        .await
+        .map_err(ClusterError::api(format!(
+            "listing pods in {}",
+            workload.namespace
+        )))?
+        .items;
+    let owners = owner_index(client, &workload.namespace).await?;
+    Ok(pods_on(&pods, &owners, workload, node).into_iter().next())
 }
 
 /// Resolves targets in order against a listed cluster; pure so the selection rules are
@@ -258,6 +300,14 @@ mod tests {
         ];
         let on = nodes_running(&pods, &idx, &web());
         assert_eq!(on.into_iter().collect::<Vec<_>>(), vec!["lab-worker-1"]);
+
+        // The exec probe's pod: the live one on the node, none where only a terminating one is.
+        let ready: Pod = load("pod-web-ready.json");
+        assert_eq!(
+            pods_on(&pods, &idx, &web(), "lab-worker-1"),
+            vec![ready.metadata.name.unwrap()]
+        );
+        assert!(pods_on(&pods, &idx, &web(), "lab-worker-2").is_empty());
 
         let running = BTreeMap::from([(web(), nodes_running(&pods, &idx, &web()))]);
         let specs = vec![target(

@@ -80,6 +80,20 @@ pub enum ProbeKind {
         /// PEM file with the CA that signs the server's certificate.
         ca_file: Option<PathBuf>,
     },
+    /// A command run in a pod's container through the API server and the pod's kubelet,
+    /// as `kubectl exec` does; exit status 0 is Up. Shows when `kubectl exec` (and the
+    /// kubelet's other streaming endpoints) stop and start working on a node.
+    Exec {
+        /// The command (argv), run without a shell unless it names one.
+        command: Vec<String>,
+        /// The workload whose pod is used.
+        workload: WorkloadRef,
+        /// Target of exactly one node; the workload's pod on that node when probes start
+        /// is used for the whole run, so a pod that comes back under its name is seen again.
+        on: String,
+        /// Container name; `None` uses the pod's default container.
+        container: Option<String>,
+    },
 }
 
 /// A named set of nodes chosen by a selector.

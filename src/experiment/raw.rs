@@ -33,18 +33,29 @@ pub struct RawExperiment {
     pub probes: Option<S<Ordered<S<RawProbe>>>>,
 }
 
-/// One entry of `probes:`; exactly one of `command` and `http`.
+/// One entry of `probes:`; exactly one of `command`, `http` and `exec`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RawProbe {
     pub command: Option<S<String>>,
     pub on: Option<S<String>>,
     pub http: Option<S<String>>,
+    pub exec: Option<S<Vec<S<String>>>>,
+    pub pod: Option<S<RawProbePod>>,
     pub expect_status: Option<S<i64>>,
     pub insecure: Option<S<bool>>,
     pub ca_file: Option<S<String>>,
     pub interval: Option<S<String>>,
     pub timeout: Option<S<String>>,
+}
+
+/// `pod:` of an `exec` probe: the pod of a workload on a target's node.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawProbePod {
+    pub workload: Option<S<String>>,
+    pub on: Option<S<String>>,
+    pub container: Option<S<String>>,
 }
 
 /// A mapping whose entries keep the order they were written in (targets may only exclude

@@ -8,6 +8,7 @@
 //! transport) and [`http`] (a GET over hyper with rustls).
 
 pub mod command;
+pub mod exec;
 pub mod http;
 
 use std::collections::BTreeMap;
@@ -72,6 +73,12 @@ pub enum ProbeError {
         /// Which placeholder, and why.
         reason: String,
     },
+    /// An exec probe was given no pod (or no cluster) to run in.
+    #[error("probe `{probe}`: no pod was chosen to run the command in")]
+    NoPod {
+        /// Probe name.
+        probe: String,
+    },
     /// The HTTP probe's client could not be built (TLS roots, CA file).
     #[error("probe `{probe}`: {reason}")]
     Http {
@@ -94,6 +101,23 @@ enum Prober {
     },
     /// An HTTP(S) GET.
     Http(http::HttpProbe),
+    /// A command in a pod through the API server and its kubelet.
+    Exec(exec::ExecProbe),
+}
+
+/// What probes need from the run besides their specs: where the targets landed, and the
+/// handles they act through.
+pub struct ProbeContext<'a> {
+    /// Target name → nodes (a probe's target must have exactly one).
+    pub targets: &'a BTreeMap<String, Vec<String>>,
+    /// Node name → `InternalIP`, for `{internalIP:<target>}` in HTTP URLs.
+    pub internal_ips: &'a BTreeMap<String, String>,
+    /// Exec probe name → the pod it runs in (chosen when targets were resolved).
+    pub exec_pods: &'a BTreeMap<String, String>,
+    /// Node operations, for command probes with `on`.
+    pub executor: Arc<Executor>,
+    /// The API client, for exec probes; `None` where there is no cluster.
+    pub client: Option<kube::Client>,
 }
 
 impl Prober {
@@ -106,6 +130,7 @@ impl Prober {
                 command,
             } => command::remote(executor, node, command, timeout).await,
             Prober::Http(p) => p.attempt(timeout).await,
+            Prober::Exec(p) => p.attempt(timeout).await,
         }
     }
 }
@@ -117,17 +142,22 @@ pub struct Probes {
 }
 
 impl Probes {
-    /// Starts one task per probe. `targets` are the run's resolved targets (a command
-    /// probe with `on` runs on its target's single node); `internal_ips` fill an HTTP
-    /// URL's `{internalIP:<target>}`. Nothing is started when any probe cannot be set up,
-    /// so a run never goes on with half its probes.
+    /// Starts one task per probe: a command probe with `on` runs on its target's single
+    /// node, an HTTP URL's `{internalIP:<target>}` is filled, an exec probe runs in the pod
+    /// chosen for it. Nothing is started when any probe cannot be set up, so a run never
+    /// goes on with half its probes.
     pub fn start(
         specs: &[ProbeSpec],
-        targets: &BTreeMap<String, Vec<String>>,
-        internal_ips: &BTreeMap<String, String>,
-        executor: Arc<Executor>,
+        ctx: ProbeContext<'_>,
         sink: ProbeSink,
     ) -> Result<Probes, ProbeError> {
+        let ProbeContext {
+            targets,
+            internal_ips,
+            exec_pods,
+            executor,
+            client,
+        } = ctx;
         let mut probers = Vec::new();
         for spec in specs {
             let prober = match &spec.kind {
@@ -167,6 +197,24 @@ impl Probes {
                             reason,
                         })?,
                     )
+                }
+                ProbeKind::Exec {
+                    command,
+                    workload,
+                    container,
+                    ..
+                } => {
+                    let (Some(client), Some(pod)) = (&client, exec_pods.get(&spec.name)) else {
+                        return Err(ProbeError::NoPod {
+                            probe: spec.name.clone(),
+                        });
+                    };
+                    Prober::Exec(exec::ExecProbe::new(
+                        kube::Api::namespaced(client.clone(), &workload.namespace),
+                        pod.clone(),
+                        container.clone(),
+                        command.clone(),
+                    ))
                 }
             };
             probers.push((spec.clone(), prober));

@@ -49,6 +49,49 @@ fn no_executor() -> Arc<Executor> {
     Arc::new(Executor::new(inv))
 }
 
+/// No exec pods and no cluster: what probes see outside a run.
+static NO_PODS: std::sync::LazyLock<BTreeMap<String, String>> =
+    std::sync::LazyLock::new(BTreeMap::new);
+
+fn ctx<'a>(
+    targets: &'a BTreeMap<String, Vec<String>>,
+    internal_ips: &'a BTreeMap<String, String>,
+) -> ProbeContext<'a> {
+    ProbeContext {
+        targets,
+        internal_ips,
+        exec_pods: &NO_PODS,
+        executor: no_executor(),
+        client: None,
+    }
+}
+
+#[test]
+fn an_exec_probe_without_a_chosen_pod_is_refused() {
+    let kind = ProbeKind::Exec {
+        command: vec!["true".into()],
+        workload: crate::experiment::model::WorkloadRef {
+            kind: crate::experiment::model::WorkloadKind::Deployment,
+            namespace: "ns".into(),
+            name: "web".into(),
+        },
+        on: "victim".into(),
+        container: None,
+    };
+    let (sink, _) = collector();
+    let err = Probes::start(
+        &[spec("shell", kind, 100)],
+        ctx(&BTreeMap::new(), &BTreeMap::new()),
+        sink,
+    )
+    .err()
+    .expect("no pod, no probe");
+    assert_eq!(
+        err.to_string(),
+        "probe `shell`: no pod was chosen to run the command in"
+    );
+}
+
 #[tokio::test]
 async fn a_local_command_probe_records_only_changes() {
     let dir = tempfile::tempdir().unwrap();
@@ -62,9 +105,7 @@ async fn a_local_command_probe_records_only_changes() {
             ProbeKind::Command { command, on: None },
             2000,
         )],
-        &BTreeMap::new(),
-        &BTreeMap::new(),
-        no_executor(),
+        ctx(&BTreeMap::new(), &BTreeMap::new()),
         sink,
     )
     .unwrap();
@@ -96,9 +137,7 @@ async fn a_command_slower_than_its_timeout_is_down() {
     };
     let probes = Probes::start(
         &[spec("slow", kind, 100)],
-        &BTreeMap::new(),
-        &BTreeMap::new(),
-        no_executor(),
+        ctx(&BTreeMap::new(), &BTreeMap::new()),
         sink,
     )
     .unwrap();
@@ -120,9 +159,7 @@ fn a_command_probe_on_a_target_of_two_nodes_is_refused() {
     let (sink, _) = collector();
     let err = Probes::start(
         &[spec("p", kind, 100)],
-        &targets,
-        &BTreeMap::new(),
-        no_executor(),
+        ctx(&targets, &BTreeMap::new()),
         sink,
     )
     .err()
@@ -144,9 +181,10 @@ fn an_http_probe_through_a_node_without_an_internal_ip_is_refused() {
     let (sink, _) = collector();
     let err = Probes::start(
         &[spec("web", kind, 100)],
-        &BTreeMap::from([("entry".to_string(), vec!["n1".to_string()])]),
-        &BTreeMap::new(),
-        no_executor(),
+        ctx(
+            &BTreeMap::from([("entry".to_string(), vec!["n1".to_string()])]),
+            &BTreeMap::new(),
+        ),
         sink,
     )
     .err()
@@ -195,9 +233,10 @@ async fn an_http_probe_through_a_target_node_sees_up_then_down() {
     let (sink, seen) = collector();
     let probes = Probes::start(
         &[spec("web", kind, 2000)],
-        &BTreeMap::from([("entry".to_string(), vec!["n1".to_string()])]),
-        &BTreeMap::from([("n1".to_string(), "127.0.0.1".to_string())]),
-        no_executor(),
+        ctx(
+            &BTreeMap::from([("entry".to_string(), vec!["n1".to_string()])]),
+            &BTreeMap::from([("n1".to_string(), "127.0.0.1".to_string())]),
+        ),
         sink,
     )
     .unwrap();

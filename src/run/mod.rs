@@ -410,11 +410,16 @@ impl Run<'_> {
             return None;
         }
         let sink = self.timeline.clone();
+        let ctx = crate::probe::ProbeContext {
+            targets: &self.prepared.targets,
+            internal_ips: &self.prepared.internal_ips,
+            exec_pods: &self.prepared.exec_pods,
+            executor: std::sync::Arc::new(self.prepared.executor.clone()),
+            client: Some(self.prepared.client.clone()),
+        };
         match crate::probe::Probes::start(
             &self.exp.probes,
-            &self.prepared.targets,
-            &self.prepared.internal_ips,
-            std::sync::Arc::new(self.prepared.executor.clone()),
+            ctx,
             std::sync::Arc::new(move |event| sink.record(event)),
         ) {
             Ok(p) => Some(p),

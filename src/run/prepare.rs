@@ -12,7 +12,7 @@ use kube::api::{Api, ListParams};
 use crate::cluster::{self, ClusterError};
 use crate::execute::journal::{Journal, JournalError};
 use crate::execute::{Executor, NodeOp};
-use crate::experiment::model::{Action, Experiment, StepTime, Subject, WorkloadRef};
+use crate::experiment::model::{Action, Experiment, ProbeKind, StepTime, Subject, WorkloadRef};
 use crate::inventory::Inventory;
 use crate::observe::Scope;
 use crate::record::ClusterInfo;
@@ -77,6 +77,9 @@ pub struct Prepared {
     /// Node name → its `InternalIP`, for probe URLs that go through a node; empty until
     /// [`resolve`] ran.
     pub internal_ips: BTreeMap<String, String>,
+    /// Exec probe name → the pod it runs in (the workload's pod on the probe's node when
+    /// targets were resolved); empty until [`resolve`] ran.
+    pub exec_pods: BTreeMap<String, String>,
     /// The cluster, as the record states it.
     pub cluster: ClusterInfo,
     /// What the observer watches.
@@ -140,6 +143,7 @@ pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepare
         scope: scope_of(exp),
         targets: ResolvedTargets::new(),
         internal_ips: BTreeMap::new(),
+        exec_pods: BTreeMap::new(),
         client,
         failover: connection.failover,
     })
@@ -166,9 +170,42 @@ pub async fn resolve(
         .collect();
     safety::check_blast_radius(exp, &targets, &control_plane)?;
     check_inventory_covers(exp, &targets, inv)?;
+    prepared.exec_pods = exec_pods(exp, &targets, &prepared.client).await?;
     prepared.targets = targets;
     prepared.internal_ips = cluster::targets::internal_ips(&nodes);
     Ok(())
+}
+
+/// The pod each exec probe runs in: its workload's first pod on its target's node. Chosen
+/// once, so a pod that keeps its name through the fault (a kubelet stop, a reboot) is the
+/// one probed before, during and after.
+async fn exec_pods(
+    exp: &Experiment,
+    targets: &ResolvedTargets,
+    client: &Client,
+) -> Result<BTreeMap<String, String>, RunError> {
+    let mut chosen = BTreeMap::new();
+    for probe in &exp.probes {
+        let ProbeKind::Exec { workload, on, .. } = &probe.kind else {
+            continue;
+        };
+        // Validation made `on` a one-node target, and resolution gave it its node.
+        let node = targets
+            .get(on)
+            .and_then(|nodes| nodes.first())
+            .cloned()
+            .unwrap_or_default();
+        let pod = cluster::targets::pod_on(client, workload, &node)
+            .await?
+            .ok_or_else(|| ClusterError::NoPodForProbe {
+                probe: probe.name.clone(),
+                workload: workload.to_string(),
+                target: on.clone(),
+                node: node.clone(),
+            })?;
+        chosen.insert(probe.name.clone(), pod);
+    }
+    Ok(chosen)
 }
 
 /// Every node a node-level step acts on must be reachable through the inventory.

@@ -54,25 +54,33 @@ impl Validator<'_> {
             .timeout
             .as_ref()
             .map_or(Some(DEFAULT_PROBE_TIMEOUT), |t| self.plain(t));
-        let kind = match (&p.command, &p.http) {
-            (Some(_), Some(h)) => {
-                self.err(
-                    h,
-                    "a probe is either a `command` or an `http` check, not both",
-                    Some("split it into two probes"),
-                );
-                None
-            }
-            (None, None) => {
+        let kind = match (&p.command, &p.http, &p.exec) {
+            (Some(c), None, None) => self.command_probe(c, p, targets),
+            (None, Some(h), None) => self.http_probe(h, p, targets),
+            (None, None, Some(e)) => self.exec_probe(e, p, targets),
+            (None, None, None) => {
                 self.err(
                     probe,
-                    format!("probe `{}` has neither `command` nor `http`", name.value),
-                    Some("write `command: \"true\"` with `on: <target>`, or `http: https://host/path`"),
+                    format!("probe `{}` has none of `command`, `http` and `exec`", name.value),
+                    Some("write `command: \"true\"` with `on: <target>`, `http: https://host/path`, or `exec: [true]` with `pod: {workload, on}`"),
                 );
                 None
             }
-            (Some(c), None) => self.command_probe(c, p, targets),
-            (None, Some(h)) => self.http_probe(h, p, targets),
+            (c, h, e) => {
+                // Point at the second check written: the one that makes it two.
+                let second = [c.as_ref().map(at), h.as_ref().map(at), e.as_ref().map(at)]
+                    .into_iter()
+                    .flatten()
+                    .nth(1);
+                if let Some(loc) = second {
+                    self.report(
+                        pos(loc),
+                        "a probe is one check: a `command`, an `http` or an `exec`, not several",
+                        Some("split it into several probes".into()),
+                    );
+                }
+                None
+            }
         };
         Some(ProbeSpec {
             name: name.value.clone(),
@@ -82,12 +90,61 @@ impl Validator<'_> {
         })
     }
 
-    fn command_probe(
+    /// An `exec` probe: a non-empty argv and `pod: {workload, on}` with `on` a target of
+    /// one node; the HTTP keys and a probe-level `on` do not go with it.
+    fn exec_probe(
         &mut self,
-        command: &S<String>,
+        exec: &S<Vec<S<String>>>,
         p: &RawProbe,
         targets: &[TargetSpec],
     ) -> Option<ProbeKind> {
+        self.no_http_keys(p);
+        if let Some(o) = &p.on {
+            self.err(
+                o,
+                "`on` goes under `pod:` for an `exec` probe",
+                Some("write `pod: {workload: deployment/web, on: <target>}`"),
+            );
+        }
+        let command: Vec<String> = exec.value.iter().map(|a| a.value.clone()).collect();
+        if command.first().is_none_or(|c| c.trim().is_empty()) {
+            self.err(
+                exec,
+                "the probe's `exec` is empty",
+                Some("give the command as a list, e.g. `exec: [true]`"),
+            );
+        }
+        let Some(pod) = &p.pod else {
+            self.err(
+                exec,
+                "an `exec` probe needs `pod: {workload, on}`: whose pod, on which node",
+                Some("write `pod: {workload: deployment/web, on: <target>}`"),
+            );
+            return None;
+        };
+        let (Some(w), Some(o)) = (&pod.value.workload, &pod.value.on) else {
+            self.err(
+                pod,
+                "`pod:` needs both `workload` and `on`",
+                Some("write `pod: {workload: deployment/web, on: <target>}`"),
+            );
+            return None;
+        };
+        let workload = self.workload(w);
+        let on = self.single_node_target(o, targets, "an `exec` probe uses the pod on");
+        if command.first().is_none_or(|c| c.trim().is_empty()) {
+            return None;
+        }
+        Some(ProbeKind::Exec {
+            command,
+            workload: workload?,
+            on: on?,
+            container: pod.value.container.as_ref().map(|c| c.value.clone()),
+        })
+    }
+
+    /// Reports the keys that only go with an `http` probe.
+    fn no_http_keys(&mut self, p: &RawProbe) {
         for (key, given) in [
             ("expectStatus", p.expect_status.as_ref().map(at)),
             ("insecure", p.insecure.as_ref().map(at)),
@@ -100,6 +157,18 @@ impl Validator<'_> {
                     None,
                 );
             }
+        }
+    }
+
+    fn command_probe(
+        &mut self,
+        command: &S<String>,
+        p: &RawProbe,
+        targets: &[TargetSpec],
+    ) -> Option<ProbeKind> {
+        self.no_http_keys(p);
+        if let Some(pod) = &p.pod {
+            self.err(pod, "`pod` only goes with an `exec` probe", None);
         }
         if command.value.trim().is_empty() {
             self.err(command, "the probe's `command` is empty", None);
@@ -176,6 +245,9 @@ impl Validator<'_> {
                 "`on` only goes with a `command` probe",
                 Some("an HTTP probe runs from the machine running faultline"),
             );
+        }
+        if let Some(pod) = &p.pod {
+            self.err(pod, "`pod` only goes with an `exec` probe", None);
         }
         let filled = self.url_template(url, targets)?;
         let scheme_ok = filled.starts_with("http://") || filled.starts_with("https://");

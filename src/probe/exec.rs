@@ -1,0 +1,157 @@
+//! Exec probes: a command in a pod's container, through the API server and the pod's
+//! kubelet, the path `kubectl exec` takes.
+//!
+//! While a node's kubelet is gone, the API server cannot reach it to open the stream
+//! ("error dialing backend"), so `kubectl exec` and `kubectl logs` fail for every pod on
+//! that node even though the pods are still listed as Running. The probe makes that
+//! window, and its end, part of the timeline. Built on kube's `ws` support, over the same
+//! client (and API failover) as the observer.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use kube::Api;
+use kube::api::AttachParams;
+use tokio::io::AsyncReadExt;
+
+use super::TryResult;
+use crate::timeline::format_secs;
+
+/// One exec probe: the pod (fixed when probes start) and the command run in it.
+pub struct ExecProbe {
+    pods: Api<Pod>,
+    pod: String,
+    container: Option<String>,
+    command: Vec<String>,
+}
+
+impl ExecProbe {
+    /// A probe of `command` in `pod` (its `container`, or the default one).
+    pub fn new(
+        pods: Api<Pod>,
+        pod: String,
+        container: Option<String>,
+        command: Vec<String>,
+    ) -> ExecProbe {
+        ExecProbe {
+            pods,
+            pod,
+            container,
+            command,
+        }
+    }
+
+    /// One try: Up when the command ran and exited 0.
+    pub async fn attempt(&self, timeout: Duration) -> TryResult {
+        match tokio::time::timeout(timeout, self.run()).await {
+            Ok(result) => result,
+            Err(_) => TryResult::new(false, format!("timed out after {}", format_secs(timeout))),
+        }
+    }
+
+    async fn run(&self) -> TryResult {
+        // stderr is kept for the timeline; nothing is attached to stdin or a terminal.
+        let mut params = AttachParams::default()
+            .stdin(false)
+            .stdout(false)
+            .stderr(true);
+        if let Some(c) = &self.container {
+            params = params.container(c.clone());
+        }
+        let mut process = match self
+            .pods
+            .exec(&self.pod, self.command.clone(), &params)
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => return TryResult::new(false, format!("pod {}: {e}", self.pod)),
+        };
+        let mut stderr = String::new();
+        if let Some(mut reader) = process.stderr() {
+            let _ = reader.read_to_string(&mut stderr).await;
+        }
+        let status = match process.take_status() {
+            Some(status) => status.await,
+            None => None,
+        };
+        let joined = process.join().await;
+        match (status, joined) {
+            (None, Err(e)) => TryResult::new(false, format!("pod {}: {e}", self.pod)),
+            (status, _) => verdict(status.as_ref(), &stderr),
+        }
+    }
+}
+
+/// Up or Down from the status the API server sends at the end of an exec stream: Success
+/// is exit 0; a non-zero exit names its code (and the command's stderr); anything else says
+/// what the API server said.
+pub fn verdict(status: Option<&Status>, stderr: &str) -> TryResult {
+    let Some(status) = status else {
+        return TryResult::new(false, "the exec stream ended without a status");
+    };
+    if status.status.as_deref() == Some("Success") {
+        return TryResult::new(true, "exit 0");
+    }
+    let exit_code = status
+        .details
+        .as_ref()
+        .and_then(|d| d.causes.as_ref())
+        .and_then(|causes| {
+            causes
+                .iter()
+                .find(|c| c.reason.as_deref() == Some("ExitCode"))
+        })
+        .and_then(|c| c.message.clone());
+    let said = status.message.clone().unwrap_or_default();
+    match exit_code {
+        Some(code) if stderr.trim().is_empty() => TryResult::new(false, format!("exit {code}")),
+        Some(code) => TryResult::new(false, format!("exit {code}: {}", stderr.trim())),
+        None if said.is_empty() => TryResult::new(false, "exec failed without a message"),
+        None => TryResult::new(false, said),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A status as the API server sends it at the end of an exec stream.
+    fn status(json: &str) -> Status {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn success_is_up() {
+        let s = status(r#"{"metadata": {}, "status": "Success"}"#);
+        assert_eq!(verdict(Some(&s), ""), TryResult::new(true, "exit 0"));
+    }
+
+    #[test]
+    fn a_non_zero_exit_is_down_with_its_code_and_stderr() {
+        let s = status(
+            r#"{"metadata": {}, "status": "Failure",
+                "message": "command terminated with non-zero exit code: error executing command [false], exit code 1",
+                "reason": "NonZeroExitCode",
+                "details": {"causes": [{"reason": "ExitCode", "message": "1"}]}}"#,
+        );
+        assert_eq!(verdict(Some(&s), ""), TryResult::new(false, "exit 1"));
+        assert_eq!(
+            verdict(Some(&s), "no such file\n"),
+            TryResult::new(false, "exit 1: no such file")
+        );
+    }
+
+    #[test]
+    fn other_failures_say_what_the_api_server_said() {
+        let s = status(
+            r#"{"metadata": {}, "status": "Failure",
+                "message": "error dialing backend: dial tcp 172.18.0.3:10250: connect: connection refused"}"#,
+        );
+        assert_eq!(
+            verdict(Some(&s), "").detail,
+            "error dialing backend: dial tcp 172.18.0.3:10250: connect: connection refused"
+        );
+        assert!(!verdict(None, "").up);
+    }
+}
