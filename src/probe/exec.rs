@@ -42,15 +42,12 @@ impl ExecProbe {
         }
     }
 
-    /// One try: Up when the command ran and exited 0.
+    /// One try: Up when the command ran and exited 0. A command still running at the
+    /// timeout is abandoned (its stream closed), so tries never pile up.
     pub async fn attempt(&self, timeout: Duration) -> TryResult {
-        match tokio::time::timeout(timeout, self.run()).await {
-            Ok(result) => result,
-            Err(_) => TryResult::new(false, format!("timed out after {}", format_secs(timeout))),
-        }
-    }
-
-    async fn run(&self) -> TryResult {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let timed_out =
+            || TryResult::new(false, format!("timed out after {}", format_secs(timeout)));
         // stderr is kept for the timeline; nothing is attached to stdin or a terminal.
         let mut params = AttachParams::default()
             .stdin(false)
@@ -59,21 +56,31 @@ impl ExecProbe {
         if let Some(c) = &self.container {
             params = params.container(c.clone());
         }
-        let mut process = match self
-            .pods
-            .exec(&self.pod, self.command.clone(), &params)
-            .await
-        {
-            Ok(p) => p,
-            Err(e) => return TryResult::new(false, format!("pod {}: {e}", self.pod)),
+        let opened = tokio::time::timeout_at(
+            deadline,
+            self.pods.exec(&self.pod, self.command.clone(), &params),
+        );
+        let mut process = match opened.await {
+            Err(_) => return timed_out(),
+            Ok(Err(e)) => return TryResult::new(false, format!("pod {}: {e}", self.pod)),
+            Ok(Ok(p)) => p,
         };
-        let mut stderr = String::new();
-        if let Some(mut reader) = process.stderr() {
-            let _ = reader.read_to_string(&mut stderr).await;
-        }
-        let status = match process.take_status() {
-            Some(status) => status.await,
-            None => None,
+        let stderr_reader = process.stderr();
+        let status_future = process.take_status();
+        let finished = tokio::time::timeout_at(deadline, async move {
+            let mut stderr = String::new();
+            if let Some(mut reader) = stderr_reader {
+                let _ = reader.read_to_string(&mut stderr).await;
+            }
+            let status = match status_future {
+                Some(status) => status.await,
+                None => None,
+            };
+            (status, stderr)
+        });
+        let Ok((status, stderr)) = finished.await else {
+            process.abort();
+            return timed_out();
         };
         let joined = process.join().await;
         match (status, joined) {
