@@ -52,6 +52,14 @@ node_image_tag() {
 }
 
 kind_cmd() { "$KIND_BIN" "$@"; }
+# kind itself, built from its Go module and cached by version; needed whether or not the node
+# image is (a node image already in Docker's store says nothing about this cache).
+ensure_kind_bin() {
+  [[ -x "$KIND_BIN" ]] && return 0
+  log "building kind $KIND_VERSION"
+  mkdir -p "$(dirname "$KIND_BIN")"
+  (cd "$(mktemp -d)" && GOBIN="$(dirname "$KIND_BIN")" CGO_ENABLED=0 go install "sigs.k8s.io/kind@$KIND_VERSION")
+}
 # Binaries built by ci/lab/build (kubectl, kubeadm, ...), shared with the netns lab.
 KIND_KUBE_BIN="${FAULTLINE_LAB_CACHE:-$HOME/.cache/faultline-lab}/kubernetes-$K8S_VERSION/bin"
 kubectl_kind() { "$KIND_KUBE_BIN/kubectl" --kubeconfig "$KIND_KUBECONFIG" "$@"; }
