@@ -32,6 +32,19 @@ pub struct RunRecord {
     pub finished_at: DateTime<Utc>,
     /// Everything observed.
     pub timeline: Timeline,
+    /// Offset on the timeline at which the experiment started (`at: 0s`), once the
+    /// observer had synced; `None` when no step could start. Lets `rehearse` replay the
+    /// schedule against this timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ms: Option<i64>,
+    /// Offset at which observation ended: verdicts were judged on the timeline up to here,
+    /// never on what undo and teardown did afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_until_ms: Option<i64>,
+    /// Why the run ended before its plan did (a signal, a failed expectation, a step that
+    /// failed or gave up waiting), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
     /// One verdict per expectation.
     pub verdicts: Vec<Verdict>,
     /// Recovery figures.
@@ -118,6 +131,16 @@ impl RunOutcome {
 }
 
 impl RunRecord {
+    /// The experiment's steps that were never issued, in file order: a report lists them
+    /// so a run that stopped early does not hide what it did not do.
+    pub fn steps_not_run(&self) -> Vec<&crate::experiment::model::Step> {
+        self.experiment
+            .steps
+            .iter()
+            .filter(|s| self.timeline.step_issued_ms(&s.name).is_none())
+            .collect()
+    }
+
     /// Process exit code: 0 passed, 1 an expectation failed, 2 the run could not be carried
     /// out, was interrupted, or a step failed (CI must tell "the cluster misbehaved" from
     /// "the test did not run").

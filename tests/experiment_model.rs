@@ -206,6 +206,7 @@ fn complete_example_maps_onto_the_exact_model() {
                     }),
                     state: StateMatch::Pod(PodStateMatch::Terminating),
                     delay: bound(vec![fixed(0)]),
+                    since: Some("run other".into()),
                 },
                 action: Action::DeletePods {
                     pods: PodSelector {

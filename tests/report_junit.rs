@@ -43,7 +43,7 @@ fn one_case_per_verdict_with_counts() {
         suite.attribute("name"),
         Some("kubelet-stop-past-toleration")
     );
-    assert_eq!(suite.attribute("tests"), Some("4"));
+    assert_eq!(suite.attribute("tests"), Some("5"));
     assert_eq!(suite.attribute("failures"), Some("1"));
     assert_eq!(
         suite.attribute("errors"),
@@ -63,9 +63,12 @@ fn one_case_per_verdict_with_counts() {
             "node unknown within 30s",
             "web evicted between 30s and 40s",
             "agent restarts",
-            "node ready after reboot"
+            "node ready after reboot",
+            "step `reboot`"
         ]
     );
+    let not_run = child(cases[4], "skipped").expect("a step never issued is a skipped case");
+    assert_eq!(not_run.attribute("type"), Some("not run"));
     assert!(
         cases
             .iter()
@@ -112,12 +115,36 @@ fn step_errors_and_interruptions_become_error_cases() {
     let xml = junit::render(&rec);
     let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
     let cases = cases(&doc);
-    assert_eq!(cases.len(), 5);
+    assert_eq!(cases.len(), 6);
     let err = child(cases[0], "error").expect("pending → error");
     assert_eq!(err.attribute("type"), Some("interrupted"));
-    let step = cases.last().expect("extra case");
+    let step = cases[4];
     assert_eq!(step.attribute("name"), Some("step `stop kubelet`"));
-    assert!(child(*step, "error").is_some());
+    assert!(child(step, "error").is_some());
+}
+
+#[test]
+fn steps_never_issued_are_skipped_cases_that_say_why() {
+    let mut rec = record();
+    rec.stopped_early = Some("step `wait` waited 30s for node n is Gone".into());
+    let xml = junit::render(&rec);
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let cases = cases(&doc);
+    let step = cases
+        .iter()
+        .find(|c| c.attribute("name") == Some("step `reboot`"))
+        .expect("the never-issued step has a case");
+    let skipped = child(*step, "skipped").expect("skipped");
+    assert_eq!(
+        skipped.attribute("message"),
+        Some("not run: step `wait` waited 30s for node n is Gone")
+    );
+    assert!(
+        cases
+            .iter()
+            .all(|c| c.attribute("name") != Some("step `stop kubelet`")),
+        "steps that ran have no case of their own"
+    );
 }
 
 #[test]

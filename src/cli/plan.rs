@@ -6,10 +6,12 @@ use std::path::{Path, PathBuf};
 use super::{EXIT_ERROR, EXIT_OK};
 use crate::cluster::ClusterError;
 use crate::execute::{NodeOp, PowerAction};
-use crate::experiment::model::{Action, Experiment, StepTime};
+use crate::experiment::model::{Action, Experiment};
 use crate::run::RunSettings;
 use crate::run::faults::action_name;
 use crate::run::prepare::{Prepared, RunError, prepare, resolve};
+use crate::run::schedule;
+use crate::timeline::format_offset_ms;
 
 /// `faultline plan`: loads the files and the inventory, prints each plan.
 pub async fn plan(paths: &[PathBuf], inventory: &Path, api: &super::ApiArgs) -> i32 {
@@ -80,18 +82,24 @@ pub fn render(exp: &Experiment, p: &Prepared) -> String {
     for (name, nodes) in &p.targets {
         out.push_str(&format!("  {name}: {}\n", nodes.join(", ")));
     }
-    out.push_str("steps:\n");
-    for step in &exp.steps {
-        let when = match &step.at {
-            StepTime::Offset(b) => format!("at {b}"),
-            StepTime::AfterStep { step, delay } => format!("{delay} after `{step}`"),
-            StepTime::When { state, delay, .. } => {
-                format!("{delay} after the subject is {state:?}")
-            }
-        };
+    let plan = schedule::Plan {
+        exp,
+        targets: &p.targets,
+        timers: &p.cluster.timers,
+        capabilities: &p.cluster.capabilities,
+        keep_going: false,
+    };
+    let (projected, observation_end) = schedule::project(plan);
+    out.push_str("steps (offsets from the start, actions taking no time):\n");
+    for (step, projected) in exp.steps.iter().zip(&projected) {
+        let at = projected.at_ms.map_or_else(
+            || "     ?".to_string(),
+            |ms| format!("{:>6}", format_offset_ms(ms)),
+        );
         out.push_str(&format!(
-            "  {} ({when}): {}\n",
+            "  {at}  {} ({}): {}\n",
             step.name,
+            schedule::describe_step_time(step, &p.cluster.timers),
             action_name(&step.action)
         ));
         let nodes = step
@@ -102,13 +110,27 @@ pub fn render(exp: &Experiment, p: &Prepared) -> String {
             .unwrap_or_default();
         for node in &nodes {
             out.push_str(&format!(
-                "    {node}: {}\n",
+                "            {node}: {}\n",
                 command_of(p, &step.action, node)
             ));
         }
         if nodes.is_empty() {
-            out.push_str(&format!("    via the API: {:?}\n", step.action));
+            out.push_str(&format!("            via the API: {:?}\n", step.action));
         }
+    }
+    let length = match &exp.observe.after_last_step {
+        Some(b) => format!("`observe.for: {b}` after the last step"),
+        None => "after the last step, until every expectation's bound has passed, plus a margin"
+            .to_string(),
+    };
+    match observation_end {
+        Some(end) => out.push_str(&format!(
+            "observation: ends at {} ({length}), or once every expectation is decided\n",
+            format_offset_ms(end)
+        )),
+        None => out.push_str(&format!(
+            "observation: {length}; when depends on the steps that wait for an observed state\n"
+        )),
     }
     out
 }

@@ -205,6 +205,11 @@ pub enum StepTime {
         state: StateMatch,
         /// Delay after the state was observed.
         delay: Bound,
+        /// The earlier step from whose issue the condition is judged (a state already
+        /// holding then counts); `None` judges it from the experiment's start. Validation
+        /// defaults it to the step before this one in the file.
+        #[serde(default)]
+        since: Option<String>,
     },
 }
 

@@ -163,6 +163,7 @@ pub struct RawCondition {
     pub pods: Option<S<RawPods>>,
     pub workload: Option<S<String>>,
     pub is: Option<S<RawState>>,
+    pub since: Option<S<String>>,
 }
 
 /// Pods, as selected by a `delete-pods` step or named by an expectation.

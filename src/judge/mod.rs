@@ -48,7 +48,8 @@ pub mod labels {
 
 use checks::{Candidate, Ctx, HoldEnd, MemberEval, MemberOutcome};
 use members::{Member, PodHistories, member_toleration, pod_histories, state_at};
-use states::{rel, secs, state_name, truth};
+pub use states::state_name;
+use states::{rel, secs, truth};
 
 /// What became of one expectation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,10 +108,37 @@ pub fn judge(
     timeline: &Timeline,
     complete: bool,
 ) -> Vec<Verdict> {
+    let until = Observed {
+        until_ms: timeline.end_ms(),
+        complete,
+    };
+    judge_until(exp, targets, timers, capabilities, timeline, until)
+}
+
+/// How far a timeline is known to be: observation reached `until_ms` (which may lie after
+/// its last entry: nothing changed since), and whether it is final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Observed {
+    /// Offset up to which the cluster was watched.
+    pub until_ms: i64,
+    /// The timeline is final: nothing more will be observed.
+    pub complete: bool,
+}
+
+/// Like [`judge`], for a timeline observed until a moment after its last entry: a live run
+/// knows that a bound passed with nothing observed, which its last entry cannot tell.
+pub fn judge_until(
+    exp: &Experiment,
+    targets: &BTreeMap<String, Vec<String>>,
+    timers: &ClusterTimers,
+    capabilities: &[String],
+    timeline: &Timeline,
+    observed: Observed,
+) -> Vec<Verdict> {
     let pods = pod_histories(timeline);
     exp.expectations
         .iter()
-        .map(|e| judge_one(e, targets, timers, capabilities, timeline, &pods, complete))
+        .map(|e| judge_one(e, targets, timers, capabilities, timeline, &pods, observed))
         .collect()
 }
 
@@ -140,8 +168,9 @@ fn judge_one(
     capabilities: &[String],
     timeline: &Timeline,
     pods: &PodHistories,
-    complete: bool,
+    observed: Observed,
 ) -> Verdict {
+    let complete = observed.complete;
     if let Some(missing) = e.requires.iter().find(|r| !capabilities.contains(r)) {
         return verdict(
             e,
@@ -163,6 +192,35 @@ fn judge_one(
             )
         };
     };
+    judge_at(e, t0, targets, timers, timeline, pods, observed)
+}
+
+/// Judges one expectation with its times counted from `t0_ms` rather than from its
+/// `since` step: how a `when:` step's condition is decided, which may be judged from the
+/// experiment's start, before any step ran.
+pub fn judge_from(
+    e: &Expectation,
+    t0_ms: i64,
+    targets: &BTreeMap<String, Vec<String>>,
+    timers: &ClusterTimers,
+    timeline: &Timeline,
+    observed: Observed,
+) -> Verdict {
+    let pods = pod_histories(timeline);
+    judge_at(e, t0_ms, targets, timers, timeline, &pods, observed)
+}
+
+fn judge_at(
+    e: &Expectation,
+    t0: i64,
+    targets: &BTreeMap<String, Vec<String>>,
+    timers: &ClusterTimers,
+    timeline: &Timeline,
+    pods: &PodHistories,
+    observed: Observed,
+) -> Verdict {
+    let complete = observed.complete;
+    let obs_end = observed.until_ms.max(timeline.end_ms());
     let mut members = match members::members(&e.subject, targets, timeline, pods, t0) {
         Ok(m) => m,
         Err(err) => return verdict(e, Outcome::Error, err.to_string()),
@@ -186,11 +244,11 @@ fn judge_one(
     // not make their results uncertain.
     let gaps = match &e.subject {
         Subject::Probe { .. } => Vec::new(),
-        _ => series::gaps(timeline),
+        _ => series::gaps(timeline, obs_end),
     };
     let ctx = Ctx {
         t0,
-        obs_end: timeline.end_ms(),
+        obs_end,
         complete,
         gaps: &gaps,
     };

@@ -75,7 +75,7 @@ pub struct Gap {
 /// Gaps apply to every subject regardless of their `source`: a conservative choice, since
 /// the observer's source names are not a contract and a silent verdict is worse than an
 /// undecidable one.
-pub fn gaps(timeline: &Timeline) -> Vec<Gap> {
+pub fn gaps(timeline: &Timeline, end: i64) -> Vec<Gap> {
     let mut open: Vec<(String, i64, String)> = Vec::new();
     let mut done = Vec::new();
     for entry in &timeline.entries {
@@ -101,7 +101,6 @@ pub fn gaps(timeline: &Timeline) -> Vec<Gap> {
             }
         }
     }
-    let end = timeline.end_ms();
     done.extend(open.into_iter().map(|(s, began, why)| Gap {
         began,
         ended: end,

@@ -66,6 +66,19 @@ pub fn render(record: &RunRecord) -> String {
         case.set_classname(&suite_name);
         suite.add_testcase(case);
     }
+    for step in record.steps_not_run() {
+        let why = record
+            .stopped_early
+            .as_deref()
+            .unwrap_or("the run ended before it was due");
+        let mut case = TestCase::skipped_with_cause(
+            &cdata(&format!("step `{}`", step.name)),
+            "not run",
+            &cdata(&format!("not run: {why}")),
+        );
+        case.set_classname(&suite_name);
+        suite.add_testcase(case);
+    }
     if let RunOutcome::Error { message } = &record.outcome
         && record.errors.is_empty()
     {

@@ -28,7 +28,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::execute::journal::Journal;
-use crate::experiment::model::{Check, Expectation, Experiment, Step, StepTime, Window};
+use crate::experiment::model::Experiment;
 use crate::inventory::Inventory;
 use crate::judge::{self, Outcome, Verdict};
 use crate::observe::{self, Clock, ObserveMode};
@@ -38,10 +38,14 @@ use crate::timeline::{Event, StepPhase};
 use act::Actor;
 use ledger::Ledger;
 use prepare::Prepared;
+use schedule::{End, Scheduler};
 use shared_timeline::{LiveView, SharedTimeline};
 
-/// How often the runner re-judges the timeline while it waits.
-const JUDGE_EVERY: Duration = Duration::from_secs(1);
+/// After a new timeline entry, how long the runner lets more land before judging again.
+const BURST: Duration = Duration::from_millis(100);
+/// The sleep when the scheduler names no deadline: only a new entry or a signal can
+/// change its answer then.
+const NO_DEADLINE: Duration = Duration::from_secs(3600);
 /// Longest wait for the observer's initial lists before the first step.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(20);
 /// Longest wait for torn-down objects to be gone.
@@ -121,8 +125,7 @@ pub async fn run_experiment(
         errors: Vec::new(),
         stopped_early: None,
         observed_until: None,
-        issued: BTreeMap::new(),
-        finished: BTreeMap::new(),
+        start_ms: None,
         addresses: addresses::MachineAddresses::default(),
     };
     run.go(&token_id, &applied).await;
@@ -130,6 +133,7 @@ pub async fn run_experiment(
         errors,
         stopped_early,
         observed_until,
+        start_ms,
         cancel,
         ..
     } = run;
@@ -142,13 +146,16 @@ pub async fn run_experiment(
     // A run cut short is judged as the prefix it is: what was still open stays Pending
     // (reported as interrupted) or, after an early stop, becomes an error naming why.
     let complete = !cancel.is_cancelled() && stopped_early.is_none();
-    let mut verdicts = judge::judge(
+    let mut verdicts = judge::judge_until(
         exp,
         &prepared.targets,
         &prepared.cluster.timers,
         &prepared.cluster.capabilities,
         &observed,
-        complete,
+        judge::Observed {
+            until_ms: observed_until.unwrap_or_else(|| observed.end_ms()),
+            complete,
+        },
     );
     if let Some(reason) = stopped_early.as_ref().filter(|_| !cancel.is_cancelled()) {
         for v in verdicts
@@ -173,6 +180,9 @@ pub async fn run_experiment(
         started_at,
         finished_at: Utc::now(),
         timeline: snapshot,
+        start_ms,
+        observed_until_ms: observed_until,
+        stopped_early: stopped_early.clone(),
         verdicts,
         figures,
         outcome,
@@ -216,6 +226,9 @@ fn not_run(
         started_at,
         finished_at: Utc::now(),
         timeline: Default::default(),
+        start_ms: None,
+        observed_until_ms: None,
+        stopped_early: None,
         verdicts,
         figures: Default::default(),
         outcome: RunOutcome::Error {
@@ -274,24 +287,10 @@ struct Run<'a> {
     /// Offset at which observation ended and undo/teardown began: verdicts are judged on
     /// the timeline up to here.
     observed_until: Option<i64>,
-    /// Step name → when it was issued (monotonic).
-    issued: BTreeMap<String, Instant>,
-    /// Step name → when it finished (monotonic).
-    finished: BTreeMap<String, Instant>,
+    /// Offset at which the experiment started (the observer had synced).
+    start_ms: Option<i64>,
     /// Target machines' addresses before their first fault.
     addresses: addresses::MachineAddresses,
-}
-
-/// Why a wait ended.
-enum WaitEnd {
-    /// The awaited moment came.
-    Due,
-    /// A signal arrived.
-    Cancelled,
-    /// An expectation already failed (and the run does not keep going).
-    Failed(String),
-    /// Every expectation is decided.
-    AllDecided,
 }
 
 impl Run<'_> {
@@ -329,58 +328,25 @@ impl Run<'_> {
         self.wait_for_initial_state().await;
         let probes = self.start_probes();
         self.timeline.note("observer synced; steps start");
-        let steps_zero = Instant::now();
 
-        let restore_after = self.planned_length() + self.settings.restore_margin;
-        let mut last_issued = steps_zero;
-        for step in &self.exp.steps {
-            let due = match self.due_time(step, steps_zero).await {
-                Ok(due) => due,
-                Err(end) => {
-                    self.stop(end);
-                    break;
-                }
-            };
-            match self.wait_until(due, false).await {
-                WaitEnd::Due | WaitEnd::AllDecided => {}
-                end => {
-                    self.stop(end);
-                    break;
-                }
-            }
-            last_issued = Instant::now();
-            let elapsed = last_issued.duration_since(steps_zero);
-            let ok = self
-                .run_step(
-                    step,
-                    &actor,
-                    &mut ledger,
-                    restore_after.saturating_sub(elapsed),
-                )
-                .await;
-            if !ok {
-                self.stopped_early =
-                    Some(format!("the run stopped after step `{}` failed", step.name));
-                break;
-            }
-        }
-
-        if self.stopped_early.is_none() && !self.cancel.is_cancelled() {
-            let offsets = self.step_offsets(steps_zero);
-            let lookup = |name: &str| offsets.get(name).copied();
-            let horizon = schedule::observe_after_last_step(
-                self.exp,
-                &p.cluster.timers,
-                &lookup,
-                last_issued.duration_since(steps_zero),
-            );
-            match self.wait_until(last_issued + horizon, true).await {
-                WaitEnd::Due | WaitEnd::AllDecided => {}
-                end => self.stop(end),
-            }
-        }
-
+        let plan = schedule::Plan {
+            exp: self.exp,
+            targets: &p.targets,
+            timers: &p.cluster.timers,
+            capabilities: &p.cluster.capabilities,
+            keep_going: self.settings.keep_going,
+        };
+        let start_ms = self.timeline.offset_ms();
+        self.start_ms = Some(start_ms);
+        let mut scheduler = Scheduler::new(plan, start_ms);
+        let restore_at = Instant::now()
+            + schedule::planned_length(self.exp, &p.cluster.timers)
+            + self.settings.restore_margin;
+        let end = self
+            .drive(&mut scheduler, &actor, &mut ledger, restore_at)
+            .await;
         self.observed_until = Some(self.timeline.offset_ms());
+        self.conclude(&end, &scheduler);
         self.timeline
             .note("observation ends here; what follows (undo, teardown) is recorded, not judged");
         self.safety_net(&actor, &mut ledger).await;
@@ -403,6 +369,76 @@ impl Run<'_> {
         }
     }
 
+    /// The run's loop: asks the scheduler what is due, issues it, and sleeps until the
+    /// timeline grows, the next deadline comes or a signal arrives; returns why it ended.
+    async fn drive(
+        &mut self,
+        scheduler: &mut Scheduler<'_>,
+        actor: &Actor<'_>,
+        ledger: &mut Ledger,
+        restore_at: Instant,
+    ) -> End {
+        loop {
+            let now = self.timeline.offset_ms();
+            let tick = self.timeline.read(|t| scheduler.poll(now, t));
+            if let Some(end) = tick.end {
+                return end;
+            }
+            for index in tick.due {
+                let restore_after = restore_at.saturating_duration_since(Instant::now());
+                if !self
+                    .run_step(index, scheduler, actor, ledger, restore_after)
+                    .await
+                {
+                    break;
+                }
+            }
+            if self.cancel.is_cancelled() {
+                scheduler.cancel();
+                continue;
+            }
+            let wake = tick
+                .wake_at_ms
+                .map(|ms| self.timeline.zero() + Duration::from_millis(ms.max(0).unsigned_abs()));
+            let deadline = wake.unwrap_or_else(|| Instant::now() + NO_DEADLINE);
+            tokio::select! {
+                _ = self.cancel.cancelled() => scheduler.cancel(),
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = self.timeline.grown() => {
+                    // Let a burst of entries land before judging again.
+                    tokio::select! {
+                        _ = self.cancel.cancelled() => scheduler.cancel(),
+                        _ = tokio::time::sleep_until(deadline) => {}
+                        _ = tokio::time::sleep(BURST) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Puts how the run ended on the timeline and in the record: why it stopped early, a
+    /// step that gave up waiting (a step error), and the steps never issued.
+    fn conclude(&mut self, end: &End, scheduler: &Scheduler<'_>) {
+        if !end.is_early() {
+            return;
+        }
+        let reason = end.to_string();
+        if let End::StepTimedOut { step, .. } = end {
+            self.errors.push(format!("step `{step}`: {reason}"));
+        }
+        if !matches!(end, End::StepFailed { .. }) {
+            self.timeline.note(reason.clone());
+        }
+        for step in scheduler.never_issued() {
+            self.timeline.note(format!(
+                "step `{}` was not run ({})",
+                step.name,
+                schedule::describe_step_time(step, &self.prepared.cluster.timers)
+            ));
+        }
+        self.stopped_early = Some(reason);
+    }
+
     /// Starts the experiment's probes, recording their changes on the run's timeline; a
     /// probe that cannot start is a run error, and the run goes on without probes.
     fn start_probes(&mut self) -> Option<crate::probe::Probes> {
@@ -420,7 +456,9 @@ impl Run<'_> {
         match crate::probe::Probes::start(
             &self.exp.probes,
             ctx,
-            std::sync::Arc::new(move |event| sink.record(event)),
+            std::sync::Arc::new(move |event| {
+                sink.record(event);
+            }),
         ) {
             Ok(p) => Some(p),
             Err(e) => {
@@ -479,166 +517,16 @@ impl Run<'_> {
         }
     }
 
-    /// How long the planned part of the run lasts at most: the base for self-restore deadlines.
-    fn planned_length(&self) -> Duration {
-        let timers = &self.prepared.cluster.timers;
-        let mut total = Duration::ZERO;
-        let mut extra = Duration::ZERO;
-        for step in &self.exp.steps {
-            match &step.at {
-                StepTime::Offset(b) => {
-                    total = total.max(schedule::resolve_cluster_bound(b, timers))
-                }
-                StepTime::AfterStep { delay, .. } | StepTime::When { delay, .. } => {
-                    extra += schedule::resolve_cluster_bound(delay, timers) + step.timeout;
-                }
-            }
-        }
-        let horizon = self
-            .exp
-            .expectations
-            .iter()
-            .map(|e| schedule::expectation_horizon(&e.check, timers))
-            .max()
-            .unwrap_or_default();
-        total + extra + horizon + timers.node_monitor_grace_period
-    }
-
-    /// Offsets from the start of the steps of every step issued so far.
-    fn step_offsets(&self, steps_zero: Instant) -> BTreeMap<String, Duration> {
-        self.issued
-            .iter()
-            .map(|(name, at)| (name.clone(), at.duration_since(steps_zero)))
-            .collect()
-    }
-
-    /// When a step is due; for `when:` steps this waits for the condition.
-    async fn due_time(&self, step: &Step, steps_zero: Instant) -> Result<Instant, WaitEnd> {
-        let timers = &self.prepared.cluster.timers;
-        match &step.at {
-            StepTime::Offset(b) => Ok(steps_zero + schedule::resolve_cluster_bound(b, timers)),
-            StepTime::AfterStep { step: prev, delay } => {
-                let base = self
-                    .finished
-                    .get(prev)
-                    .copied()
-                    .unwrap_or_else(Instant::now);
-                Ok(base + schedule::resolve_cluster_bound(delay, timers))
-            }
-            StepTime::When {
-                subject,
-                state,
-                delay,
-            } => {
-                let since = self.issued.keys().next().cloned().unwrap_or_default();
-                let probe = Expectation {
-                    name: format!("condition of step `{}`", step.name),
-                    subject: subject.clone(),
-                    check: Check::Becomes {
-                        state: state.clone(),
-                        window: Window::Eventually,
-                    },
-                    since,
-                    requires: Vec::new(),
-                };
-                let delay = schedule::resolve_cluster_bound(delay, timers);
-                loop {
-                    if self.cancel.is_cancelled() {
-                        return Err(WaitEnd::Cancelled);
-                    }
-                    let mut probe_exp = self.exp.clone();
-                    probe_exp.expectations = vec![probe.clone()];
-                    let v = judge::judge(
-                        &probe_exp,
-                        &self.prepared.targets,
-                        timers,
-                        &self.prepared.cluster.capabilities,
-                        &self.timeline.snapshot(),
-                        false,
-                    );
-                    if v.first().is_some_and(|v| v.outcome == Outcome::Passed) {
-                        return Ok(Instant::now() + delay);
-                    }
-                    if let Some(failed) = self.failed_expectation() {
-                        return Err(WaitEnd::Failed(failed));
-                    }
-                    tokio::time::sleep(JUDGE_EVERY).await;
-                }
-            }
-        }
-    }
-
-    /// The name and message of an expectation that has already failed, if the run
-    /// should stop for it.
-    fn failed_expectation(&self) -> Option<String> {
-        if self.settings.keep_going {
-            return None;
-        }
-        self.judge_so_far()
-            .into_iter()
-            .find(|v| v.outcome == Outcome::Failed)
-            .map(|v| format!("`{}` failed: {}", v.name, v.message))
-    }
-
-    /// The verdicts over the timeline so far (a prefix: open ones are Pending).
-    fn judge_so_far(&self) -> Vec<Verdict> {
-        let p = self.prepared;
-        judge::judge(
-            self.exp,
-            &p.targets,
-            &p.cluster.timers,
-            &p.cluster.capabilities,
-            &self.timeline.snapshot(),
-            false,
-        )
-    }
-
-    /// Sleeps until `due`, re-judging every second; ends early on a signal, on an
-    /// expectation that already failed, or (when `stop_when_decided`) once all are decided.
-    async fn wait_until(&self, due: Instant, stop_when_decided: bool) -> WaitEnd {
-        loop {
-            if let Some(failed) = self.failed_expectation() {
-                return WaitEnd::Failed(failed);
-            }
-            if stop_when_decided && self.all_decided() {
-                return WaitEnd::AllDecided;
-            }
-            let now = Instant::now();
-            if now >= due {
-                return WaitEnd::Due;
-            }
-            let nap = (due - now).min(JUDGE_EVERY);
-            tokio::select! {
-                _ = self.cancel.cancelled() => return WaitEnd::Cancelled,
-                _ = tokio::time::sleep(nap) => {}
-            }
-        }
-    }
-
-    fn all_decided(&self) -> bool {
-        self.judge_so_far()
-            .iter()
-            .all(|v| v.outcome != Outcome::Pending)
-    }
-
-    fn stop(&mut self, end: WaitEnd) {
-        let reason = match end {
-            WaitEnd::Cancelled => "interrupted by a signal".to_string(),
-            WaitEnd::Failed(why) => format!("the run stopped early because {why}"),
-            WaitEnd::Due | WaitEnd::AllDecided => return,
-        };
-        self.timeline.note(reason.clone());
-        self.stopped_early = Some(reason);
-    }
-
     /// Runs one step on each of its nodes; false when it failed (the run then stops).
     async fn run_step(
         &mut self,
-        step: &Step,
+        index: usize,
+        scheduler: &mut Scheduler<'_>,
         actor: &Actor<'_>,
         ledger: &mut Ledger,
         restore_after: Duration,
     ) -> bool {
+        let step = &self.exp.steps[index];
         let nodes: Vec<Option<String>> = match &step.target {
             Some(t) => self
                 .prepared
@@ -652,7 +540,6 @@ impl Run<'_> {
             None => vec![None],
         };
         let name = faults::action_name(&step.action).to_string();
-        self.issued.insert(step.name.clone(), Instant::now());
         let mut ok = true;
         for node in nodes {
             let record = |phase: StepPhase| Event::Step {
@@ -680,7 +567,10 @@ impl Run<'_> {
                 ok = false;
                 break;
             }
-            self.timeline.record(record(StepPhase::Issued));
+            let issued_ms = self.timeline.record(record(StepPhase::Issued));
+            if scheduler.issued_ms(index).is_none() {
+                scheduler.started(index, issued_ms);
+            }
             match actor.act(&step.action, node_ref, step.timeout).await {
                 Ok(result) => {
                     self.timeline.record(record(StepPhase::Finished {
@@ -714,7 +604,7 @@ impl Run<'_> {
                 }
             }
         }
-        self.finished.insert(step.name.clone(), Instant::now());
+        scheduler.finished(index, self.timeline.offset_ms(), ok);
         ok
     }
 

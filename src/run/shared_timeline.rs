@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::timeline::{Entry, Event, Timeline};
@@ -15,6 +16,7 @@ pub type LiveView = Arc<dyn Fn(&Entry) + Send + Sync>;
 #[derive(Clone)]
 pub struct SharedTimeline {
     inner: Arc<Mutex<Timeline>>,
+    grew: Arc<Notify>,
     zero: Instant,
     wall_zero: DateTime<Utc>,
     live: Option<LiveView>,
@@ -26,6 +28,7 @@ impl SharedTimeline {
         let wall_zero = Utc::now();
         SharedTimeline {
             inner: Arc::new(Mutex::new(Timeline::new(wall_zero))),
+            grew: Arc::new(Notify::new()),
             zero: Instant::now(),
             wall_zero,
             live,
@@ -47,14 +50,16 @@ impl SharedTimeline {
         i64::try_from(self.zero.elapsed().as_millis()).unwrap_or(i64::MAX)
     }
 
-    /// Records an event that happens now.
-    pub fn record(&self, event: Event) {
+    /// Records an event that happens now; returns its offset.
+    pub fn record(&self, event: Event) -> i64 {
+        let offset_ms = self.offset_ms();
         let entry = Entry {
-            offset_ms: self.offset_ms(),
+            offset_ms,
             wall: Utc::now(),
             event,
         };
         self.push(entry);
+        offset_ms
     }
 
     /// Records an entry stamped elsewhere (by the observer), keeping the order of offsets.
@@ -69,6 +74,19 @@ impl SharedTimeline {
             .rposition(|e| e.offset_ms <= entry.offset_ms)
             .map_or(0, |p| p + 1);
         timeline.entries.insert(pos, entry);
+        drop(timeline);
+        self.grew.notify_one();
+    }
+
+    /// Resolves once an entry was appended since the last call returned (an entry appended
+    /// while nobody waited is not lost: it wakes the next call at once).
+    pub async fn grown(&self) {
+        self.grew.notified().await;
+    }
+
+    /// Runs `f` over the timeline as it stands, without copying it; appends wait meanwhile.
+    pub fn read<R>(&self, f: impl FnOnce(&Timeline) -> R) -> R {
+        f(&self.inner.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Records a free-form note.

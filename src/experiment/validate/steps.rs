@@ -110,7 +110,7 @@ impl Validator<'_> {
         later: &[String],
     ) -> Option<Step> {
         let s = &step.value;
-        let time = self.step_time(step, earlier, later);
+        let time = self.step_time(step, name, earlier, later);
         let Some(do_) = &s.do_ else {
             if let Some(t) = &s.target {
                 self.target_ref(t);
@@ -383,9 +383,56 @@ impl Validator<'_> {
         })
     }
 
+    /// Checks that `name` (the value of `key`) names an earlier step: steps refer only
+    /// backwards, so the file reads in the order things can happen.
+    fn earlier_step(
+        &mut self,
+        name: &S<String>,
+        key: &str,
+        this: &str,
+        earlier: &[String],
+        later: &[String],
+    ) -> bool {
+        if earlier.contains(&name.value) {
+            return true;
+        }
+        if name.value == this {
+            self.err(
+                name,
+                format!("`{key}` names this step itself"),
+                Some("name a step above it"),
+            );
+            return false;
+        }
+        if later.contains(&name.value) {
+            self.err(
+                name,
+                format!(
+                    "`{key}` must name an earlier step; `{}` comes later",
+                    name.value
+                ),
+                Some("a step refers only to steps above it"),
+            );
+            return false;
+        }
+        let known: Vec<&str> = earlier.iter().map(String::as_str).collect();
+        let hint = match closest(&name.value, &known) {
+            Some(k) => format!("did you mean `{k}`?"),
+            None if known.is_empty() => "no step comes before this one".to_string(),
+            None => format!("earlier steps: {}", known.join(", ")),
+        };
+        self.report(
+            pos(at(name)),
+            format!("unknown step `{}`", name.value),
+            Some(hint),
+        );
+        false
+    }
+
     pub(super) fn step_time(
         &mut self,
         step: &S<RawStep>,
+        this: &str,
         earlier: &[String],
         later: &[String],
     ) -> Option<StepTime> {
@@ -423,31 +470,7 @@ impl Validator<'_> {
             return self.bound(a, true).map(StepTime::Offset);
         }
         if let Some(a) = &s.after {
-            let ok = if earlier.contains(&a.value) {
-                true
-            } else if later.contains(&a.value) {
-                self.err(
-                    a,
-                    format!(
-                        "`after` must name an earlier step; `{}` comes later",
-                        a.value
-                    ),
-                    Some("steps are issued in file order"),
-                );
-                false
-            } else {
-                let known: Vec<&str> = earlier.iter().map(String::as_str).collect();
-                let hint = match closest(&a.value, &known) {
-                    Some(k) => format!("did you mean `{k}`?"),
-                    None => format!("earlier steps: {}", known.join(", ")),
-                };
-                self.report(
-                    pos(at(a)),
-                    format!("unknown step `{}`", a.value),
-                    Some(hint),
-                );
-                false
-            };
+            let ok = self.earlier_step(a, "after", this, earlier, later);
             let delay = delay(self);
             return if ok {
                 Some(StepTime::AfterStep {
@@ -466,11 +489,19 @@ impl Validator<'_> {
                 return None;
             };
             let state = self.state(is, kind)?;
+            let since = match &w.value.since {
+                Some(since) if self.earlier_step(since, "since", this, earlier, later) => {
+                    Some(since.value.clone())
+                }
+                Some(_) => return None,
+                None => earlier.last().cloned(),
+            };
             let delay = delay(self)?;
             return Some(StepTime::When {
                 subject,
                 state,
                 delay,
+                since,
             });
         }
         self.err(
