@@ -108,7 +108,42 @@ pub enum RecordError {
     },
 }
 
+/// Process exit code of a run that ended with `outcome`: 0 passed, 1 an expectation
+/// failed, 2 the run could not be carried out, was interrupted, or a step failed (CI must
+/// tell "the cluster misbehaved" from "the test did not run").
+pub fn exit_code(outcome: &RunOutcome, verdicts: &[Verdict], errors: &[String]) -> i32 {
+    if !errors.is_empty() {
+        return 2;
+    }
+    match outcome {
+        RunOutcome::Passed => 0,
+        RunOutcome::Failed => {
+            if verdicts.iter().any(|v| v.outcome == Outcome::Failed) {
+                1
+            } else if verdicts
+                .iter()
+                .any(|v| matches!(v.outcome, Outcome::Error | Outcome::Pending))
+            {
+                2
+            } else {
+                1
+            }
+        }
+        RunOutcome::Error { .. } | RunOutcome::Interrupted => 2,
+    }
+}
+
 impl RunOutcome {
+    /// The outcome as one lower-case word, as events and summaries write it.
+    pub fn word(&self) -> &'static str {
+        match self {
+            RunOutcome::Passed => "passed",
+            RunOutcome::Failed => "failed",
+            RunOutcome::Error { .. } => "error",
+            RunOutcome::Interrupted => "interrupted",
+        }
+    }
+
     /// The outcome a finished run's verdicts and errors add up to.
     pub fn from_verdicts(verdicts: &[Verdict], errors: &[String]) -> Self {
         if let Some(first) = errors.first() {
@@ -145,26 +180,7 @@ impl RunRecord {
     /// out, was interrupted, or a step failed (CI must tell "the cluster misbehaved" from
     /// "the test did not run").
     pub fn exit_code(&self) -> i32 {
-        if !self.errors.is_empty() {
-            return 2;
-        }
-        match self.outcome {
-            RunOutcome::Passed => 0,
-            RunOutcome::Failed => {
-                if self.verdicts.iter().any(|v| v.outcome == Outcome::Failed) {
-                    1
-                } else if self
-                    .verdicts
-                    .iter()
-                    .any(|v| matches!(v.outcome, Outcome::Error | Outcome::Pending))
-                {
-                    2
-                } else {
-                    1
-                }
-            }
-            RunOutcome::Error { .. } | RunOutcome::Interrupted => 2,
-        }
+        exit_code(&self.outcome, &self.verdicts, &self.errors)
     }
 
     /// Reads a record written by [`RunRecord::save`].

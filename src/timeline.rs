@@ -95,10 +95,68 @@ pub enum Event {
         /// Why: exit status, HTTP status or the error (sanitized, short).
         detail: String,
     },
-    /// Free-form note from the runner (setup done, undo outcome, signals).
+    /// A milestone of the run itself.
+    Run {
+        /// Which one.
+        phase: RunPhase,
+    },
+    /// What a step not issued yet waits for, each time that changes: its due time once
+    /// known, another step, or a condition with its deadline.
+    Schedule {
+        /// Step name.
+        step: String,
+        /// What it waits for, in words.
+        wait: String,
+        /// The offset it is due at, once that is known.
+        due_ms: Option<i64>,
+    },
+    /// The run moved to another API endpoint (failover); the gap next to it is explained.
+    Endpoint {
+        /// The endpoint left.
+        from: String,
+        /// The endpoint now in use.
+        to: String,
+        /// Why the first was left.
+        reason: String,
+    },
+    /// An expectation was decided while the run went on. Only an early stop changes a
+    /// verdict afterwards (what is still open becomes an error).
+    Verdict {
+        /// The expectation.
+        name: String,
+        /// The outcome, as the reports write it (`PASS`, `FAIL`, `UNDECIDABLE`, `SKIP`,
+        /// `ERROR`).
+        outcome: String,
+        /// Why.
+        message: String,
+    },
+    /// Free-form note from the runner (teardown, address problems, undo details).
     Note {
         /// The note.
         message: String,
+    },
+}
+
+/// Milestones of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "kebab-case")]
+pub enum RunPhase {
+    /// The observer synced: the experiment starts here (its `at: 0s`).
+    Started,
+    /// Observation ended; what follows (undo, teardown) is recorded, not judged.
+    ObservationEnded {
+        /// Why it ended: its planned end, every expectation decided, or an early stop.
+        reason: String,
+        /// It ended before its plan did.
+        early: bool,
+    },
+    /// The run is over: faults undone, teardown done, verdicts final.
+    Ended {
+        /// How it ended, as the reports write it (`passed`, `failed`, `error`,
+        /// `interrupted`).
+        outcome: String,
+        /// The exit code `faultline run` gives for it.
+        exit_code: i32,
     },
 }
 
@@ -106,6 +164,14 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "kebab-case")]
 pub enum StepPhase {
+    /// The fault was written to the journal before it was injected, and, where the node
+    /// can undo it by itself, a self-restore was armed there.
+    Armed {
+        /// Its id in the fault journal.
+        journal_id: String,
+        /// A self-restore was armed on the node.
+        self_restore: bool,
+    },
     /// The action was started.
     Issued,
     /// The action completed.

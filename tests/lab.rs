@@ -393,11 +393,7 @@ async fn control_plane_node_down_fails_over_to_another_api_server() {
         .entries
         .iter()
         .find_map(|e| match &e.event {
-            Event::Note { message }
-                if message.starts_with("API endpoint") && message.contains(" left (") =>
-            {
-                Some((e.offset_ms, message.clone()))
-            }
+            Event::Endpoint { from, .. } => Some((e.offset_ms, from.clone())),
             _ => None,
         })
         .unwrap_or_else(|| {
@@ -407,10 +403,8 @@ async fn control_plane_node_down_fails_over_to_another_api_server() {
             )
         });
     assert!(
-        switch
-            .1
-            .contains(&format!("API endpoint {server_on_node} left")),
-        "left the node's API server: {}",
+        switch.1.contains(&server_on_node),
+        "left the node's API server: {} is not {server_on_node}",
         switch.1
     );
     let power_off = record

@@ -3,6 +3,7 @@
 
 mod inventory;
 mod plan;
+mod rehearse;
 mod report;
 mod restore;
 mod run;
@@ -68,6 +69,15 @@ pub enum Command {
     /// Write an inventory for a kind or k3d cluster, read from its API and Docker.
     #[command(subcommand)]
     Inventory(InventoryCommand),
+    /// Run an experiment's schedule and expectations over a recorded run's timeline, with
+    /// a virtual clock and no cluster: when each step would fire, and every verdict.
+    Rehearse {
+        /// The experiment file.
+        experiment: PathBuf,
+        /// A run record (the .json a run wrote) whose observations are replayed.
+        #[arg(long)]
+        record: PathBuf,
+    },
     /// Render a saved run record (the .json a run wrote) again.
     Report {
         /// The run record.
@@ -134,6 +144,11 @@ pub struct RunArgs {
     /// Only run experiments carrying this tag. Repeatable.
     #[arg(long)]
     pub tag: Vec<String>,
+    /// Write every timeline entry to this file as it happens, one JSON object per line
+    /// (JSON Lines, flushed per entry; schema in docs/events.md), for tools that follow a
+    /// run while it goes.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
     /// Append a Markdown section per experiment run to this file (created if missing), e.g.
     /// `--summary "$GITHUB_STEP_SUMMARY"`.
     #[arg(long)]
@@ -242,6 +257,7 @@ pub async fn main(cli: Cli) -> i32 {
             format,
             out,
         } => report::report(&record, format, out.as_deref()),
+        Command::Rehearse { experiment, record } => rehearse::run(&experiment, &record),
     }
 }
 

@@ -66,14 +66,29 @@ pub async fn run(args: RunArgs) -> i32 {
         return EXIT_ERROR;
     }
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let live: crate::run::shared_timeline::LiveView = Arc::new(|entry| {
-        println!("  {}", report::terminal::entry_line(entry));
-    });
+    let events = match &args.events {
+        Some(path) => match report::events::EventsFile::create(path) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("{}: cannot write the events file: {e}", path.display());
+                return EXIT_ERROR;
+            }
+        },
+        None => None,
+    };
     let mut worst = EXIT_OK;
     for exp in &experiments {
         if cancel.is_cancelled() {
             break;
         }
+        let events = events.clone();
+        let name = exp.name.clone();
+        let live: crate::run::shared_timeline::LiveView = Arc::new(move |entry| {
+            println!("  {}", report::terminal::entry_line(entry));
+            if let Some(events) = &events {
+                events.write(&name, entry);
+            }
+        });
         println!("== {} ({})", exp.name, exp.source.display());
         let record = run_experiment(exp, &settings, cancel.clone(), Some(live.clone())).await;
         println!("{}", report::terminal::summary(&record, colour));

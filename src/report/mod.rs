@@ -1,5 +1,6 @@
 //! Reporters: each one a function of a [`RunRecord`], none reaching back into the run.
 
+pub mod events;
 pub mod html;
 pub mod json;
 pub mod junit;

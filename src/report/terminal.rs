@@ -4,8 +4,8 @@
 use crate::judge::Outcome;
 use crate::record::{RunOutcome, RunRecord};
 use crate::timeline::{
-    ConditionStatus, Entry, Event, GapPhase, NodeState, PodState, StepPhase, WorkloadState,
-    format_offset_ms,
+    ConditionStatus, Entry, Event, GapPhase, NodeState, PodState, RunPhase, StepPhase,
+    WorkloadState, format_offset_ms,
 };
 
 use super::sanitize::clean;
@@ -151,6 +151,17 @@ pub fn entry_line(entry: &Entry) -> String {
                 .map(|n| format!(" on {n}"))
                 .unwrap_or_default();
             let what = match phase {
+                StepPhase::Armed {
+                    journal_id,
+                    self_restore,
+                } => format!(
+                    "journaled as {journal_id}{}",
+                    if *self_restore {
+                        ", self-restore armed on the node"
+                    } else {
+                        ""
+                    }
+                ),
                 StepPhase::Issued => "issued".to_string(),
                 StepPhase::Finished {
                     exit_status,
@@ -187,6 +198,33 @@ pub fn entry_line(entry: &Entry) -> String {
                 if *up { "Up" } else { "Down" }
             )
         }
+        Event::Run { phase } => match phase {
+            RunPhase::Started => "experiment starts (observer synced)".to_string(),
+            RunPhase::ObservationEnded { reason, .. } => format!(
+                "observation ends: {reason}; what follows (undo, teardown) is recorded, not judged"
+            ),
+            RunPhase::Ended { outcome, exit_code } => {
+                format!("run ended: {outcome} (exit code {exit_code})")
+            }
+        },
+        Event::Schedule {
+            step,
+            due_ms: Some(due),
+            ..
+        } => format!(
+            "next: step `{step}` at {} (in {:.1}s)",
+            format_offset_ms(*due),
+            (due - entry.offset_ms).max(0) as f64 / 1000.0
+        ),
+        Event::Schedule { step, wait, .. } => format!("next: step `{step}` {wait}"),
+        Event::Endpoint { from, to, reason } => {
+            format!("API endpoint {from} left ({reason}); now observing and acting through {to}")
+        }
+        Event::Verdict {
+            name,
+            outcome,
+            message,
+        } => format!("{outcome} {name}: {message}"),
         Event::Note { message } => format!("note: {message}"),
     };
     clean(&format!("{at} {what}"))

@@ -95,7 +95,8 @@ impl Ledger {
 
     /// Before injecting `fault` on `node`: journal it (atomically) and, where the node can
     /// undo the fault itself, arm a restore that fires after `restore_after` even if
-    /// faultline dies. Returns the fault's id; `None` for actions that are not faults.
+    /// faultline dies. Returns the fault's journal id and whether a restore was armed on
+    /// the node; `None` for actions that are not faults.
     pub async fn before_fault(
         &mut self,
         executor: &Executor,
@@ -103,7 +104,7 @@ impl Ledger {
         node: &str,
         fault: &Action,
         restore_after: Duration,
-    ) -> Result<Option<String>, LedgerError> {
+    ) -> Result<Option<(String, bool)>, LedgerError> {
         let Some(undo) = journal_undo(fault) else {
             return Ok(None);
         };
@@ -136,7 +137,8 @@ impl Ledger {
             // Power-on is out of band and API undos need the API: `restore` does them.
             Undo::PowerOn | Undo::Api(_) => None,
         };
-        if armed.is_some() {
+        let self_restore = armed.is_some();
+        if self_restore {
             entry.armed_restore = armed.clone();
             self.journal.record(entry)?;
         }
@@ -147,7 +149,7 @@ impl Ledger {
             fault: fault.clone(),
             armed,
         });
-        Ok(Some(id))
+        Ok(Some((id, self_restore)))
     }
 
     /// The fault with this id was not injected after all (its action failed before

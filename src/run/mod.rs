@@ -13,6 +13,7 @@ mod addresses;
 pub mod faults;
 pub mod ledger;
 pub mod prepare;
+pub mod rehearse;
 pub mod safety;
 pub mod schedule;
 pub mod shared_timeline;
@@ -33,7 +34,7 @@ use crate::inventory::Inventory;
 use crate::judge::{self, Outcome, Verdict};
 use crate::observe::{self, Clock, ObserveMode};
 use crate::record::{ClusterInfo, RunOutcome, RunRecord};
-use crate::timeline::{Event, StepPhase};
+use crate::timeline::{Event, RunPhase, StepPhase};
 
 use act::Actor;
 use ledger::Ledger;
@@ -127,6 +128,7 @@ pub async fn run_experiment(
         observed_until: None,
         start_ms: None,
         addresses: addresses::MachineAddresses::default(),
+        published: Published::default(),
     };
     run.go(&token_id, &applied).await;
     let Run {
@@ -135,6 +137,7 @@ pub async fn run_experiment(
         observed_until,
         start_ms,
         cancel,
+        published,
         ..
     } = run;
 
@@ -143,34 +146,36 @@ pub async fn run_experiment(
         Some(end) => snapshot.until(end),
         None => snapshot.clone(),
     };
-    // A run cut short is judged as the prefix it is: what was still open stays Pending
-    // (reported as interrupted) or, after an early stop, becomes an error naming why.
-    let complete = !cancel.is_cancelled() && stopped_early.is_none();
-    let mut verdicts = judge::judge_until(
+    let plan = schedule::Plan {
         exp,
-        &prepared.targets,
-        &prepared.cluster.timers,
-        &prepared.cluster.capabilities,
+        targets: &prepared.targets,
+        timers: &prepared.cluster.timers,
+        capabilities: &prepared.cluster.capabilities,
+        keep_going: settings.keep_going,
+    };
+    let verdicts = schedule::final_verdicts(
+        plan,
         &observed,
-        judge::Observed {
-            until_ms: observed_until.unwrap_or_else(|| observed.end_ms()),
-            complete,
-        },
+        observed_until.unwrap_or_else(|| observed.end_ms()),
+        stopped_early.as_deref(),
+        cancel.is_cancelled(),
     );
-    if let Some(reason) = stopped_early.as_ref().filter(|_| !cancel.is_cancelled()) {
-        for v in verdicts
-            .iter_mut()
-            .filter(|v| v.outcome == Outcome::Pending)
-        {
-            v.outcome = Outcome::Error;
-            v.message = format!("not decided: {reason}");
-        }
-    }
     let figures = judge::figures(exp, &prepared.targets, &observed);
     let mut outcome = RunOutcome::from_verdicts(&verdicts, &errors);
     if cancel.is_cancelled() {
         outcome = RunOutcome::Interrupted;
     }
+    let mut published = published;
+    for v in &verdicts {
+        published.announce(&timeline, v);
+    }
+    timeline.record(Event::Run {
+        phase: RunPhase::Ended {
+            outcome: outcome.word().to_string(),
+            exit_code: crate::record::exit_code(&outcome, &verdicts, &errors),
+        },
+    });
+    let snapshot = timeline.snapshot();
     RunRecord {
         faultline_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id,
@@ -274,6 +279,30 @@ async fn teardown(
     }
 }
 
+/// What the runner already put on the timeline about the schedule and the verdicts.
+#[derive(Default)]
+struct Published {
+    /// Step index → what it was last said to wait for.
+    waits: BTreeMap<usize, schedule::Wait>,
+    /// Expectation → the outcome it was announced with.
+    verdicts: BTreeMap<String, Outcome>,
+}
+
+impl Published {
+    /// Records a verdict event unless this outcome was already announced for it.
+    fn announce(&mut self, timeline: &SharedTimeline, v: &Verdict) {
+        if self.verdicts.get(&v.name) == Some(&v.outcome) {
+            return;
+        }
+        self.verdicts.insert(v.name.clone(), v.outcome);
+        timeline.record(Event::Verdict {
+            name: v.name.clone(),
+            outcome: crate::report::outcome_word(v.outcome).to_string(),
+            message: v.message.clone(),
+        });
+    }
+}
+
 /// State of a run in progress.
 struct Run<'a> {
     exp: &'a Experiment,
@@ -291,6 +320,8 @@ struct Run<'a> {
     start_ms: Option<i64>,
     /// Target machines' addresses before their first fault.
     addresses: addresses::MachineAddresses,
+    /// What was put on the timeline about the schedule and the verdicts.
+    published: Published,
 }
 
 impl Run<'_> {
@@ -327,7 +358,9 @@ impl Run<'_> {
         let switches = p.failover.as_ref().map(|f| self.record_switches(f));
         self.wait_for_initial_state().await;
         let probes = self.start_probes();
-        self.timeline.note("observer synced; steps start");
+        self.timeline.record(Event::Run {
+            phase: RunPhase::Started,
+        });
 
         let plan = schedule::Plan {
             exp: self.exp,
@@ -347,8 +380,6 @@ impl Run<'_> {
             .await;
         self.observed_until = Some(self.timeline.offset_ms());
         self.conclude(&end, &scheduler);
-        self.timeline
-            .note("observation ends here; what follows (undo, teardown) is recorded, not judged");
         self.safety_net(&actor, &mut ledger).await;
         for problem in self.addresses.check_all(actor.executor).await {
             self.timeline.note(problem.clone());
@@ -381,6 +412,7 @@ impl Run<'_> {
         loop {
             let now = self.timeline.offset_ms();
             let tick = self.timeline.read(|t| scheduler.poll(now, t));
+            self.publish(&tick);
             if let Some(end) = tick.end {
                 return end;
             }
@@ -419,15 +451,18 @@ impl Run<'_> {
     /// Puts how the run ended on the timeline and in the record: why it stopped early, a
     /// step that gave up waiting (a step error), and the steps never issued.
     fn conclude(&mut self, end: &End, scheduler: &Scheduler<'_>) {
+        let reason = end.to_string();
+        self.timeline.record(Event::Run {
+            phase: RunPhase::ObservationEnded {
+                reason: reason.clone(),
+                early: end.is_early(),
+            },
+        });
         if !end.is_early() {
             return;
         }
-        let reason = end.to_string();
         if let End::StepTimedOut { step, .. } = end {
             self.errors.push(format!("step `{step}`: {reason}"));
-        }
-        if !matches!(end, End::StepFailed { .. }) {
-            self.timeline.note(reason.clone());
         }
         for step in scheduler.never_issued() {
             self.timeline.note(format!(
@@ -437,6 +472,32 @@ impl Run<'_> {
             ));
         }
         self.stopped_early = Some(reason);
+    }
+
+    /// Puts on the timeline what changed since the last tick: what each waiting step now
+    /// waits for, and the expectations decided since.
+    fn publish(&mut self, tick: &schedule::Tick) {
+        let seen = &mut self.published;
+        for (index, wait) in &tick.waiting {
+            if seen.waits.get(index) == Some(wait) {
+                continue;
+            }
+            seen.waits.insert(*index, wait.clone());
+            let due_ms = match wait {
+                schedule::Wait::Until { due_ms } => Some(*due_ms),
+                _ => None,
+            };
+            self.timeline.record(Event::Schedule {
+                step: self.exp.steps[*index].name.clone(),
+                wait: wait.to_string(),
+                due_ms,
+            });
+        }
+        for v in &tick.verdicts {
+            if v.outcome != Outcome::Pending {
+                seen.announce(&self.timeline, v);
+            }
+        }
     }
 
     /// Starts the experiment's probes, recording their changes on the run's timeline; a
@@ -487,7 +548,13 @@ impl Run<'_> {
             use tokio::sync::broadcast::error::RecvError;
             loop {
                 match switches.recv().await {
-                    Ok(switch) => sink.note(switch.to_string()),
+                    Ok(switch) => {
+                        sink.record(Event::Endpoint {
+                            from: switch.from,
+                            to: switch.to,
+                            reason: switch.reason,
+                        });
+                    }
                     Err(RecvError::Lagged(n)) => {
                         sink.note(format!("{n} API endpoint switches not recorded"))
                     }
@@ -554,18 +621,28 @@ impl Run<'_> {
             {
                 self.addresses.remember(actor.executor, n).await;
             }
-            if let Some(n) = node_ref
-                && let Err(e) = ledger
+            if let Some(n) = node_ref {
+                match ledger
                     .before_fault(actor.executor, &step.name, n, &step.action, restore_after)
                     .await
-            {
-                self.timeline.record(record(StepPhase::Failed {
-                    error: e.to_string(),
-                }));
-                self.errors
-                    .push(format!("step `{}` on {n}: {e}", step.name));
-                ok = false;
-                break;
+                {
+                    Ok(Some((journal_id, self_restore))) => {
+                        self.timeline.record(record(StepPhase::Armed {
+                            journal_id,
+                            self_restore,
+                        }));
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        self.timeline.record(record(StepPhase::Failed {
+                            error: e.to_string(),
+                        }));
+                        self.errors
+                            .push(format!("step `{}` on {n}: {e}", step.name));
+                        ok = false;
+                        break;
+                    }
+                }
             }
             let issued_ms = self.timeline.record(record(StepPhase::Issued));
             if scheduler.issued_ms(index).is_none() {

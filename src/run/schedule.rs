@@ -605,6 +605,38 @@ impl<'a> Scheduler<'a> {
     }
 }
 
+/// The verdicts a run ends with: the timeline judged as observed until `until_ms`. A run
+/// cut short is judged as the prefix it is: what was still open stays Pending after a
+/// signal (reported as interrupted) or, after another early stop, becomes an error that
+/// names why.
+pub(crate) fn final_verdicts(
+    plan: Plan<'_>,
+    timeline: &Timeline,
+    until_ms: i64,
+    stopped_early: Option<&str>,
+    cancelled: bool,
+) -> Vec<Verdict> {
+    let complete = !cancelled && stopped_early.is_none();
+    let mut verdicts = judge::judge_until(
+        plan.exp,
+        plan.targets,
+        plan.timers,
+        plan.capabilities,
+        timeline,
+        judge::Observed { until_ms, complete },
+    );
+    if let Some(reason) = stopped_early.filter(|_| !cancelled) {
+        for v in verdicts
+            .iter_mut()
+            .filter(|v| v.outcome == Outcome::Pending)
+        {
+            v.outcome = Outcome::Error;
+            v.message = format!("not decided: {reason}");
+        }
+    }
+    verdicts
+}
+
 /// The timeline as known at `now_ms`: complete up to [`SETTLE_MS`] ago, still live.
 fn settled(now_ms: i64) -> judge::Observed {
     judge::Observed {

@@ -1,0 +1,115 @@
+//! `faultline rehearse`: an experiment's scheduler and judge over a recorded run's
+//! timeline, with a virtual clock; prints when each step would have been issued and every
+//! verdict beside the recorded ones.
+
+use std::path::Path;
+
+use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
+use crate::judge::Outcome;
+use crate::record::RunRecord;
+use crate::report::{measured_text, outcome_word, sanitize::clean};
+use crate::run::rehearse::{Rehearsal, rehearse};
+use crate::timeline::format_offset_ms;
+
+/// Rehearses the experiment at `experiment` against the run record at `record`.
+pub fn run(experiment: &Path, record: &Path) -> i32 {
+    let Some(mut experiments) = super::load_experiments(&[experiment.to_path_buf()]) else {
+        return EXIT_ERROR;
+    };
+    if experiments.len() != 1 {
+        eprintln!(
+            "{}: rehearse takes one experiment file, found {}",
+            experiment.display(),
+            experiments.len()
+        );
+        return EXIT_ERROR;
+    }
+    let exp = experiments.remove(0);
+    let record = match RunRecord::load(record) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_ERROR;
+        }
+    };
+    match rehearse(&exp, &record) {
+        Ok(r) => {
+            print!("{}", render(&exp.name, &record, &r));
+            exit_code(&r)
+        }
+        Err(e) => {
+            eprintln!(
+                "{}: cannot rehearse against {}: {e}",
+                exp.name, record.run_id
+            );
+            EXIT_ERROR
+        }
+    }
+}
+
+/// Exit code of a rehearsal: as a run's, from its verdicts.
+fn exit_code(r: &Rehearsal) -> i32 {
+    let outcomes = || r.verdicts.iter().map(|v| v.outcome);
+    if outcomes().any(|o| o == Outcome::Failed) {
+        EXIT_FAILED
+    } else if outcomes().all(|o| matches!(o, Outcome::Passed | Outcome::Skipped)) {
+        EXIT_OK
+    } else {
+        EXIT_ERROR
+    }
+}
+
+/// The rehearsal as text: steps (rehearsed and recorded times), how it ended, verdicts
+/// (rehearsed and recorded).
+pub(crate) fn render(name: &str, record: &RunRecord, r: &Rehearsal) -> String {
+    let at = |ms: Option<i64>| ms.map_or_else(|| "not run".to_string(), format_offset_ms);
+    let mut out = format!(
+        "rehearsal of {} against run {} (experiment {}, cluster {})\n",
+        clean(name),
+        clean(&record.run_id),
+        clean(&record.experiment.name),
+        clean(&record.cluster.name)
+    );
+    let width = r
+        .steps
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    out.push_str(&format!("steps: {:width$}  rehearsed  recorded\n", ""));
+    for s in &r.steps {
+        out.push_str(&format!(
+            "  {:width$}  {:>9}  {:>8}\n",
+            clean(&s.name),
+            at(s.at_ms),
+            at(s.recorded_ms)
+        ));
+    }
+    out.push_str(&format!("ended: {}\n", clean(&r.ended)));
+    out.push_str("expectations:\n");
+    for v in &r.verdicts {
+        let recorded = record
+            .verdicts
+            .iter()
+            .find(|rv| rv.name == v.name)
+            .map_or_else(
+                || "not in the record".to_string(),
+                |rv| {
+                    format!(
+                        "{} {}",
+                        outcome_word(rv.outcome),
+                        measured_text(rv.measured_ms)
+                    )
+                },
+            );
+        out.push_str(&format!(
+            "  {:<11} {:>8}  {}  (recorded: {})\n    {}\n",
+            outcome_word(v.outcome),
+            measured_text(v.measured_ms),
+            clean(&v.name),
+            recorded,
+            clean(&v.message)
+        ));
+    }
+    out
+}
