@@ -462,3 +462,104 @@ async fn ready_lab() -> (kube::Client, Scratch) {
     all_nodes_ready(&client, BACK).await;
     (client, Scratch::new())
 }
+
+/// A `when:` step whose condition never comes true gives up at its timeout: a step error
+/// (exit 2) that says what it waited for and for how long; the kubelet stopped before it
+/// is started again by the undo; the `at: 40s` step after it is reported as never run,
+/// not silently dropped; and the run does not outlast the wait.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn a_when_step_that_never_fires_times_out_and_the_fault_is_undone() {
+    let (client, s) = ready_lab().await;
+    let started = std::time::Instant::now();
+    let events = s.reports().join("events.jsonl");
+    std::fs::create_dir_all(s.reports()).unwrap();
+    let out = s.run(
+        "fixtures/experiments/lab/when-never.yaml",
+        &["--events", &events.display().to_string()],
+    );
+    let took = started.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a step that timed out is a step error"
+    );
+    assert!(
+        took < Duration::from_secs(90),
+        "the run ended at the step's timeout, not after the 40 s step or later: {took:?}"
+    );
+    let record = s.record("when-never");
+    let victim = &record.targets["victim"][0];
+    assert!(
+        record
+            .errors
+            .iter()
+            .any(|e| e.contains("step `delete when gone`")
+                && e.contains("waited 20")
+                && e.contains("node victim is Gone")),
+        "{:?}",
+        record.errors
+    );
+    assert_eq!(
+        record.timeline.step_issued_ms("start kubelet"),
+        None,
+        "the run stopped before 40 s"
+    );
+    let cases = junit_cases(&s.junit("when-never"));
+    assert!(
+        cases
+            .iter()
+            .any(|(name, kind, _)| name == "step `start kubelet`" && kind == "skipped"),
+        "{cases:?}"
+    );
+    assert!(
+        cases
+            .iter()
+            .any(|(name, kind, _)| name == "step `delete when gone`" && kind == "error"),
+        "{cases:?}"
+    );
+    let undone = record.timeline.entries.iter().any(|e| {
+        matches!(&e.event, Event::Step { step, phase: faultline::timeline::StepPhase::Undo { ok: true, .. }, .. } if step == "undo stop kubelet")
+    });
+    assert!(undone, "the safety net started the kubelet again");
+    wait_ready(&client, victim, BACK).await;
+    // The events file holds the same story, one JSON object per line.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&events)
+        .expect("events file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let types: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["event"]["type"].as_str())
+        .collect();
+    for wanted in ["run", "schedule", "step", "node", "verdict"] {
+        assert!(types.contains(&wanted), "no `{wanted}` event: {types:?}");
+    }
+    let last = lines.last().expect("events");
+    assert_eq!(last["event"]["phase"], "ended");
+    assert_eq!(last["event"]["exit_code"], 2);
+}
+
+/// A `when:` step that comes first, on a state that already holds, fires at once (it used
+/// to wait forever).
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn a_leading_when_step_on_a_state_that_holds_fires_at_once() {
+    let (client, s) = ready_lab().await;
+    let out = s.run("fixtures/experiments/lab/when-first.yaml", &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let record = s.record("when-first");
+    let start = record.start_ms.expect("the record keeps the start");
+    let cordon = record
+        .timeline
+        .step_issued_ms("cordon when ready")
+        .expect("issued");
+    assert!(
+        cordon - start < 2_000,
+        "issued {} ms after the start",
+        cordon - start
+    );
+    let victim = &record.targets["victim"][0];
+    wait_ready(&client, victim, BACK).await;
+}

@@ -461,8 +461,16 @@ impl Run<'_> {
         if !end.is_early() {
             return;
         }
-        if let End::StepTimedOut { step, .. } = end {
-            self.errors.push(format!("step `{step}`: {reason}"));
+        if let End::StepTimedOut {
+            step,
+            what,
+            waited_ms,
+        } = end
+        {
+            self.errors.push(format!(
+                "step `{step}`: waited {} for {what}, which was not observed: the step timed out",
+                crate::timeline::format_offset_ms(*waited_ms).trim_start_matches('+')
+            ));
         }
         for step in scheduler.never_issued() {
             self.timeline.note(format!(

@@ -93,8 +93,11 @@ impl Scratch {
     /// `step` was issued, plus three seconds for the fault to land.
     pub async fn spawn_until_step(&self, experiment: &str, extra: &[&str], step: &str) -> Child {
         let mut child = self.spawn(experiment, extra);
+        // The live line of the issue itself, not the schedule's "next: step …" line.
+        let named = format!("step `{step}` ");
+        let issued = move |line: &str| line.contains(&named) && line.ends_with(" issued");
         assert!(
-            wait_for_line(&mut child, step, Duration::from_secs(120)),
+            wait_for(&mut child, issued, Duration::from_secs(120)),
             "step `{step}` was never issued"
         );
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -260,18 +263,22 @@ pub fn lab_script(script: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// Reads lines from a child's stdout until one contains `needle` (or the child ends).
-pub fn wait_for_line(child: &mut Child, needle: &str, limit: Duration) -> bool {
+/// Reads lines from a child's stdout until one satisfies `wanted` (or the child ends);
+/// every line is echoed.
+pub fn wait_for(
+    child: &mut Child,
+    wanted: impl Fn(&str) -> bool + Send + 'static,
+    limit: Duration,
+) -> bool {
     use std::io::{BufRead, BufReader};
     let Some(stdout) = child.stdout.take() else {
         return false;
     };
     let (tx, rx) = std::sync::mpsc::channel();
-    let needle = needle.to_string();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             println!("{line}");
-            if line.contains(&needle) {
+            if wanted(&line) {
                 let _ = tx.send(());
             }
         }
