@@ -74,9 +74,7 @@ pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, Rehea
     check_targets(exp, record)?;
     let start_ms =
         start_of(record).ok_or_else(|| RehearseError::NothingObserved(record.run_id.clone()))?;
-    let record_end = record
-        .observed_until_ms
-        .unwrap_or_else(|| record.timeline.end_ms());
+    let record_end = observed_until(record);
     let observations: Vec<&Entry> = record
         .timeline
         .entries
@@ -231,6 +229,24 @@ fn start_of(record: &RunRecord) -> Option<i64> {
             Event::Note { message } if message.starts_with("observer synced") => Some(e.offset_ms),
             _ => None,
         })
+    })
+}
+
+/// Where the recorded observation ended: recorded since records carry it; for older
+/// records, the runner's note that observation ends (what follows it is undo and teardown).
+fn observed_until(record: &RunRecord) -> i64 {
+    record.observed_until_ms.unwrap_or_else(|| {
+        record
+            .timeline
+            .entries
+            .iter()
+            .find_map(|e| match &e.event {
+                Event::Note { message } if message.starts_with("observation ends here") => {
+                    Some(e.offset_ms)
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| record.timeline.end_ms())
     })
 }
 
