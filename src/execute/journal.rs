@@ -255,21 +255,6 @@ impl RestoreOutcome {
     }
 }
 
-/// Undo every active fault of `cluster` that needs no API client, with the default
-/// [`RetryPolicy`]; API undos are left in the journal with an error saying so.
-pub async fn restore_all(
-    journal: &mut Journal,
-    executor: &Executor,
-    cluster: &str,
-) -> Vec<RestoreOutcome> {
-    let no_api = async |_: &str, action: &Action, _: Duration| -> Result<OpOutcome, String> {
-        Err(format!(
-            "undoing `{action:?}` needs the Kubernetes API; run `faultline restore` with an inventory"
-        ))
-    };
-    restore_all_with(journal, executor, cluster, &RetryPolicy::default(), no_api).await
-}
-
 /// Undo every active fault of `cluster`, retrying with backoff; clear each on success.
 /// Node operations and power go through `executor`; API undos through `api`.
 pub async fn restore_all_with<F>(

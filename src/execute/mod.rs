@@ -48,21 +48,6 @@ pub enum NodeOp {
 }
 
 impl NodeOp {
-    /// Short stable name, used in the journal and reports.
-    pub fn name(&self) -> &'static str {
-        match self {
-            NodeOp::KubeletStop => "kubeletStop",
-            NodeOp::KubeletStart => "kubeletStart",
-            NodeOp::KubeletRestart => "kubeletRestart",
-            NodeOp::KubeletStatus => "kubeletStatus",
-            NodeOp::Reboot => "reboot",
-            NodeOp::PowerOff => "powerOff",
-            NodeOp::Partition => "partition",
-            NodeOp::Heal => "heal",
-            NodeOp::Run(_) => "run",
-        }
-    }
-
     /// The node-level operation behind an experiment action, if it is one
     /// (API actions like cordon, and power-on, are not).
     pub fn from_action(action: &Action) -> Option<NodeOp> {

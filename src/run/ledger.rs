@@ -152,15 +152,6 @@ impl Ledger {
         Ok(Some((id, self_restore)))
     }
 
-    /// The fault with this id was not injected after all (its action failed before
-    /// breaking anything, or was never sent): disarm and forget it.
-    pub async fn forget(&mut self, executor: &Executor, id: &str) {
-        if let Some(pos) = self.active.iter().position(|f| f.id == id) {
-            let fault = self.active.remove(pos);
-            self.settle(executor, &fault).await;
-        }
-    }
-
     /// A planned step ran `action` on `node` successfully: every fault there that it undoes
     /// is settled (self-restore disarmed, journal cleared). Returns them.
     pub async fn undone_by(
