@@ -94,6 +94,19 @@ pub enum PowerAction {
     Reboot,
 }
 
+impl PowerAction {
+    /// The node's own command that does the same when the inventory has no out-of-band
+    /// one. Over SSH a node can be turned off or rebooted, never turned on, and its power
+    /// state is not read in band; the fault table and the executor both ask this.
+    pub(crate) fn in_band(self) -> Option<NodeOp> {
+        match self {
+            PowerAction::Off => Some(NodeOp::PowerOff),
+            PowerAction::Reboot => Some(NodeOp::Reboot),
+            PowerAction::On | PowerAction::Status => None,
+        }
+    }
+}
+
 /// Power state as reported by a `power.status` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PowerState {
@@ -507,11 +520,13 @@ impl Executor {
                     Err(e) => format!("cannot run: {e}"),
                 }
             }
-            None if action == PowerAction::Off => self.describe(node, &NodeOp::PowerOff),
-            None if action == PowerAction::Reboot => self.describe(node, &NodeOp::Reboot),
-            None => {
-                "cannot run: no power command configured (SSH can turn a node off, never on)".into()
-            }
+            None => match action.in_band() {
+                Some(op) => self.describe(node, &op),
+                None => {
+                    "cannot run: no power command configured (SSH can turn a node off, never on)"
+                        .into()
+                }
+            },
         }
     }
 
@@ -532,17 +547,16 @@ impl Executor {
             PowerAction::Reboot => (&access.power.reboot, "power.reboot"),
         };
         let Some(template) = template else {
-            return match action {
-                PowerAction::Off => self.perform(node, &NodeOp::PowerOff, timeout).await,
-                PowerAction::Reboot => self.perform(node, &NodeOp::Reboot, timeout).await,
-                PowerAction::On => Err(ExecError::NotConfigured {
+            return match (action.in_band(), action) {
+                (Some(op), _) => self.perform(node, &op, timeout).await,
+                (None, PowerAction::On) => Err(ExecError::NotConfigured {
                     node: node.into(),
                     what: key.into(),
                     hint: "SSH can turn a node off, never on: configure power.on \
                            (BMC/IPMI, hypervisor, `docker start`)"
                         .into(),
                 }),
-                PowerAction::Status => Err(ExecError::NotConfigured {
+                (None, _) => Err(ExecError::NotConfigured {
                     node: node.into(),
                     what: key.into(),
                     hint: "configure power.status to read the power state".into(),
