@@ -16,7 +16,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::experiment::model::Action;
 use crate::inventory::{Inventory, NodeAccess, TransportKind};
 pub use output::MAX_OUTPUT;
 use render::RenderError;
@@ -48,32 +47,6 @@ pub enum NodeOp {
 }
 
 impl NodeOp {
-    /// The node-level operation behind an experiment action, if it is one
-    /// (API actions like cordon, and power-on, are not).
-    pub fn from_action(action: &Action) -> Option<NodeOp> {
-        Some(match action {
-            Action::KubeletStop => NodeOp::KubeletStop,
-            Action::KubeletStart => NodeOp::KubeletStart,
-            Action::KubeletRestart => NodeOp::KubeletRestart,
-            Action::Reboot => NodeOp::Reboot,
-            Action::PowerOff => NodeOp::PowerOff,
-            Action::Partition => NodeOp::Partition,
-            Action::Heal => NodeOp::Heal,
-            Action::Run { command, .. } => NodeOp::Run(command.clone()),
-            _ => return None,
-        })
-    }
-
-    /// The in-band operation that undoes this one, when there is one. Power-off is undone
-    /// out of band ([`PowerAction::On`]); a reboot undoes itself.
-    pub fn undo(&self) -> Option<NodeOp> {
-        match self {
-            NodeOp::KubeletStop => Some(NodeOp::KubeletStart),
-            NodeOp::Partition => Some(NodeOp::Heal),
-            _ => None,
-        }
-    }
-
     /// Whether losing the connection after sending means success.
     pub fn expects_drop(&self) -> bool {
         matches!(self, NodeOp::Reboot | NodeOp::PowerOff)

@@ -7,10 +7,10 @@ use std::time::Duration;
 use chrono::Utc;
 
 use crate::execute::journal::{Entry as JournalEntry, Journal, JournalError, Undo};
-use crate::execute::{ArmedRestore, Executor, NodeOp};
+use crate::execute::{ArmedRestore, Executor, PowerAction};
 use crate::experiment::model::Action;
+use crate::fault::{self, Via, action_name, inverse, undoes};
 use crate::run::act::{ActResult, Actor};
-use crate::run::faults::{action_name, inverse, undoes};
 
 /// Attempts the safety net makes per fault before giving up (the journal keeps it).
 pub const UNDO_ATTEMPTS: u32 = 3;
@@ -66,13 +66,15 @@ pub struct Ledger {
     active: Vec<ActiveFault>,
 }
 
-/// How a fault is undone, for the journal (which must be able to do it after a crash).
+/// How a fault is undone, for the journal (which must be able to do it after a crash):
+/// its inverse, carried as the fault table says. An undo on the node is what the node can
+/// also do by itself, so it is the one armed there as a self-restore.
 pub fn journal_undo(fault: &Action) -> Option<Undo> {
     let inv = inverse(fault)?;
-    Some(match &inv {
-        Action::PowerOn => Undo::PowerOn,
-        Action::Uncordon | Action::Untaint(_) => Undo::Api(inv),
-        other => Undo::Node(NodeOp::from_action(other)?),
+    Some(match fault::info(&inv).via {
+        Via::Power(PowerAction::On) => Undo::PowerOn,
+        Via::NodeApi | Via::ClusterApi => Undo::Api(inv),
+        Via::Node(_) | Via::StepCommand | Via::Power(_) => Undo::Node(fault::node_op(&inv)?),
     })
 }
 
@@ -219,6 +221,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::execute::NodeOp;
     use crate::experiment::model::TaintSpec;
 
     #[test]
