@@ -4,6 +4,11 @@
 //! succeeded, so after a crash, SIGKILL or lost laptop `faultline restore` knows exactly
 //! which nodes to bring back. Writes are atomic (temp file in the same directory, fsync,
 //! rename): a reader sees the old journal or the new one, never half of one.
+//!
+//! Faults and undos are named as experiments and the timeline name actions, in kebab-case:
+//! an entry's `fault` is its action name (`kubelet-stop`, `power-off`), its `undo` is
+//! `{"node": "kubelet-start"}`, `"power-on"` or `{"api": {"kind": "uncordon"}}`. Journals
+//! written before this spelling (`kubeletStart`, `powerOn`) are still read.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -20,11 +25,12 @@ use super::{ArmedRestore, Executor, NodeOp, OpOutcome, PowerAction};
 
 /// How a journaled fault is undone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Undo {
     /// An operation run on the node.
     Node(NodeOp),
     /// Out-of-band power on (the undo of a power-off).
+    #[serde(alias = "powerOn")]
     PowerOn,
     /// A Kubernetes API action (uncordon, untaint), carried out by the caller's API client.
     Api(Action),
@@ -40,7 +46,7 @@ pub struct Entry {
     pub cluster: String,
     /// Node the fault is on.
     pub node: String,
-    /// The fault, by operation name (`kubeletStop`, `powerOff`...).
+    /// The fault, by its action name (see the module documentation for the spelling).
     pub fault: String,
     /// How to undo it.
     pub undo: Undo,
@@ -336,7 +342,7 @@ mod tests {
             id: id.into(),
             cluster: cluster.into(),
             node: "n1".into(),
-            fault: "kubeletStop".into(),
+            fault: "kubelet-stop".into(),
             undo,
             injected_at: Utc::now(),
             deadline: None,
@@ -385,6 +391,32 @@ mod tests {
         one.record(entry("a", "c", Undo::PowerOn)).expect("write");
         two.record(entry("b", "c", Undo::PowerOn)).expect("write");
         assert_eq!(Journal::open(&path).expect("read").active("c").len(), 2);
+    }
+
+    #[test]
+    fn names_are_kebab_case_and_the_old_camel_case_still_reads() {
+        let written = serde_json::to_value(entry("a", "c", Undo::Node(NodeOp::KubeletStart)))
+            .expect("serialize");
+        assert_eq!(written["fault"], "kubelet-stop");
+        assert_eq!(
+            written["undo"],
+            serde_json::json!({"node": "kubelet-start"})
+        );
+        assert_eq!(
+            serde_json::to_value(Undo::PowerOn).expect("serialize"),
+            "power-on"
+        );
+        let old: Vec<Undo> =
+            serde_json::from_str(r#"[{"node": "kubeletStart"}, {"node": "powerOff"}, "powerOn"]"#)
+                .expect("old spelling");
+        assert_eq!(
+            old,
+            [
+                Undo::Node(NodeOp::KubeletStart),
+                Undo::Node(NodeOp::PowerOff),
+                Undo::PowerOn
+            ]
+        );
     }
 
     #[test]

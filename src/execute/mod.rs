@@ -22,21 +22,27 @@ use render::RenderError;
 pub use ssh::SshError;
 use ssh::{SshEnd, SshTarget};
 
-/// One thing faultline can do on a node.
+/// One thing faultline can do on a node. Serialized (in the fault journal) in kebab-case,
+/// as experiments spell actions; the camelCase aliases read journals written before.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "kebab-case")]
 pub enum NodeOp {
     /// Stop the kubelet (or the service hosting it).
+    #[serde(alias = "kubeletStop")]
     KubeletStop,
     /// Start it.
+    #[serde(alias = "kubeletStart")]
     KubeletStart,
     /// Restart it.
+    #[serde(alias = "kubeletRestart")]
     KubeletRestart,
     /// Ask whether it runs; a non-zero exit is an answer, not a failure.
+    #[serde(alias = "kubeletStatus")]
     KubeletStatus,
     /// Reboot; the connection dropping is the expected outcome.
     Reboot,
     /// Power off from inside; the connection dropping is the expected outcome.
+    #[serde(alias = "powerOff")]
     PowerOff,
     /// Cut the node off from the API server.
     Partition,
