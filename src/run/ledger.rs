@@ -6,14 +6,13 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use crate::execute::journal::{Entry as JournalEntry, Journal, JournalError, Undo};
+use crate::execute::journal::{
+    Entry as JournalEntry, Journal, JournalError, RetryPolicy, Undo, undo_with_retries,
+};
 use crate::execute::{ArmedRestore, Executor, PowerAction};
 use crate::experiment::model::Action;
 use crate::fault::{self, Via, action_name, inverse, undoes};
 use crate::run::act::{ActResult, Actor};
-
-/// Attempts the safety net makes per fault before giving up (the journal keeps it).
-pub const UNDO_ATTEMPTS: u32 = 3;
 
 /// One fault faultline has injected and not yet undone.
 #[derive(Debug, Clone)]
@@ -172,28 +171,27 @@ impl Ledger {
         done
     }
 
-    /// The safety net: undoes every fault still active, newest first, retrying with
-    /// backoff; a fault whose undo keeps failing stays in the journal for `restore`.
+    /// The safety net: undoes every fault still active, newest first, retrying as
+    /// `restore` does ([`RetryPolicy::default`], each try limited to `timeout`); a fault
+    /// whose undo keeps failing stays in the journal for `restore`.
     pub async fn undo_all(&mut self, actor: &Actor<'_>, timeout: Duration) -> Vec<UndoReport> {
+        let policy = RetryPolicy {
+            timeout,
+            ..RetryPolicy::default()
+        };
         let mut reports = Vec::new();
         while let Some(fault) = self.active.pop() {
             let Some(undo) = inverse(&fault.fault) else {
                 continue;
             };
-            let mut delay = Duration::from_secs(1);
-            let mut attempts = 0;
-            let result = loop {
-                attempts += 1;
-                match actor.act(&undo, Some(&fault.node), timeout).await {
-                    Ok(r) => break Ok(r),
-                    Err(e) if attempts >= UNDO_ATTEMPTS => break Err(e.to_string()),
-                    Err(e) => {
-                        tracing::warn!(node = %fault.node, attempt = attempts, "undo failed: {e}");
-                        tokio::time::sleep(delay).await;
-                        delay *= 2;
-                    }
-                }
+            let attempt = async || {
+                actor
+                    .act(&undo, Some(&fault.node), policy.timeout)
+                    .await
+                    .map_err(|e| e.to_string())
             };
+            let name = action_name(&fault.fault);
+            let (result, attempts) = undo_with_retries(&policy, &fault.node, name, attempt).await;
             if result.is_ok() {
                 self.settle(actor.executor, &fault).await;
             }
