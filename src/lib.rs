@@ -4,12 +4,15 @@
 //! Data flows one way: [`experiment`] (file → validated plan) → [`execute`] (actions on
 //! nodes, reached through the [`inventory`]) → [`observe`] (API watches → [`timeline`]) →
 //! [`judge`] (expectations → verdicts) → [`report`] (JUnit, JSON, terminal, HTML). [`run`]
-//! ties the stages together for one experiment; [`cli`] is the command line.
+//! ties the stages together for one experiment; [`cli`] is the command line. What each
+//! action is called, what undoes it and what it does to a node is one table (`fault`)
+//! that every stage reads.
 
 pub mod cli;
 pub mod cluster;
 pub mod execute;
 pub mod experiment;
+mod fault;
 pub mod inventory;
 pub mod judge;
 pub mod observe;

@@ -5,10 +5,9 @@ use std::path::{Path, PathBuf};
 
 use super::{EXIT_ERROR, EXIT_OK};
 use crate::cluster::ClusterError;
-use crate::execute::{NodeOp, PowerAction};
 use crate::experiment::model::{Action, Experiment};
+use crate::fault::{self, Via, action_name};
 use crate::run::RunSettings;
-use crate::run::faults::action_name;
 use crate::run::prepare::{Prepared, RunError, prepare, resolve};
 use crate::run::schedule;
 use crate::timeline::format_offset_ms;
@@ -136,13 +135,11 @@ pub fn render(exp: &Experiment, p: &Prepared) -> String {
 }
 
 fn command_of(p: &Prepared, action: &Action, node: &str) -> String {
-    match action {
-        Action::PowerOn => p.executor.describe_power(node, PowerAction::On),
-        Action::PowerOff => p.executor.describe_power(node, PowerAction::Off),
-        Action::Reboot => p.executor.describe_power(node, PowerAction::Reboot),
-        other => match NodeOp::from_action(other) {
-            Some(op) => p.executor.describe(node, &op),
-            None => format!("API: {} node/{node}", action_name(other)),
-        },
+    if let Via::Power(power) = fault::info(action).via {
+        return p.executor.describe_power(node, power);
+    }
+    match fault::node_op(action) {
+        Some(op) => p.executor.describe(node, &op),
+        None => format!("API: {} node/{node}", action_name(action)),
     }
 }

@@ -4,6 +4,11 @@
 //! succeeded, so after a crash, SIGKILL or lost laptop `faultline restore` knows exactly
 //! which nodes to bring back. Writes are atomic (temp file in the same directory, fsync,
 //! rename): a reader sees the old journal or the new one, never half of one.
+//!
+//! Faults and undos are named as experiments and the timeline name actions, in kebab-case:
+//! an entry's `fault` is its action name (`kubelet-stop`, `power-off`), its `undo` is
+//! `{"node": "kubelet-start"}`, `"power-on"` or `{"api": {"kind": "uncordon"}}`. Journals
+//! written before this spelling (`kubeletStart`, `powerOn`) are still read.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -20,11 +25,12 @@ use super::{ArmedRestore, Executor, NodeOp, OpOutcome, PowerAction};
 
 /// How a journaled fault is undone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Undo {
     /// An operation run on the node.
     Node(NodeOp),
     /// Out-of-band power on (the undo of a power-off).
+    #[serde(alias = "powerOn")]
     PowerOn,
     /// A Kubernetes API action (uncordon, untaint), carried out by the caller's API client.
     Api(Action),
@@ -40,7 +46,7 @@ pub struct Entry {
     pub cluster: String,
     /// Node the fault is on.
     pub node: String,
-    /// The fault, by operation name (`kubeletStop`, `powerOff`...).
+    /// The fault, by its action name (see the module documentation for the spelling).
     pub fault: String,
     /// How to undo it.
     pub undo: Undo,
@@ -208,10 +214,11 @@ fn write_atomic(path: &Path, entries: &[Entry]) -> Result<(), JournalError> {
     result.map_err(io_err(path))
 }
 
-/// How hard `restore` tries before leaving an entry for next time.
+/// How hard an undo is tried, by a run's safety net and by `restore`, before the fault is
+/// left in the journal for next time.
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
-    /// Attempts per entry.
+    /// Attempts per fault.
     pub attempts: u32,
     /// Delay before the second attempt; doubles each time.
     pub first_delay: Duration,
@@ -226,6 +233,35 @@ impl Default for RetryPolicy {
             attempts: 3,
             first_delay: Duration::from_secs(1),
             timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Runs `undo` until it succeeds or `policy.attempts` (at least one) have failed, waiting
+/// `policy.first_delay` after the first failure and twice as long after each further one;
+/// every failure is logged with the node and the fault being undone. The one retry loop
+/// behind both a run's safety net and `restore`. Returns the last result and the attempts
+/// made.
+pub(crate) async fn undo_with_retries<T>(
+    policy: &RetryPolicy,
+    node: &str,
+    fault: &str,
+    mut undo: impl AsyncFnMut() -> Result<T, String>,
+) -> (Result<T, String>, u32) {
+    let mut delay = policy.first_delay;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match undo().await {
+            Ok(done) => return (Ok(done), attempts),
+            Err(e) => {
+                tracing::warn!(node, attempt = attempts, "undo of {fault} failed: {e}");
+                if attempts >= policy.attempts.max(1) {
+                    return (Err(e), attempts);
+                }
+                tokio::time::sleep(delay).await;
+                delay = delay.saturating_mul(2);
+            }
         }
     }
 }
@@ -255,21 +291,6 @@ impl RestoreOutcome {
     }
 }
 
-/// Undo every active fault of `cluster` that needs no API client, with the default
-/// [`RetryPolicy`]; API undos are left in the journal with an error saying so.
-pub async fn restore_all(
-    journal: &mut Journal,
-    executor: &Executor,
-    cluster: &str,
-) -> Vec<RestoreOutcome> {
-    let no_api = async |_: &str, action: &Action, _: Duration| -> Result<OpOutcome, String> {
-        Err(format!(
-            "undoing `{action:?}` needs the Kubernetes API; run `faultline restore` with an inventory"
-        ))
-    };
-    restore_all_with(journal, executor, cluster, &RetryPolicy::default(), no_api).await
-}
-
 /// Undo every active fault of `cluster`, retrying with backoff; clear each on success.
 /// Node operations and power go through `executor`; API undos through `api`.
 pub async fn restore_all_with<F>(
@@ -290,51 +311,34 @@ where
                 tracing::debug!(node = %entry.node, "disarm before restore failed: {e}");
             }
         }
-        let mut delay = policy.first_delay;
-        let mut attempts = 0;
-        let mut last_error = None;
-        let mut success = None;
-        while attempts < policy.attempts.max(1) {
-            if attempts > 0 {
-                tokio::time::sleep(delay).await;
-                delay = delay.saturating_mul(2);
-            }
-            attempts += 1;
-            let result = match &entry.undo {
-                Undo::Node(op) => executor
-                    .perform(&entry.node, op, policy.timeout)
-                    .await
-                    .map_err(|e| e.to_string()),
-                Undo::PowerOn => executor
-                    .power(&entry.node, PowerAction::On, policy.timeout)
-                    .await
-                    .map_err(|e| e.to_string()),
-                Undo::Api(action) => api(&entry.node, action, policy.timeout).await,
-            };
-            match result {
-                Ok(o) => {
-                    success = Some(o);
-                    break;
-                }
-                Err(e) => {
-                    tracing::warn!(node = %entry.node, attempt = attempts, "undo of {} failed: {e}", entry.fault);
-                    last_error = Some(e);
-                }
-            }
-        }
-        let error = match (&success, last_error) {
-            (Some(_), _) => match journal.clear(&entry.id) {
-                Ok(_) => None,
-                Err(e) => Some(format!("undone, but the journal could not be updated: {e}")),
+        let undo = async || match &entry.undo {
+            Undo::Node(op) => executor
+                .perform(&entry.node, op, policy.timeout)
+                .await
+                .map_err(|e| e.to_string()),
+            Undo::PowerOn => executor
+                .power(&entry.node, PowerAction::On, policy.timeout)
+                .await
+                .map_err(|e| e.to_string()),
+            Undo::Api(action) => api(&entry.node, action, policy.timeout).await,
+        };
+        let (result, attempts) = undo_with_retries(policy, &entry.node, &entry.fault, undo).await;
+        let (outcome, error) = match result {
+            Ok(done) => match journal.clear(&entry.id) {
+                Ok(_) => (Some(done), None),
+                Err(e) => (
+                    Some(done),
+                    Some(format!("undone, but the journal could not be updated: {e}")),
+                ),
             },
-            (None, e) => e,
+            Err(e) => (None, Some(e)),
         };
         results.push(RestoreOutcome {
             id: entry.id.clone(),
             node: entry.node.clone(),
             fault: entry.fault.clone(),
             attempts,
-            outcome: success,
+            outcome,
             error,
         });
     }
@@ -351,7 +355,7 @@ mod tests {
             id: id.into(),
             cluster: cluster.into(),
             node: "n1".into(),
-            fault: "kubeletStop".into(),
+            fault: "kubelet-stop".into(),
             undo,
             injected_at: Utc::now(),
             deadline: None,
@@ -400,6 +404,51 @@ mod tests {
         one.record(entry("a", "c", Undo::PowerOn)).expect("write");
         two.record(entry("b", "c", Undo::PowerOn)).expect("write");
         assert_eq!(Journal::open(&path).expect("read").active("c").len(), 2);
+    }
+
+    #[test]
+    fn names_are_kebab_case_and_the_old_camel_case_still_reads() {
+        let written = serde_json::to_value(entry("a", "c", Undo::Node(NodeOp::KubeletStart)))
+            .expect("serialize");
+        assert_eq!(written["fault"], "kubelet-stop");
+        assert_eq!(
+            written["undo"],
+            serde_json::json!({"node": "kubelet-start"})
+        );
+        assert_eq!(
+            serde_json::to_value(Undo::PowerOn).expect("serialize"),
+            "power-on"
+        );
+        let old: Vec<Undo> =
+            serde_json::from_str(r#"[{"node": "kubeletStart"}, {"node": "powerOff"}, "powerOn"]"#)
+                .expect("old spelling");
+        assert_eq!(
+            old,
+            [
+                Undo::Node(NodeOp::KubeletStart),
+                Undo::Node(NodeOp::PowerOff),
+                Undo::PowerOn
+            ]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn undo_retries_wait_one_then_two_seconds_and_stop_after_three_tries() {
+        let start = tokio::time::Instant::now();
+        let mut tried_at = Vec::new();
+        let failing = async || {
+            tried_at.push(start.elapsed());
+            Err::<(), _>("still broken".to_string())
+        };
+        let (result, attempts) =
+            undo_with_retries(&RetryPolicy::default(), "n1", "kubelet-stop", failing).await;
+        assert_eq!(result, Err("still broken".to_string()));
+        assert_eq!(attempts, 3);
+        assert_eq!(
+            tried_at,
+            [0, 1, 3].map(Duration::from_secs),
+            "1s then 2s between tries"
+        );
     }
 
     #[test]

@@ -16,28 +16,33 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::experiment::model::Action;
 use crate::inventory::{Inventory, NodeAccess, TransportKind};
 pub use output::MAX_OUTPUT;
 use render::RenderError;
 pub use ssh::SshError;
 use ssh::{SshEnd, SshTarget};
 
-/// One thing faultline can do on a node.
+/// One thing faultline can do on a node. Serialized (in the fault journal) in kebab-case,
+/// as experiments spell actions; the camelCase aliases read journals written before.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "kebab-case")]
 pub enum NodeOp {
     /// Stop the kubelet (or the service hosting it).
+    #[serde(alias = "kubeletStop")]
     KubeletStop,
     /// Start it.
+    #[serde(alias = "kubeletStart")]
     KubeletStart,
     /// Restart it.
+    #[serde(alias = "kubeletRestart")]
     KubeletRestart,
     /// Ask whether it runs; a non-zero exit is an answer, not a failure.
+    #[serde(alias = "kubeletStatus")]
     KubeletStatus,
     /// Reboot; the connection dropping is the expected outcome.
     Reboot,
     /// Power off from inside; the connection dropping is the expected outcome.
+    #[serde(alias = "powerOff")]
     PowerOff,
     /// Cut the node off from the API server.
     Partition,
@@ -48,47 +53,6 @@ pub enum NodeOp {
 }
 
 impl NodeOp {
-    /// Short stable name, used in the journal and reports.
-    pub fn name(&self) -> &'static str {
-        match self {
-            NodeOp::KubeletStop => "kubeletStop",
-            NodeOp::KubeletStart => "kubeletStart",
-            NodeOp::KubeletRestart => "kubeletRestart",
-            NodeOp::KubeletStatus => "kubeletStatus",
-            NodeOp::Reboot => "reboot",
-            NodeOp::PowerOff => "powerOff",
-            NodeOp::Partition => "partition",
-            NodeOp::Heal => "heal",
-            NodeOp::Run(_) => "run",
-        }
-    }
-
-    /// The node-level operation behind an experiment action, if it is one
-    /// (API actions like cordon, and power-on, are not).
-    pub fn from_action(action: &Action) -> Option<NodeOp> {
-        Some(match action {
-            Action::KubeletStop => NodeOp::KubeletStop,
-            Action::KubeletStart => NodeOp::KubeletStart,
-            Action::KubeletRestart => NodeOp::KubeletRestart,
-            Action::Reboot => NodeOp::Reboot,
-            Action::PowerOff => NodeOp::PowerOff,
-            Action::Partition => NodeOp::Partition,
-            Action::Heal => NodeOp::Heal,
-            Action::Run { command, .. } => NodeOp::Run(command.clone()),
-            _ => return None,
-        })
-    }
-
-    /// The in-band operation that undoes this one, when there is one. Power-off is undone
-    /// out of band ([`PowerAction::On`]); a reboot undoes itself.
-    pub fn undo(&self) -> Option<NodeOp> {
-        match self {
-            NodeOp::KubeletStop => Some(NodeOp::KubeletStart),
-            NodeOp::Partition => Some(NodeOp::Heal),
-            _ => None,
-        }
-    }
-
     /// Whether losing the connection after sending means success.
     pub fn expects_drop(&self) -> bool {
         matches!(self, NodeOp::Reboot | NodeOp::PowerOff)
@@ -107,6 +71,19 @@ pub enum PowerAction {
     Status,
     /// Reboot from outside (`power.reboot`); returns once the node runs again.
     Reboot,
+}
+
+impl PowerAction {
+    /// The node's own command that does the same when the inventory has no out-of-band
+    /// one. Over SSH a node can be turned off or rebooted, never turned on, and its power
+    /// state is not read in band; the fault table and the executor both ask this.
+    pub(crate) fn in_band(self) -> Option<NodeOp> {
+        match self {
+            PowerAction::Off => Some(NodeOp::PowerOff),
+            PowerAction::Reboot => Some(NodeOp::Reboot),
+            PowerAction::On | PowerAction::Status => None,
+        }
+    }
 }
 
 /// Power state as reported by a `power.status` command.
@@ -522,11 +499,13 @@ impl Executor {
                     Err(e) => format!("cannot run: {e}"),
                 }
             }
-            None if action == PowerAction::Off => self.describe(node, &NodeOp::PowerOff),
-            None if action == PowerAction::Reboot => self.describe(node, &NodeOp::Reboot),
-            None => {
-                "cannot run: no power command configured (SSH can turn a node off, never on)".into()
-            }
+            None => match action.in_band() {
+                Some(op) => self.describe(node, &op),
+                None => {
+                    "cannot run: no power command configured (SSH can turn a node off, never on)"
+                        .into()
+                }
+            },
         }
     }
 
@@ -547,17 +526,16 @@ impl Executor {
             PowerAction::Reboot => (&access.power.reboot, "power.reboot"),
         };
         let Some(template) = template else {
-            return match action {
-                PowerAction::Off => self.perform(node, &NodeOp::PowerOff, timeout).await,
-                PowerAction::Reboot => self.perform(node, &NodeOp::Reboot, timeout).await,
-                PowerAction::On => Err(ExecError::NotConfigured {
+            return match (action.in_band(), action) {
+                (Some(op), _) => self.perform(node, &op, timeout).await,
+                (None, PowerAction::On) => Err(ExecError::NotConfigured {
                     node: node.into(),
                     what: key.into(),
                     hint: "SSH can turn a node off, never on: configure power.on \
                            (BMC/IPMI, hypervisor, `docker start`)"
                         .into(),
                 }),
-                PowerAction::Status => Err(ExecError::NotConfigured {
+                (None, _) => Err(ExecError::NotConfigured {
                     node: node.into(),
                     what: key.into(),
                     hint: "configure power.status to read the power state".into(),

@@ -232,12 +232,7 @@ fn secrets_are_never_in_debug_or_describe() {
 }
 
 #[test]
-fn node_op_undo_and_action_mapping() {
-    assert_eq!(NodeOp::KubeletStop.undo(), Some(NodeOp::KubeletStart));
-    assert_eq!(NodeOp::Partition.undo(), Some(NodeOp::Heal));
-    assert_eq!(NodeOp::PowerOff.undo(), None);
-    assert_eq!(NodeOp::from_action(&Action::Reboot), Some(NodeOp::Reboot));
-    assert_eq!(NodeOp::from_action(&Action::Cordon), None);
+fn power_state_is_read_from_status_output() {
     assert_eq!(PowerState::parse("running\n"), PowerState::On);
     assert_eq!(PowerState::parse("exited"), PowerState::Off);
 }

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::model::{Action, Experiment};
+use crate::experiment::model::Experiment;
+use crate::fault;
 use crate::timeline::{ConditionStatus, Event, StepPhase, Timeline};
 
 use super::members::{first_node, node_history, pod_histories, state_at};
@@ -49,18 +50,6 @@ impl Figures {
     }
 }
 
-/// Whether an action breaks something (as opposed to repairing it).
-fn is_fault(action: &Action) -> bool {
-    !matches!(
-        action,
-        Action::KubeletStart
-            | Action::PowerOn
-            | Action::Heal
-            | Action::Uncordon
-            | Action::Untaint(_)
-    )
-}
-
 /// Computes the recovery figures of a run.
 ///
 /// The nodes considered are those of the fault step's target (all targets' nodes when the
@@ -78,7 +67,7 @@ pub fn figures(
         } => exp
             .steps
             .iter()
-            .find(|s| &s.name == step && is_fault(&s.action))
+            .find(|s| &s.name == step && !fault::info(&s.action).repairs)
             .map(|s| (s, e.offset_ms)),
         _ => None,
     });

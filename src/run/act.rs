@@ -6,9 +6,9 @@ use std::time::Duration;
 use kube::Client;
 
 use crate::cluster;
-use crate::execute::{Executor, NodeOp, PowerAction};
+use crate::execute::{Executor, PowerAction};
 use crate::experiment::model::Action;
-use crate::run::faults::action_name;
+use crate::fault::{self, Via};
 
 /// What one action did on one node (or, for pod and PVC actions, in the cluster).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +46,9 @@ pub enum ActError {
     /// An action reached the node-operation path without being one (a bug, reported as such).
     #[error("`{0}` is not a node operation")]
     NotANodeOperation(&'static str),
+    /// An action reached the API path without being an API action (a bug, reported as such).
+    #[error("`{0}` is not an API action")]
+    NotAnApiAction(&'static str),
     /// The action took longer than its step's timeout.
     #[error("did not finish within {0:?}")]
     Timeout(Duration),
@@ -82,6 +85,39 @@ impl Actor<'_> {
         timeout: Duration,
     ) -> Result<ActResult, ActError> {
         let node_name = node.unwrap_or_default();
+        let info = fault::info(action);
+        match info.via {
+            Via::Power(power) => {
+                // Out of band when the inventory can (it cannot fail by losing the session,
+                // and `docker restart` brings a kind node back where an in-band reboot only
+                // stops its container); the executor falls back to the node's own command.
+                let out = self.executor.power(node_name, power, timeout).await?;
+                Ok(if power == PowerAction::Reboot {
+                    // The session dropping is a reboot's expected outcome, and said so.
+                    ActResult::from_outcome(out)
+                } else {
+                    ActResult {
+                        exit_status: out.exit_status,
+                        output: out.output,
+                    }
+                })
+            }
+            Via::Node(_) | Via::StepCommand => {
+                let op = fault::node_op(action).ok_or(ActError::NotANodeOperation(info.name))?;
+                let out = self.executor.perform(node_name, &op, timeout).await?;
+                Ok(ActResult::from_outcome(out))
+            }
+            Via::NodeApi | Via::ClusterApi => self.api(action, node_name, timeout).await,
+        }
+    }
+
+    /// Carries out an action the fault table routes through the Kubernetes API.
+    async fn api(
+        &self,
+        action: &Action,
+        node_name: &str,
+        timeout: Duration,
+    ) -> Result<ActResult, ActError> {
         let said = |output: String| {
             Ok(ActResult {
                 exit_status: None,
@@ -89,37 +125,6 @@ impl Actor<'_> {
             })
         };
         match action {
-            Action::PowerOn => {
-                let out = self
-                    .executor
-                    .power(node_name, PowerAction::On, timeout)
-                    .await?;
-                Ok(ActResult {
-                    exit_status: out.exit_status,
-                    output: out.output,
-                })
-            }
-            Action::PowerOff => {
-                // Out of band when the inventory can (it cannot fail by losing the session);
-                // the executor falls back to the node's own power-off command otherwise.
-                let out = self
-                    .executor
-                    .power(node_name, PowerAction::Off, timeout)
-                    .await?;
-                Ok(ActResult {
-                    exit_status: out.exit_status,
-                    output: out.output,
-                })
-            }
-            Action::Reboot => {
-                // Out of band when the inventory can (`docker restart` brings a kind node
-                // back; an in-band reboot only stops its container); in band otherwise.
-                let out = self
-                    .executor
-                    .power(node_name, PowerAction::Reboot, timeout)
-                    .await?;
-                Ok(ActResult::from_outcome(out))
-            }
             Action::Cordon => said(cluster::cordon(self.client, node_name).await?),
             Action::Uncordon => said(cluster::uncordon(self.client, node_name).await?),
             Action::Drain => {
@@ -142,17 +147,7 @@ impl Actor<'_> {
             Action::Untaint(spec) => {
                 said(cluster::untaint(self.client, node_name, &spec.key, &spec.effect).await?)
             }
-            Action::KubeletStop
-            | Action::KubeletStart
-            | Action::KubeletRestart
-            | Action::Partition
-            | Action::Heal
-            | Action::Run { .. } => {
-                let op = NodeOp::from_action(action)
-                    .ok_or(ActError::NotANodeOperation(action_name(action)))?;
-                let out = self.executor.perform(node_name, &op, timeout).await?;
-                Ok(ActResult::from_outcome(out))
-            }
+            other => Err(ActError::NotAnApiAction(fault::action_name(other))),
         }
     }
 }

@@ -6,14 +6,13 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use crate::execute::journal::{Entry as JournalEntry, Journal, JournalError, Undo};
-use crate::execute::{ArmedRestore, Executor, NodeOp};
+use crate::execute::journal::{
+    Entry as JournalEntry, Journal, JournalError, RetryPolicy, Undo, undo_with_retries,
+};
+use crate::execute::{ArmedRestore, Executor, PowerAction};
 use crate::experiment::model::Action;
+use crate::fault::{self, Via, action_name, inverse, undoes};
 use crate::run::act::{ActResult, Actor};
-use crate::run::faults::{action_name, inverse, undoes};
-
-/// Attempts the safety net makes per fault before giving up (the journal keeps it).
-pub const UNDO_ATTEMPTS: u32 = 3;
 
 /// One fault faultline has injected and not yet undone.
 #[derive(Debug, Clone)]
@@ -66,13 +65,15 @@ pub struct Ledger {
     active: Vec<ActiveFault>,
 }
 
-/// How a fault is undone, for the journal (which must be able to do it after a crash).
+/// How a fault is undone, for the journal (which must be able to do it after a crash):
+/// its inverse, carried as the fault table says. An undo on the node is what the node can
+/// also do by itself, so it is the one armed there as a self-restore.
 pub fn journal_undo(fault: &Action) -> Option<Undo> {
     let inv = inverse(fault)?;
-    Some(match &inv {
-        Action::PowerOn => Undo::PowerOn,
-        Action::Uncordon | Action::Untaint(_) => Undo::Api(inv),
-        other => Undo::Node(NodeOp::from_action(other)?),
+    Some(match fault::info(&inv).via {
+        Via::Power(PowerAction::On) => Undo::PowerOn,
+        Via::NodeApi | Via::ClusterApi => Undo::Api(inv),
+        Via::Node(_) | Via::StepCommand | Via::Power(_) => Undo::Node(fault::node_op(&inv)?),
     })
 }
 
@@ -152,15 +153,6 @@ impl Ledger {
         Ok(Some((id, self_restore)))
     }
 
-    /// The fault with this id was not injected after all (its action failed before
-    /// breaking anything, or was never sent): disarm and forget it.
-    pub async fn forget(&mut self, executor: &Executor, id: &str) {
-        if let Some(pos) = self.active.iter().position(|f| f.id == id) {
-            let fault = self.active.remove(pos);
-            self.settle(executor, &fault).await;
-        }
-    }
-
     /// A planned step ran `action` on `node` successfully: every fault there that it undoes
     /// is settled (self-restore disarmed, journal cleared). Returns them.
     pub async fn undone_by(
@@ -179,28 +171,27 @@ impl Ledger {
         done
     }
 
-    /// The safety net: undoes every fault still active, newest first, retrying with
-    /// backoff; a fault whose undo keeps failing stays in the journal for `restore`.
+    /// The safety net: undoes every fault still active, newest first, retrying as
+    /// `restore` does ([`RetryPolicy::default`], each try limited to `timeout`); a fault
+    /// whose undo keeps failing stays in the journal for `restore`.
     pub async fn undo_all(&mut self, actor: &Actor<'_>, timeout: Duration) -> Vec<UndoReport> {
+        let policy = RetryPolicy {
+            timeout,
+            ..RetryPolicy::default()
+        };
         let mut reports = Vec::new();
         while let Some(fault) = self.active.pop() {
             let Some(undo) = inverse(&fault.fault) else {
                 continue;
             };
-            let mut delay = Duration::from_secs(1);
-            let mut attempts = 0;
-            let result = loop {
-                attempts += 1;
-                match actor.act(&undo, Some(&fault.node), timeout).await {
-                    Ok(r) => break Ok(r),
-                    Err(e) if attempts >= UNDO_ATTEMPTS => break Err(e.to_string()),
-                    Err(e) => {
-                        tracing::warn!(node = %fault.node, attempt = attempts, "undo failed: {e}");
-                        tokio::time::sleep(delay).await;
-                        delay *= 2;
-                    }
-                }
+            let attempt = async || {
+                actor
+                    .act(&undo, Some(&fault.node), policy.timeout)
+                    .await
+                    .map_err(|e| e.to_string())
             };
+            let name = action_name(&fault.fault);
+            let (result, attempts) = undo_with_retries(&policy, &fault.node, name, attempt).await;
             if result.is_ok() {
                 self.settle(actor.executor, &fault).await;
             }
@@ -228,6 +219,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::execute::NodeOp;
     use crate::experiment::model::TaintSpec;
 
     #[test]

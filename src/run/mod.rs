@@ -10,7 +10,6 @@
 
 pub mod act;
 mod addresses;
-pub mod faults;
 pub mod ledger;
 pub mod prepare;
 pub mod rehearse;
@@ -30,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::execute::journal::Journal;
 use crate::experiment::model::Experiment;
+use crate::fault as faults;
 use crate::inventory::Inventory;
 use crate::judge::{self, Outcome, Verdict};
 use crate::observe::{self, Clock, ObserveMode};

@@ -10,9 +10,10 @@ use kube::Client;
 use kube::api::{Api, ListParams};
 
 use crate::cluster::{self, ClusterError};
+use crate::execute::Executor;
 use crate::execute::journal::{Journal, JournalError};
-use crate::execute::{Executor, NodeOp};
 use crate::experiment::model::{Action, Experiment, ProbeKind, StepTime, Subject, WorkloadRef};
+use crate::fault;
 use crate::inventory::Inventory;
 use crate::observe::Scope;
 use crate::record::ClusterInfo;
@@ -215,8 +216,7 @@ fn check_inventory_covers(
     inv: &Inventory,
 ) -> Result<(), RunError> {
     for step in &exp.steps {
-        let needs_node_access =
-            NodeOp::from_action(&step.action).is_some() || matches!(step.action, Action::PowerOn);
+        let needs_node_access = fault::info(&step.action).via.needs_node_access();
         let Some(target) = step.target.as_ref().filter(|_| needs_node_access) else {
             continue;
         };

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::experiment::model::{Action, Experiment};
-use crate::run::faults::{action_name, brings_node_back, takes_node_down};
+use crate::experiment::model::Experiment;
+use crate::fault;
 
 /// Target name → the node names it resolved to.
 pub type ResolvedTargets = BTreeMap<String, Vec<String>>;
@@ -84,12 +84,13 @@ pub fn check_blast_radius(
             .and_then(|t| targets.get(t))
             .cloned()
             .unwrap_or_default();
-        if takes_node_down(&step.action) {
+        let action = fault::info(&step.action);
+        if action.takes_node_down {
             for node in &nodes {
                 if control_plane.contains(node) && !exp.safety.allow_control_plane {
                     return Err(SafetyError::ControlPlaneNotAllowed {
                         step: step.name.clone(),
-                        action: action_name(&step.action),
+                        action: action.name,
                         node: node.clone(),
                     });
                 }
@@ -111,13 +112,13 @@ pub fn check_blast_radius(
                     total: control_plane.len(),
                 });
             }
-            if matches!(step.action, Action::Reboot) {
-                // A reboot brings the node back by itself.
+            if action.restarts_machine {
+                // A machine that restarts (a reboot) brings the node back by itself.
                 for node in &nodes {
                     down.remove(node);
                 }
             }
-        } else if brings_node_back(&step.action) {
+        } else if action.brings_node_back {
             for node in &nodes {
                 down.remove(node);
             }

@@ -10,32 +10,7 @@ use crate::experiment::model::*;
 use crate::experiment::raw::*;
 use crate::experiment::states::{TAINT_EFFECTS, effect_issue};
 use crate::experiment::suggest::closest;
-
-/// Every `do:` value, for validation and for "did you mean" hints.
-const ACTIONS: [&str; 17] = [
-    "kubelet-stop",
-    "kubelet-start",
-    "kubelet-restart",
-    "reboot",
-    "power-off",
-    "power-on",
-    "partition",
-    "heal",
-    "run",
-    "cordon",
-    "uncordon",
-    "drain",
-    "delete-node",
-    "delete-pods",
-    "delete-pvc",
-    "taint",
-    "untaint",
-];
-
-/// Actions that act on a node (and so need a `target`); the rest go through the API.
-fn is_node_action(action: &str) -> bool {
-    !matches!(action, "delete-pods" | "delete-pvc")
-}
+use crate::fault::{self, ActionKind};
 
 impl Validator<'_> {
     pub(super) fn default_step_name(step: &RawStep) -> String {
@@ -111,6 +86,7 @@ impl Validator<'_> {
     ) -> Option<Step> {
         let s = &step.value;
         let time = self.step_time(step, name, earlier, later);
+        let actions = fault::names();
         let Some(do_) = &s.do_ else {
             if let Some(t) = &s.target {
                 self.target_ref(t);
@@ -118,15 +94,15 @@ impl Validator<'_> {
             self.err(
                 step,
                 "step has no `do`",
-                Some(&format!("actions: {}", ACTIONS.join(", "))),
+                Some(&format!("actions: {}", actions.join(", "))),
             );
             return None;
         };
         let action_name = do_.value.as_str();
-        if !ACTIONS.contains(&action_name) {
-            let hint = match closest(action_name, &ACTIONS) {
+        let Some(kind) = ActionKind::named(action_name) else {
+            let hint = match closest(action_name, &actions) {
                 Some(a) => format!("did you mean `{a}`?"),
-                None => format!("actions: {}", ACTIONS.join(", ")),
+                None => format!("actions: {}", actions.join(", ")),
             };
             self.report(
                 pos(at(do_)),
@@ -137,8 +113,8 @@ impl Validator<'_> {
                 self.target_ref(t);
             }
             return None;
-        }
-        let target = match (&s.target, is_node_action(action_name)) {
+        };
+        let target = match (&s.target, kind.info().via.needs_target()) {
             (Some(t), true) => Some(self.target_ref(t)),
             (None, true) => {
                 self.err(

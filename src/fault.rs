@@ -1,0 +1,573 @@
+//! The fault vocabulary: one row per kind of experiment action saying what it is called,
+//! how it is carried out, what undoes it, and what it does to a node.
+//!
+//! Every stage asks this table instead of deciding for itself: validation (the `do:` names,
+//! which actions need a target), the blast-radius check, the journal and the self-restores
+//! armed on nodes, the automatic undo, `plan`, the actor and the recovery figures. Adding an
+//! action means adding its [`Action`] variant and its validation parsing, an [`ActionKind`]
+//! and its row in [`ActionKind::info`]; the compiler points at the rest.
+//!
+//! It reads only the experiment model and the executor's operation names, and sits at the
+//! top of the crate rather than under `run/` because validation, `judge` and `cli` read it
+//! too, and nothing below the runner may import the runner.
+
+use crate::execute::{NodeOp, PowerAction};
+use crate::experiment::model::Action;
+
+/// An action without its parameters: the key of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ActionKind {
+    /// [`Action::KubeletStop`].
+    KubeletStop,
+    /// [`Action::KubeletStart`].
+    KubeletStart,
+    /// [`Action::KubeletRestart`].
+    KubeletRestart,
+    /// [`Action::Reboot`].
+    Reboot,
+    /// [`Action::PowerOff`].
+    PowerOff,
+    /// [`Action::PowerOn`].
+    PowerOn,
+    /// [`Action::Partition`].
+    Partition,
+    /// [`Action::Heal`].
+    Heal,
+    /// [`Action::Run`].
+    Run,
+    /// [`Action::Cordon`].
+    Cordon,
+    /// [`Action::Uncordon`].
+    Uncordon,
+    /// [`Action::Drain`].
+    Drain,
+    /// [`Action::DeleteNode`].
+    DeleteNode,
+    /// [`Action::DeletePods`].
+    DeletePods,
+    /// [`Action::DeletePvc`].
+    DeletePvc,
+    /// [`Action::Taint`].
+    Taint,
+    /// [`Action::Untaint`].
+    Untaint,
+}
+
+/// Everything the rest of faultline needs to know about one kind of action.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct ActionInfo {
+    /// The one spelling of the action's name: `do:` in experiments, `action` on the
+    /// timeline and in reports, `fault` in the journal.
+    pub(crate) name: &'static str,
+    /// How it reaches what it acts on.
+    pub(crate) via: Via,
+    /// What undoes it. When that is carried out on the node (see [`Via`]), the node can
+    /// undo the fault by itself, so a self-restore is armed there before the fault.
+    pub(crate) inverse: Inverse,
+    /// Also settles a fault of this action, though it is not that fault's inverse.
+    pub(crate) also_undoes: Option<Action>,
+    /// Takes the node out of service: counts against the blast radius, and the node's
+    /// machine address is remembered first.
+    pub(crate) takes_node_down: bool,
+    /// Brings a node back into service: it no longer counts against the blast radius.
+    pub(crate) brings_node_back: bool,
+    /// Starts the node's machine again, after which its address may differ (checked after
+    /// the step). A node-down action that restarts the machine comes back by itself.
+    pub(crate) restarts_machine: bool,
+    /// Repairs what a fault broke rather than breaking something: the recovery figures are
+    /// measured from the first step that is not a repair.
+    pub(crate) repairs: bool,
+}
+
+/// How an action reaches what it acts on.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// A command on the node over its transport: the inventory's command for this operation.
+    Node(NodeOp),
+    /// The step's own shell `command` on the node.
+    StepCommand,
+    /// Out of band, where faultline runs (`power.*`); off and reboot fall back to the
+    /// node's own command ([`PowerAction::in_band`]) when the inventory has none.
+    Power(PowerAction),
+    /// The Kubernetes API, on the target node's object.
+    NodeApi,
+    /// The Kubernetes API, on the pods or claims the step names: it takes no target.
+    ClusterApi,
+}
+
+impl Via {
+    /// Whether a step doing it names a target (everything but API calls on pods and claims).
+    pub(crate) fn needs_target(&self) -> bool {
+        !matches!(self, Via::ClusterApi)
+    }
+
+    /// Whether carrying it out needs the node in the inventory.
+    pub(crate) fn needs_node_access(&self) -> bool {
+        matches!(self, Via::Node(_) | Via::StepCommand | Via::Power(_))
+    }
+}
+
+/// What undoes an action.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Inverse {
+    /// Nothing faultline can do: a reboot comes back by itself, a deleted object is gone,
+    /// and a repair needs no undo.
+    None,
+    /// This action.
+    Action(Action),
+    /// `untaint` of the same taint.
+    UntaintSame,
+    /// `run` of the step's `undo` command, when it has one.
+    StepUndo,
+}
+
+impl ActionKind {
+    /// Every kind, in the order `do:` hints list them.
+    pub(crate) const ALL: [ActionKind; 17] = [
+        ActionKind::KubeletStop,
+        ActionKind::KubeletStart,
+        ActionKind::KubeletRestart,
+        ActionKind::Reboot,
+        ActionKind::PowerOff,
+        ActionKind::PowerOn,
+        ActionKind::Partition,
+        ActionKind::Heal,
+        ActionKind::Run,
+        ActionKind::Cordon,
+        ActionKind::Uncordon,
+        ActionKind::Drain,
+        ActionKind::DeleteNode,
+        ActionKind::DeletePods,
+        ActionKind::DeletePvc,
+        ActionKind::Taint,
+        ActionKind::Untaint,
+    ];
+
+    /// The kind of `action`.
+    pub(crate) fn of(action: &Action) -> ActionKind {
+        match action {
+            Action::KubeletStop => ActionKind::KubeletStop,
+            Action::KubeletStart => ActionKind::KubeletStart,
+            Action::KubeletRestart => ActionKind::KubeletRestart,
+            Action::Reboot => ActionKind::Reboot,
+            Action::PowerOff => ActionKind::PowerOff,
+            Action::PowerOn => ActionKind::PowerOn,
+            Action::Partition => ActionKind::Partition,
+            Action::Heal => ActionKind::Heal,
+            Action::Run { .. } => ActionKind::Run,
+            Action::Cordon => ActionKind::Cordon,
+            Action::Uncordon => ActionKind::Uncordon,
+            Action::Drain => ActionKind::Drain,
+            Action::DeleteNode => ActionKind::DeleteNode,
+            Action::DeletePods { .. } => ActionKind::DeletePods,
+            Action::DeletePvc { .. } => ActionKind::DeletePvc,
+            Action::Taint(_) => ActionKind::Taint,
+            Action::Untaint(_) => ActionKind::Untaint,
+        }
+    }
+
+    /// The kind whose name is `name` (a `do:` value).
+    pub(crate) fn named(name: &str) -> Option<ActionKind> {
+        ActionKind::ALL.into_iter().find(|k| k.info().name == name)
+    }
+
+    /// The table: this kind's row.
+    pub(crate) fn info(self) -> &'static ActionInfo {
+        match self {
+            ActionKind::KubeletStop => &ActionInfo {
+                name: "kubelet-stop",
+                via: Via::Node(NodeOp::KubeletStop),
+                inverse: Inverse::Action(Action::KubeletStart),
+                also_undoes: None,
+                takes_node_down: true,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::KubeletStart => &ActionInfo {
+                name: "kubelet-start",
+                via: Via::Node(NodeOp::KubeletStart),
+                inverse: Inverse::None,
+                also_undoes: None,
+                takes_node_down: false,
+                brings_node_back: true,
+                restarts_machine: false,
+                repairs: true,
+            },
+            ActionKind::KubeletRestart => &ActionInfo {
+                name: "kubelet-restart",
+                via: Via::Node(NodeOp::KubeletRestart),
+                inverse: Inverse::None,
+                // A restart also brings a stopped kubelet back.
+                also_undoes: Some(Action::KubeletStop),
+                takes_node_down: false,
+                brings_node_back: true,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::Reboot => &ActionInfo {
+                name: "reboot",
+                via: Via::Power(PowerAction::Reboot),
+                inverse: Inverse::None,
+                also_undoes: None,
+                takes_node_down: true,
+                brings_node_back: false,
+                restarts_machine: true,
+                repairs: false,
+            },
+            ActionKind::PowerOff => &ActionInfo {
+                name: "power-off",
+                via: Via::Power(PowerAction::Off),
+                inverse: Inverse::Action(Action::PowerOn),
+                also_undoes: None,
+                takes_node_down: true,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::PowerOn => &ActionInfo {
+                name: "power-on",
+                via: Via::Power(PowerAction::On),
+                inverse: Inverse::None,
+                also_undoes: None,
+                takes_node_down: false,
+                brings_node_back: true,
+                restarts_machine: true,
+                repairs: true,
+            },
+            ActionKind::Partition => &ActionInfo {
+                name: "partition",
+                via: Via::Node(NodeOp::Partition),
+                inverse: Inverse::Action(Action::Heal),
+                also_undoes: None,
+                takes_node_down: true,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::Heal => &ActionInfo {
+                name: "heal",
+                via: Via::Node(NodeOp::Heal),
+                inverse: Inverse::None,
+                also_undoes: None,
+                takes_node_down: false,
+                brings_node_back: true,
+                restarts_machine: false,
+                repairs: true,
+            },
+            ActionKind::Run => &ActionInfo {
+                name: "run",
+                via: Via::StepCommand,
+                inverse: Inverse::StepUndo,
+                also_undoes: None,
+                takes_node_down: false,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::Cordon => &ActionInfo {
+                name: "cordon",
+                via: Via::NodeApi,
+                inverse: Inverse::Action(Action::Uncordon),
+                also_undoes: None,
+                takes_node_down: false,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::Uncordon => &ActionInfo {
+                name: "uncordon",
+                via: Via::NodeApi,
+                inverse: Inverse::None,
+                also_undoes: None,
+                takes_node_down: false,
+                brings_node_back: true,
+                restarts_machine: false,
+                repairs: true,
+            },
+            ActionKind::Drain => &ActionInfo {
+                name: "drain",
+                via: Via::NodeApi,
+                inverse: Inverse::Action(Action::Uncordon),
+                also_undoes: None,
+                takes_node_down: true,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::DeleteNode => &ActionInfo {
+                name: "delete-node",
+                via: Via::NodeApi,
+                inverse: Inverse::None,
+                also_undoes: None,
+                takes_node_down: true,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::DeletePods => &ActionInfo {
+                name: "delete-pods",
+                via: Via::ClusterApi,
+                inverse: Inverse::None,
+                also_undoes: None,
+                takes_node_down: false,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::DeletePvc => &ActionInfo {
+                name: "delete-pvc",
+                via: Via::ClusterApi,
+                inverse: Inverse::None,
+                also_undoes: None,
+                takes_node_down: false,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::Taint => &ActionInfo {
+                name: "taint",
+                via: Via::NodeApi,
+                inverse: Inverse::UntaintSame,
+                also_undoes: None,
+                takes_node_down: false,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+            },
+            ActionKind::Untaint => &ActionInfo {
+                name: "untaint",
+                via: Via::NodeApi,
+                inverse: Inverse::None,
+                also_undoes: None,
+                takes_node_down: false,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: true,
+            },
+        }
+    }
+}
+
+/// The row of `action`.
+pub(crate) fn info(action: &Action) -> &'static ActionInfo {
+    ActionKind::of(action).info()
+}
+
+/// Every action name, in the order `do:` hints list them.
+pub(crate) fn names() -> Vec<&'static str> {
+    ActionKind::ALL.iter().map(|k| k.info().name).collect()
+}
+
+/// The kebab-case name of an action, as written in experiments, on the timeline and in the
+/// journal.
+pub(crate) fn action_name(action: &Action) -> &'static str {
+    info(action).name
+}
+
+/// The action that undoes `fault`, if it is a fault that can be undone.
+pub(crate) fn inverse(fault: &Action) -> Option<Action> {
+    match (&info(fault).inverse, fault) {
+        (Inverse::Action(inverse), _) => Some(inverse.clone()),
+        (Inverse::UntaintSame, Action::Taint(taint)) => Some(Action::Untaint(taint.clone())),
+        (Inverse::StepUndo, Action::Run { undo, .. }) => undo.as_ref().map(|undo| Action::Run {
+            command: undo.clone(),
+            undo: None,
+        }),
+        _ => None,
+    }
+}
+
+/// Whether running `action` restores what `fault` broke.
+pub(crate) fn undoes(action: &Action, fault: &Action) -> bool {
+    inverse(fault).as_ref() == Some(action) || info(action).also_undoes.as_ref() == Some(fault)
+}
+
+/// Whether the action takes the node out of service (counts against the blast radius).
+pub(crate) fn takes_node_down(action: &Action) -> bool {
+    info(action).takes_node_down
+}
+
+/// Whether the action starts the node's machine again (after which its address may differ).
+pub(crate) fn restarts_machine(action: &Action) -> bool {
+    info(action).restarts_machine
+}
+
+/// The operation on the node behind `action`: its inventory command, the step's own
+/// command for `run`, or the in-band fallback of out-of-band power off and reboot. `None`
+/// for API actions and power-on, which the node cannot do.
+pub(crate) fn node_op(action: &Action) -> Option<NodeOp> {
+    match (&info(action).via, action) {
+        (Via::Node(op), _) => Some(op.clone()),
+        (Via::StepCommand, Action::Run { command, .. }) => Some(NodeOp::Run(command.clone())),
+        (Via::Power(power), _) => power.in_band(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::model::{PodSelector, TaintSpec};
+
+    fn taint() -> TaintSpec {
+        TaintSpec {
+            key: "k".into(),
+            value: None,
+            effect: "NoExecute".into(),
+        }
+    }
+
+    /// One action of every kind, in the order of [`ActionKind::ALL`].
+    fn one_of_each() -> Vec<Action> {
+        vec![
+            Action::KubeletStop,
+            Action::KubeletStart,
+            Action::KubeletRestart,
+            Action::Reboot,
+            Action::PowerOff,
+            Action::PowerOn,
+            Action::Partition,
+            Action::Heal,
+            Action::Run {
+                command: "a".into(),
+                undo: None,
+            },
+            Action::Cordon,
+            Action::Uncordon,
+            Action::Drain,
+            Action::DeleteNode,
+            Action::DeletePods {
+                pods: PodSelector {
+                    workload: None,
+                    namespace: "default".into(),
+                    labels: Default::default(),
+                    on: None,
+                },
+                force: false,
+            },
+            Action::DeletePvc {
+                namespace: "default".into(),
+                name: "data".into(),
+                remove_finalizers: false,
+            },
+            Action::Taint(taint()),
+            Action::Untaint(taint()),
+        ]
+    }
+
+    #[test]
+    fn every_kind_has_one_row_and_one_name() {
+        let kinds: Vec<ActionKind> = one_of_each().iter().map(ActionKind::of).collect();
+        assert_eq!(
+            kinds,
+            ActionKind::ALL,
+            "ALL lists every kind once, in order"
+        );
+        assert_eq!(
+            names(),
+            [
+                "kubelet-stop",
+                "kubelet-start",
+                "kubelet-restart",
+                "reboot",
+                "power-off",
+                "power-on",
+                "partition",
+                "heal",
+                "run",
+                "cordon",
+                "uncordon",
+                "drain",
+                "delete-node",
+                "delete-pods",
+                "delete-pvc",
+                "taint",
+                "untaint",
+            ]
+        );
+        for kind in ActionKind::ALL {
+            assert_eq!(ActionKind::named(kind.info().name), Some(kind));
+        }
+        assert_eq!(ActionKind::named("kubelet_stop"), None);
+    }
+
+    #[test]
+    fn every_undoable_fault_is_undone_by_its_inverse() {
+        let taint = taint();
+        let faults = [
+            Action::KubeletStop,
+            Action::PowerOff,
+            Action::Partition,
+            Action::Cordon,
+            Action::Drain,
+            Action::Taint(taint.clone()),
+            Action::Run {
+                command: "a".into(),
+                undo: Some("b".into()),
+            },
+        ];
+        for fault in faults {
+            let inv = inverse(&fault).expect("fault has an inverse");
+            assert!(undoes(&inv, &fault), "{fault:?} not undone by {inv:?}");
+        }
+        assert!(undoes(
+            &Action::Untaint(taint.clone()),
+            &Action::Taint(taint)
+        ));
+    }
+
+    #[test]
+    fn restart_restores_a_stopped_kubelet_but_not_a_partition() {
+        assert!(undoes(&Action::KubeletRestart, &Action::KubeletStop));
+        assert!(!undoes(&Action::KubeletRestart, &Action::Partition));
+        assert!(!undoes(&Action::Heal, &Action::KubeletStop));
+    }
+
+    #[test]
+    fn reboot_and_run_without_undo_have_no_inverse() {
+        assert_eq!(inverse(&Action::Reboot), None);
+        assert_eq!(
+            inverse(&Action::Run {
+                command: "x".into(),
+                undo: None
+            }),
+            None
+        );
+        assert!(takes_node_down(&Action::Reboot));
+        assert!(!takes_node_down(&Action::Cordon));
+    }
+
+    #[test]
+    fn repairs_are_the_inverses_of_faults() {
+        let inverses: Vec<ActionKind> = one_of_each()
+            .iter()
+            .filter_map(inverse)
+            .map(|inv| ActionKind::of(&inv))
+            .collect();
+        for action in one_of_each() {
+            let kind = ActionKind::of(&action);
+            assert_eq!(
+                info(&action).repairs,
+                inverses.contains(&kind),
+                "{action:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn node_operations_behind_actions() {
+        assert_eq!(node_op(&Action::Reboot), Some(NodeOp::Reboot));
+        assert_eq!(node_op(&Action::PowerOff), Some(NodeOp::PowerOff));
+        assert_eq!(node_op(&Action::KubeletStop), Some(NodeOp::KubeletStop));
+        assert_eq!(
+            node_op(&Action::Run {
+                command: "x".into(),
+                undo: Some("y".into())
+            }),
+            Some(NodeOp::Run("x".into()))
+        );
+        assert_eq!(node_op(&Action::Cordon), None);
+        assert_eq!(node_op(&Action::PowerOn), None);
+    }
+}
