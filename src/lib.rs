@@ -12,7 +12,8 @@ pub mod cli;
 pub mod cluster;
 pub mod execute;
 pub mod experiment;
-mod fault;
+#[cfg(test)]
+mod fixtures;
 pub mod inventory;
 pub mod judge;
 pub mod observe;

@@ -5,8 +5,6 @@
 //! appends steps), the judge (which reads) and the reporters (which render). States are
 //! reduced to what the judge can ask about, so metadata churn never becomes an entry.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -97,7 +95,8 @@ pub enum Event {
     },
     /// A milestone of the run itself.
     Run {
-        /// Which one.
+        /// Which one, with its details beside `type` (`{"type":"run","phase":"ended",…}`).
+        #[serde(flatten)]
         phase: RunPhase,
     },
     /// What a step not issued yet waits for, each time that changes: its due time once
@@ -353,15 +352,9 @@ impl std::fmt::Display for WorkloadRef {
     }
 }
 
-/// Formats a duration in seconds with one decimal where needed: `94.2s`, `30s`.
-pub fn format_secs(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
-}
+/// Durations are written as experiments write them (`94.2s`, `30s`); the one definition
+/// lives with the parser it mirrors.
+pub use crate::experiment::bound::format_secs;
 
 /// Formats a signed millisecond offset as seconds, e.g. `+94.2s` or `-3.0s`.
 pub fn format_offset_ms(ms: i64) -> String {

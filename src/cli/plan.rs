@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::{EXIT_ERROR, EXIT_OK};
 use crate::cluster::ClusterError;
+use crate::experiment::fault::{self, Via, action_name};
 use crate::experiment::model::{Action, Experiment};
-use crate::fault::{self, Via, action_name};
 use crate::run::RunSettings;
 use crate::run::prepare::{Prepared, RunError, prepare, resolve};
 use crate::run::schedule;

@@ -11,8 +11,8 @@ use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::error::ClusterError;
+use super::owners::{OwnerIndex, pod_owner};
 use crate::experiment::model::{PodSelector, TaintSpec};
-use crate::observe::reduce::{OwnerIndex, pod_owner};
 
 fn nodes(client: &Client) -> Api<Node> {
     Api::all(client.clone())
@@ -404,7 +404,7 @@ pub async fn untaint(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::fixtures::load;
+    use crate::fixtures::load;
 
     #[test]
     fn drain_skips_daemonset_and_mirror_pods_only() {

@@ -296,7 +296,7 @@ pub async fn delete_objects(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::fixtures::load;
+    use crate::fixtures::load;
 
     #[test]
     fn parses_multi_document_yaml_and_skips_empty_documents() {

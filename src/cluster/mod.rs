@@ -10,6 +10,7 @@ pub mod error;
 pub mod failover;
 pub mod kubeconfig;
 pub mod manifests;
+pub mod owners;
 pub mod targets;
 
 use std::path::{Path, PathBuf};

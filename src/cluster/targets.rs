@@ -9,8 +9,8 @@ use kube::api::{Api, ListParams};
 
 use super::actions::owner_index;
 use super::error::ClusterError;
+use super::owners::{OwnerIndex, pod_owner};
 use crate::experiment::model::{NodeRole, TargetSpec, WorkloadRef};
-use crate::observe::reduce::{OwnerIndex, pod_owner};
 
 /// Target name → node names (sorted).
 pub type ResolvedTargets = BTreeMap<String, Vec<String>>;
@@ -203,7 +203,7 @@ pub async fn resolve_targets(
 mod tests {
     use super::*;
     use crate::experiment::model::{NodeSelector, WorkloadKind};
-    use crate::observe::fixtures::load;
+    use crate::fixtures::load;
 
     fn cluster() -> Vec<Node> {
         let mut w3: Node = load("node-notready-cordoned.json");

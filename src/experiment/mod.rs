@@ -5,6 +5,7 @@
 
 pub mod bound;
 pub mod diagnostic;
+pub(crate) mod fault;
 pub mod model;
 mod raw;
 mod states;

@@ -639,7 +639,7 @@ impl std::fmt::Display for Bound {
                 write!(f, "{factor} * ")?;
             }
             match &term.symbol {
-                BoundSymbol::Fixed(d) => write!(f, "{}", crate::timeline::format_secs(*d))?,
+                BoundSymbol::Fixed(d) => write!(f, "{}", super::bound::format_secs(*d))?,
                 BoundSymbol::Grace => f.write_str("grace")?,
                 BoundSymbol::MonitorPeriod => f.write_str("monitor")?,
                 BoundSymbol::Toleration => f.write_str("toleration")?,

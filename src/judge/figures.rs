@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::experiment::fault;
 use crate::experiment::model::Experiment;
-use crate::fault;
 use crate::timeline::{ConditionStatus, Event, StepPhase, Timeline};
 
 use super::members::{first_node, node_history, pod_histories, state_at};

@@ -10,10 +10,8 @@ pub mod recorder;
 pub mod reduce;
 pub mod stream;
 
+pub use crate::cluster::owners::OwnerIndex;
 pub use clock::Clock;
 pub use recorder::{Observation, Recorder, Seen};
-pub use reduce::{OwnerIndex, Workload, node_state, pod_state, workload_state};
+pub use reduce::{Workload, node_state, pod_state, workload_state};
 pub use stream::{ObserveMode, Scope, observe};
-
-#[cfg(test)]
-pub(crate) mod fixtures;

@@ -11,7 +11,8 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::ResourceExt;
 
 use super::diff::{Change, Known};
-use super::reduce::{OwnerIndex, Workload, node_state, pod_state, workload_state};
+use super::reduce::{Workload, node_state, pod_state, workload_state};
+use crate::cluster::owners::OwnerIndex;
 use crate::experiment::model::WorkloadRef;
 use crate::timeline::{Event, GapPhase, NodeState, PodId, PodState, WorkloadState};
 
@@ -225,7 +226,7 @@ impl Recorder {
 mod tests {
     use super::*;
     use crate::experiment::model::WorkloadKind;
-    use crate::observe::fixtures::load;
+    use crate::fixtures::load;
     use crate::timeline::ConditionStatus;
 
     const NS: &str = "faultline-lab";

@@ -105,5 +105,22 @@ mod tests {
         .unwrap();
         assert_eq!(raw["event"]["type"], "verdict");
         assert_eq!(raw["offset_ms"], 20);
+        let ended = entry(
+            30,
+            Event::Run {
+                phase: RunPhase::Ended {
+                    outcome: "passed".into(),
+                    exit_code: 0,
+                },
+            },
+        );
+        file.write("reboot", &ended);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let last = text.lines().last().unwrap();
+        let raw: serde_json::Value = serde_json::from_str(last).unwrap();
+        assert_eq!(raw["event"]["phase"], "ended", "{last}");
+        assert_eq!(raw["event"]["exit_code"], 0, "{last}");
+        let back: EventLine = serde_json::from_str(last).unwrap();
+        assert_eq!(back.entry, ended);
     }
 }

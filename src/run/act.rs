@@ -7,8 +7,8 @@ use kube::Client;
 
 use crate::cluster;
 use crate::execute::{Executor, PowerAction};
+use crate::experiment::fault::{self, Via};
 use crate::experiment::model::Action;
-use crate::fault::{self, Via};
 
 /// What one action did on one node (or, for pod and PVC actions, in the cluster).
 #[derive(Debug, Clone, PartialEq, Eq)]

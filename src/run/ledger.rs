@@ -10,8 +10,8 @@ use crate::execute::journal::{
     Entry as JournalEntry, Journal, JournalError, RetryPolicy, Undo, undo_with_retries,
 };
 use crate::execute::{ArmedRestore, Executor, PowerAction};
+use crate::experiment::fault::{self, Via, action_name, inverse, undoes};
 use crate::experiment::model::Action;
-use crate::fault::{self, Via, action_name, inverse, undoes};
 use crate::run::act::{ActResult, Actor};
 
 /// One fault faultline has injected and not yet undone.

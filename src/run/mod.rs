@@ -10,6 +10,8 @@
 
 pub mod act;
 mod addresses;
+#[cfg(test)]
+mod context_tests;
 pub mod ledger;
 pub mod prepare;
 pub mod rehearse;
@@ -28,8 +30,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::execute::journal::Journal;
+use crate::experiment::fault as faults;
 use crate::experiment::model::Experiment;
-use crate::fault as faults;
 use crate::inventory::Inventory;
 use crate::judge::{self, Outcome, Verdict};
 use crate::observe::{self, Clock, ObserveMode};
@@ -233,7 +235,7 @@ fn not_run(
         timeline: Default::default(),
         start_ms: None,
         observed_until_ms: None,
-        stopped_early: None,
+        stopped_early: Some(format!("the run could not start: {message}")),
         verdicts,
         figures: Default::default(),
         outcome: RunOutcome::Error {

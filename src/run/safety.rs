@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::experiment::fault;
 use crate::experiment::model::Experiment;
-use crate::fault;
 
 /// Target name → the node names it resolved to.
 pub type ResolvedTargets = BTreeMap<String, Vec<String>>;

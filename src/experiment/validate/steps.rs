@@ -6,11 +6,11 @@ use serde_saphyr::Location;
 
 use super::{DEFAULT_TIMEOUT, is_dns_subdomain};
 use super::{TOP, Validator, at, pos};
+use crate::experiment::fault::{self, ActionKind};
 use crate::experiment::model::*;
 use crate::experiment::raw::*;
 use crate::experiment::states::{TAINT_EFFECTS, effect_issue};
 use crate::experiment::suggest::closest;
-use crate::fault::{self, ActionKind};
 
 impl Validator<'_> {
     pub(super) fn default_step_name(step: &RawStep) -> String {

@@ -7,12 +7,78 @@
 //! action means adding its [`Action`] variant and its validation parsing, an [`ActionKind`]
 //! and its row in [`ActionKind::info`]; the compiler points at the rest.
 //!
-//! It reads only the experiment model and the executor's operation names, and sits at the
-//! top of the crate rather than under `run/` because validation, `judge` and `cli` read it
-//! too, and nothing below the runner may import the runner.
+//! It lives with the experiment model whose [`Action`]s it describes, and defines the
+//! operations faults are carried out by ([`NodeOp`], [`PowerAction`]), so every later stage
+//! (validation, `execute`, the runner, `judge`, `cli`) reads it without any of them being
+//! read back.
 
-use crate::execute::{NodeOp, PowerAction};
+use serde::{Deserialize, Serialize};
+
 use crate::experiment::model::Action;
+
+/// One thing faultline can do on a node. Serialized (in the fault journal) in kebab-case,
+/// as experiments spell actions; the camelCase aliases read journals written before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeOp {
+    /// Stop the kubelet (or the service hosting it).
+    #[serde(alias = "kubeletStop")]
+    KubeletStop,
+    /// Start it.
+    #[serde(alias = "kubeletStart")]
+    KubeletStart,
+    /// Restart it.
+    #[serde(alias = "kubeletRestart")]
+    KubeletRestart,
+    /// Ask whether it runs; a non-zero exit is an answer, not a failure.
+    #[serde(alias = "kubeletStatus")]
+    KubeletStatus,
+    /// Reboot; the connection dropping is the expected outcome.
+    Reboot,
+    /// Power off from inside; the connection dropping is the expected outcome.
+    #[serde(alias = "powerOff")]
+    PowerOff,
+    /// Cut the node off from the API server.
+    Partition,
+    /// Undo a partition.
+    Heal,
+    /// A shell command from the experiment (trusted text, run as written).
+    Run(String),
+}
+
+impl NodeOp {
+    /// Whether losing the connection after sending means success.
+    pub fn expects_drop(&self) -> bool {
+        matches!(self, NodeOp::Reboot | NodeOp::PowerOff)
+    }
+}
+
+/// Out-of-band power actions, run where faultline runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PowerAction {
+    /// Turn on: the only way back from a power-off.
+    On,
+    /// Turn off.
+    Off,
+    /// Query.
+    Status,
+    /// Reboot from outside (`power.reboot`); returns once the node runs again.
+    Reboot,
+}
+
+impl PowerAction {
+    /// The node's own command that does the same when the inventory has no out-of-band
+    /// one. Over SSH a node can be turned off or rebooted, never turned on, and its power
+    /// state is not read in band; the fault table and the executor both ask this.
+    pub(crate) fn in_band(self) -> Option<NodeOp> {
+        match self {
+            PowerAction::Off => Some(NodeOp::PowerOff),
+            PowerAction::Reboot => Some(NodeOp::Reboot),
+            PowerAction::On | PowerAction::Status => None,
+        }
+    }
+}
 
 /// An action without its parameters: the key of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
