@@ -1,15 +1,15 @@
 //! The runner: ties the stages together for one experiment, owns signals, the fault
 //! ledger and undo, and produces the run record the reporters render.
 //!
-//! Order of a run: interlocks (context, journal) → setup → targets resolved and the
-//! blast radius checked →
-//! observer started → steps on their schedule (the judge watches the prefix timeline and
-//! stops the run early when an expectation has already failed) → observation until every
-//! expectation is decided or the horizon passes → undo of whatever is still broken →
-//! teardown → final verdicts and figures.
+//! Order of a run: interlocks (context, journal) → setup (`setup`) → targets resolved and
+//! the blast radius checked (`prepare`) → observer, probes and endpoint switches started
+//! (`beside`) → the loop ([`Run::drive`]): ask the scheduler (`schedule`, pure) what is
+//! due, issue it (`act`, through the `ledger`), sleep until the timeline grows, a deadline
+//! or a signal → undo of whatever is still broken → teardown → final verdicts and figures.
 
 pub mod act;
 mod addresses;
+mod beside;
 #[cfg(test)]
 mod context_tests;
 pub mod ledger;
@@ -17,6 +17,7 @@ pub mod prepare;
 pub mod rehearse;
 pub mod safety;
 pub mod schedule;
+mod setup;
 pub mod shared_timeline;
 pub mod signals;
 
@@ -35,7 +36,7 @@ use crate::experiment::model::Experiment;
 use crate::inventory::Inventory;
 use crate::judge::{self, Outcome, Verdict};
 use crate::observe::{self, Clock, ObserveMode};
-use crate::record::{ClusterInfo, RunOutcome, RunRecord};
+use crate::record::{RunOutcome, RunRecord};
 use crate::timeline::{Event, RunPhase, StepPhase};
 
 use act::Actor;
@@ -49,10 +50,6 @@ const BURST: Duration = Duration::from_millis(100);
 /// The sleep when the scheduler names no deadline: only a new entry or a signal can
 /// change its answer then.
 const NO_DEADLINE: Duration = Duration::from_secs(3600);
-/// Longest wait for the observer's initial lists before the first step.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(20);
-/// Longest wait for torn-down objects to be gone.
-const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default extra time a self-restore waits beyond the run's planned end, so it never
 /// fires during a healthy run.
 pub const DEFAULT_RESTORE_MARGIN: Duration = Duration::from_secs(120);
@@ -106,17 +103,17 @@ pub async fn run_experiment(
     let token_id = format!("fl{}", started_at.format("%Y%m%d%H%M%S%3f"));
     let mut prepared = match prepare::prepare(exp, settings).await {
         Ok(p) => p,
-        Err(e) => return not_run(exp, settings, run_id, started_at, e.to_string()),
+        Err(e) => return setup::not_run(exp, settings, run_id, started_at, e.to_string()),
     };
-    let applied = match setup(exp, &prepared.client).await {
+    let applied = match setup::setup(exp, &prepared.client).await {
         Ok(applied) => applied,
-        Err(e) => return not_run(exp, settings, run_id, started_at, format!("setup: {e}")),
+        Err(e) => return setup::not_run(exp, settings, run_id, started_at, format!("setup: {e}")),
     };
     if let Err(e) = prepare::resolve(exp, &mut prepared, &settings.inventory).await {
         if exp.teardown.delete_manifests {
-            let _ = teardown(&prepared.client, &applied).await;
+            let _ = setup::teardown(&prepared.client, &applied).await;
         }
-        return not_run(exp, settings, run_id, started_at, e.to_string());
+        return setup::not_run(exp, settings, run_id, started_at, e.to_string());
     }
     let timeline = SharedTimeline::start(live);
     let mut run = Run {
@@ -197,90 +194,6 @@ pub async fn run_experiment(
     }
 }
 
-/// The record of a run that could not start: every expectation is an error with the reason.
-fn not_run(
-    exp: &Experiment,
-    settings: &RunSettings,
-    run_id: String,
-    started_at: chrono::DateTime<Utc>,
-    message: String,
-) -> RunRecord {
-    let verdicts = exp
-        .expectations
-        .iter()
-        .map(|e| Verdict {
-            name: e.name.clone(),
-            outcome: Outcome::Error,
-            message: format!("not run: {message}"),
-            measured_ms: None,
-            since: e.since.clone(),
-            members: Vec::new(),
-        })
-        .collect();
-    let inv = &settings.inventory;
-    RunRecord {
-        faultline_version: env!("CARGO_PKG_VERSION").to_string(),
-        run_id,
-        experiment: exp.clone(),
-        cluster: ClusterInfo {
-            name: inv.cluster().name.clone(),
-            context: inv.context().map(str::to_string),
-            server_version: None,
-            timers: inv.timers(),
-            capabilities: inv.cluster().capabilities(),
-        },
-        targets: BTreeMap::new(),
-        started_at,
-        finished_at: Utc::now(),
-        timeline: Default::default(),
-        start_ms: None,
-        observed_until_ms: None,
-        stopped_early: Some(format!("the run could not start: {message}")),
-        verdicts,
-        figures: Default::default(),
-        outcome: RunOutcome::Error {
-            message: message.clone(),
-        },
-        errors: vec![message],
-    }
-}
-
-/// Applies the setup manifests and waits for their workloads.
-async fn setup(
-    exp: &Experiment,
-    client: &kube::Client,
-) -> Result<Vec<crate::cluster::AppliedObject>, crate::cluster::ClusterError> {
-    let setup = &exp.setup;
-    if setup.manifests.is_empty() {
-        return Ok(Vec::new());
-    }
-    let applied = crate::cluster::apply_manifests(client, &setup.manifests).await?;
-    crate::cluster::wait_workloads_ready(client, &applied, setup.wait_timeout).await?;
-    Ok(applied)
-}
-
-/// Deletes what setup applied and waits for it to be gone, so the next experiment starts
-/// from a fresh, evenly spread layout.
-async fn teardown(
-    client: &kube::Client,
-    applied: &[crate::cluster::AppliedObject],
-) -> Result<(), String> {
-    crate::cluster::delete_objects(client, applied)
-        .await
-        .map_err(|e| e.to_string())?;
-    let left = crate::cluster::wait_objects_gone(client, applied, TEARDOWN_TIMEOUT)
-        .await
-        .map_err(|e| e.to_string())?;
-    if left.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "still present after {TEARDOWN_TIMEOUT:?}: {}",
-            left.join(", ")
-        ))
-    }
-}
-
 /// What the runner already put on the timeline about the schedule and the verdicts.
 #[derive(Default)]
 struct Published {
@@ -357,9 +270,19 @@ impl Run<'_> {
                 sink.push(entry);
             }
         });
-        let switches = p.failover.as_ref().map(|f| self.record_switches(f));
-        self.wait_for_initial_state().await;
-        let probes = self.start_probes();
+        let switches = p
+            .failover
+            .as_ref()
+            .map(|f| beside::record_switches(&self.timeline, f));
+        beside::wait_for_initial_state(&self.timeline, p, &self.cancel).await;
+        let probes = match beside::start_probes(self.exp, p, &self.timeline) {
+            Ok(probes) => probes,
+            // The run goes on without probes; the error is in the record.
+            Err(e) => {
+                self.errors.push(e);
+                None
+            }
+        };
         self.timeline.record(Event::Run {
             phase: RunPhase::Started,
         });
@@ -388,7 +311,7 @@ impl Run<'_> {
             self.errors.push(problem);
         }
         if self.exp.teardown.delete_manifests {
-            match teardown(&p.client, applied).await {
+            match setup::teardown(&p.client, applied).await {
                 Ok(()) => self.timeline.note("teardown: setup objects deleted"),
                 Err(e) => self.errors.push(format!("teardown: {e}")),
             }
@@ -507,90 +430,6 @@ impl Run<'_> {
             if v.outcome != Outcome::Pending {
                 seen.announce(&self.timeline, v);
             }
-        }
-    }
-
-    /// Starts the experiment's probes, recording their changes on the run's timeline; a
-    /// probe that cannot start is a run error, and the run goes on without probes.
-    fn start_probes(&mut self) -> Option<crate::probe::Probes> {
-        if self.exp.probes.is_empty() {
-            return None;
-        }
-        let sink = self.timeline.clone();
-        let ctx = crate::probe::ProbeContext {
-            targets: &self.prepared.targets,
-            internal_ips: &self.prepared.internal_ips,
-            exec_pods: &self.prepared.exec_pods,
-            executor: std::sync::Arc::new(self.prepared.executor.clone()),
-            client: Some(self.prepared.client.clone()),
-        };
-        match crate::probe::Probes::start(
-            &self.exp.probes,
-            ctx,
-            std::sync::Arc::new(move |event| {
-                sink.record(event);
-            }),
-        ) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                self.errors.push(format!("probes: {e}"));
-                None
-            }
-        }
-    }
-
-    /// Notes the API endpoints on the timeline, then every switch between them as it
-    /// happens: a switch explains the observation gap next to it.
-    fn record_switches(&self, failover: &crate::cluster::Failover) -> tokio::task::JoinHandle<()> {
-        let in_use = failover.active();
-        let others: Vec<String> = failover
-            .endpoints()
-            .into_iter()
-            .filter(|e| *e != in_use)
-            .collect();
-        self.timeline.note(format!(
-            "API endpoint {in_use} in use; failover to {}",
-            others.join(", ")
-        ));
-        let mut switches = failover.subscribe();
-        let sink = self.timeline.clone();
-        tokio::spawn(async move {
-            use tokio::sync::broadcast::error::RecvError;
-            loop {
-                match switches.recv().await {
-                    Ok(switch) => {
-                        sink.record(Event::Endpoint {
-                            from: switch.from,
-                            to: switch.to,
-                            reason: switch.reason,
-                        });
-                    }
-                    Err(RecvError::Lagged(n)) => {
-                        sink.note(format!("{n} API endpoint switches not recorded"))
-                    }
-                    Err(RecvError::Closed) => return,
-                }
-            }
-        })
-    }
-
-    /// Waits until the observer has reported every target node (its initial list).
-    async fn wait_for_initial_state(&self) {
-        let nodes: Vec<&String> = self.prepared.targets.values().flatten().collect();
-        let deadline = Instant::now() + SYNC_TIMEOUT;
-        while Instant::now() < deadline && !self.cancel.is_cancelled() {
-            let seen = self.timeline.snapshot();
-            let all = nodes.iter().all(|n| {
-                seen.entries
-                    .iter()
-                    .any(|e| matches!(&e.event, Event::Node { name, .. } if name == *n))
-            });
-            if all && !nodes.is_empty() {
-                // Let the pod and workload lists land too.
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 

@@ -1,0 +1,99 @@
+//! Before and after the fault: the setup manifests applied and waited for, torn down
+//! afterwards, and the record of a run that could not start.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::RunSettings;
+use crate::experiment::model::Experiment;
+use crate::judge::{Outcome, Verdict};
+use crate::record::{ClusterInfo, RunOutcome, RunRecord};
+
+/// Longest wait for torn-down objects to be gone.
+const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The record of a run that could not start: every expectation is an error with the reason.
+pub(super) fn not_run(
+    exp: &Experiment,
+    settings: &RunSettings,
+    run_id: String,
+    started_at: chrono::DateTime<Utc>,
+    message: String,
+) -> RunRecord {
+    let verdicts = exp
+        .expectations
+        .iter()
+        .map(|e| Verdict {
+            name: e.name.clone(),
+            outcome: Outcome::Error,
+            message: format!("not run: {message}"),
+            measured_ms: None,
+            since: e.since.clone(),
+            members: Vec::new(),
+        })
+        .collect();
+    let inv = &settings.inventory;
+    RunRecord {
+        faultline_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id,
+        experiment: exp.clone(),
+        cluster: ClusterInfo {
+            name: inv.cluster().name.clone(),
+            context: inv.context().map(str::to_string),
+            server_version: None,
+            timers: inv.timers(),
+            capabilities: inv.cluster().capabilities(),
+        },
+        targets: BTreeMap::new(),
+        started_at,
+        finished_at: Utc::now(),
+        timeline: Default::default(),
+        start_ms: None,
+        observed_until_ms: None,
+        stopped_early: Some(format!("the run could not start: {message}")),
+        verdicts,
+        figures: Default::default(),
+        outcome: RunOutcome::Error {
+            message: message.clone(),
+        },
+        errors: vec![message],
+    }
+}
+
+/// Applies the setup manifests and waits for their workloads.
+pub(super) async fn setup(
+    exp: &Experiment,
+    client: &kube::Client,
+) -> Result<Vec<crate::cluster::AppliedObject>, crate::cluster::ClusterError> {
+    let setup = &exp.setup;
+    if setup.manifests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let applied = crate::cluster::apply_manifests(client, &setup.manifests).await?;
+    crate::cluster::wait_workloads_ready(client, &applied, setup.wait_timeout).await?;
+    Ok(applied)
+}
+
+/// Deletes what setup applied and waits for it to be gone, so the next experiment starts
+/// from a fresh, evenly spread layout.
+pub(super) async fn teardown(
+    client: &kube::Client,
+    applied: &[crate::cluster::AppliedObject],
+) -> Result<(), String> {
+    crate::cluster::delete_objects(client, applied)
+        .await
+        .map_err(|e| e.to_string())?;
+    let left = crate::cluster::wait_objects_gone(client, applied, TEARDOWN_TIMEOUT)
+        .await
+        .map_err(|e| e.to_string())?;
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "still present after {TEARDOWN_TIMEOUT:?}: {}",
+            left.join(", ")
+        ))
+    }
+}
