@@ -3,7 +3,7 @@
 //!
 //! Order of a run: interlocks (context, journal) → setup (`setup`) → targets resolved and
 //! the blast radius checked (`prepare`) → observer, probes and endpoint switches started
-//! (`beside`) → the loop ([`Run::drive`]): ask the scheduler (`schedule`, pure) what is
+//! (`beside`) → the loop (`Run::drive`): ask the scheduler (`schedule`, pure) what is
 //! due, issue it (`act`, through the `ledger`), sleep until the timeline grows, a deadline
 //! or a signal → undo of whatever is still broken → teardown → final verdicts and figures.
 
