@@ -341,17 +341,21 @@ impl Run<'_> {
             if let Some(end) = tick.end {
                 return end;
             }
-            for index in tick.due {
-                let restore_after = restore_at.saturating_duration_since(Instant::now());
-                if !self
-                    .run_step(index, scheduler, actor, ledger, restore_after)
-                    .await
-                {
-                    break;
-                }
-            }
             if self.cancel.is_cancelled() {
                 scheduler.cancel();
+                continue;
+            }
+            if !tick.due.is_empty() {
+                // Steps take time: ask again as soon as they are done.
+                for index in tick.due {
+                    let restore_after = restore_at.saturating_duration_since(Instant::now());
+                    if !self
+                        .run_step(index, scheduler, actor, ledger, restore_after)
+                        .await
+                    {
+                        break;
+                    }
+                }
                 continue;
             }
             let wake = tick
