@@ -102,21 +102,18 @@ fn each_shipped_experiment_rehearsed_against_its_record_reproduces_its_verdicts(
     }
 }
 
-#[test]
-fn a_step_moved_in_the_experiment_moves_in_the_rehearsal() {
-    let records = records();
-    let (path, record) = records
-        .iter()
-        .find(|(_, r)| {
-            r.experiment
-                .steps
-                .iter()
-                .any(|s| matches!(s.at, StepTime::Offset(_)) && r.experiment.steps.len() > 1)
-        })
-        .expect("a record of an experiment with several steps, one at a fixed offset");
+/// The record named `name` and the shipped experiment it was made from.
+fn record_named(name: &str) -> (PathBuf, RunRecord) {
+    records()
+        .into_iter()
+        .find(|(_, r)| r.experiment.name == name)
+        .unwrap_or_else(|| panic!("no record of `{name}` in fixtures/records"))
+}
+
+/// The experiment with its last step issued 5 s later than it says.
+fn last_step_5s_later(record: &RunRecord) -> faultline::experiment::model::Experiment {
     let mut exp = shipped(record);
     let last = exp.steps.len() - 1;
-    // Issue the last step 5 s later than it says.
     let moved = &mut exp.steps[last];
     moved.at = match &moved.at {
         StepTime::Offset(b) => StepTime::Offset(plus_5s(b)),
@@ -136,10 +133,18 @@ fn a_step_moved_in_the_experiment_moves_in_the_rehearsal() {
             since: since.clone(),
         },
     };
-    let r = rehearse(&exp, record).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let step = &r.steps[last];
+    exp
+}
+
+#[test]
+fn a_step_moved_in_the_experiment_moves_in_the_rehearsal() {
+    let (path, record) = record_named("kubelet-stop-within-toleration");
+    let exp = last_step_5s_later(&record);
+    let r = rehearse(&exp, &record).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let step = r.steps.last().expect("steps");
     let (at, recorded) = (
-        step.at_ms.expect("issued"),
+        step.at_ms
+            .unwrap_or_else(|| panic!("never issued: {}", r.ended)),
         step.recorded_ms.expect("recorded"),
     );
     assert!(
@@ -148,6 +153,41 @@ fn a_step_moved_in_the_experiment_moves_in_the_rehearsal() {
         path.display(),
         step.name
     );
+}
+
+/// The recorded cluster does not react to a rehearsed step: with the kubelet started 5 s
+/// later than in the record, the db pod is seen leaving Terminating before the (rehearsed)
+/// start, so "stays Terminating until the kubelet is back" fails and the rehearsal stops
+/// there, as a run would.
+#[test]
+fn a_rehearsal_shows_which_expectation_a_moved_step_breaks() {
+    let (path, record) = record_named("kubelet-stop-past-toleration");
+    let exp = last_step_5s_later(&record);
+    let r = rehearse(&exp, &record).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(r.ended_early, "{}", r.ended);
+    let failed: Vec<&str> = r
+        .verdicts
+        .iter()
+        .filter(|v| v.outcome == Outcome::Failed)
+        .map(|v| v.name.as_str())
+        .collect();
+    // Both expectations tied to the kubelet's return fail; the first one stopped it.
+    assert_eq!(
+        failed,
+        [
+            "db pod stays Terminating until the kubelet is back",
+            "no db replacement while the old pod exists"
+        ],
+        "{}",
+        r.ended
+    );
+    assert!(
+        r.ended
+            .contains("`db pod stays Terminating until the kubelet is back` failed"),
+        "{}",
+        r.ended
+    );
+    assert_eq!(r.steps.last().and_then(|s| s.at_ms), None, "never issued");
 }
 
 fn plus_5s(b: &Bound) -> Bound {
