@@ -353,8 +353,8 @@ impl std::fmt::Display for WorkloadRef {
 }
 
 /// Durations are written as experiments write them (`94.2s`, `30s`); the one definition
-/// lives with the parser it mirrors.
-pub use crate::experiment::bound::format_secs;
+/// lives with the experiment model, whose bounds print that way.
+pub use crate::experiment::model::format_secs;
 
 /// Formats a signed millisecond offset as seconds, e.g. `+94.2s` or `-3.0s`.
 pub fn format_offset_ms(ms: i64) -> String {

@@ -331,17 +331,6 @@ fn check_range(bound: &Bound, text: &str) -> Result<(), BoundIssue> {
     Ok(())
 }
 
-/// Formats a duration in seconds with one decimal where needed: `94.2s`, `30s`: how
-/// messages and reports write a duration, readable back by [`parse_duration`].
-pub fn format_secs(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

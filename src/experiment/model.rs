@@ -624,6 +624,17 @@ impl Bound {
     }
 }
 
+/// Formats a duration in seconds with one decimal where needed: `94.2s`, `30s`: how
+/// messages and reports write a duration, readable back by `experiment::bound::parse_duration`.
+pub fn format_secs(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
 /// Writes the bound as it would be written in an experiment: `grace + toleration - 10s`.
 impl std::fmt::Display for Bound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -639,7 +650,7 @@ impl std::fmt::Display for Bound {
                 write!(f, "{factor} * ")?;
             }
             match &term.symbol {
-                BoundSymbol::Fixed(d) => write!(f, "{}", super::bound::format_secs(*d))?,
+                BoundSymbol::Fixed(d) => write!(f, "{}", format_secs(*d))?,
                 BoundSymbol::Grace => f.write_str("grace")?,
                 BoundSymbol::MonitorPeriod => f.write_str("monitor")?,
                 BoundSymbol::Toleration => f.write_str("toleration")?,

@@ -17,12 +17,12 @@ pub mod prepare;
 pub mod rehearse;
 pub mod safety;
 pub mod schedule;
+mod settings;
 mod setup;
 pub mod shared_timeline;
 pub mod signals;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -33,9 +33,8 @@ use tokio_util::sync::CancellationToken;
 use crate::execute::journal::Journal;
 use crate::experiment::fault as faults;
 use crate::experiment::model::Experiment;
-use crate::inventory::Inventory;
 use crate::judge::{self, Outcome, Verdict};
-use crate::observe::{self, Clock, ObserveMode};
+use crate::observe::{self, Clock};
 use crate::record::{RunOutcome, RunRecord};
 use crate::timeline::{Event, RunPhase, StepPhase};
 
@@ -43,6 +42,7 @@ use act::Actor;
 use ledger::Ledger;
 use prepare::Prepared;
 use schedule::{End, Scheduler};
+pub use settings::{DEFAULT_RESTORE_MARGIN, RunSettings};
 use shared_timeline::{LiveView, SharedTimeline};
 
 /// After a new timeline entry, how long the runner lets more land before judging again.
@@ -50,46 +50,6 @@ const BURST: Duration = Duration::from_millis(100);
 /// The sleep when the scheduler names no deadline: only a new entry or a signal can
 /// change its answer then.
 const NO_DEADLINE: Duration = Duration::from_secs(3600);
-/// Default extra time a self-restore waits beyond the run's planned end, so it never
-/// fires during a healthy run.
-pub const DEFAULT_RESTORE_MARGIN: Duration = Duration::from_secs(120);
-
-/// Everything about a run that does not come from the experiment file.
-#[derive(Debug, Clone)]
-pub struct RunSettings {
-    /// How to reach the cluster and its nodes.
-    pub inventory: Inventory,
-    /// Watches or polling.
-    pub observe_mode: ObserveMode,
-    /// Contexts the run may use (from the CLI; the inventory's list is added).
-    pub allowed_contexts: Vec<String>,
-    /// The fault journal.
-    pub journal_path: PathBuf,
-    /// Start even though the journal holds unrestored faults for this cluster.
-    pub ignore_journal: bool,
-    /// Keep observing after an expectation has already failed.
-    pub keep_going: bool,
-    /// How long after the run's planned end a self-restore armed on a node fires if
-    /// faultline has not undone the fault itself (because it was killed).
-    pub restore_margin: Duration,
-}
-
-impl RunSettings {
-    /// Settings with the defaults: watches, no extra allowed contexts, the journal
-    /// respected, stop at the first failed expectation, the default restore margin.
-    pub fn new(inventory: Inventory, journal_path: PathBuf) -> Self {
-        RunSettings {
-            inventory,
-            observe_mode: ObserveMode::Watch,
-            allowed_contexts: Vec::new(),
-            journal_path,
-            ignore_journal: false,
-            keep_going: false,
-            restore_margin: DEFAULT_RESTORE_MARGIN,
-        }
-    }
-}
-
 /// Runs one experiment and returns its record. Never panics on cluster trouble: what
 /// went wrong is in the record (outcome `Error`, or per-step errors).
 pub async fn run_experiment(

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, ListParams};
 
+use super::settings::RunSettings;
 use crate::cluster::{self, ClusterError};
 use crate::execute::Executor;
 use crate::execute::journal::{Journal, JournalError};
@@ -17,7 +18,6 @@ use crate::experiment::model::{Action, Experiment, ProbeKind, StepTime, Subject,
 use crate::inventory::Inventory;
 use crate::observe::Scope;
 use crate::record::ClusterInfo;
-use crate::run::RunSettings;
 use crate::run::safety::{self, ResolvedTargets, SafetyError};
 
 /// Why a run did not start. Nothing on the cluster was touched.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::RunSettings;
+use super::settings::RunSettings;
 use crate::experiment::model::Experiment;
 use crate::judge::{Outcome, Verdict};
 use crate::record::{ClusterInfo, RunOutcome, RunRecord};
