@@ -15,6 +15,7 @@ pub mod experiment;
 #[cfg(test)]
 mod fixtures;
 pub mod inventory;
+pub mod journal;
 pub mod judge;
 pub mod observe;
 pub mod probe;

@@ -301,7 +301,7 @@ fn load_inventory(path: &std::path::Path, api: &ApiArgs) -> Option<crate::invent
 fn journal_path(given: Option<PathBuf>) -> Result<PathBuf, String> {
     match given {
         Some(p) => Ok(p),
-        None => crate::execute::journal::Journal::default_path().map_err(|e| e.to_string()),
+        None => crate::journal::Journal::default_path().map_err(|e| e.to_string()),
     }
 }
 

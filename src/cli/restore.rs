@@ -4,9 +4,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
-use crate::execute::journal::{Journal, RetryPolicy, restore_all_with};
 use crate::execute::{Executor, OpOutcome};
 use crate::experiment::model::Action;
+use crate::journal::{Journal, RetryPolicy, restore_all_with};
 use crate::run::act::Actor;
 
 /// Reads the journal and undoes every fault recorded for the inventory's cluster.

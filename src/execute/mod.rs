@@ -1,11 +1,10 @@
 //! Actions on nodes: render the command an operation needs, carry it over the node's
 //! transport (SSH or a local argv such as `docker exec`), drive out-of-band power, arm
-//! self-restoring faults, and keep the fault journal that `restore` replays.
+//! self-restoring faults (the fault journal that `restore` replays is `crate::journal`).
 //!
 //! Nothing here looks at the Kubernetes API: this stage only makes things happen on
 //! machines and says precisely what happened.
 
-pub mod journal;
 mod local;
 mod output;
 pub mod render;

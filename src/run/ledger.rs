@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use crate::execute::journal::{
-    Entry as JournalEntry, Journal, JournalError, RetryPolicy, Undo, undo_with_retries,
-};
 use crate::execute::{ArmedRestore, Executor, PowerAction};
 use crate::experiment::fault::{self, Via, action_name, inverse, undoes};
 use crate::experiment::model::Action;
+use crate::journal::{
+    Entry as JournalEntry, Journal, JournalError, RetryPolicy, Undo, undo_with_retries,
+};
 use crate::run::act::{ActResult, Actor};
 
 /// One fault faultline has injected and not yet undone.

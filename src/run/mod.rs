@@ -30,9 +30,9 @@ use futures::StreamExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::execute::journal::Journal;
 use crate::experiment::fault as faults;
 use crate::experiment::model::Experiment;
+use crate::journal::Journal;
 use crate::judge::{self, Outcome, Verdict};
 use crate::observe::{self, Clock};
 use crate::record::{RunOutcome, RunRecord};

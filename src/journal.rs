@@ -21,7 +21,7 @@ use thiserror::Error;
 
 use crate::experiment::model::Action;
 
-use super::{ArmedRestore, Executor, NodeOp, OpOutcome, PowerAction};
+use crate::execute::{ArmedRestore, Executor, NodeOp, OpOutcome, PowerAction};
 
 /// How a journaled fault is undone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
