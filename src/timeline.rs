@@ -335,6 +335,22 @@ impl Timeline {
     }
 }
 
+impl WorkloadState {
+    /// The workload has every replica it wants available (more during a rolling update's
+    /// surge). The one rule the judge (`Available`, `Degraded`), the recovery figures and
+    /// the reports use; setup's wait is stricter on purpose (`cluster::manifests`: the
+    /// rollout is complete, every replica updated and available), since the fault must
+    /// not land in the middle of a rollout.
+    pub fn is_available(&self) -> bool {
+        self.available >= self.desired
+    }
+
+    /// Every replica it wants is Ready.
+    pub fn is_ready(&self) -> bool {
+        self.ready >= self.desired
+    }
+}
+
 impl WorkloadKind {
     /// The lower-case name used in `kind/name` references, e.g. `deployment`.
     pub fn as_str(self) -> &'static str {

@@ -135,7 +135,10 @@ pub async fn apply_manifests(
     Ok(applied)
 }
 
-/// Why a Deployment is not fully available yet, or `None` when it is.
+/// Why a Deployment's rollout is not complete yet, or `None` when it is: the controller saw
+/// the current spec, and every replica is updated and available. Stricter than the
+/// judge's `Available` (`WorkloadState::is_available`) on purpose: setup must not let a
+/// fault land in the middle of a rollout.
 pub fn deployment_unready(d: &Deployment) -> Option<String> {
     let desired = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let st = d.status.clone().unwrap_or_default();

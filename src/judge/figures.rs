@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::experiment::fault;
 use crate::experiment::model::Experiment;
-use crate::timeline::{ConditionStatus, Event, StepPhase, Timeline};
+use crate::timeline::{ConditionStatus, Event, StepPhase, Timeline, WorkloadState};
 
 use super::members::{first_node, node_history, pod_histories, state_at};
 
@@ -165,7 +165,7 @@ fn workloads_back(timeline: &Timeline, t0: i64) -> Option<i64> {
             workload, after, ..
         } = &e.event
         {
-            let available = after.is_some_and(|s| s.available >= s.desired);
+            let available = after.as_ref().is_some_and(WorkloadState::is_available);
             workloads
                 .entry(workload.clone())
                 .or_default()

@@ -96,9 +96,9 @@ fn pod_holds(m: PodStateMatch, s: Option<&PodState>) -> bool {
 fn workload_holds(m: WorkloadStateMatch, s: Option<&WorkloadState>) -> bool {
     let Some(s) = s else { return false };
     match m {
-        WorkloadStateMatch::Available => s.available >= s.desired,
-        WorkloadStateMatch::Degraded => s.available < s.desired,
-        WorkloadStateMatch::Ready => s.ready >= s.desired,
+        WorkloadStateMatch::Available => s.is_available(),
+        WorkloadStateMatch::Degraded => !s.is_available(),
+        WorkloadStateMatch::Ready => s.is_ready(),
     }
 }
 

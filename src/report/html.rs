@@ -67,7 +67,7 @@ fn pod_colour(s: &PodState) -> &'static str {
 }
 
 fn workload_colour(s: &WorkloadState) -> &'static str {
-    if s.available >= s.desired {
+    if s.is_available() {
         "#2e9e44"
     } else if s.available == 0 {
         "#d64541"
