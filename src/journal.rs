@@ -26,7 +26,7 @@ use crate::execute::{ArmedRestore, Executor, NodeOp, OpOutcome, PowerAction};
 /// How a journaled fault is undone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Undo {
+pub(crate) enum Undo {
     /// An operation run on the node.
     Node(NodeOp),
     /// Out-of-band power on (the undo of a power-off).
@@ -39,7 +39,7 @@ pub enum Undo {
 /// One active fault.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Unique id (also used as the self-restore token).
     pub id: String,
     /// Cluster name from the inventory, so one journal can serve several clusters.
@@ -66,7 +66,7 @@ struct JournalFile {
 
 /// Why the journal could not be read or written.
 #[derive(Debug, Error)]
-pub enum JournalError {
+pub(crate) enum JournalError {
     /// Filesystem error.
     #[error("fault journal {path}: {source}")]
     Io {
@@ -94,14 +94,14 @@ pub enum JournalError {
 
 /// The journal file and its current content.
 #[derive(Debug)]
-pub struct Journal {
+pub(crate) struct Journal {
     path: PathBuf,
     entries: Vec<Entry>,
 }
 
 impl Journal {
     /// `$XDG_STATE_HOME/faultline/journal.json`, else `~/.local/state/faultline/journal.json`.
-    pub fn default_path() -> Result<PathBuf, JournalError> {
+    pub(crate) fn default_path() -> Result<PathBuf, JournalError> {
         let base = std::env::var_os("XDG_STATE_HOME")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
@@ -115,19 +115,14 @@ impl Journal {
     }
 
     /// Open (or start) the journal at `path`; a missing file is an empty journal.
-    pub fn open(path: impl AsRef<Path>) -> Result<Journal, JournalError> {
+    pub(crate) fn open(path: impl AsRef<Path>) -> Result<Journal, JournalError> {
         let path = path.as_ref().to_path_buf();
         let entries = read(&path)?;
         Ok(Journal { path, entries })
     }
 
-    /// The journal file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Add (or replace, by id) an entry and persist it. Call BEFORE injecting the fault.
-    pub fn record(&mut self, entry: Entry) -> Result<(), JournalError> {
+    pub(crate) fn record(&mut self, entry: Entry) -> Result<(), JournalError> {
         // Re-read so a concurrent run's entries are not lost.
         let mut entries = read(&self.path)?;
         entries.retain(|e| e.id != entry.id);
@@ -138,7 +133,7 @@ impl Journal {
     }
 
     /// Remove an entry after its undo succeeded; returns whether it was there.
-    pub fn clear(&mut self, id: &str) -> Result<bool, JournalError> {
+    pub(crate) fn clear(&mut self, id: &str) -> Result<bool, JournalError> {
         let mut entries = read(&self.path)?;
         let before = entries.len();
         entries.retain(|e| e.id != id);
@@ -151,7 +146,7 @@ impl Journal {
     }
 
     /// Active faults on one cluster, oldest first.
-    pub fn active(&self, cluster: &str) -> Vec<Entry> {
+    pub(crate) fn active(&self, cluster: &str) -> Vec<Entry> {
         self.entries
             .iter()
             .filter(|e| e.cluster == cluster)
@@ -217,7 +212,7 @@ fn write_atomic(path: &Path, entries: &[Entry]) -> Result<(), JournalError> {
 /// How hard an undo is tried, by a run's safety net and by `restore`, before the fault is
 /// left in the journal for next time.
 #[derive(Debug, Clone)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Attempts per fault.
     pub attempts: u32,
     /// Delay before the second attempt; doubles each time.
@@ -269,7 +264,7 @@ pub(crate) async fn undo_with_retries<T>(
 /// What `restore` did for one journal entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RestoreOutcome {
+pub(crate) struct RestoreOutcome {
     /// Journal entry id.
     pub id: String,
     /// Node.
@@ -285,15 +280,16 @@ pub struct RestoreOutcome {
 }
 
 impl RestoreOutcome {
+    #[cfg(test)]
     /// True when the fault was undone and cleared.
-    pub fn restored(&self) -> bool {
+    pub(crate) fn restored(&self) -> bool {
         self.error.is_none()
     }
 }
 
 /// Undo every active fault of `cluster`, retrying with backoff; clear each on success.
 /// Node operations and power go through `executor`; API undos through `api`.
-pub async fn restore_all_with<F>(
+pub(crate) async fn restore_all_with<F>(
     journal: &mut Journal,
     executor: &Executor,
     cluster: &str,

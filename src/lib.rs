@@ -8,6 +8,8 @@
 //! action is called, what undoes it and what it does to a node is one table (`fault`)
 //! that every stage reads.
 
+#![warn(unreachable_pub)]
+
 pub mod cli;
 pub mod cluster;
 pub mod execute;
@@ -15,10 +17,10 @@ pub mod experiment;
 #[cfg(test)]
 mod fixtures;
 pub mod inventory;
-pub mod journal;
+pub(crate) mod journal;
 pub mod judge;
 pub mod observe;
-pub mod probe;
+pub(crate) mod probe;
 pub mod record;
 pub mod report;
 pub mod run;

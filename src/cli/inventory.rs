@@ -10,7 +10,7 @@ use crate::inventory::discover::live::{Source, gather};
 use crate::inventory::discover::{self, Tool, choose_cluster};
 
 /// Discovers the cluster and writes its inventory (to `--out` or stdout).
-pub async fn inventory(which: InventoryCommand) -> i32 {
+pub(super) async fn inventory(which: InventoryCommand) -> i32 {
     let (tool, args) = match which {
         InventoryCommand::Kind(a) => (Tool::Kind, a),
         InventoryCommand::K3d(a) => (Tool::K3d, a),

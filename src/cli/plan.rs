@@ -13,7 +13,7 @@ use crate::run::schedule;
 use crate::timeline::format_offset_ms;
 
 /// `faultline plan`: loads the files and the inventory, prints each plan.
-pub async fn plan(paths: &[PathBuf], inventory: &Path, api: &super::ApiArgs) -> i32 {
+pub(super) async fn plan(paths: &[PathBuf], inventory: &Path, api: &super::ApiArgs) -> i32 {
     let Some(experiments) = super::load_experiments(paths) else {
         return EXIT_ERROR;
     };
@@ -35,7 +35,7 @@ pub async fn plan(paths: &[PathBuf], inventory: &Path, api: &super::ApiArgs) -> 
 }
 
 /// Prints the plan of every experiment; an error exit if any interlock refuses one.
-pub async fn print_plans(experiments: &[Experiment], settings: &RunSettings) -> i32 {
+pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettings) -> i32 {
     let mut code = EXIT_OK;
     for exp in experiments {
         let mut prepared = match prepare(exp, settings).await {
@@ -66,7 +66,7 @@ pub async fn print_plans(experiments: &[Experiment], settings: &RunSettings) -> 
 }
 
 /// The plan as text: cluster, targets, then each step with its time and exact command.
-pub fn render(exp: &Experiment, p: &Prepared) -> String {
+pub(super) fn render(exp: &Experiment, p: &Prepared) -> String {
     let mut out = format!(
         "plan for {} on cluster {} (context {}, {})\n",
         exp.name,

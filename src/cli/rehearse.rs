@@ -12,7 +12,7 @@ use crate::run::rehearse::{Rehearsal, rehearse};
 use crate::timeline::format_offset_ms;
 
 /// Rehearses the experiment at `experiment` against the run record at `record`.
-pub fn run(experiment: &Path, record: &Path) -> i32 {
+pub(super) fn run(experiment: &Path, record: &Path) -> i32 {
     let Some(mut experiments) = super::load_experiments(&[experiment.to_path_buf()]) else {
         return EXIT_ERROR;
     };

@@ -7,7 +7,7 @@ use crate::record::RunRecord;
 use crate::report;
 
 /// Renders `record` in `format`, to `out` or stdout.
-pub fn report(record: &Path, format: ReportFormat, out: Option<&Path>) -> i32 {
+pub(super) fn report(record: &Path, format: ReportFormat, out: Option<&Path>) -> i32 {
     let record = match RunRecord::load(record) {
         Ok(r) => r,
         Err(e) => {

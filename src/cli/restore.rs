@@ -10,7 +10,11 @@ use crate::journal::{Journal, RetryPolicy, restore_all_with};
 use crate::run::act::Actor;
 
 /// Reads the journal and undoes every fault recorded for the inventory's cluster.
-pub async fn restore(inventory: &Path, journal: Option<PathBuf>, api: &super::ApiArgs) -> i32 {
+pub(super) async fn restore(
+    inventory: &Path,
+    journal: Option<PathBuf>,
+    api: &super::ApiArgs,
+) -> i32 {
     let Some(inventory) = super::load_inventory(inventory, api) else {
         return EXIT_ERROR;
     };

@@ -12,7 +12,7 @@ use crate::report;
 use crate::run::{RunSettings, run_experiment, signals};
 
 /// Runs every experiment named, one after another; the exit code is the worst of them.
-pub async fn run(args: RunArgs) -> i32 {
+pub(super) async fn run(args: RunArgs) -> i32 {
     let Some(mut experiments) = super::load_experiments(&args.paths) else {
         return EXIT_ERROR;
     };

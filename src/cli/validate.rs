@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use super::{EXIT_FAILED, EXIT_OK};
 
 /// Validates every file, printing every problem as `file:line:column: message`.
-pub fn validate(paths: &[PathBuf]) -> i32 {
+pub(super) fn validate(paths: &[PathBuf]) -> i32 {
     let results = crate::experiment::load_all(paths);
     if results.is_empty() {
         eprintln!("no experiment files found in {}", super::show_paths(paths));

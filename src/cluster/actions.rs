@@ -61,7 +61,7 @@ pub async fn uncordon(client: &Client, node: &str) -> Result<String, ClusterErro
 
 /// Whether drain leaves the pod alone: DaemonSet pods (their controller would recreate
 /// them at once) and mirror pods (static pods the API cannot evict).
-pub fn drain_skips(pod: &Pod) -> bool {
+pub(crate) fn drain_skips(pod: &Pod) -> bool {
     let daemon = pod
         .metadata
         .owner_references

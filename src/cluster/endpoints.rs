@@ -112,7 +112,7 @@ async fn discover(client: &Client) -> Result<Vec<String>, kube::Error> {
 }
 
 /// `https://address:port` for every ready address of the slices' `https` port.
-pub fn endpoint_urls(slices: &[EndpointSlice]) -> Vec<String> {
+pub(crate) fn endpoint_urls(slices: &[EndpointSlice]) -> Vec<String> {
     let mut out = Vec::new();
     for slice in slices {
         let ports = slice.ports.as_deref().unwrap_or_default();
@@ -147,7 +147,7 @@ pub fn endpoint_urls(slices: &[EndpointSlice]) -> Vec<String> {
 }
 
 /// The kubeconfig's endpoint first, then the inventory's, then the discovered ones; each once.
-pub fn merge(primary: &str, extra: &[String], discovered: &[String]) -> Vec<String> {
+pub(crate) fn merge(primary: &str, extra: &[String], discovered: &[String]) -> Vec<String> {
     let mut out = vec![normalize(primary)];
     for url in extra.iter().chain(discovered) {
         let url = normalize(url);

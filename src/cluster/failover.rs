@@ -33,7 +33,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// The error type `kube::Client` expects from a custom service.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// When the endpoint in use counts as gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl std::fmt::Display for Switch {
 /// Everything still in flight on an endpoint was abandoned because faultline moved away from it.
 #[derive(Debug, thiserror::Error)]
 #[error("request to API endpoint {endpoint} abandoned: faultline moved to another endpoint")]
-pub struct Abandoned {
+pub(crate) struct Abandoned {
     /// The endpoint left.
     pub endpoint: String,
     /// When it last answered: what it sent after that was never seen, so an observer's
@@ -92,7 +92,7 @@ pub struct Abandoned {
 
 /// When the endpoint behind `error` last answered, if the error is an abandonment (found
 /// anywhere in its chain of sources, including inside I/O errors).
-pub fn silent_since(error: &(dyn std::error::Error + 'static)) -> Option<Instant> {
+pub(crate) fn silent_since(error: &(dyn std::error::Error + 'static)) -> Option<Instant> {
     let mut current = Some(error);
     while let Some(e) = current {
         if let Some(a) = e.downcast_ref::<Abandoned>() {
@@ -427,7 +427,7 @@ fn retry_copy(request: &Request<Body>) -> Option<Request<Body>> {
 
 /// A response body that ends with an error as soon as faultline moves away from the
 /// endpoint it comes from: a watch on a dead connection would otherwise wait for minutes.
-pub struct Abandonable {
+pub(crate) struct Abandonable {
     body: Body,
     abandoned: Pin<Box<WaitForCancellationFutureOwned>>,
     shared: Arc<Shared>,

@@ -104,7 +104,7 @@ pub fn resolve_access(
 }
 
 /// The files as one string for messages: `a`, or `a:b` as the user wrote them.
-pub fn show_files(files: &[PathBuf]) -> String {
+pub(crate) fn show_files(files: &[PathBuf]) -> String {
     if files.is_empty() {
         return "$KUBECONFIG or ~/.kube/config".to_string();
     }
@@ -118,7 +118,7 @@ pub fn show_files(files: &[PathBuf]) -> String {
 /// Reads and merges kubeconfig files kubectl's way (the first file to set a value wins,
 /// files that do not exist are skipped unless none exists);
 /// with no files, `KUBECONFIG` or `~/.kube/config` as kube itself would.
-pub fn read_merged(files: &[PathBuf]) -> Result<Kubeconfig, ClusterError> {
+pub(crate) fn read_merged(files: &[PathBuf]) -> Result<Kubeconfig, ClusterError> {
     let wrap = |source| ClusterError::Kubeconfig {
         path: show_files(files),
         source,
@@ -146,7 +146,7 @@ pub fn read_merged(files: &[PathBuf]) -> Result<Kubeconfig, ClusterError> {
 
 /// The first of `files` that defines `context`: the one file a generated inventory can
 /// name when `KUBECONFIG` lists several.
-pub fn file_defining(files: &[PathBuf], context: &str) -> Option<PathBuf> {
+pub(crate) fn file_defining(files: &[PathBuf], context: &str) -> Option<PathBuf> {
     files.iter().find_map(|f| {
         let kc = Kubeconfig::read_from(f).ok()?;
         kc.contexts

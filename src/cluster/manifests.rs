@@ -12,7 +12,7 @@ use kube::discovery::{ApiResource, Scope};
 use super::error::ClusterError;
 
 /// Field manager faultline's server-side applies are recorded under.
-pub const FIELD_MANAGER: &str = "faultline";
+pub(crate) const FIELD_MANAGER: &str = "faultline";
 
 /// An object faultline applied, with what is needed to wait for it and delete it later.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl AppliedObject {
 }
 
 /// Parses a multi-document YAML manifest into API objects; empty documents are skipped.
-pub fn parse_manifest(path: &Path, text: &str) -> Result<Vec<DynamicObject>, ClusterError> {
+pub(crate) fn parse_manifest(path: &Path, text: &str) -> Result<Vec<DynamicObject>, ClusterError> {
     let docs: Vec<serde_json::Value> =
         serde_saphyr::from_multiple(text).map_err(|e| ClusterError::ManifestInvalid {
             path: path.to_path_buf(),
@@ -139,7 +139,7 @@ pub async fn apply_manifests(
 /// the current spec, and every replica is updated and available. Stricter than the
 /// judge's `Available` (`WorkloadState::is_available`) on purpose: setup must not let a
 /// fault land in the middle of a rollout.
-pub fn deployment_unready(d: &Deployment) -> Option<String> {
+pub(crate) fn deployment_unready(d: &Deployment) -> Option<String> {
     let desired = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let st = d.status.clone().unwrap_or_default();
     let generation = d.metadata.generation.unwrap_or(0);
@@ -154,7 +154,7 @@ pub fn deployment_unready(d: &Deployment) -> Option<String> {
 }
 
 /// Why a StatefulSet is not fully available yet, or `None` when it is.
-pub fn statefulset_unready(s: &StatefulSet) -> Option<String> {
+pub(crate) fn statefulset_unready(s: &StatefulSet) -> Option<String> {
     let desired = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let st = s.status.clone().unwrap_or_default();
     let generation = s.metadata.generation.unwrap_or(0);
@@ -169,7 +169,7 @@ pub fn statefulset_unready(s: &StatefulSet) -> Option<String> {
 }
 
 /// Why a DaemonSet is not fully available yet, or `None` when it is.
-pub fn daemonset_unready(d: &DaemonSet) -> Option<String> {
+pub(crate) fn daemonset_unready(d: &DaemonSet) -> Option<String> {
     let st = d.status.clone().unwrap_or_default();
     let generation = d.metadata.generation.unwrap_or(0);
     let observed = st.observed_generation.unwrap_or(0);

@@ -4,14 +4,14 @@
 //! Everything here talks to the API server; nothing here records the timeline (the
 //! observer does that) or touches nodes over SSH (the executor does that).
 
-pub mod actions;
-pub mod endpoints;
-pub mod error;
-pub mod failover;
-pub mod kubeconfig;
-pub mod manifests;
-pub mod owners;
-pub mod targets;
+pub(crate) mod actions;
+pub(crate) mod endpoints;
+pub(crate) mod error;
+pub(crate) mod failover;
+pub(crate) mod kubeconfig;
+pub(crate) mod manifests;
+pub(crate) mod owners;
+pub(crate) mod targets;
 
 use std::path::{Path, PathBuf};
 

@@ -73,7 +73,7 @@ fn controller_of(owners: Option<&[OwnerReference]>, kind: &str) -> Option<String
 }
 
 /// The workload a pod belongs to, resolving ReplicaSet → Deployment.
-pub fn pod_owner(pod: &Pod, owners: &OwnerIndex) -> Option<WorkloadRef> {
+pub(crate) fn pod_owner(pod: &Pod, owners: &OwnerIndex) -> Option<WorkloadRef> {
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
     let refs = pod.metadata.owner_references.as_deref()?;
     let owner = refs

@@ -21,7 +21,7 @@ const CONTROL_PLANE_LABELS: [&str; 2] = [
 ];
 
 /// Whether a node carries a control-plane role label.
-pub fn is_control_plane(node: &Node) -> bool {
+pub(crate) fn is_control_plane(node: &Node) -> bool {
     node.metadata
         .labels
         .as_ref()
@@ -30,7 +30,7 @@ pub fn is_control_plane(node: &Node) -> bool {
 
 /// Node name → the node's first `InternalIP` (`status.addresses`): where a NodePort
 /// Service answers, for probes that go through a node.
-pub fn internal_ips(nodes: &[Node]) -> BTreeMap<String, String> {
+pub(crate) fn internal_ips(nodes: &[Node]) -> BTreeMap<String, String> {
     nodes
         .iter()
         .filter_map(|n| {
@@ -65,7 +65,7 @@ fn live_pods_of<'a>(
 }
 
 /// Nodes running a live (scheduled, not terminating, not finished) pod of the workload.
-pub fn nodes_running(
+pub(crate) fn nodes_running(
     pods: &[Pod],
     owners: &OwnerIndex,
     workload: &WorkloadRef,
@@ -76,7 +76,7 @@ pub fn nodes_running(
 }
 
 /// Names of the workload's live pods on `node`, sorted.
-pub fn pods_on(
+pub(crate) fn pods_on(
     pods: &[Pod],
     owners: &OwnerIndex,
     workload: &WorkloadRef,
@@ -91,7 +91,7 @@ pub fn pods_on(
 }
 
 /// The first (by name) live pod of the workload on `node`, read from the live cluster.
-pub async fn pod_on(
+pub(crate) async fn pod_on(
     client: &Client,
     workload: &WorkloadRef,
     node: &str,
@@ -110,7 +110,7 @@ pub async fn pod_on(
 
 /// Resolves targets in order against a listed cluster; pure so the selection rules are
 /// tested without one. `running` maps each `runningPodsOf` workload to its nodes.
-pub fn resolve_with(
+pub(crate) fn resolve_with(
     specs: &[TargetSpec],
     nodes: &[Node],
     running: &BTreeMap<WorkloadRef, BTreeSet<String>>,

@@ -8,7 +8,7 @@ use super::output::bounded;
 
 /// How a local process ended.
 #[derive(Debug)]
-pub enum LocalEnd {
+pub(super) enum LocalEnd {
     /// It exited; `code` is `None` when a signal ended it.
     Exited {
         /// Exit code.
@@ -21,7 +21,7 @@ pub enum LocalEnd {
 }
 
 /// Run `argv` with no stdin, capturing output, killing it at `timeout`.
-pub async fn run(argv: &[String], timeout: Duration) -> std::io::Result<LocalEnd> {
+pub(super) async fn run(argv: &[String], timeout: Duration) -> std::io::Result<LocalEnd> {
     let Some((program, args)) = argv.split_first() else {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

@@ -7,7 +7,7 @@
 
 mod local;
 mod output;
-pub mod render;
+pub(crate) mod render;
 mod ssh;
 
 use std::time::Duration;

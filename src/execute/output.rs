@@ -4,7 +4,7 @@
 pub const MAX_OUTPUT: usize = 4096;
 
 /// Join stdout and stderr and keep at most [`MAX_OUTPUT`] bytes from the end.
-pub fn bounded(stdout: &[u8], stderr: &[u8]) -> String {
+pub(super) fn bounded(stdout: &[u8], stderr: &[u8]) -> String {
     let mut all = String::from_utf8_lossy(stdout).into_owned();
     all.push_str(&String::from_utf8_lossy(stderr));
     if all.len() <= MAX_OUTPUT {

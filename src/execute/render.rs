@@ -24,7 +24,7 @@ pub enum RenderError {
 }
 
 /// Quote one value as a single POSIX shell word.
-pub fn quote(value: &str) -> Result<Cow<'_, str>, RenderError> {
+pub(crate) fn quote(value: &str) -> Result<Cow<'_, str>, RenderError> {
     if value.contains('\0') {
         return Err(RenderError::Nul {
             name: "value".into(),
@@ -72,7 +72,7 @@ fn substitute(
 }
 
 /// Render shell text: each substituted value is quoted as one word.
-pub fn shell(template: &str, vars: &[(&str, &str)]) -> Result<String, RenderError> {
+pub(crate) fn shell(template: &str, vars: &[(&str, &str)]) -> Result<String, RenderError> {
     substitute(template, vars, |name, value| {
         quote(value)
             .map(Cow::into_owned)
@@ -81,7 +81,7 @@ pub fn shell(template: &str, vars: &[(&str, &str)]) -> Result<String, RenderErro
 }
 
 /// Render an argv list (no shell): each substituted value is inserted verbatim.
-pub fn argv(template: &[String], vars: &[(&str, &str)]) -> Result<Vec<String>, RenderError> {
+pub(crate) fn argv(template: &[String], vars: &[(&str, &str)]) -> Result<Vec<String>, RenderError> {
     if template.is_empty() {
         return Err(RenderError::EmptyArgv);
     }
@@ -100,7 +100,7 @@ pub fn argv(template: &[String], vars: &[(&str, &str)]) -> Result<Vec<String>, R
 }
 
 /// Show an argv as a shell-ready line, for `describe` and messages.
-pub fn show_argv(argv: &[String]) -> String {
+pub(crate) fn show_argv(argv: &[String]) -> String {
     argv.iter()
         .map(|a| quote(a).map_or_else(|_| "<NUL>".to_string(), Cow::into_owned))
         .collect::<Vec<_>>()

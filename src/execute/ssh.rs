@@ -18,7 +18,7 @@ use crate::inventory::SshSettings;
 
 /// Where and how to run one command over SSH.
 #[derive(Debug, Clone)]
-pub struct SshTarget {
+pub(super) struct SshTarget {
     /// Node name, for messages.
     pub node: String,
     /// Host name or IP address.
@@ -29,7 +29,7 @@ pub struct SshTarget {
 
 /// How an SSH command ended.
 #[derive(Debug)]
-pub enum SshEnd {
+pub(super) enum SshEnd {
     /// The command finished and reported an exit status (or signal).
     Exited {
         /// Exit code; `None` if a signal ended it.
@@ -83,7 +83,7 @@ impl From<ssh2::Error> for SshError {
 }
 
 /// Run `command` on the target within `timeout` (connect included).
-pub async fn run(
+pub(super) async fn run(
     target: SshTarget,
     command: String,
     timeout: Duration,

@@ -10,15 +10,15 @@ use super::model::{Bound, BoundSymbol, BoundTerm};
 
 /// Longest bound faultline accepts: anything longer is almost surely a typo (`90m` for `90s`)
 /// and would keep a node down for a day.
-pub const MAX_BOUND: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_BOUND: Duration = Duration::from_secs(24 * 3600);
 
 /// Largest multiplier accepted (`100 * monitor`); larger ones are typos and could overflow
 /// when the bound is resolved.
-pub const MAX_FACTOR: f64 = 100.0;
+pub(crate) const MAX_FACTOR: f64 = 100.0;
 
 /// Why a bound could not be parsed, with a fix when one is obvious.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BoundIssue {
+pub(crate) struct BoundIssue {
     /// What is wrong.
     pub message: String,
     /// What to write instead.

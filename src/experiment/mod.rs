@@ -3,14 +3,14 @@
 //! `experiment file → validated plan` is the first stage of a run; nothing later reads YAML.
 //! Entry points: [`parse`], [`load`], [`load_all`], and [`parse_bound`] for bound strings.
 
-pub mod bound;
-pub mod diagnostic;
+pub(crate) mod bound;
+pub(crate) mod diagnostic;
 pub(crate) mod fault;
 pub mod model;
 mod raw;
 mod states;
 mod suggest;
-pub mod url_template;
+pub(crate) mod url_template;
 mod validate;
 
 use std::path::{Path, PathBuf};

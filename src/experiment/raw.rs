@@ -12,12 +12,12 @@ use serde::de::{self, MapAccess, Visitor};
 use serde_saphyr::Spanned;
 
 /// A value with the place it was written.
-pub type S<T> = Spanned<T>;
+pub(super) type S<T> = Spanned<T>;
 
 /// The whole file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawExperiment {
+pub(super) struct RawExperiment {
     pub name: Option<S<String>>,
     pub description: Option<S<String>>,
     #[serde(default)]
@@ -36,7 +36,7 @@ pub struct RawExperiment {
 /// One entry of `probes:`; exactly one of `command`, `http` and `exec`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawProbe {
+pub(super) struct RawProbe {
     pub command: Option<S<String>>,
     pub on: Option<S<String>>,
     pub http: Option<S<String>>,
@@ -52,7 +52,7 @@ pub struct RawProbe {
 /// `pod:` of an `exec` probe: the pod of a workload on a target's node.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawProbePod {
+pub(super) struct RawProbePod {
     pub workload: Option<S<String>>,
     pub on: Option<S<String>>,
     pub container: Option<S<String>>,
@@ -61,7 +61,7 @@ pub struct RawProbePod {
 /// A mapping whose entries keep the order they were written in (targets may only exclude
 /// earlier targets, so order matters).
 #[derive(Debug)]
-pub struct Ordered<V>(pub Vec<(S<String>, V)>);
+pub(super) struct Ordered<V>(pub Vec<(S<String>, V)>);
 
 impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -86,7 +86,7 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
 /// One entry of `targets:`: a node selector.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawTarget {
+pub(super) struct RawTarget {
     pub role: Option<S<String>>,
     pub running_pods_of: Option<S<String>>,
     #[serde(default)]
@@ -101,7 +101,7 @@ pub struct RawTarget {
 /// `setup:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawSetup {
+pub(super) struct RawSetup {
     #[serde(default)]
     pub manifests: Vec<S<String>>,
     pub wait_timeout: Option<S<String>>,
@@ -110,14 +110,14 @@ pub struct RawSetup {
 /// `teardown:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawTeardown {
+pub(super) struct RawTeardown {
     pub delete_manifests: Option<bool>,
 }
 
 /// `observe:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawObserve {
+pub(super) struct RawObserve {
     #[serde(rename = "for")]
     pub for_: Option<S<String>>,
     #[serde(default)]
@@ -127,7 +127,7 @@ pub struct RawObserve {
 /// `safety:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawSafety {
+pub(super) struct RawSafety {
     pub max_nodes_down: Option<S<i64>>,
     pub allow_control_plane: Option<bool>,
     pub allow_quorum_loss: Option<bool>,
@@ -136,7 +136,7 @@ pub struct RawSafety {
 /// One entry of `steps:`; which keys apply depends on `do:`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawStep {
+pub(super) struct RawStep {
     pub name: Option<S<String>>,
     pub at: Option<S<String>>,
     pub after: Option<S<String>>,
@@ -158,7 +158,7 @@ pub struct RawStep {
 /// `when:` of a step: a subject and the state that triggers it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawCondition {
+pub(super) struct RawCondition {
     pub node: Option<S<String>>,
     pub pods: Option<S<RawPods>>,
     pub workload: Option<S<String>>,
@@ -169,7 +169,7 @@ pub struct RawCondition {
 /// Pods, as selected by a `delete-pods` step or named by an expectation.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawPods {
+pub(super) struct RawPods {
     pub workload: Option<S<String>>,
     pub labels: Option<S<BTreeMap<String, String>>>,
     pub namespace: Option<S<String>>,
@@ -182,7 +182,7 @@ pub struct RawPods {
 /// `pvc:` of a `delete-pvc` step.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawPvc {
+pub(super) struct RawPvc {
     pub name: Option<S<String>>,
     pub namespace: Option<S<String>>,
 }
@@ -190,7 +190,7 @@ pub struct RawPvc {
 /// `taint:` of a `taint`/`untaint` step.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawTaint {
+pub(super) struct RawTaint {
     pub key: Option<S<String>>,
     pub value: Option<S<String>>,
     pub effect: Option<S<String>>,
@@ -199,7 +199,7 @@ pub struct RawTaint {
 /// One entry of `expect:`; exactly one subject and one check must be given.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RawExpectation {
+pub(super) struct RawExpectation {
     pub name: Option<S<String>>,
     pub node: Option<S<String>>,
     pub pods: Option<S<RawPods>>,
@@ -225,7 +225,7 @@ pub struct RawExpectation {
 
 /// A state as written: a name (`NotReady`) or `{tainted: "key:Effect"}`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RawState {
+pub(super) enum RawState {
     Name(String),
     Tainted(String),
 }

@@ -12,7 +12,7 @@ use super::suggest::closest;
 
 /// Which kind of thing a subject is; decides which states it can be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubjectKind {
+pub(super) enum SubjectKind {
     /// A node target.
     Node,
     /// A set of pods.
@@ -58,11 +58,11 @@ impl SubjectKind {
 }
 
 /// Valid taint effects, as Kubernetes spells them.
-pub const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+pub(super) const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
 /// Why a state was refused, with a fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StateIssue {
+pub(super) struct StateIssue {
     /// What is wrong.
     pub message: String,
     /// What to write instead.
@@ -70,7 +70,7 @@ pub struct StateIssue {
 }
 
 /// Interprets a written state for a subject of the given kind.
-pub fn parse_state(raw: &RawState, kind: SubjectKind) -> Result<StateMatch, StateIssue> {
+pub(super) fn parse_state(raw: &RawState, kind: SubjectKind) -> Result<StateMatch, StateIssue> {
     match raw {
         RawState::Tainted(spec) => {
             if kind != SubjectKind::Node {
@@ -132,7 +132,7 @@ pub fn parse_state(raw: &RawState, kind: SubjectKind) -> Result<StateMatch, Stat
 }
 
 /// The message for a taint effect Kubernetes does not know.
-pub fn effect_issue(effect: &str) -> StateIssue {
+pub(super) fn effect_issue(effect: &str) -> StateIssue {
     StateIssue {
         message: format!("unknown taint effect `{effect}`"),
         hint: Some(match closest(effect, &TAINT_EFFECTS) {

@@ -5,7 +5,7 @@
 
 /// The candidate closest to `word` (case-insensitive edit distance ≤ 2, or equal ignoring
 /// case and `-`/`_`), if any is close enough to be a plausible typo.
-pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+pub(super) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let norm = |s: &str| -> String {
         s.chars()
             .filter(|c| *c != '-' && *c != '_')

@@ -7,11 +7,11 @@
 //! fills them with the node's `InternalIP` from the API. One parser serves both.
 
 /// The one placeholder kind: a target's node `InternalIP` (`status.addresses`).
-pub const INTERNAL_IP: &str = "internalIP";
+pub(crate) const INTERNAL_IP: &str = "internalIP";
 
 /// Why a URL template cannot be filled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TemplateError {
+pub(crate) enum TemplateError {
     /// A `{` with no `}` after it.
     #[error("`{{` at character {at} is never closed")]
     Unclosed {
@@ -30,7 +30,7 @@ pub enum TemplateError {
 }
 
 /// The target names the template refers to, in order (repeats kept).
-pub fn targets(url: &str) -> Result<Vec<String>, TemplateError> {
+pub(crate) fn targets(url: &str) -> Result<Vec<String>, TemplateError> {
     let mut names = Vec::new();
     fill(url, |t| {
         names.push(t.to_string());
@@ -41,7 +41,7 @@ pub fn targets(url: &str) -> Result<Vec<String>, TemplateError> {
 
 /// The URL with each `{internalIP:<target>}` replaced by `address(target)`; an IPv6
 /// address is bracketed as URLs need it.
-pub fn fill(
+pub(crate) fn fill(
     url: &str,
     mut address: impl FnMut(&str) -> Result<String, String>,
 ) -> Result<String, TemplateError> {

@@ -16,7 +16,7 @@ use crate::experiment::bound::parse_duration_detailed;
 
 /// A [`Duration`] read from text like `20s`; exists so serde reports a bad value in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HumanDuration(pub Duration);
+pub(crate) struct HumanDuration(pub Duration);
 
 /// The experiment's duration parser with its hint folded into the message, because a
 /// serde error carries a single string.

@@ -13,7 +13,7 @@ use super::duration::HumanDuration;
 /// Top level of an inventory file.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RawInventory {
+pub(super) struct RawInventory {
     pub cluster: RawCluster,
     pub profile: Option<ProfileName>,
     pub timers: Option<RawTimers>,
@@ -31,7 +31,7 @@ pub struct RawInventory {
 /// `cluster:` — which cluster and how its API is reached.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RawCluster {
+pub(super) struct RawCluster {
     pub name: String,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
@@ -47,7 +47,7 @@ pub struct RawCluster {
 /// `timers:` — the cluster's own node-lifecycle timers.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RawTimers {
+pub(super) struct RawTimers {
     pub node_monitor_period: Option<HumanDuration>,
     pub node_monitor_grace_period: Option<HumanDuration>,
     pub default_unreachable_toleration_seconds: Option<u64>,
@@ -67,7 +67,7 @@ pub enum TransportKind {
 /// `ssh:` settings; every field may be overridden per node.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RawSsh {
+pub(crate) struct RawSsh {
     pub user: Option<String>,
     pub port: Option<u16>,
     pub identity_file: Option<PathBuf>,
@@ -83,7 +83,7 @@ pub struct RawSsh {
 /// `commands:` run by the node's shell.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RawCommands {
+pub(crate) struct RawCommands {
     pub kubelet_stop: Option<String>,
     pub kubelet_start: Option<String>,
     pub kubelet_restart: Option<String>,
@@ -97,7 +97,7 @@ pub struct RawCommands {
 /// `power:` argv templates run where faultline runs.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RawPower {
+pub(crate) struct RawPower {
     pub on: Option<Vec<String>>,
     pub off: Option<Vec<String>>,
     pub status: Option<Vec<String>>,
@@ -108,7 +108,7 @@ pub struct RawPower {
 /// One `nodes:` entry.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RawNode {
+pub(super) struct RawNode {
     pub name: NodeName,
     pub address: Option<String>,
     #[serde(default)]
@@ -124,7 +124,7 @@ pub struct RawNode {
 /// A built-in profile file (`profiles/*.yaml`): defaults for one Kubernetes distribution.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RawProfile {
+pub(crate) struct RawProfile {
     pub transport: Option<TransportKind>,
     pub exec: Option<Vec<String>>,
     pub ssh: Option<RawSsh>,
@@ -134,7 +134,7 @@ pub struct RawProfile {
 
 /// A node name checked while parsing, so a bad one is reported at its line and column.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeName(pub String);
+pub(super) struct NodeName(pub String);
 
 impl<'de> Deserialize<'de> for NodeName {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

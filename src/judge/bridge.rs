@@ -24,7 +24,7 @@ use super::series::Gap;
 use crate::experiment::model::{NodeStateMatch, PodStateMatch, StateMatch};
 
 /// The gaps that still hide `state` for a member with this `series`.
-pub fn unbridged(gaps: &[Gap], series: &Series, state: &StateMatch) -> Vec<Gap> {
+pub(super) fn unbridged(gaps: &[Gap], series: &Series, state: &StateMatch) -> Vec<Gap> {
     gaps.iter()
         .filter(|g| !bridged(g, series, state))
         .cloned()

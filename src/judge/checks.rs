@@ -8,7 +8,7 @@ use crate::timeline::PodState;
 
 /// What one member's evaluation came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemberOutcome {
+pub(super) enum MemberOutcome {
     /// The member satisfies the check.
     Pass,
     /// The member violates the check.
@@ -23,7 +23,7 @@ pub enum MemberOutcome {
 
 /// One member's result with the offset that decided it (relative to `since`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct MemberEval {
+pub(super) struct MemberEval {
     /// Outcome for this member.
     pub outcome: MemberOutcome,
     /// Decisive moment, ms after `since`.
@@ -42,14 +42,14 @@ impl MemberEval {
     }
 
     /// An evaluation that could not run for this member.
-    pub fn error(note: String) -> Self {
+    pub(super) fn error(note: String) -> Self {
         MemberEval::new(MemberOutcome::Error, None, note)
     }
 }
 
 /// What every check needs to know about the run.
 #[derive(Debug, Clone, Copy)]
-pub struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     /// Offset at which `since` was issued.
     pub t0: i64,
     /// Offset of the last timeline entry.
@@ -73,7 +73,7 @@ impl Ctx<'_> {
 
 /// `becomes`: the first moment ≥ `since` the state holds must lie within `[lo, hi]`
 /// (ms after `since`; `None` = unbounded on that side).
-pub fn becomes(
+pub(super) fn becomes(
     ctx: &Ctx,
     name: &str,
     state: &str,
@@ -184,7 +184,7 @@ pub fn becomes(
 
 /// Where a `stays` hold ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HoldEnd {
+pub(super) enum HoldEnd {
     /// At this absolute offset.
     At(i64),
     /// When observation ends.
@@ -194,7 +194,7 @@ pub enum HoldEnd {
 }
 
 /// `stays`: in the state at some moment of the hold and continuously from then until its end.
-pub fn stays(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: HoldEnd) -> MemberEval {
+pub(super) fn stays(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: HoldEnd) -> MemberEval {
     use MemberOutcome::*;
     let t0 = ctx.t0;
     let (until, settled) = match end {
@@ -285,7 +285,7 @@ pub fn stays(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: HoldEnd) ->
 }
 
 /// `never`: the state does not hold anywhere from `since` to the end of observation.
-pub fn never(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: HoldEnd) -> MemberEval {
+pub(super) fn never(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: HoldEnd) -> MemberEval {
     use MemberOutcome::*;
     let t0 = ctx.t0;
     let (until, settled) = match end {
@@ -343,7 +343,7 @@ fn pod_history<'a>(member: &'a Member, check: &str) -> Result<&'a History<PodSta
 }
 
 /// `restarts`: the pod's restart count at the end compared with `since`.
-pub fn restarts(ctx: &Ctx, member: &Member, changed: bool) -> MemberEval {
+pub(super) fn restarts(ctx: &Ctx, member: &Member, changed: bool) -> MemberEval {
     use MemberOutcome::*;
     let history = match pod_history(member, "restarts") {
         Ok(h) => h,
@@ -392,7 +392,7 @@ pub fn restarts(ctx: &Ctx, member: &Member, changed: bool) -> MemberEval {
 
 /// A pod that may serve as another's replacement: first seen after `since`, still there.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Candidate {
+pub(super) struct Candidate {
     /// Pod name.
     pub name: String,
     /// First seen, absolute offset.
@@ -402,7 +402,7 @@ pub struct Candidate {
 /// `replaced`: whether the pod's UID is gone by the end and (for `true`) a new pod of the
 /// workload took its place. `candidates` are shared between members so that one new pod
 /// replaces one old pod; a StatefulSet pod is paired with its same-named successor.
-pub fn replaced(
+pub(super) fn replaced(
     ctx: &Ctx,
     member: &Member,
     want_replaced: bool,
@@ -482,7 +482,7 @@ pub fn replaced(
 /// `downFor`: every continuous Down stretch from `since` on lasts at most `limit` ms. A
 /// stretch that began before `since` is counted from `since`; one still open when
 /// observation ends is counted up to the end (and fails early once it is already too long).
-pub fn down_for(ctx: &Ctx, name: &str, down: &Truth, limit: i64) -> MemberEval {
+pub(super) fn down_for(ctx: &Ctx, name: &str, down: &Truth, limit: i64) -> MemberEval {
     use MemberOutcome::*;
     let t0 = ctx.t0;
     // Down stretches as (start, end, open), clipped to start no earlier than `since`.

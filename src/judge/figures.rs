@@ -12,7 +12,7 @@ use crate::timeline::{ConditionStatus, Event, StepPhase, Timeline, WorkloadState
 use super::members::{first_node, node_history, pod_histories, state_at};
 
 /// The taint the node lifecycle controller puts on a node it stopped hearing from.
-pub const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
+pub(crate) const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
 
 /// Milliseconds from the first fault step to each stage of the reaction; `None` = not observed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

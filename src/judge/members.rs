@@ -8,11 +8,11 @@ use crate::experiment::model::{PodGeneration, PodSubject, Subject, WorkloadRef};
 use crate::timeline::{Event, NodeState, PodId, PodState, Timeline, WorkloadState};
 
 /// Observed states of one object: `(offset, state)`, `None` = the object was gone.
-pub type History<S> = Vec<(i64, Option<S>)>;
+pub(super) type History<S> = Vec<(i64, Option<S>)>;
 
 /// The state history of one member, by kind.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Series {
+pub(super) enum Series {
     /// A node.
     Node(History<NodeState>),
     /// A pod.
@@ -25,7 +25,7 @@ pub enum Series {
 
 /// One thing an expectation quantifies over.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Member {
+pub(super) struct Member {
     /// Name used in messages (node name, pod name, `ns/kind/name`).
     pub name: String,
     /// The pod's identity, for pod members.
@@ -36,17 +36,17 @@ pub struct Member {
 
 /// Why the members of a subject could not be determined.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MemberError {
+pub(super) enum MemberError {
     /// The subject names a target the run did not resolve.
     #[error("target `{0}` was not resolved to any nodes in this run")]
     UnknownTarget(String),
 }
 
 /// Every pod's history, computed once per judgement and shared by all expectations.
-pub type PodHistories = BTreeMap<PodId, History<PodState>>;
+pub(super) type PodHistories = BTreeMap<PodId, History<PodState>>;
 
 /// Resolves the subject's members with `t0` as the `since` moment.
-pub fn members(
+pub(super) fn members(
     subject: &Subject,
     targets: &BTreeMap<String, Vec<String>>,
     timeline: &Timeline,
@@ -89,7 +89,7 @@ fn target_nodes<'a>(
 }
 
 /// The observed history of one node.
-pub fn node_history(timeline: &Timeline, name: &str) -> History<NodeState> {
+pub(super) fn node_history(timeline: &Timeline, name: &str) -> History<NodeState> {
     timeline
         .entries
         .iter()
@@ -101,7 +101,7 @@ pub fn node_history(timeline: &Timeline, name: &str) -> History<NodeState> {
 }
 
 /// The observed history of one workload.
-pub fn workload_history(timeline: &Timeline, w: &WorkloadRef) -> History<WorkloadState> {
+pub(super) fn workload_history(timeline: &Timeline, w: &WorkloadRef) -> History<WorkloadState> {
     timeline
         .entries
         .iter()
@@ -115,7 +115,7 @@ pub fn workload_history(timeline: &Timeline, w: &WorkloadRef) -> History<Workloa
 }
 
 /// The recorded results of one probe (only changes are on the timeline).
-pub fn probe_history(timeline: &Timeline, name: &str) -> History<bool> {
+pub(super) fn probe_history(timeline: &Timeline, name: &str) -> History<bool> {
     timeline
         .entries
         .iter()
@@ -127,7 +127,7 @@ pub fn probe_history(timeline: &Timeline, name: &str) -> History<bool> {
 }
 
 /// Every pod's history, keyed by identity, in timeline order.
-pub fn pod_histories(timeline: &Timeline) -> PodHistories {
+pub(super) fn pod_histories(timeline: &Timeline) -> PodHistories {
     let mut all: BTreeMap<PodId, History<PodState>> = BTreeMap::new();
     for e in &timeline.entries {
         if let Event::Pod { pod, after, .. } = &e.event {
@@ -140,7 +140,7 @@ pub fn pod_histories(timeline: &Timeline) -> PodHistories {
 }
 
 /// The state in force at `t` (`None` when unseen or gone).
-pub fn state_at<S>(history: &History<S>, t: i64) -> Option<&S> {
+pub(super) fn state_at<S>(history: &History<S>, t: i64) -> Option<&S> {
     history
         .iter()
         .take_while(|(at, _)| *at <= t)
@@ -149,12 +149,12 @@ pub fn state_at<S>(history: &History<S>, t: i64) -> Option<&S> {
 }
 
 /// The last state the object had while it existed.
-pub fn last_known<S>(history: &History<S>) -> Option<&S> {
+pub(super) fn last_known<S>(history: &History<S>) -> Option<&S> {
     history.iter().rev().find_map(|(_, s)| s.as_ref())
 }
 
 /// The first node a pod was ever bound to.
-pub fn first_node(history: &History<PodState>) -> Option<&str> {
+pub(super) fn first_node(history: &History<PodState>) -> Option<&str> {
     history
         .iter()
         .find_map(|(_, s)| s.as_ref().and_then(|s| s.node.as_deref()))
@@ -213,7 +213,7 @@ fn pod_members(
 /// The toleration a pod member's `toleration` bounds resolve with.
 ///
 /// `Ok(None)` for non-pod members; `Err` when the pod tolerates `unreachable` forever.
-pub fn member_toleration(
+pub(super) fn member_toleration(
     member: &Member,
     t0: i64,
     default: Duration,

@@ -23,7 +23,7 @@
 
 mod bridge;
 mod checks;
-pub mod figures;
+pub(crate) mod figures;
 mod members;
 mod series;
 mod states;

@@ -9,7 +9,7 @@ use crate::timeline::{Event, GapPhase, Timeline};
 /// One observed change of a member: when, whether the predicate holds from then on, and a
 /// short description of the actual state for messages.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Point {
+pub(super) struct Point {
     /// Offset of the change, ms since the run's time zero.
     pub at: i64,
     /// Whether the expectation's state holds from this offset on.
@@ -21,24 +21,24 @@ pub struct Point {
 /// A member's predicate over time; before the first point nothing was seen and the
 /// predicate counts as not holding.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Truth {
+pub(super) struct Truth {
     /// Changes in timeline order.
     pub points: Vec<Point>,
 }
 
 impl Truth {
     /// The point in force at `t` (the last one at or before it).
-    pub fn at(&self, t: i64) -> Option<&Point> {
+    pub(super) fn at(&self, t: i64) -> Option<&Point> {
         self.points.iter().take_while(|p| p.at <= t).last()
     }
 
     /// Whether the predicate holds at `t`.
-    pub fn holds_at(&self, t: i64) -> bool {
+    pub(super) fn holds_at(&self, t: i64) -> bool {
         self.at(t).is_some_and(|p| p.holds)
     }
 
     /// The first offset ≥ `t0` where the predicate holds (`t0` itself if it already holds).
-    pub fn first_true_from(&self, t0: i64) -> Option<i64> {
+    pub(super) fn first_true_from(&self, t0: i64) -> Option<i64> {
         if self.holds_at(t0) {
             return Some(t0);
         }
@@ -49,7 +49,7 @@ impl Truth {
     }
 
     /// The first change in `(from, until)` after which the predicate no longer holds.
-    pub fn first_false_between(&self, from: i64, until: i64) -> Option<&Point> {
+    pub(super) fn first_false_between(&self, from: i64, until: i64) -> Option<&Point> {
         self.points
             .iter()
             .find(|p| p.at > from && p.at < until && !p.holds)
@@ -58,7 +58,7 @@ impl Truth {
 
 /// A stretch of time in which the observer saw nothing (or only part of the cluster).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Gap {
+pub(super) struct Gap {
     /// Offset at which sight was lost.
     pub began: i64,
     /// Offset at which sight was regained (the timeline end if it never was).
@@ -75,7 +75,7 @@ pub struct Gap {
 /// Gaps apply to every subject regardless of their `source`: a conservative choice, since
 /// the observer's source names are not a contract and a silent verdict is worse than an
 /// undecidable one.
-pub fn gaps(timeline: &Timeline, end: i64) -> Vec<Gap> {
+pub(super) fn gaps(timeline: &Timeline, end: i64) -> Vec<Gap> {
     let mut open: Vec<(String, i64, String)> = Vec::new();
     let mut done = Vec::new();
     for entry in &timeline.entries {
@@ -113,12 +113,12 @@ pub fn gaps(timeline: &Timeline, end: i64) -> Vec<Gap> {
 
 /// The gap a change observed at `t` may really have happened in: sight was lost before `t`
 /// and regained at or after it.
-pub fn gap_hiding(gaps: &[Gap], t: i64) -> Option<&Gap> {
+pub(super) fn gap_hiding(gaps: &[Gap], t: i64) -> Option<&Gap> {
     gaps.iter().find(|g| g.began < t && t <= g.ended)
 }
 
 /// The first gap that overlaps the interval `[from, until]`.
-pub fn gap_overlapping(gaps: &[Gap], from: i64, until: i64) -> Option<&Gap> {
+pub(super) fn gap_overlapping(gaps: &[Gap], from: i64, until: i64) -> Option<&Gap> {
     gaps.iter().find(|g| g.began < until && g.ended > from)
 }
 

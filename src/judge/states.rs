@@ -12,7 +12,7 @@ use super::series::{Point, Truth};
 /// The expectation names a state of another kind than its subject (e.g. a pod state for a node).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("state {state} does not apply to a {kind} subject")]
-pub struct KindMismatch {
+pub(super) struct KindMismatch {
     /// The state as written.
     pub state: String,
     /// The subject's kind.
@@ -20,7 +20,7 @@ pub struct KindMismatch {
 }
 
 /// The truth series of `state` over `series`.
-pub fn truth(series: &Series, state: &StateMatch) -> Result<Truth, KindMismatch> {
+pub(super) fn truth(series: &Series, state: &StateMatch) -> Result<Truth, KindMismatch> {
     match (series, state) {
         (Series::Node(h), StateMatch::Node(m)) => Ok(reduce(h, |s| node_holds(m, s), node_label)),
         (Series::Pod(h), StateMatch::Pod(m)) => Ok(reduce(h, |s| pod_holds(*m, s), pod_label)),
@@ -123,7 +123,7 @@ pub fn node_label(s: Option<&NodeState>) -> String {
 }
 
 /// `node.kubernetes.io/unreachable` → `unreachable`, other keys unchanged.
-pub fn short_taint(key: &str) -> &str {
+pub(super) fn short_taint(key: &str) -> &str {
     key.strip_prefix("node.kubernetes.io/").unwrap_or(key)
 }
 
@@ -182,11 +182,11 @@ pub fn state_name(state: &StateMatch) -> String {
 }
 
 /// Milliseconds as seconds with one decimal: `94.2s`.
-pub fn secs(ms: i64) -> String {
+pub(super) fn secs(ms: i64) -> String {
     format!("{:.1}s", ms as f64 / 1000.0)
 }
 
 /// A relative offset: `+94.2s`.
-pub fn rel(ms: i64) -> String {
+pub(super) fn rel(ms: i64) -> String {
     crate::timeline::format_offset_ms(ms)
 }

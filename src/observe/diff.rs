@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 
 /// One change of one object: `(key, before, after)`; `before: None` = first seen,
 /// `after: None` = gone.
-pub type Change<K, S> = (K, Option<S>, Option<S>);
+pub(crate) type Change<K, S> = (K, Option<S>, Option<S>);
 
 /// Last known reduced states of one source (e.g. the pods of one namespace).
 #[derive(Debug, Clone)]
-pub struct Known<K, S> {
+pub(crate) struct Known<K, S> {
     states: BTreeMap<K, S>,
 }
 
@@ -26,28 +26,32 @@ impl<K, S> Default for Known<K, S> {
 }
 
 impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
+    #[cfg(test)]
     /// Nothing known yet: the first relist reports every object as first seen.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
+    #[cfg(test)]
     /// The last known state of `key`.
-    pub fn get(&self, key: &K) -> Option<&S> {
+    pub(crate) fn get(&self, key: &K) -> Option<&S> {
         self.states.get(key)
     }
 
+    #[cfg(test)]
     /// How many objects are known.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.states.len()
     }
 
+    #[cfg(test)]
     /// Whether no object is known.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.states.is_empty()
     }
 
     /// An object was added or modified; a change only if its reduced state differs.
-    pub fn apply(&mut self, key: K, state: S) -> Option<Change<K, S>> {
+    pub(crate) fn apply(&mut self, key: K, state: S) -> Option<Change<K, S>> {
         match self.states.get(&key) {
             Some(old) if *old == state => None,
             _ => {
@@ -58,7 +62,7 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
     }
 
     /// An object was deleted; a change only if it was known.
-    pub fn delete(&mut self, key: &K) -> Option<Change<K, S>> {
+    pub(crate) fn delete(&mut self, key: &K) -> Option<Change<K, S>> {
         self.states
             .remove(key)
             .map(|before| (key.clone(), Some(before), None))
@@ -66,7 +70,7 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
 
     /// A complete list of the source's objects replaces what was known: changed and new
     /// objects, then objects that vanished (deleted while nobody was looking), each in key order.
-    pub fn relist(&mut self, listed: impl IntoIterator<Item = (K, S)>) -> Vec<Change<K, S>> {
+    pub(crate) fn relist(&mut self, listed: impl IntoIterator<Item = (K, S)>) -> Vec<Change<K, S>> {
         let fresh: BTreeMap<K, S> = listed.into_iter().collect();
         let mut changes = Vec::new();
         for (key, state) in &fresh {

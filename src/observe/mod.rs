@@ -4,11 +4,11 @@
 //! folded by a pure [`Recorder`] that emits only reduced-state changes and brackets lost
 //! sight with `Gap` entries. Nothing here acts on the cluster.
 
-pub mod clock;
-pub mod diff;
-pub mod recorder;
-pub mod reduce;
-pub mod stream;
+pub(crate) mod clock;
+pub(crate) mod diff;
+pub(crate) mod recorder;
+pub(crate) mod reduce;
+pub(crate) mod stream;
 
 pub use crate::cluster::owners::OwnerIndex;
 pub use clock::Clock;

@@ -139,7 +139,7 @@ pub struct Recorder {
 }
 
 /// Identity of a pod for the timeline.
-pub fn pod_id(pod: &Pod) -> Option<PodId> {
+pub(crate) fn pod_id(pod: &Pod) -> Option<PodId> {
     Some(PodId {
         namespace: pod.metadata.namespace.clone().unwrap_or_default(),
         name: pod.metadata.name.clone()?,

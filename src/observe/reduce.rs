@@ -11,7 +11,7 @@ use crate::cluster::owners::{OwnerIndex, pod_owner};
 use crate::timeline::{ConditionStatus, NodeState, PodState, Taint, WorkloadState};
 
 /// Taint key the node lifecycle controller sets when it stops hearing from a kubelet.
-pub const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
+pub(crate) const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
 
 /// Reduces a Node to its Ready condition, taints and schedulability.
 ///
@@ -117,7 +117,7 @@ fn unreachable_toleration(tolerations: &[Toleration]) -> (Option<i64>, bool) {
 }
 
 /// Reduces a Deployment to its replica counts.
-pub fn deployment_state(d: &Deployment) -> WorkloadState {
+pub(crate) fn deployment_state(d: &Deployment) -> WorkloadState {
     let s = d.status.as_ref();
     WorkloadState {
         desired: d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
@@ -127,7 +127,7 @@ pub fn deployment_state(d: &Deployment) -> WorkloadState {
 }
 
 /// Reduces a StatefulSet to its replica counts.
-pub fn statefulset_state(st: &StatefulSet) -> WorkloadState {
+pub(crate) fn statefulset_state(st: &StatefulSet) -> WorkloadState {
     let s = st.status.as_ref();
     WorkloadState {
         desired: st.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
@@ -137,7 +137,7 @@ pub fn statefulset_state(st: &StatefulSet) -> WorkloadState {
 }
 
 /// Reduces a DaemonSet to its scheduled/ready/available counts.
-pub fn daemonset_state(ds: &DaemonSet) -> WorkloadState {
+pub(crate) fn daemonset_state(ds: &DaemonSet) -> WorkloadState {
     let s = ds.status.as_ref();
     WorkloadState {
         desired: s.map(|s| s.desired_number_scheduled).unwrap_or(0),

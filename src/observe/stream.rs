@@ -176,7 +176,7 @@ where
 /// replay the missed events after the gap, stamped with the wrong time; a relist diff puts
 /// them inside the gap, where they belong. Errors during a list are retried by the
 /// watcher's own backoff.
-pub fn watch<K>(
+pub(crate) fn watch<K>(
     api: Api<K>,
     field_selector: Option<String>,
 ) -> impl futures::Stream<Item = (Seen<K>, Option<Instant>)> + Send + 'static
@@ -234,7 +234,7 @@ where
 }
 
 /// Lists every `interval` (the first list at once); each list is reported as a relist.
-pub fn poll<K>(
+pub(crate) fn poll<K>(
     api: Api<K>,
     field_selector: Option<String>,
     interval: Duration,

@@ -9,7 +9,7 @@ use crate::timeline::format_secs;
 use super::TryResult;
 
 /// Runs `sh -c command` locally under `timeout` (the child is killed when it overruns).
-pub async fn local(command: &str, timeout: Duration) -> TryResult {
+pub(crate) async fn local(command: &str, timeout: Duration) -> TryResult {
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -29,7 +29,7 @@ pub async fn local(command: &str, timeout: Duration) -> TryResult {
 }
 
 /// Runs the command on `node` over the node's transport.
-pub async fn remote(
+pub(crate) async fn remote(
     executor: &Executor,
     node: &str,
     command: &str,

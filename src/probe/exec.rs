@@ -19,7 +19,7 @@ use super::TryResult;
 use crate::timeline::format_secs;
 
 /// One exec probe: the pod (fixed when probes start) and the command run in it.
-pub struct ExecProbe {
+pub(crate) struct ExecProbe {
     pods: Api<Pod>,
     pod: String,
     container: Option<String>,
@@ -28,7 +28,7 @@ pub struct ExecProbe {
 
 impl ExecProbe {
     /// A probe of `command` in `pod` (its `container`, or the default one).
-    pub fn new(
+    pub(crate) fn new(
         pods: Api<Pod>,
         pod: String,
         container: Option<String>,
@@ -44,7 +44,7 @@ impl ExecProbe {
 
     /// One try: Up when the command ran and exited 0. A command still running at the
     /// timeout is abandoned (its stream closed), so tries never pile up.
-    pub async fn attempt(&self, timeout: Duration) -> TryResult {
+    pub(crate) async fn attempt(&self, timeout: Duration) -> TryResult {
         let deadline = tokio::time::Instant::now() + timeout;
         let timed_out =
             || TryResult::new(false, format!("timed out after {}", format_secs(timeout)));
@@ -93,7 +93,7 @@ impl ExecProbe {
 /// Up or Down from the status the API server sends at the end of an exec stream: Success
 /// is exit 0; a non-zero exit names its code (and the command's stderr); anything else says
 /// what the API server said.
-pub fn verdict(status: Option<&Status>, stderr: &str) -> TryResult {
+pub(crate) fn verdict(status: Option<&Status>, stderr: &str) -> TryResult {
     let Some(status) = status else {
         return TryResult::new(false, "the exec stream ended without a status");
     };

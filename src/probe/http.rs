@@ -26,7 +26,7 @@ use crate::timeline::format_secs;
 use super::TryResult;
 
 /// One HTTP probe: its URL, what counts as Up, and a client reused across tries.
-pub struct HttpProbe {
+pub(crate) struct HttpProbe {
     uri: Uri,
     expect_status: Option<u16>,
     client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
@@ -34,7 +34,7 @@ pub struct HttpProbe {
 
 impl HttpProbe {
     /// Prepares the client; `Err` says why TLS could not be set up.
-    pub fn new(
+    pub(crate) fn new(
         url: &str,
         expect_status: Option<u16>,
         insecure: bool,
@@ -80,7 +80,7 @@ impl HttpProbe {
     }
 
     /// One GET under `timeout`.
-    pub async fn attempt(&self, timeout: Duration) -> TryResult {
+    pub(crate) async fn attempt(&self, timeout: Duration) -> TryResult {
         let request = match Request::get(self.uri.clone())
             .header(hyper::header::USER_AGENT, "faultline-probe")
             .body(Empty::new())

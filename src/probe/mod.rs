@@ -7,9 +7,9 @@
 //! timeline. How one try is made lives in [`command`] (local `sh -c` or a node's
 //! transport) and [`http`] (a GET over hyper with rustls).
 
-pub mod command;
-pub mod exec;
-pub mod http;
+pub(crate) mod command;
+pub(crate) mod exec;
+pub(crate) mod http;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,11 +29,11 @@ use crate::timeline::Event;
 const MAX_DETAIL: usize = 160;
 
 /// Where probe events go: called once per change, from the probe's task.
-pub type ProbeSink = Arc<dyn Fn(Event) + Send + Sync>;
+pub(crate) type ProbeSink = Arc<dyn Fn(Event) + Send + Sync>;
 
 /// The result of one try.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TryResult {
+pub(crate) struct TryResult {
     /// Whether the probe counts as Up.
     pub up: bool,
     /// Why, for the timeline: `exit 0`, `HTTP 503`, `timed out after 3s`.
@@ -42,7 +42,7 @@ pub struct TryResult {
 
 impl TryResult {
     /// A result with its detail sanitized and shortened for the timeline.
-    pub fn new(up: bool, detail: impl AsRef<str>) -> Self {
+    pub(crate) fn new(up: bool, detail: impl AsRef<str>) -> Self {
         TryResult {
             up,
             detail: short(detail.as_ref()),
@@ -52,7 +52,7 @@ impl TryResult {
 
 /// Why probes could not be started.
 #[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
+pub(crate) enum ProbeError {
     /// A command probe's `on` names a target the run did not resolve to one node.
     #[error(
         "probe `{probe}`: target `{target}` resolved to {count} nodes; a probe runs on exactly one"
@@ -107,7 +107,7 @@ enum Prober {
 
 /// What probes need from the run besides their specs: where the targets landed, and the
 /// handles they act through.
-pub struct ProbeContext<'a> {
+pub(crate) struct ProbeContext<'a> {
     /// Target name → nodes (a probe's target must have exactly one).
     pub targets: &'a BTreeMap<String, Vec<String>>,
     /// Node name → `InternalIP`, for `{internalIP:<target>}` in HTTP URLs.
@@ -136,7 +136,7 @@ impl Prober {
 }
 
 /// Running probes; [`Probes::stop`] ends them.
-pub struct Probes {
+pub(crate) struct Probes {
     cancel: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -146,7 +146,7 @@ impl Probes {
     /// node, an HTTP URL's `{internalIP:<target>}` is filled, an exec probe runs in the pod
     /// chosen for it. Nothing is started when any probe cannot be set up, so a run never
     /// goes on with half its probes.
-    pub fn start(
+    pub(crate) fn start(
         specs: &[ProbeSpec],
         ctx: ProbeContext<'_>,
         sink: ProbeSink,
@@ -228,7 +228,7 @@ impl Probes {
     }
 
     /// Stops every probe and waits for the tasks to end; a try in flight is abandoned.
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.cancel.cancel();
         for t in self.tasks {
             let _ = t.await;

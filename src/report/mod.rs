@@ -5,7 +5,7 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
-pub mod sanitize;
+pub(crate) mod sanitize;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};

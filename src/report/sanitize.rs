@@ -3,7 +3,7 @@
 
 /// Removes ANSI escape sequences and control characters other than `\n` and `\t`, and
 /// replaces characters XML 1.0 cannot carry (non-characters such as U+FFFE).
-pub fn clean(text: &str) -> String {
+pub(crate) fn clean(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -52,7 +52,7 @@ fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 
 /// Cleans text for a CDATA section: as [`clean`], and `]]>` is broken up so the section
 /// cannot be closed early.
-pub fn cdata(text: &str) -> String {
+pub(crate) fn cdata(text: &str) -> String {
     clean(text).replace("]]>", "]] >")
 }
 
@@ -69,7 +69,7 @@ fn escape(text: &str, replace: impl Fn(char) -> Option<&'static str>) -> String 
 }
 
 /// Cleans and escapes text for HTML element content and attribute values.
-pub fn html(text: &str) -> String {
+pub(crate) fn html(text: &str) -> String {
     escape(text, |c| match c {
         '&' => Some("&amp;"),
         '<' => Some("&lt;"),
@@ -84,7 +84,7 @@ pub fn html(text: &str) -> String {
 /// a cell, a newline cannot end a row (it becomes `<br>`), backticks cannot open code spans,
 /// `<` and `&` cannot start HTML or entities, and emphasis, link and heading characters are
 /// shown as themselves.
-pub fn markdown(text: &str) -> String {
+pub(crate) fn markdown(text: &str) -> String {
     escape(text, |c| match c {
         '\n' => Some("<br>"),
         '\t' => Some(" "),

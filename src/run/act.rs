@@ -12,7 +12,7 @@ use crate::experiment::model::Action;
 
 /// What one action did on one node (or, for pod and PVC actions, in the cluster).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ActResult {
+pub(crate) struct ActResult {
     /// Exit status of a command, when the action was one.
     pub exit_status: Option<i32>,
     /// Command output or a description of what the API call did.
@@ -36,7 +36,7 @@ impl ActResult {
 
 /// Why an action failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ActError {
+pub(crate) enum ActError {
     /// The node operation or power command failed.
     #[error(transparent)]
     Exec(#[from] crate::execute::ExecError),
@@ -55,7 +55,7 @@ pub enum ActError {
 }
 
 /// Everything an action may need to reach the cluster and its nodes.
-pub struct Actor<'a> {
+pub(crate) struct Actor<'a> {
     /// Node operations and power.
     pub executor: &'a Executor,
     /// API actions.
@@ -66,7 +66,7 @@ pub struct Actor<'a> {
 
 impl Actor<'_> {
     /// Performs `action` on `node` (`None` for actions that act on pods or claims).
-    pub async fn act(
+    pub(crate) async fn act(
         &self,
         action: &Action,
         node: Option<&str>,

@@ -16,7 +16,7 @@ use crate::run::act::{ActResult, Actor};
 
 /// One fault faultline has injected and not yet undone.
 #[derive(Debug, Clone)]
-pub struct ActiveFault {
+pub(crate) struct ActiveFault {
     /// Journal id, also the self-restore token.
     pub id: String,
     /// Step that injected it.
@@ -31,7 +31,7 @@ pub struct ActiveFault {
 
 /// What the safety net did for one fault.
 #[derive(Debug, Clone)]
-pub struct UndoReport {
+pub(crate) struct UndoReport {
     /// The fault.
     pub fault: ActiveFault,
     /// Result of the last attempt.
@@ -42,7 +42,7 @@ pub struct UndoReport {
 
 /// Why a fault could not be prepared; the fault is then not injected.
 #[derive(Debug, thiserror::Error)]
-pub enum LedgerError {
+pub(crate) enum LedgerError {
     /// The journal could not be written: without it a crash could leave the node broken.
     #[error("cannot write the fault journal, so the fault is not injected: {0}")]
     Journal(#[from] JournalError),
@@ -57,7 +57,7 @@ pub enum LedgerError {
 }
 
 /// The active faults of one run.
-pub struct Ledger {
+pub(crate) struct Ledger {
     journal: Journal,
     cluster: String,
     run_id: String,
@@ -68,7 +68,7 @@ pub struct Ledger {
 /// How a fault is undone, for the journal (which must be able to do it after a crash):
 /// its inverse, carried as the fault table says. An undo on the node is what the node can
 /// also do by itself, so it is the one armed there as a self-restore.
-pub fn journal_undo(fault: &Action) -> Option<Undo> {
+pub(crate) fn journal_undo(fault: &Action) -> Option<Undo> {
     let inv = inverse(fault)?;
     Some(match fault::info(&inv).via {
         Via::Power(PowerAction::On) => Undo::PowerOn,
@@ -79,7 +79,7 @@ pub fn journal_undo(fault: &Action) -> Option<Undo> {
 
 impl Ledger {
     /// A ledger writing to `journal` for the cluster named `cluster`.
-    pub fn new(journal: Journal, cluster: &str, run_id: &str) -> Self {
+    pub(crate) fn new(journal: Journal, cluster: &str, run_id: &str) -> Self {
         Ledger {
             journal,
             cluster: cluster.to_string(),
@@ -90,7 +90,7 @@ impl Ledger {
     }
 
     /// Faults injected and not yet undone.
-    pub fn active(&self) -> &[ActiveFault] {
+    pub(crate) fn active(&self) -> &[ActiveFault] {
         &self.active
     }
 
@@ -98,7 +98,7 @@ impl Ledger {
     /// undo the fault itself, arm a restore that fires after `restore_after` even if
     /// faultline dies. Returns the fault's journal id and whether a restore was armed on
     /// the node; `None` for actions that are not faults.
-    pub async fn before_fault(
+    pub(crate) async fn before_fault(
         &mut self,
         executor: &Executor,
         step: &str,
@@ -155,7 +155,7 @@ impl Ledger {
 
     /// A planned step ran `action` on `node` successfully: every fault there that it undoes
     /// is settled (self-restore disarmed, journal cleared). Returns them.
-    pub async fn undone_by(
+    pub(crate) async fn undone_by(
         &mut self,
         executor: &Executor,
         action: &Action,
@@ -174,7 +174,11 @@ impl Ledger {
     /// The safety net: undoes every fault still active, newest first, retrying as
     /// `restore` does ([`RetryPolicy::default`], each try limited to `timeout`); a fault
     /// whose undo keeps failing stays in the journal for `restore`.
-    pub async fn undo_all(&mut self, actor: &Actor<'_>, timeout: Duration) -> Vec<UndoReport> {
+    pub(crate) async fn undo_all(
+        &mut self,
+        actor: &Actor<'_>,
+        timeout: Duration,
+    ) -> Vec<UndoReport> {
         let policy = RetryPolicy {
             timeout,
             ..RetryPolicy::default()

@@ -7,20 +7,20 @@
 //! due, issue it (`act`, through the `ledger`), sleep until the timeline grows, a deadline
 //! or a signal → undo of whatever is still broken → teardown → final verdicts and figures.
 
-pub mod act;
+pub(crate) mod act;
 mod addresses;
 mod beside;
 #[cfg(test)]
 mod context_tests;
-pub mod ledger;
-pub mod prepare;
+pub(crate) mod ledger;
+pub(crate) mod prepare;
 pub mod rehearse;
-pub mod safety;
-pub mod schedule;
+pub(crate) mod safety;
+pub(crate) mod schedule;
 mod settings;
 mod setup;
-pub mod shared_timeline;
-pub mod signals;
+pub(crate) mod shared_timeline;
+pub(crate) mod signals;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -22,7 +22,7 @@ use crate::run::safety::{self, ResolvedTargets, SafetyError};
 
 /// Why a run did not start. Nothing on the cluster was touched.
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub(crate) enum RunError {
     /// Connecting or talking to the API failed.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
@@ -65,7 +65,7 @@ pub enum RunError {
 }
 
 /// A run's resolved plan and its handles on the cluster.
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// API client (over every API endpoint when there are several).
     pub client: Client,
     /// The failover handle when there are several API endpoints: the observer puts its
@@ -89,7 +89,7 @@ pub struct Prepared {
 
 /// The kube context a run will use: the inventory's (or `--context`'s, once applied), or
 /// the current one of the kubeconfig files in use.
-pub fn effective_context(inventory: &Inventory) -> Option<String> {
+pub(crate) fn effective_context(inventory: &Inventory) -> Option<String> {
     if let Some(c) = inventory.context() {
         return Some(c.to_string());
     }
@@ -100,7 +100,10 @@ pub fn effective_context(inventory: &Inventory) -> Option<String> {
 
 /// Runs the interlocks that need no workloads (context allow-list, journal) and connects;
 /// touches nothing. Targets are resolved by [`resolve`] once setup has run.
-pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepared, RunError> {
+pub(crate) async fn prepare(
+    exp: &Experiment,
+    settings: &RunSettings,
+) -> Result<Prepared, RunError> {
     let inv = &settings.inventory;
     // Both lists must allow the context: the operator's (--allow-context) and the
     // inventory's (allowedContexts); an empty list allows any.
@@ -153,7 +156,7 @@ pub async fn prepare(exp: &Experiment, settings: &RunSettings) -> Result<Prepare
 /// Resolves the targets (after setup, since `runningPodsOf` needs the workloads running)
 /// and runs the interlocks that depend on them: the blast radius, and that every node a
 /// step acts on is in the inventory. Still no fault has been injected.
-pub async fn resolve(
+pub(crate) async fn resolve(
     exp: &Experiment,
     prepared: &mut Prepared,
     inv: &Inventory,
@@ -236,7 +239,7 @@ fn check_inventory_covers(
 
 /// What the observer must watch for this experiment: the namespaces and workloads that its
 /// targets, steps and expectations name.
-pub fn scope_of(exp: &Experiment) -> Scope {
+pub(crate) fn scope_of(exp: &Experiment) -> Scope {
     let mut workloads: BTreeSet<WorkloadRef> = BTreeSet::new();
     let add_subject = |s: &Subject, w: &mut BTreeSet<WorkloadRef>| match s {
         Subject::Pods(p) => {

@@ -7,11 +7,11 @@ use crate::experiment::fault;
 use crate::experiment::model::Experiment;
 
 /// Target name → the node names it resolved to.
-pub type ResolvedTargets = BTreeMap<String, Vec<String>>;
+pub(crate) type ResolvedTargets = BTreeMap<String, Vec<String>>;
 
 /// Why a plan is refused before it starts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SafetyError {
+pub(crate) enum SafetyError {
     /// More nodes would be down at once than the experiment allows.
     #[error(
         "step `{step}` would have {down} nodes down at once ({nodes}); the experiment allows {limit}. \
@@ -70,7 +70,7 @@ pub enum SafetyError {
 /// control-plane node only with permission, and never takes the control plane's majority.
 ///
 /// `control_plane` holds the names of every control-plane node in the cluster.
-pub fn check_blast_radius(
+pub(crate) fn check_blast_radius(
     exp: &Experiment,
     targets: &ResolvedTargets,
     control_plane: &BTreeSet<String>,
@@ -129,7 +129,7 @@ pub fn check_blast_radius(
 
 /// Refuses a context that is not on a non-empty allow-list. An empty list allows any
 /// context (the inventory pins one anyway).
-pub fn check_context(context: &str, allowed: &[String]) -> Result<(), SafetyError> {
+pub(crate) fn check_context(context: &str, allowed: &[String]) -> Result<(), SafetyError> {
     if allowed.is_empty() || allowed.iter().any(|a| a == context) {
         Ok(())
     } else {

@@ -10,11 +10,11 @@ use tokio::time::Instant;
 use crate::timeline::{Entry, Event, Timeline};
 
 /// A live-view callback: called once per entry, in order.
-pub type LiveView = Arc<dyn Fn(&Entry) + Send + Sync>;
+pub(crate) type LiveView = Arc<dyn Fn(&Entry) + Send + Sync>;
 
 /// One timeline for the whole run: the observer and the runner append, the judge snapshots.
 #[derive(Clone)]
-pub struct SharedTimeline {
+pub(crate) struct SharedTimeline {
     inner: Arc<Mutex<Timeline>>,
     grew: Arc<Notify>,
     zero: Instant,
@@ -24,7 +24,7 @@ pub struct SharedTimeline {
 
 impl SharedTimeline {
     /// A recorder whose time zero is now.
-    pub fn start(live: Option<LiveView>) -> Self {
+    pub(crate) fn start(live: Option<LiveView>) -> Self {
         let wall_zero = Utc::now();
         SharedTimeline {
             inner: Arc::new(Mutex::new(Timeline::new(wall_zero))),
@@ -36,22 +36,22 @@ impl SharedTimeline {
     }
 
     /// Monotonic time zero.
-    pub fn zero(&self) -> Instant {
+    pub(crate) fn zero(&self) -> Instant {
         self.zero
     }
 
     /// Wall-clock time zero.
-    pub fn wall_zero(&self) -> DateTime<Utc> {
+    pub(crate) fn wall_zero(&self) -> DateTime<Utc> {
         self.wall_zero
     }
 
     /// Milliseconds since time zero, monotonic.
-    pub fn offset_ms(&self) -> i64 {
+    pub(crate) fn offset_ms(&self) -> i64 {
         i64::try_from(self.zero.elapsed().as_millis()).unwrap_or(i64::MAX)
     }
 
     /// Records an event that happens now; returns its offset.
-    pub fn record(&self, event: Event) -> i64 {
+    pub(crate) fn record(&self, event: Event) -> i64 {
         let offset_ms = self.offset_ms();
         let entry = Entry {
             offset_ms,
@@ -63,7 +63,7 @@ impl SharedTimeline {
     }
 
     /// Records an entry stamped elsewhere (by the observer), keeping the order of offsets.
-    pub fn push(&self, entry: Entry) {
+    pub(crate) fn push(&self, entry: Entry) {
         if let Some(live) = &self.live {
             live(&entry);
         }
@@ -80,24 +80,24 @@ impl SharedTimeline {
 
     /// Resolves once an entry was appended since the last call returned (an entry appended
     /// while nobody waited is not lost: it wakes the next call at once).
-    pub async fn grown(&self) {
+    pub(crate) async fn grown(&self) {
         self.grew.notified().await;
     }
 
     /// Runs `f` over the timeline as it stands, without copying it; appends wait meanwhile.
-    pub fn read<R>(&self, f: impl FnOnce(&Timeline) -> R) -> R {
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&Timeline) -> R) -> R {
         f(&self.inner.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Records a free-form note.
-    pub fn note(&self, message: impl Into<String>) {
+    pub(crate) fn note(&self, message: impl Into<String>) {
         self.record(Event::Note {
             message: message.into(),
         });
     }
 
     /// A copy of the timeline so far.
-    pub fn snapshot(&self) -> Timeline {
+    pub(crate) fn snapshot(&self) -> Timeline {
         self.inner
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -6,10 +6,10 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 /// Exit code used when a second signal cuts the clean shutdown short.
-pub const HARD_EXIT_CODE: i32 = 130;
+pub(crate) const HARD_EXIT_CODE: i32 = 130;
 
 /// Starts listening for signals; `cancel` is triggered by the first one.
-pub fn install(cancel: CancellationToken) -> std::io::Result<tokio::task::JoinHandle<()>> {
+pub(crate) fn install(cancel: CancellationToken) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
     let mut hup = signal(SignalKind::hangup())?;

@@ -79,7 +79,7 @@ pub fn parse_inspect(json: &str) -> Result<Vec<Container>, String> {
 
 /// Runs `docker ARGS` and returns its stdout; a missing `docker`, a daemon that does not
 /// answer or a failing command is an error naming the command.
-pub async fn docker(args: &[&str]) -> Result<Vec<u8>, DiscoverError> {
+pub(super) async fn docker(args: &[&str]) -> Result<Vec<u8>, DiscoverError> {
     let command = format!("docker {}", args.join(" "));
     let fail = |message: String| DiscoverError::Docker {
         command: command.clone(),
@@ -115,7 +115,10 @@ pub async fn docker(args: &[&str]) -> Result<Vec<u8>, DiscoverError> {
 }
 
 /// Every container (running or not) whose label `key` is `value`.
-pub async fn containers_labelled(key: &str, value: &str) -> Result<Vec<Container>, DiscoverError> {
+pub(super) async fn containers_labelled(
+    key: &str,
+    value: &str,
+) -> Result<Vec<Container>, DiscoverError> {
     let filter = format!("label={key}={value}");
     let ids = docker(&["ps", "--all", "--quiet", "--no-trunc", "--filter", &filter]).await?;
     let ids = String::from_utf8_lossy(&ids);
@@ -133,7 +136,7 @@ pub async fn containers_labelled(key: &str, value: &str) -> Result<Vec<Container
 }
 
 /// The command line of PID 1 inside a running container (`/proc/1/cmdline`, NUL-separated).
-pub async fn pid1_command_line(container: &str) -> Result<Vec<String>, DiscoverError> {
+pub(super) async fn pid1_command_line(container: &str) -> Result<Vec<String>, DiscoverError> {
     let raw = docker(&["exec", container, "cat", "/proc/1/cmdline"]).await?;
     Ok(raw
         .split(|b| *b == 0)
