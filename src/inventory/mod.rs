@@ -298,7 +298,7 @@ impl Inventory {
     }
 
     /// Puts the command line's `--kubeconfig` / `--context` / `KUBECONFIG` in place of the
-    /// file's settings (kubectl's precedence, see [`crate::cluster::kubeconfig`]); the
+    /// file's settings (kubectl's precedence, see `cluster::kubeconfig`); the
     /// context allow-lists are checked later against the context this leaves in use.
     pub fn apply_api_overrides(
         &mut self,

@@ -3,7 +3,7 @@
 //! expectation, the recovery figures, the errors; the timeline folded away below.
 //!
 //! Every text that comes from an experiment, the cluster or a node goes through
-//! [`sanitize::markdown`](super::sanitize::markdown), so it cannot end a table cell or row,
+//! `sanitize::markdown`, so it cannot end a table cell or row,
 //! open a code span or inject HTML.
 
 use std::fmt::Write as _;
