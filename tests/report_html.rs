@@ -41,6 +41,40 @@ fn gaps_are_hatched() {
 }
 
 #[test]
+fn endpoint_switches_and_the_end_of_observation_are_marked() {
+    let mut rec = record();
+    let wall = rec.timeline.entries[0].wall;
+    let at = |offset_ms, event| faultline::timeline::Entry {
+        offset_ms,
+        wall,
+        event,
+    };
+    rec.timeline.entries.push(at(
+        100_000,
+        faultline::timeline::Event::Endpoint {
+            from: "https://10.0.0.1:6443".into(),
+            to: "https://10.0.0.2:6443".into(),
+            reason: "2 health checks in a row failed".into(),
+        },
+    ));
+    rec.timeline.entries.push(at(
+        110_000,
+        faultline::timeline::Event::Run {
+            phase: faultline::timeline::RunPhase::ObservationEnded {
+                reason: "observation ended at its planned end".into(),
+                early: false,
+            },
+        },
+    ));
+    let page = html::render(&rec);
+    assert_eq!(page.matches("class=\"switch\"").count(), 1);
+    assert!(
+        page.contains("API endpoint https://10.0.0.1:6443 left (2 health checks in a row failed)")
+    );
+    assert_eq!(page.matches("class=\"observation-end\"").count(), 1);
+}
+
+#[test]
 fn hostile_names_are_escaped() {
     let mut rec = record();
     rec.experiment.name = "<script>alert('x')</script>".into();

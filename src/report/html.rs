@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::judge::{Outcome, format_relative, labels};
 use crate::record::{RunOutcome, RunRecord};
 use crate::timeline::{
-    ConditionStatus, Event, GapPhase, NodeState, PodState, StepPhase, WorkloadState,
+    ConditionStatus, Event, GapPhase, NodeState, PodState, RunPhase, StepPhase, WorkloadState,
 };
 
 use super::sanitize::html as esc;
@@ -246,6 +246,28 @@ fn timeline_svg(record: &RunRecord) -> String {
                     label_y - 2.0,
                     esc(step),
                     format_relative(e.offset_ms)
+                );
+            }
+            Event::Endpoint { from, to, reason } => {
+                let px = x(e.offset_ms);
+                let _ = write!(
+                    s,
+                    "<g class=\"switch\"><line x1=\"{px:.1}\" y1=\"{TOP:.1}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#c0392b\" stroke-dasharray=\"2 2\"/>\
+<title>API endpoint {} left ({}); now {}</title></g>",
+                    esc(from),
+                    esc(reason),
+                    esc(to)
+                );
+            }
+            Event::Run {
+                phase: RunPhase::ObservationEnded { reason, .. },
+            } => {
+                let px = x(e.offset_ms);
+                let _ = write!(
+                    s,
+                    "<g class=\"observation-end\"><line x1=\"{px:.1}\" y1=\"{TOP:.1}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#555\"/>\
+<title>observation ends: {}</title></g>",
+                    esc(reason)
                 );
             }
             _ => {}
