@@ -329,6 +329,17 @@ impl Timeline {
         }
     }
 
+    /// Inserts an entry stamped elsewhere, after every entry with the same or an earlier
+    /// offset, so entries stay in offset order and equal offsets keep their arrival order.
+    pub fn insert(&mut self, entry: Entry) {
+        let pos = self
+            .entries
+            .iter()
+            .rposition(|e| e.offset_ms <= entry.offset_ms)
+            .map_or(0, |p| p + 1);
+        self.entries.insert(pos, entry);
+    }
+
     /// Offset of the last entry (how far observation reached).
     pub fn end_ms(&self) -> i64 {
         self.entries.last().map(|e| e.offset_ms).unwrap_or(0)

@@ -101,13 +101,8 @@ pub(super) fn render(exp: &Experiment, p: &Prepared) -> String {
             schedule::describe_step_time(step, &p.cluster.timers),
             action_name(&step.action)
         ));
-        let nodes = step
-            .target
-            .as_ref()
-            .and_then(|t| p.targets.get(t))
-            .cloned()
-            .unwrap_or_default();
-        for node in &nodes {
+        let nodes = step.nodes(&p.targets);
+        for node in nodes {
             out.push_str(&format!(
                 "            {node}: {}\n",
                 command_of(p, &step.action, node)

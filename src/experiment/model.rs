@@ -185,6 +185,17 @@ pub struct Step {
     pub timeout: Duration,
 }
 
+impl Step {
+    /// The nodes this step acts on, from the resolved targets (none when it has no target
+    /// or its target matched nothing).
+    pub fn nodes<'a>(&self, targets: &'a BTreeMap<String, Vec<String>>) -> &'a [String] {
+        self.target
+            .as_ref()
+            .and_then(|t| targets.get(t))
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
 /// When a step is issued.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StepTime {

@@ -45,8 +45,9 @@ use schedule::{End, Scheduler};
 pub use settings::{DEFAULT_RESTORE_MARGIN, RunSettings};
 use shared_timeline::{LiveView, SharedTimeline};
 
-/// After a new timeline entry, how long the runner lets more land before judging again.
-const BURST: Duration = Duration::from_millis(100);
+/// After a new timeline entry, how long the runner lets more land before judging again;
+/// `rehearse` wakes its scheduler the same way.
+const BURST_MS: i64 = 100;
 /// The sleep when the scheduler names no deadline: only a new entry or a signal can
 /// change its answer then.
 const NO_DEADLINE: Duration = Duration::from_secs(3600);
@@ -330,7 +331,7 @@ impl Run<'_> {
                     tokio::select! {
                         _ = self.cancel.cancelled() => scheduler.cancel(),
                         _ = tokio::time::sleep_until(deadline) => {}
-                        _ = tokio::time::sleep(BURST) => {}
+                        _ = tokio::time::sleep(Duration::from_millis(BURST_MS.unsigned_abs())) => {}
                     }
                 }
             }
@@ -408,13 +409,10 @@ impl Run<'_> {
     ) -> bool {
         let step = &self.exp.steps[index];
         let nodes: Vec<Option<String>> = match &step.target {
-            Some(t) => self
-                .prepared
-                .targets
-                .get(t)
+            Some(_) => step
+                .nodes(&self.prepared.targets)
+                .iter()
                 .cloned()
-                .unwrap_or_default()
-                .into_iter()
                 .map(Some)
                 .collect(),
             None => vec![None],

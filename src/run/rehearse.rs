@@ -19,10 +19,6 @@ use crate::timeline::{Entry, Event, StepPhase, Timeline};
 use super::faults::action_name;
 use super::schedule::{self, End, Plan, Scheduler};
 
-/// After an observed entry, how long the runner lets more land before it judges again;
-/// the rehearsal wakes the scheduler as the runner does.
-const BURST_MS: i64 = 100;
-
 /// Why a rehearsal cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RehearseError {
@@ -111,12 +107,7 @@ pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, Rehea
         if let Some(&index) = tick.due.first() {
             let step = &exp.steps[index];
             let (takes_ms, ok) = durations.get(&step.name).copied().unwrap_or((0, true));
-            let nodes = step
-                .target
-                .as_ref()
-                .and_then(|t| record.targets.get(t))
-                .cloned()
-                .unwrap_or_default();
+            let nodes = step.nodes(&record.targets);
             let record_step = |timeline: &mut Timeline, at: i64, phase: StepPhase| {
                 let event = |node: Option<String>| Event::Step {
                     step: step.name.clone(),
@@ -125,11 +116,18 @@ pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, Rehea
                     phase: phase.clone(),
                 };
                 let wall = wall_at(&timeline.zero, at);
+                let mut put = |event| {
+                    timeline.insert(Entry {
+                        offset_ms: at,
+                        wall,
+                        event,
+                    })
+                };
                 if nodes.is_empty() {
-                    push(timeline, at, wall, event(None));
+                    put(event(None));
                 }
-                for n in &nodes {
-                    push(timeline, at, wall, event(Some(n.clone())));
+                for n in nodes {
+                    put(event(Some(n.clone())));
                 }
             };
             record_step(&mut timeline, now, StepPhase::Issued);
@@ -155,7 +153,9 @@ pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, Rehea
             now = done;
             continue;
         }
-        let after_entry = observations.get(next).map(|e| e.offset_ms + BURST_MS);
+        let after_entry = observations
+            .get(next)
+            .map(|e| e.offset_ms + super::BURST_MS);
         now = match (tick.wake_at_ms, after_entry) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b).unwrap_or(record_end + 1),
@@ -296,26 +296,4 @@ fn wall_at(
     offset_ms: i64,
 ) -> chrono::DateTime<chrono::Utc> {
     zero.unwrap_or_default() + chrono::Duration::milliseconds(offset_ms)
-}
-
-/// Appends an entry, keeping offsets in order.
-fn push(
-    timeline: &mut Timeline,
-    offset_ms: i64,
-    wall: chrono::DateTime<chrono::Utc>,
-    event: Event,
-) {
-    let pos = timeline
-        .entries
-        .iter()
-        .rposition(|e| e.offset_ms <= offset_ms)
-        .map_or(0, |p| p + 1);
-    timeline.entries.insert(
-        pos,
-        Entry {
-            offset_ms,
-            wall,
-            event,
-        },
-    );
 }

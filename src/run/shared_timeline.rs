@@ -68,12 +68,7 @@ impl SharedTimeline {
             live(&entry);
         }
         let mut timeline = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let pos = timeline
-            .entries
-            .iter()
-            .rposition(|e| e.offset_ms <= entry.offset_ms)
-            .map_or(0, |p| p + 1);
-        timeline.entries.insert(pos, entry);
+        timeline.insert(entry);
         drop(timeline);
         self.grew.notify_one();
     }
