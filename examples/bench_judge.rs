@@ -1,76 +1,162 @@
-//! Benchmark: how long one judgement of a large timeline takes, and how big the timeline is.
+//! Benchmark: what judging costs per tick of a live run, and once at the end, as the
+//! timeline grows.
 //!
-//! The runner re-judges the growing timeline every second to stop early, so the judge must
-//! stay far below a second on the longest runs faultline is meant for. This builds a
-//! synthetic timeline — `NODES` nodes, `PODS_PER_NODE` pods on each, one node's kubelet
-//! stopped with the eviction story of the shipped experiment, plus readiness churn on every
-//! other pod for an hour — and judges `experiments/kubelet-stop-past-toleration.yaml` over it.
-//! Target: under 100 ms per judgement at 100 nodes × 30 pods × 1 h of churn.
+//! The runner judges on every wake (new entries after a 100 ms burst, or a deadline) to
+//! act on `when:` steps and to stop early. Each tick files the new entries into the judge's
+//! index and judges over it, so its cost should follow what the expectations are about, not
+//! the length of the run; the final judgement builds the index from the whole timeline once.
 //!
-//! `cargo run --release --example bench_judge [NODES] [PODS_PER_NODE] [MINUTES]`
+//! This builds a synthetic timeline: `NODES` nodes, `PODS_PER_NODE` pods on each, one
+//! node's kubelet stopped with the eviction story of `kubelet-stop-past-toleration`, plus a
+//! readiness flap of every other pod every 5 minutes for `MINUTES`. It then replays it as a
+//! run would, one tick per second of timeline, and prints (figures, one per line):
+//! - `judge_tick_{p50,p99,max}_<label>`: one live tick (filing the second's new entries and
+//!   judging every expectation), over the ticks of the last tenth of the run, µs;
+//! - `judge_rescan_<label>`: judging the whole timeline from scratch, what every tick cost
+//!   before the index (and what the final judgement costs), ms;
+//! - `judge_entries_<label>`: the timeline's length.
+//!
+//! `cargo run --release --example bench_judge [LABEL:NODES:PODS_PER_NODE:MINUTES ...]`
+//! (default `72k:100:30:60 1m:1000:30:90`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
 use chrono::Utc;
-use faultline::experiment::model::{ClusterTimers, WorkloadKind, WorkloadRef};
+use faultline::experiment::model::{ClusterTimers, Experiment, WorkloadKind, WorkloadRef};
+use faultline::judge::{Observed, Outcome, TimelineIndex, judge_index, judge_until};
 use faultline::timeline::{
     ConditionStatus, Entry, Event, NodeState, PodId, PodState, StepPhase, Taint, Timeline,
 };
 
-fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let nodes = args.first().copied().unwrap_or(100) as usize;
-    let per_node = args.get(1).copied().unwrap_or(30) as usize;
-    let minutes = args.get(2).copied().unwrap_or(60) as i64;
+/// One size of timeline to measure.
+struct Size {
+    label: String,
+    nodes: usize,
+    per_node: usize,
+    minutes: i64,
+}
 
+fn main() {
+    let mut sizes: Vec<Size> = std::env::args().skip(1).filter_map(|a| parse(&a)).collect();
+    if sizes.is_empty() {
+        sizes = ["72k:100:30:60", "1m:1000:30:90"]
+            .iter()
+            .filter_map(|a| parse(a))
+            .collect();
+    }
     let exp =
         faultline::experiment::load(Path::new("experiments/kubelet-stop-past-toleration.yaml"))
             .unwrap_or_else(|d| panic!("{d}"));
+    for size in &sizes {
+        measure(&exp, size);
+    }
+}
+
+fn parse(arg: &str) -> Option<Size> {
+    let mut parts = arg.split(':');
+    Some(Size {
+        label: parts.next()?.to_string(),
+        nodes: parts.next()?.parse().ok()?,
+        per_node: parts.next()?.parse().ok()?,
+        minutes: parts.next()?.parse().ok()?,
+    })
+}
+
+fn measure(exp: &Experiment, size: &Size) {
     let timers = ClusterTimers {
         node_monitor_period: std::time::Duration::from_secs(2),
         node_monitor_grace_period: std::time::Duration::from_secs(20),
         default_unreachable_toleration: std::time::Duration::from_secs(30),
         default_not_ready_toleration: std::time::Duration::from_secs(30),
     };
-    let built = Instant::now();
-    let timeline = synthetic(nodes, per_node, minutes);
-    let build_ms = built.elapsed().as_secs_f64() * 1e3;
+    let timeline = synthetic(size.nodes, size.per_node, size.minutes);
     let targets: BTreeMap<String, Vec<String>> =
         [("victim".to_string(), vec!["node-0".to_string()])].into();
-    let json = serde_json::to_vec(&timeline).map(|v| v.len()).unwrap_or(0);
+    let label = &size.label;
 
-    let runs = 5;
-    let mut times = Vec::new();
-    let mut verdicts = Vec::new();
-    for i in 0..runs {
+    // A live run: one tick per second of timeline, filing that second's entries first.
+    let mut index = TimelineIndex::new();
+    let mut next = 0;
+    let end = timeline.end_ms();
+    let mut ticks: Vec<(i64, f64)> = Vec::new();
+    let mut now = 0;
+    while now <= end + 1_000 {
         let t = Instant::now();
-        verdicts = faultline::judge::judge(&exp, &targets, &timers, &[], &timeline, i % 2 == 1);
-        times.push(t.elapsed().as_secs_f64() * 1e3);
+        while next < timeline.entries.len() && timeline.entries[next].offset_ms <= now {
+            index.insert(&timeline.entries[next]);
+            next += 1;
+        }
+        let observed = Observed {
+            until_ms: now - 500,
+            complete: false,
+        };
+        let verdicts = judge_index(exp, &targets, &timers, &[], &index, observed);
+        std::hint::black_box(verdicts);
+        ticks.push((now, t.elapsed().as_secs_f64() * 1e6));
+        now += 1_000;
     }
-    times.sort_by(f64::total_cmp);
+    let mut late: Vec<f64> = ticks
+        .iter()
+        .filter(|(at, _)| *at >= end - end / 10)
+        .map(|(_, us)| *us)
+        .collect();
+    late.sort_by(f64::total_cmp);
+    let q = |p: f64| late[((late.len() as f64 * p).ceil() as usize).saturating_sub(1)];
+
+    // The same timeline judged from scratch: the old per-tick cost, and the final judgement.
+    let runs = 3;
+    let mut rescans = Vec::new();
+    let mut verdicts = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let observed = Observed {
+            until_ms: end,
+            complete: true,
+        };
+        verdicts = judge_until(exp, &targets, &timers, &[], &timeline, observed);
+        rescans.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    rescans.sort_by(f64::total_cmp);
+    let live = judge_index(
+        exp,
+        &targets,
+        &timers,
+        &[],
+        &index,
+        Observed {
+            until_ms: end,
+            complete: true,
+        },
+    );
+    assert_eq!(
+        live, verdicts,
+        "the index fed tick by tick judges as a rescan"
+    );
     let passed = verdicts
         .iter()
-        .filter(|v| v.outcome == faultline::judge::Outcome::Passed)
+        .filter(|v| v.outcome == Outcome::Passed)
         .count();
-    println!("timeline: {nodes} nodes x {per_node} pods, {minutes} min of churn");
-    println!("  entries            {}", timeline.entries.len());
     println!(
-        "  as JSON            {:.1} MiB",
-        json as f64 / (1024.0 * 1024.0)
+        "# {label}: {} nodes x {} pods, {} min of churn; {} ticks; verdicts passed {passed}/{}",
+        size.nodes,
+        size.per_node,
+        size.minutes,
+        ticks.len(),
+        verdicts.len()
     );
-    println!("  built in           {build_ms:.1} ms");
     println!(
-        "judge ({} expectations, {runs} runs): median {:.1} ms, max {:.1} ms",
-        exp.expectations.len(),
-        times[runs / 2],
-        times[runs - 1]
+        "figure judge_entries_{label} {} entries",
+        timeline.entries.len()
     );
-    println!("  verdicts passed    {passed}/{}", verdicts.len());
+    println!("figure judge_tick_p50_{label} {:.1} us", q(0.50));
+    println!("figure judge_tick_p99_{label} {:.1} us", q(0.99));
+    println!(
+        "figure judge_tick_max_{label} {:.1} us",
+        late[late.len() - 1]
+    );
+    println!("figure judge_rescan_{label} {:.1} ms", rescans[runs / 2]);
 }
 
 fn workload(kind: WorkloadKind, name: &str) -> WorkloadRef {

@@ -53,6 +53,44 @@ pub struct RunRecord {
     pub outcome: RunOutcome,
     /// Step failures and setup errors; each becomes a JUnit error case.
     pub errors: Vec<String>,
+    /// What watching and judging cost faultline itself during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub costs: Option<RunCosts>,
+}
+
+/// What a run cost faultline itself: how long the observer took to see the cluster, and
+/// how long each live judgement took. Users pointing faultline at a big cluster read it to
+/// size a run; `ci/bench` reads it for `docs/performance.md`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCosts {
+    /// From the observer's start until every target node and the first lists were seen, ms.
+    pub initial_sync_ms: u64,
+    /// Live judgements made while the run went on (one per wake of the runner's loop).
+    pub ticks: u64,
+    /// Median time one live judgement took, µs.
+    pub tick_p50_us: u64,
+    /// 99th percentile, µs.
+    pub tick_p99_us: u64,
+    /// Longest, µs.
+    pub tick_max_us: u64,
+    /// Entries on the timeline when observation ended.
+    pub entries: u64,
+}
+
+impl RunCosts {
+    /// Fills the tick figures from each tick's duration, µs (any order).
+    pub fn with_ticks(mut self, mut micros: Vec<u64>) -> Self {
+        micros.sort_unstable();
+        let at = |q: f64| {
+            let i = ((micros.len() as f64 * q).ceil() as usize).saturating_sub(1);
+            micros.get(i).copied().unwrap_or(0)
+        };
+        self.ticks = micros.len() as u64;
+        self.tick_p50_us = at(0.50);
+        self.tick_p99_us = at(0.99);
+        self.tick_max_us = micros.last().copied().unwrap_or(0);
+        self
+    }
 }
 
 /// The cluster a run was made against.

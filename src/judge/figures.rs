@@ -9,7 +9,8 @@ use crate::experiment::fault;
 use crate::experiment::model::Experiment;
 use crate::timeline::{ConditionStatus, Event, StepPhase, Timeline, WorkloadState};
 
-use super::members::{first_node, node_history, pod_histories, state_at};
+use super::index::TimelineIndex;
+use super::members::{first_node, state_at};
 
 /// The taint the node lifecycle controller puts on a node it stopped hearing from.
 pub(crate) const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
@@ -74,6 +75,7 @@ pub fn figures(
     let Some((step, t0)) = fault else {
         return Figures::default();
     };
+    let index = TimelineIndex::of(timeline);
     let nodes: Vec<String> = match step.target.as_ref().and_then(|t| targets.get(t)) {
         Some(n) => n.clone(),
         None => targets.values().flatten().cloned().collect(),
@@ -86,7 +88,7 @@ pub fn figures(
     let mut ready_again: Option<i64> = None;
     let mut all_back = true;
     for n in &nodes {
-        let h = node_history(timeline, n);
+        let h = index.node(n);
         let down = h.iter().find(|(at, s)| {
             *at >= t0 && s.as_ref().is_some_and(|s| s.ready != ConditionStatus::True)
         });
@@ -112,7 +114,7 @@ pub fn figures(
     let mut eviction = None;
     let mut scheduled = None;
     let mut replacement_ready = None;
-    for h in pod_histories(timeline).values() {
+    for h in index.pods() {
         let first_seen = h.first().map(|(at, _)| *at).unwrap_or(i64::MIN);
         let was_terminating = state_at(h, t0).is_some_and(|s| s.terminating);
         if !was_terminating

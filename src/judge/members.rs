@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::experiment::model::{PodGeneration, PodSubject, Subject, WorkloadRef};
-use crate::timeline::{Event, NodeState, PodId, PodState, Timeline, WorkloadState};
+use super::index::TimelineIndex;
+use crate::experiment::model::{PodGeneration, PodSubject, Subject};
+use crate::timeline::{NodeState, PodId, PodState, WorkloadState};
 
 /// Observed states of one object: `(offset, state)`, `None` = the object was gone.
 pub(super) type History<S> = Vec<(i64, Option<S>)>;
@@ -42,15 +43,11 @@ pub(super) enum MemberError {
     UnknownTarget(String),
 }
 
-/// Every pod's history, computed once per judgement and shared by all expectations.
-pub(super) type PodHistories = BTreeMap<PodId, History<PodState>>;
-
 /// Resolves the subject's members with `t0` as the `since` moment.
 pub(super) fn members(
     subject: &Subject,
     targets: &BTreeMap<String, Vec<String>>,
-    timeline: &Timeline,
-    pods: &PodHistories,
+    index: &TimelineIndex,
     t0: i64,
 ) -> Result<Vec<Member>, MemberError> {
     match subject {
@@ -61,20 +58,20 @@ pub(super) fn members(
                 .map(|n| Member {
                     name: n.clone(),
                     pod: None,
-                    series: Series::Node(node_history(timeline, n)),
+                    series: Series::Node(index.node(n)),
                 })
                 .collect())
         }
         Subject::Workload(w) => Ok(vec![Member {
             name: w.to_string(),
             pod: None,
-            series: Series::Workload(workload_history(timeline, w)),
+            series: Series::Workload(index.workload(w)),
         }]),
-        Subject::Pods(p) => pod_members(p, targets, pods, t0),
+        Subject::Pods(p) => pod_members(p, targets, index, t0),
         Subject::Probe { name } => Ok(vec![Member {
             name: name.clone(),
             pod: None,
-            series: Series::Probe(probe_history(timeline, name)),
+            series: Series::Probe(index.probe(name)),
         }]),
     }
 }
@@ -88,64 +85,10 @@ fn target_nodes<'a>(
         .ok_or_else(|| MemberError::UnknownTarget(target.to_string()))
 }
 
-/// The observed history of one node.
-pub(super) fn node_history(timeline: &Timeline, name: &str) -> History<NodeState> {
-    timeline
-        .entries
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::Node { name: n, after, .. } if n == name => Some((e.offset_ms, after.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The observed history of one workload.
-pub(super) fn workload_history(timeline: &Timeline, w: &WorkloadRef) -> History<WorkloadState> {
-    timeline
-        .entries
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::Workload {
-                workload, after, ..
-            } if workload == w => Some((e.offset_ms, *after)),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The recorded results of one probe (only changes are on the timeline).
-pub(super) fn probe_history(timeline: &Timeline, name: &str) -> History<bool> {
-    timeline
-        .entries
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::Probe { name: n, up, .. } if n == name => Some((e.offset_ms, Some(*up))),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Every pod's history, keyed by identity, in timeline order.
-pub(super) fn pod_histories(timeline: &Timeline) -> PodHistories {
-    let mut all: BTreeMap<PodId, History<PodState>> = BTreeMap::new();
-    for e in &timeline.entries {
-        if let Event::Pod { pod, after, .. } = &e.event {
-            all.entry(pod.clone())
-                .or_default()
-                .push((e.offset_ms, after.clone()));
-        }
-    }
-    all
-}
-
 /// The state in force at `t` (`None` when unseen or gone).
 pub(super) fn state_at<S>(history: &History<S>, t: i64) -> Option<&S> {
-    history
-        .iter()
-        .take_while(|(at, _)| *at <= t)
-        .last()
-        .and_then(|(_, s)| s.as_ref())
+    let after = history.partition_point(|(at, _)| *at <= t);
+    after.checked_sub(1).and_then(|i| history[i].1.as_ref())
 }
 
 /// The last state the object had while it existed.
@@ -169,7 +112,7 @@ pub(super) fn first_node(history: &History<PodState>) -> Option<&str> {
 fn pod_members(
     p: &PodSubject,
     targets: &BTreeMap<String, Vec<String>>,
-    pods: &PodHistories,
+    index: &TimelineIndex,
     t0: i64,
 ) -> Result<Vec<Member>, MemberError> {
     let on =
@@ -186,8 +129,15 @@ fn pod_members(
         let not_on_ok = not_on.is_none_or(|ns| !node.is_some_and(|n| ns.iter().any(|x| x == n)));
         on_ok && not_on_ok
     };
+    // Only pods the workload ever owned can match either generation's owner test; the
+    // index narrows that further to who can match at all, in the same order.
+    let candidates: Vec<_> = match (p.generation, on) {
+        (PodGeneration::Existing, Some(nodes)) => index.pods_of_on(&p.workload, nodes),
+        (PodGeneration::Existing, None) => index.pods_of(&p.workload).collect(),
+        (PodGeneration::Replacements, _) => index.pods_of_first_seen_after(&p.workload, t0),
+    };
     let mut out = Vec::new();
-    for (id, history) in pods {
+    for (id, history) in candidates {
         let chosen = match p.generation {
             PodGeneration::Existing => state_at(history, t0).is_some_and(|s| {
                 s.owner.as_ref() == Some(&p.workload) && placed(s.node.as_deref())

@@ -24,6 +24,7 @@
 mod bridge;
 mod checks;
 pub(crate) mod figures;
+mod index;
 mod members;
 mod series;
 mod states;
@@ -40,6 +41,7 @@ use crate::experiment::model::{
 use crate::timeline::Timeline;
 
 pub use figures::{Figures, figures};
+pub use index::TimelineIndex;
 
 /// State labels shared with reporters.
 pub mod labels {
@@ -47,7 +49,7 @@ pub mod labels {
 }
 
 use checks::{Candidate, Ctx, HoldEnd, MemberEval, MemberOutcome};
-use members::{Member, PodHistories, member_toleration, pod_histories, state_at};
+use members::{Member, member_toleration, state_at};
 pub use states::state_name;
 use states::{rel, secs, truth};
 
@@ -135,10 +137,23 @@ pub fn judge_until(
     timeline: &Timeline,
     observed: Observed,
 ) -> Vec<Verdict> {
-    let pods = pod_histories(timeline);
+    let index = TimelineIndex::of(timeline);
+    judge_index(exp, targets, timers, capabilities, &index, observed)
+}
+
+/// Like [`judge_until`], over a timeline already filed in an index: what a live run calls
+/// on every tick, at the cost of the expectations' members rather than of the timeline.
+pub fn judge_index(
+    exp: &Experiment,
+    targets: &BTreeMap<String, Vec<String>>,
+    timers: &ClusterTimers,
+    capabilities: &[String],
+    index: &TimelineIndex,
+    observed: Observed,
+) -> Vec<Verdict> {
     exp.expectations
         .iter()
-        .map(|e| judge_one(e, targets, timers, capabilities, timeline, &pods, observed))
+        .map(|e| judge_one(e, targets, timers, capabilities, index, observed))
         .collect()
 }
 
@@ -166,8 +181,7 @@ fn judge_one(
     targets: &BTreeMap<String, Vec<String>>,
     timers: &ClusterTimers,
     capabilities: &[String],
-    timeline: &Timeline,
-    pods: &PodHistories,
+    index: &TimelineIndex,
     observed: Observed,
 ) -> Verdict {
     let complete = observed.complete;
@@ -181,7 +195,7 @@ fn judge_one(
             ),
         );
     }
-    let Some(t0) = timeline.step_issued_ms(&e.since) else {
+    let Some(t0) = index.step_issued_ms(&e.since) else {
         return if complete {
             verdict(e, Outcome::Error, format!("step `{}` never ran", e.since))
         } else {
@@ -192,7 +206,7 @@ fn judge_one(
             )
         };
     };
-    judge_at(e, t0, targets, timers, timeline, pods, observed)
+    judge_at(e, t0, targets, timers, index, observed)
 }
 
 /// Judges one expectation with its times counted from `t0_ms` rather than from its
@@ -203,11 +217,10 @@ pub fn judge_from(
     t0_ms: i64,
     targets: &BTreeMap<String, Vec<String>>,
     timers: &ClusterTimers,
-    timeline: &Timeline,
+    index: &TimelineIndex,
     observed: Observed,
 ) -> Verdict {
-    let pods = pod_histories(timeline);
-    judge_at(e, t0_ms, targets, timers, timeline, &pods, observed)
+    judge_at(e, t0_ms, targets, timers, index, observed)
 }
 
 fn judge_at(
@@ -215,20 +228,19 @@ fn judge_at(
     t0: i64,
     targets: &BTreeMap<String, Vec<String>>,
     timers: &ClusterTimers,
-    timeline: &Timeline,
-    pods: &PodHistories,
+    index: &TimelineIndex,
     observed: Observed,
 ) -> Verdict {
     let complete = observed.complete;
-    let obs_end = observed.until_ms.max(timeline.end_ms());
-    let mut members = match members::members(&e.subject, targets, timeline, pods, t0) {
+    let obs_end = observed.until_ms.max(index.end_ms());
+    let mut members = match members::members(&e.subject, targets, index, t0) {
         Ok(m) => m,
         Err(err) => return verdict(e, Outcome::Error, err.to_string()),
     };
     // A replacement that appears only after a hold ended has nothing to do with the hold
     // ("the replacement stays Pending until the claim is deleted" is not about the pod
     // created after that).
-    if let (Subject::Pods(p), Some(end)) = (&e.subject, hold_end_step(e, timeline))
+    if let (Subject::Pods(p), Some(end)) = (&e.subject, hold_end_step(e, index))
         && p.generation == PodGeneration::Replacements
     {
         members.retain(|m| match &m.series {
@@ -244,7 +256,7 @@ fn judge_at(
     // not make their results uncertain.
     let gaps = match &e.subject {
         Subject::Probe { .. } => Vec::new(),
-        _ => series::gaps(timeline, obs_end),
+        _ => index.gaps(obs_end),
     };
     let ctx = Ctx {
         t0,
@@ -278,7 +290,7 @@ fn judge_at(
             // once its hold is over.
             let hold_over = complete
                 || match until {
-                    Until::Step(step) => timeline.step_issued_ms(step).is_some(),
+                    Until::Step(step) => index.step_issued_ms(step).is_some(),
                     Until::For(_) | Until::End => false,
                 };
             return if hold_over {
@@ -302,7 +314,7 @@ fn judge_at(
             v
         };
     }
-    let evals = evaluate(e, &members, timers, timeline, pods, &ctx);
+    let evals = evaluate(e, &members, timers, index, &ctx);
     let may_grow = !complete
         && matches!(&e.subject, Subject::Pods(p) if p.generation == PodGeneration::Replacements);
     aggregate(e, quantifier, &expected, &members, &evals, may_grow)
@@ -312,8 +324,7 @@ fn evaluate(
     e: &Expectation,
     members: &[Member],
     timers: &ClusterTimers,
-    timeline: &Timeline,
-    pods: &PodHistories,
+    index: &TimelineIndex,
     ctx: &Ctx,
 ) -> Vec<MemberEval> {
     let resolve = |m: &Member, b: &Bound| -> Result<i64, String> {
@@ -328,7 +339,7 @@ fn evaluate(
     };
     let mut candidates = match (&e.check, &e.subject) {
         (Check::Replaced { .. }, Subject::Pods(p)) => {
-            replacement_candidates(pods, ctx, &p.workload)
+            replacement_candidates(index, ctx, &p.workload)
         }
         _ => Vec::new(),
     };
@@ -369,7 +380,7 @@ fn evaluate(
                     ..*ctx
                 };
                 let end = match until {
-                    Until::Step(s) => timeline
+                    Until::Step(s) => index
                         .step_issued_ms(s)
                         .map(HoldEnd::At)
                         .unwrap_or(HoldEnd::StepNotIssued),
@@ -403,7 +414,7 @@ fn evaluate(
 }
 
 /// Where a `stays`/`never` hold ends at a step that was issued.
-fn hold_end_step(e: &Expectation, timeline: &Timeline) -> Option<i64> {
+fn hold_end_step(e: &Expectation, index: &TimelineIndex) -> Option<i64> {
     match &e.check {
         Check::Stays {
             until: Until::Step(step),
@@ -412,19 +423,20 @@ fn hold_end_step(e: &Expectation, timeline: &Timeline) -> Option<i64> {
         | Check::Never {
             until: Until::Step(step),
             ..
-        } => timeline.step_issued_ms(step),
+        } => index.step_issued_ms(step),
         _ => None,
     }
 }
 
 /// New pods of the workload (first seen after `since`) that exist when observation ends.
 fn replacement_candidates(
-    pods: &PodHistories,
+    index: &TimelineIndex,
     ctx: &Ctx,
     workload: &crate::experiment::model::WorkloadRef,
 ) -> Vec<Candidate> {
-    let mut out: Vec<Candidate> = pods
-        .iter()
+    let mut out: Vec<Candidate> = index
+        .pods_of_first_seen_after(workload, ctx.t0)
+        .into_iter()
         .filter_map(|(id, h)| {
             let first_seen = h.first()?.0;
             let alive = state_at(h, ctx.obs_end)?;

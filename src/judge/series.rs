@@ -4,8 +4,6 @@
 //! Reducing every subject kind (node, pod, workload) to the same shape lets the checks be
 //! written once, whatever the expectation is about.
 
-use crate::timeline::{Event, GapPhase, Timeline};
-
 /// One observed change of a member: when, whether the predicate holds from then on, and a
 /// short description of the actual state for messages.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,47 +66,6 @@ pub(super) struct Gap {
     pub closed: bool,
     /// Which watch lost sight and why.
     pub reason: String,
-}
-
-/// All gaps of a timeline, paired Began→Ended per source.
-///
-/// Gaps apply to every subject regardless of their `source`: a conservative choice, since
-/// the observer's source names are not a contract and a silent verdict is worse than an
-/// undecidable one.
-pub(super) fn gaps(timeline: &Timeline, end: i64) -> Vec<Gap> {
-    let mut open: Vec<(String, i64, String)> = Vec::new();
-    let mut done = Vec::new();
-    for entry in &timeline.entries {
-        if let Event::Gap {
-            source,
-            phase,
-            reason,
-        } = &entry.event
-        {
-            match phase {
-                GapPhase::Began => open.push((source.clone(), entry.offset_ms, reason.clone())),
-                GapPhase::Ended => {
-                    if let Some(i) = open.iter().position(|(s, _, _)| s == source) {
-                        let (s, began, why) = open.remove(i);
-                        done.push(Gap {
-                            began,
-                            ended: entry.offset_ms,
-                            closed: reason == crate::timeline::GAP_RELISTED,
-                            reason: format!("{s} {why}"),
-                        });
-                    }
-                }
-            }
-        }
-    }
-    done.extend(open.into_iter().map(|(s, began, why)| Gap {
-        began,
-        ended: end,
-        closed: false,
-        reason: format!("{s} {why}"),
-    }));
-    done.sort_by_key(|g| g.began);
-    done
 }
 
 /// The gap a change observed at `t` may really have happened in: sight was lost before `t`

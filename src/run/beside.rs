@@ -91,13 +91,7 @@ pub(super) async fn wait_for_initial_state(
     let nodes: Vec<&String> = prepared.targets.values().flatten().collect();
     let deadline = Instant::now() + SYNC_TIMEOUT;
     while Instant::now() < deadline && !cancel.is_cancelled() {
-        let all = timeline.read(|seen| {
-            nodes.iter().all(|n| {
-                seen.entries
-                    .iter()
-                    .any(|e| matches!(&e.event, Event::Node { name, .. } if name == *n))
-            })
-        });
+        let all = timeline.judge_view(|seen| nodes.iter().all(|n| seen.has_node(n)));
         if all && !nodes.is_empty() {
             // Let the pod and workload lists land too.
             tokio::time::sleep(Duration::from_millis(500)).await;

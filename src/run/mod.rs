@@ -35,7 +35,7 @@ use crate::experiment::model::Experiment;
 use crate::journal::Journal;
 use crate::judge::{self, Outcome, Verdict};
 use crate::observe::{self, Clock};
-use crate::record::{RunOutcome, RunRecord};
+use crate::record::{RunCosts, RunOutcome, RunRecord};
 use crate::timeline::{Event, RunPhase, StepPhase};
 
 use act::Actor;
@@ -89,6 +89,7 @@ pub async fn run_experiment(
         start_ms: None,
         addresses: addresses::MachineAddresses::default(),
         published: Published::default(),
+        costs: Costs::default(),
     };
     run.go(&token_id, &applied).await;
     let Run {
@@ -98,6 +99,7 @@ pub async fn run_experiment(
         start_ms,
         cancel,
         published,
+        costs,
         ..
     } = run;
 
@@ -152,6 +154,14 @@ pub async fn run_experiment(
         figures,
         outcome,
         errors,
+        costs: Some(
+            RunCosts {
+                initial_sync_ms: costs.initial_sync_ms,
+                entries: observed.entries.len() as u64,
+                ..RunCosts::default()
+            }
+            .with_ticks(costs.tick_micros),
+        ),
     }
 }
 
@@ -198,6 +208,15 @@ struct Run<'a> {
     addresses: addresses::MachineAddresses,
     /// What was put on the timeline about the schedule and the verdicts.
     published: Published,
+    /// What observing and judging cost so far.
+    costs: Costs,
+}
+
+/// The raw measures behind [`RunCosts`]: the sync time and each tick's judging time.
+#[derive(Default)]
+struct Costs {
+    initial_sync_ms: u64,
+    tick_micros: Vec<u64>,
 }
 
 impl Run<'_> {
@@ -235,7 +254,9 @@ impl Run<'_> {
             .failover
             .as_ref()
             .map(|f| beside::record_switches(&self.timeline, f));
+        let syncing = Instant::now();
         beside::wait_for_initial_state(&self.timeline, p, &self.cancel).await;
+        self.costs.initial_sync_ms = syncing.elapsed().as_millis() as u64;
         let probes = match beside::start_probes(self.exp, p, &self.timeline) {
             Ok(probes) => probes,
             // The run goes on without probes; the error is in the record.
@@ -297,7 +318,11 @@ impl Run<'_> {
     ) -> End {
         loop {
             let now = self.timeline.offset_ms();
-            let tick = self.timeline.read(|t| scheduler.poll(now, t));
+            let judging = std::time::Instant::now();
+            let tick = self.timeline.judge_view(|index| scheduler.poll(now, index));
+            self.costs
+                .tick_micros
+                .push(judging.elapsed().as_micros() as u64);
             self.publish(&tick);
             if let Some(end) = tick.end {
                 return end;

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::experiment::model::Experiment;
-use crate::judge::Verdict;
+use crate::judge::{TimelineIndex, Verdict};
 use crate::record::RunRecord;
 use crate::timeline::{Entry, Event, StepPhase, Timeline};
 
@@ -90,17 +90,20 @@ pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, Rehea
         zero: record.timeline.zero,
         entries: Vec::new(),
     };
+    // The judge's view of the rehearsed timeline, filed entry by entry as in a run.
+    let mut filed = TimelineIndex::new();
     let mut next = 0;
     let mut now = start_ms;
     let end = loop {
         while next < observations.len() && observations[next].offset_ms <= now {
+            filed.insert(observations[next]);
             timeline.entries.push(observations[next].clone());
             next += 1;
         }
         if now > record_end {
             break None;
         }
-        let tick = scheduler.poll(now, &timeline);
+        let tick = scheduler.poll(now, &filed);
         if let Some(end) = tick.end {
             break Some(end);
         }
@@ -108,33 +111,37 @@ pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, Rehea
             let step = &exp.steps[index];
             let (takes_ms, ok) = durations.get(&step.name).copied().unwrap_or((0, true));
             let nodes = step.nodes(&record.targets);
-            let record_step = |timeline: &mut Timeline, at: i64, phase: StepPhase| {
-                let event = |node: Option<String>| Event::Step {
-                    step: step.name.clone(),
-                    action: action_name(&step.action).to_string(),
-                    node,
-                    phase: phase.clone(),
+            let record_step =
+                |timeline: &mut Timeline, index: &mut TimelineIndex, at: i64, phase: StepPhase| {
+                    let event = |node: Option<String>| Event::Step {
+                        step: step.name.clone(),
+                        action: action_name(&step.action).to_string(),
+                        node,
+                        phase: phase.clone(),
+                    };
+                    let wall = wall_at(&timeline.zero, at);
+                    let mut put = |event| {
+                        let entry = Entry {
+                            offset_ms: at,
+                            wall,
+                            event,
+                        };
+                        index.insert(&entry);
+                        timeline.insert(entry);
+                    };
+                    if nodes.is_empty() {
+                        put(event(None));
+                    }
+                    for n in nodes {
+                        put(event(Some(n.clone())));
+                    }
                 };
-                let wall = wall_at(&timeline.zero, at);
-                let mut put = |event| {
-                    timeline.insert(Entry {
-                        offset_ms: at,
-                        wall,
-                        event,
-                    })
-                };
-                if nodes.is_empty() {
-                    put(event(None));
-                }
-                for n in nodes {
-                    put(event(Some(n.clone())));
-                }
-            };
-            record_step(&mut timeline, now, StepPhase::Issued);
+            record_step(&mut timeline, &mut filed, now, StepPhase::Issued);
             scheduler.started(index, now);
             // Steps run one at a time: the cluster goes on meanwhile.
             let done = now + takes_ms;
             while next < observations.len() && observations[next].offset_ms <= done {
+                filed.insert(observations[next]);
                 timeline.entries.push(observations[next].clone());
                 next += 1;
             }
@@ -148,7 +155,7 @@ pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, Rehea
                     error: "failed in the record".into(),
                 }
             };
-            record_step(&mut timeline, done, phase);
+            record_step(&mut timeline, &mut filed, done, phase);
             scheduler.finished(index, done, ok);
             now = done;
             continue;

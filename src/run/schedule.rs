@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::experiment::model::{
     Bound, Check, ClusterTimers, Expectation, Experiment, Step, StepTime, Subject, Until, Window,
 };
-use crate::judge::{self, Outcome, Verdict};
+use crate::judge::{self, Outcome, TimelineIndex, Verdict};
 use crate::timeline::{Timeline, format_secs};
 
 /// How old an instant must be for the timeline to be taken as complete up to it: entries
@@ -387,14 +387,14 @@ impl<'a> Scheduler<'a> {
     }
 
     /// What the run does at `now_ms`, given the timeline so far. Judges the timeline once.
-    pub(crate) fn poll(&self, now_ms: i64, timeline: &Timeline) -> Tick {
+    pub(crate) fn poll(&self, now_ms: i64, index: &TimelineIndex) -> Tick {
         let p = &self.plan;
-        let verdicts = judge::judge_until(
+        let verdicts = judge::judge_index(
             p.exp,
             p.targets,
             p.timers,
             p.capabilities,
-            timeline,
+            index,
             settled(now_ms),
         );
         let mut tick = Tick {
@@ -433,7 +433,7 @@ impl<'a> Scheduler<'a> {
             if self.slots[i] != Slot::Waiting {
                 continue;
             }
-            match self.wait_of(i, step, now_ms, timeline) {
+            match self.wait_of(i, step, now_ms, index) {
                 Wait::Until { due_ms } if due_ms <= now_ms && !running => due.push((due_ms, i)),
                 Wait::Until { due_ms } if due_ms <= now_ms => tick.waiting.push((i, Wait::Running)),
                 Wait::Condition {
@@ -527,7 +527,7 @@ impl<'a> Scheduler<'a> {
 
     /// What step `index` waits for at `now_ms`; `Until` with a due time not later than
     /// `now_ms` means it is due.
-    fn wait_of(&self, index: usize, step: &Step, now_ms: i64, timeline: &Timeline) -> Wait {
+    fn wait_of(&self, at: usize, step: &Step, now_ms: i64, index: &TimelineIndex) -> Wait {
         let p = &self.plan;
         let bound = |b: &Bound| ms(resolve_cluster_bound(b, p.timers));
         match &step.at {
@@ -561,7 +561,7 @@ impl<'a> Scheduler<'a> {
                         }
                     },
                 };
-                let Some(condition) = &self.conditions[index] else {
+                let Some(condition) = &self.conditions[at] else {
                     return Wait::Until { due_ms: now_ms };
                 };
                 let v = judge::judge_from(
@@ -569,7 +569,7 @@ impl<'a> Scheduler<'a> {
                     since_ms,
                     p.targets,
                     p.timers,
-                    timeline,
+                    index,
                     settled(now_ms),
                 );
                 if v.outcome == Outcome::Passed {
@@ -723,7 +723,7 @@ pub(crate) struct Projected {
 /// what a run observes. Also returns the planned end of observation when every step has
 /// an offset.
 pub(crate) fn project(plan: Plan<'_>) -> (Vec<Projected>, Option<i64>) {
-    let empty = Timeline::default();
+    let empty = TimelineIndex::new();
     let mut s = Scheduler::new(plan, 0);
     let mut now = 0;
     let mut at: BTreeMap<usize, i64> = BTreeMap::new();

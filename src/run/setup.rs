@@ -55,6 +55,7 @@ pub(super) fn not_run(
         stopped_early: Some(format!("the run could not start: {message}")),
         verdicts,
         figures: Default::default(),
+        costs: None,
         outcome: RunOutcome::Error {
             message: message.clone(),
         },

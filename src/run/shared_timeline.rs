@@ -7,15 +7,24 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::judge::TimelineIndex;
 use crate::timeline::{Entry, Event, Timeline};
 
 /// A live-view callback: called once per entry, in order.
 pub(crate) type LiveView = Arc<dyn Fn(&Entry) + Send + Sync>;
 
-/// One timeline for the whole run: the observer and the runner append, the judge snapshots.
+/// The timeline and the judge's index of it, updated together.
+#[derive(Default)]
+struct Filed {
+    timeline: Timeline,
+    index: TimelineIndex,
+}
+
+/// One timeline for the whole run: the observer and the runner append, the judge reads the
+/// index kept beside it (each entry filed once, as it lands).
 #[derive(Clone)]
 pub(crate) struct SharedTimeline {
-    inner: Arc<Mutex<Timeline>>,
+    inner: Arc<Mutex<Filed>>,
     grew: Arc<Notify>,
     zero: Instant,
     wall_zero: DateTime<Utc>,
@@ -27,7 +36,10 @@ impl SharedTimeline {
     pub(crate) fn start(live: Option<LiveView>) -> Self {
         let wall_zero = Utc::now();
         SharedTimeline {
-            inner: Arc::new(Mutex::new(Timeline::new(wall_zero))),
+            inner: Arc::new(Mutex::new(Filed {
+                timeline: Timeline::new(wall_zero),
+                index: TimelineIndex::new(),
+            })),
             grew: Arc::new(Notify::new()),
             zero: Instant::now(),
             wall_zero,
@@ -67,9 +79,10 @@ impl SharedTimeline {
         if let Some(live) = &self.live {
             live(&entry);
         }
-        let mut timeline = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        timeline.insert(entry);
-        drop(timeline);
+        let mut filed = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        filed.index.insert(&entry);
+        filed.timeline.insert(entry);
+        drop(filed);
         self.grew.notify_one();
     }
 
@@ -79,9 +92,14 @@ impl SharedTimeline {
         self.grew.notified().await;
     }
 
-    /// Runs `f` over the timeline as it stands, without copying it; appends wait meanwhile.
-    pub(crate) fn read<R>(&self, f: impl FnOnce(&Timeline) -> R) -> R {
-        f(&self.inner.lock().unwrap_or_else(PoisonError::into_inner))
+    /// Runs `f` over the judge's index of the timeline as it stands, without copying it;
+    /// appends wait meanwhile.
+    pub(crate) fn judge_view<R>(&self, f: impl FnOnce(&TimelineIndex) -> R) -> R {
+        f(&self
+            .inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .index)
     }
 
     /// Records a free-form note.
@@ -96,6 +114,7 @@ impl SharedTimeline {
         self.inner
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .timeline
             .clone()
     }
 }

@@ -264,5 +264,6 @@ pub fn record() -> RunRecord {
         figures,
         outcome,
         errors: vec![],
+        costs: None,
     }
 }

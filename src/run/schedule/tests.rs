@@ -7,6 +7,7 @@ use std::path::Path;
 use chrono::Utc;
 
 use super::*;
+use crate::judge::TimelineIndex;
 use crate::timeline::{ConditionStatus, Entry, Event, NodeState, StepPhase};
 
 const N: &str = "node-1";
@@ -110,7 +111,7 @@ fn issued(t: &mut Timeline, at_ms: i64, step: &str) {
 fn issue_due(s: &mut Scheduler<'_>, b: &mut Timeline, now: i64, takes_ms: i64) -> Vec<String> {
     let mut names = Vec::new();
     loop {
-        let tick = s.poll(now, b);
+        let tick = s.poll(now, &TimelineIndex::of(b));
         if tick.end.is_some() || tick.due.is_empty() {
             return names;
         }
@@ -137,19 +138,19 @@ fn at_steps_are_due_at_their_offsets_and_the_next_one_sets_the_wake_up() {
     let t = timeline();
     let b = Bench::new(TWO_AT_STEPS);
     let mut s = Scheduler::new(b.plan(false), 1_000);
-    let tick = s.poll(999, &t);
+    let tick = s.poll(999, &TimelineIndex::of(&t));
     assert!(tick.due.is_empty());
     assert_eq!(tick.wake_at_ms, Some(1_000));
-    let tick = s.poll(1_000, &t);
+    let tick = s.poll(1_000, &TimelineIndex::of(&t));
     assert_eq!(tick.due, vec![0]);
     s.started(0, 1_000);
     s.finished(0, 1_200, true);
-    let tick = s.poll(1_200, &t);
+    let tick = s.poll(1_200, &TimelineIndex::of(&t));
     assert!(tick.due.is_empty());
     // grace (20 s) + 5 s after the start at 1 000 ms.
     assert_eq!(tick.wake_at_ms, Some(26_000));
     assert_eq!(tick.waiting, vec![(1, Wait::Until { due_ms: 26_000 })]);
-    assert_eq!(s.poll(26_000, &t).due, vec![1]);
+    assert_eq!(s.poll(26_000, &TimelineIndex::of(&t)).due, vec![1]);
 }
 
 #[test]
@@ -158,11 +159,11 @@ fn a_step_due_while_another_runs_waits_for_it() {
     let b = Bench::new(TWO_AT_STEPS);
     let mut s = Scheduler::new(b.plan(false), 0);
     s.started(0, 0);
-    let tick = s.poll(30_000, &t);
+    let tick = s.poll(30_000, &TimelineIndex::of(&t));
     assert!(tick.due.is_empty());
     assert_eq!(tick.waiting, vec![(1, Wait::Running)]);
     s.finished(0, 30_000, true);
-    assert_eq!(s.poll(30_000, &t).due, vec![1]);
+    assert_eq!(s.poll(30_000, &TimelineIndex::of(&t)).due, vec![1]);
 }
 
 #[test]
@@ -179,7 +180,7 @@ expect:
     );
     let mut s = Scheduler::new(b.plan(false), 0);
     s.started(0, 0);
-    let tick = s.poll(3_000, &t);
+    let tick = s.poll(3_000, &TimelineIndex::of(&t));
     assert_eq!(
         tick.waiting,
         vec![(
@@ -195,10 +196,10 @@ expect:
         "only the running step can change this"
     );
     s.finished(0, 4_000, true);
-    let tick = s.poll(4_000, &t);
+    let tick = s.poll(4_000, &TimelineIndex::of(&t));
     assert_eq!(tick.wake_at_ms, Some(14_000));
-    assert!(s.poll(13_999, &t).due.is_empty());
-    assert_eq!(s.poll(14_000, &t).due, vec![1]);
+    assert!(s.poll(13_999, &TimelineIndex::of(&t)).due.is_empty());
+    assert_eq!(s.poll(14_000, &TimelineIndex::of(&t)).due, vec![1]);
 }
 
 const WHEN_FIRST: &str = "
@@ -223,7 +224,7 @@ fn a_leading_when_step_is_judged_from_the_start_and_fires_on_a_state_already_hol
     );
     node(&mut t, -500, ConditionStatus::True);
     let mut s = Scheduler::new(b.plan(false), 0);
-    let tick = s.poll(0, &t);
+    let tick = s.poll(0, &TimelineIndex::of(&t));
     assert!(tick.end.is_none());
     // Ready already at the start: due 2 s (its delay) after the start.
     assert_eq!(tick.waiting, vec![(0, Wait::Until { due_ms: 2_000 })]);
@@ -236,7 +237,7 @@ fn a_when_step_counts_its_delay_from_the_observed_transition() {
     let b = Bench::new(WHEN_FIRST);
     node(&mut t, -500, ConditionStatus::Unknown);
     let s = Scheduler::new(b.plan(false), 0);
-    let tick = s.poll(4_000, &t);
+    let tick = s.poll(4_000, &TimelineIndex::of(&t));
     assert!(matches!(
         &tick.waiting[0].1,
         Wait::Condition { what, deadline_ms: 30_000, .. } if what == "node victim is Ready"
@@ -244,9 +245,9 @@ fn a_when_step_counts_its_delay_from_the_observed_transition() {
     assert_eq!(tick.wake_at_ms, Some(30_000), "the deadline");
     node(&mut t, 5_000, ConditionStatus::True);
     // Due 2 s after the transition was observed, not after it was noticed.
-    let tick = s.poll(6_500, &t);
+    let tick = s.poll(6_500, &TimelineIndex::of(&t));
     assert_eq!(tick.waiting, vec![(0, Wait::Until { due_ms: 7_000 })]);
-    assert_eq!(s.poll(7_000, &t).due, vec![0]);
+    assert_eq!(s.poll(7_000, &TimelineIndex::of(&t)).due, vec![0]);
 }
 
 #[test]
@@ -255,8 +256,8 @@ fn a_when_step_whose_condition_never_comes_true_times_out_at_its_timeout() {
     let b = Bench::new(WHEN_FIRST);
     node(&mut t, -500, ConditionStatus::Unknown);
     let s = Scheduler::new(b.plan(false), 0);
-    assert!(s.poll(29_999, &t).end.is_none());
-    let end = s.poll(30_000, &t).end;
+    assert!(s.poll(29_999, &TimelineIndex::of(&t)).end.is_none());
+    let end = s.poll(30_000, &TimelineIndex::of(&t)).end;
     assert_eq!(
         end,
         Some(End::StepTimedOut {
@@ -296,13 +297,16 @@ expect:
     node(&mut t, -500, ConditionStatus::True);
     let mut s = Scheduler::new(b.plan(false), 0);
     assert_eq!(issue_due(&mut s, &mut t, 0, 50), ["stop"]);
-    let tick = s.poll(1_000, &t);
+    let tick = s.poll(1_000, &TimelineIndex::of(&t));
     assert_eq!(tick.wake_at_ms, Some(40_000));
     assert_eq!(issue_due(&mut s, &mut t, 40_000, 50), ["start"]);
     // `never` is judged from `stop` (the step before it) and gives up 60 s after it.
-    assert_eq!(s.poll(41_000, &t).wake_at_ms, Some(60_000));
+    assert_eq!(
+        s.poll(41_000, &TimelineIndex::of(&t)).wake_at_ms,
+        Some(60_000)
+    );
     assert!(matches!(
-        s.poll(60_000, &t).end,
+        s.poll(60_000, &TimelineIndex::of(&t)).end,
         Some(End::StepTimedOut { step, .. }) if step == "never"
     ));
 }
@@ -326,7 +330,7 @@ expect:
     node(&mut t, -500, ConditionStatus::Unknown);
     node(&mut t, 2_000, ConditionStatus::True);
     let mut s = Scheduler::new(b.plan(false), 0);
-    let tick = s.poll(5_000, &t);
+    let tick = s.poll(5_000, &TimelineIndex::of(&t));
     assert!(tick.waiting.contains(&(
         1,
         Wait::Step {
@@ -335,9 +339,9 @@ expect:
         }
     )));
     assert_eq!(issue_due(&mut s, &mut t, 10_000, 50), ["stop"]);
-    assert!(s.poll(20_000, &t).due.is_empty());
+    assert!(s.poll(20_000, &TimelineIndex::of(&t)).due.is_empty());
     node(&mut t, 31_000, ConditionStatus::Unknown);
-    assert_eq!(s.poll(31_200, &t).due, vec![1]);
+    assert_eq!(s.poll(31_200, &TimelineIndex::of(&t)).due, vec![1]);
 }
 
 #[test]
@@ -351,8 +355,8 @@ fn a_failed_expectation_ends_the_run_unless_it_keeps_going() {
     stopping.finished(0, 100, true);
     // grace + 10 s passed with the node still Ready (seen once the last half second has
     // settled), with no entry since.
-    assert!(stopping.poll(30_400, &t).end.is_none());
-    let end = stopping.poll(30_501, &t).end;
+    assert!(stopping.poll(30_400, &TimelineIndex::of(&t)).end.is_none());
+    let end = stopping.poll(30_501, &TimelineIndex::of(&t)).end;
     assert!(
         matches!(&end, Some(End::ExpectationFailed { message }) if message.contains("`unknown` failed")),
         "{end:?}"
@@ -360,7 +364,7 @@ fn a_failed_expectation_ends_the_run_unless_it_keeps_going() {
     let mut going = Scheduler::new(b.plan(true), 0);
     going.started(0, 0);
     going.finished(0, 100, true);
-    let tick = going.poll(30_501, &t);
+    let tick = going.poll(30_501, &TimelineIndex::of(&t));
     assert!(tick.end.is_none());
     assert_eq!(tick.due, vec![1], "the second step still runs");
 }
@@ -373,7 +377,7 @@ fn a_failed_step_ends_the_run() {
     s.started(0, 0);
     s.finished(0, 500, false);
     assert_eq!(
-        s.poll(600, &t).end,
+        s.poll(600, &TimelineIndex::of(&t)).end,
         Some(End::StepFailed {
             step: "stop".into()
         })
@@ -389,7 +393,7 @@ fn cancellation_ends_the_run_and_leaves_the_rest_unissued() {
     s.started(0, 0);
     s.finished(0, 10, true);
     s.cancel();
-    let tick = s.poll(100, &t);
+    let tick = s.poll(100, &TimelineIndex::of(&t));
     assert_eq!(tick.end, Some(End::Cancelled));
     assert!(tick.due.is_empty());
     assert_eq!(s.never_issued().len(), 1);
@@ -407,7 +411,7 @@ fn observation_lasts_observe_for_after_the_last_step_or_until_all_is_decided() {
     // `for: 30s` counts from the last step's issue (25 s); nothing is pending then.
     assert_eq!(s.observation_end_ms(), 55_000);
     assert_eq!(
-        s.poll(26_000, &t).end,
+        s.poll(26_000, &TimelineIndex::of(&t)).end,
         Some(End::Observed { all_decided: true })
     );
 }
@@ -431,10 +435,10 @@ expect:
     // The bound is grace + 10 s = 30 s after `stop`, then the margin.
     let end_ms = 30_000 + i64::try_from(OBSERVE_MARGIN.as_millis()).unwrap();
     assert_eq!(s.observation_end_ms(), end_ms);
-    let tick = s.poll(end_ms - 1, &t);
+    let tick = s.poll(end_ms - 1, &TimelineIndex::of(&t));
     assert_eq!((tick.end, tick.wake_at_ms), (None, Some(end_ms)));
     assert_eq!(
-        s.poll(end_ms, &t).end,
+        s.poll(end_ms, &TimelineIndex::of(&t)).end,
         Some(End::Observed { all_decided: false })
     );
 }
@@ -448,12 +452,18 @@ fn the_run_wakes_when_a_bound_passes_even_if_nothing_is_observed() {
     assert_eq!(issue_due(&mut s, &mut t, 0, 50), ["stop"]);
     // `unknown` must be decided at grace + 10 s once that moment settled: before the
     // second step (at 25 s) is due? No: 25 s comes first, then the bound.
-    assert_eq!(s.poll(1_000, &t).wake_at_ms, Some(25_000));
+    assert_eq!(
+        s.poll(1_000, &TimelineIndex::of(&t)).wake_at_ms,
+        Some(25_000)
+    );
     assert_eq!(issue_due(&mut s, &mut t, 25_000, 50), ["start"]);
     let bound = 30_000 + SETTLE_MS + 1;
-    assert_eq!(s.poll(26_000, &t).wake_at_ms, Some(bound));
+    assert_eq!(
+        s.poll(26_000, &TimelineIndex::of(&t)).wake_at_ms,
+        Some(bound)
+    );
     assert!(matches!(
-        s.poll(bound, &t).end,
+        s.poll(bound, &TimelineIndex::of(&t)).end,
         Some(End::ExpectationFailed { .. })
     ));
 }

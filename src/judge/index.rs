@@ -1,0 +1,317 @@
+//! What the judge reads from a timeline, kept up to date entry by entry.
+//!
+//! A judgement needs, per expectation, the history of a few objects (the victim node, the
+//! pods of one workload), when each step was issued, and the observation gaps. Scanning the
+//! whole timeline for them on every tick makes a run's cost grow with the square of its
+//! length; this index files each entry once, as it arrives, under the object it is about,
+//! so a tick costs what its expectations' members cost, however long the run has been.
+//!
+//! Entries may arrive slightly out of order (a step stamped before an observation that
+//! landed first); [`TimelineIndex::insert`] files them exactly where
+//! [`Timeline::insert`](crate::timeline::Timeline::insert) puts them, so an index fed entry
+//! by entry judges exactly as the index built from the finished timeline
+//! ([`TimelineIndex::of`]); `tests/judge_incremental.rs` checks it tick by tick.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::experiment::model::WorkloadRef;
+use crate::timeline::{
+    Entry, Event, GAP_RELISTED, GapPhase, NodeState, PodId, PodState, StepPhase, Timeline,
+    WorkloadState,
+};
+
+use super::members::History;
+use super::series::Gap;
+
+/// The timeline filed by object, for the judge: histories of nodes, pods, workloads and
+/// probes, when each step was issued, the observation gaps, and how far it reaches.
+///
+/// The runner keeps one beside its timeline and inserts every entry into both, so each
+/// tick of a live judgement starts from what is already filed.
+#[derive(Debug, Clone, Default)]
+pub struct TimelineIndex {
+    steps: HashMap<String, i64>,
+    nodes: HashMap<String, History<NodeState>>,
+    workloads: HashMap<WorkloadRef, History<WorkloadState>>,
+    probes: HashMap<String, History<bool>>,
+    /// Every pod's identity and history, in order of first sight; `slots` finds a pod.
+    pods: Vec<(PodId, History<PodState>)>,
+    slots: HashMap<PodId, usize>,
+    /// Pods that ever had each workload as owner, in [`PodId`] order.
+    owned: HashMap<WorkloadRef, BTreeMap<PodId, usize>>,
+    /// Pods that were ever on a node while owned by a workload: who can be an existing pod
+    /// of the workload `on` that node.
+    owned_on: HashMap<(WorkloadRef, String), Vec<usize>>,
+    /// Per workload, its pods by the offset they were first seen: who can be a
+    /// replacement (first seen after `since`) without looking at the others.
+    first_seen: HashMap<WorkloadRef, BTreeSet<(i64, usize)>>,
+    /// The workloads each pod slot was ever owned by (nearly always one).
+    owners: Vec<Vec<WorkloadRef>>,
+    /// Gap entries in timeline order: `(offset, source, phase, reason)`.
+    gap_entries: Vec<(i64, String, GapPhase, String)>,
+    last_ms: Option<i64>,
+    len: usize,
+}
+
+impl TimelineIndex {
+    /// An empty index, for a run that has not observed anything yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The index of a finished (or recorded) timeline.
+    pub fn of(timeline: &Timeline) -> Self {
+        let mut index = Self::new();
+        for entry in &timeline.entries {
+            index.insert(entry);
+        }
+        index
+    }
+
+    /// Files one entry, where [`Timeline::insert`] places it: after every entry with the
+    /// same or an earlier offset.
+    pub fn insert(&mut self, entry: &Entry) {
+        let at = entry.offset_ms;
+        self.len += 1;
+        self.last_ms = Some(self.last_ms.map_or(at, |m| m.max(at)));
+        match &entry.event {
+            Event::Node { name, after, .. } => {
+                let h = self.nodes.entry(name.clone()).or_default();
+                insert_sorted(h, at, after.clone());
+            }
+            Event::Pod { pod, after, .. } => self.insert_pod(pod, at, after.as_ref()),
+            Event::Workload {
+                workload, after, ..
+            } => {
+                let h = self.workloads.entry(workload.clone()).or_default();
+                insert_sorted(h, at, *after);
+            }
+            Event::Probe { name, up, .. } => {
+                let h = self.probes.entry(name.clone()).or_default();
+                insert_sorted(h, at, Some(*up));
+            }
+            Event::Step {
+                step,
+                phase: StepPhase::Issued,
+                ..
+            } => {
+                // The first issue in timeline order: the earliest offset, and of equal
+                // offsets the one that arrived first.
+                match self.steps.get_mut(step) {
+                    Some(issued) if *issued <= at => {}
+                    Some(issued) => *issued = at,
+                    None => {
+                        self.steps.insert(step.clone(), at);
+                    }
+                }
+            }
+            Event::Gap {
+                source,
+                phase,
+                reason,
+            } => {
+                let pos = self
+                    .gap_entries
+                    .iter()
+                    .rposition(|(t, ..)| *t <= at)
+                    .map_or(0, |p| p + 1);
+                self.gap_entries
+                    .insert(pos, (at, source.clone(), *phase, reason.clone()));
+            }
+            _ => {}
+        }
+    }
+
+    fn insert_pod(&mut self, pod: &PodId, at: i64, after: Option<&PodState>) {
+        let slot = match self.slots.get(pod) {
+            Some(&slot) => slot,
+            None => {
+                let slot = self.pods.len();
+                self.pods.push((pod.clone(), Vec::new()));
+                self.owners.push(Vec::new());
+                self.slots.insert(pod.clone(), slot);
+                slot
+            }
+        };
+        let first_before = self.pods[slot].1.first().map(|(t, _)| *t);
+        insert_sorted(&mut self.pods[slot].1, at, after.cloned());
+        let first_now = self.pods[slot].1[0].0;
+        // An entry that arrived late may have become the pod's first sight.
+        if let Some(before) = first_before.filter(|b| *b != first_now) {
+            for owner in &self.owners[slot] {
+                if let Some(set) = self.first_seen.get_mut(owner) {
+                    set.remove(&(before, slot));
+                    set.insert((first_now, slot));
+                }
+            }
+        }
+        let Some(owner) = after.and_then(|s| s.owner.as_ref()) else {
+            return;
+        };
+        if !self.owners[slot].contains(owner) {
+            self.owners[slot].push(owner.clone());
+            self.owned
+                .entry(owner.clone())
+                .or_default()
+                .insert(pod.clone(), slot);
+            self.first_seen
+                .entry(owner.clone())
+                .or_default()
+                .insert((first_now, slot));
+        }
+        if let Some(node) = after.and_then(|s| s.node.as_ref()) {
+            let on = self
+                .owned_on
+                .entry((owner.clone(), node.clone()))
+                .or_default();
+            if !on.contains(&slot) {
+                on.push(slot);
+            }
+        }
+    }
+
+    /// How many entries were filed.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was filed yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Offset of the last entry, as [`Timeline::end_ms`] says it.
+    pub fn end_ms(&self) -> i64 {
+        self.last_ms.unwrap_or(0)
+    }
+
+    /// Offset at which the named step was issued, as [`Timeline::step_issued_ms`] says it.
+    pub fn step_issued_ms(&self, step: &str) -> Option<i64> {
+        self.steps.get(step).copied()
+    }
+
+    /// Whether the node was observed at all.
+    pub fn has_node(&self, name: &str) -> bool {
+        self.nodes.contains_key(name)
+    }
+
+    /// The observed history of one node (empty if never seen).
+    pub(super) fn node(&self, name: &str) -> History<NodeState> {
+        self.nodes.get(name).cloned().unwrap_or_default()
+    }
+
+    /// The observed history of one workload.
+    pub(super) fn workload(&self, w: &WorkloadRef) -> History<WorkloadState> {
+        self.workloads.get(w).cloned().unwrap_or_default()
+    }
+
+    /// The recorded results of one probe.
+    pub(super) fn probe(&self, name: &str) -> History<bool> {
+        self.probes.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Every pod that was ever owned by `w`, with its history, in [`PodId`] order.
+    pub(super) fn pods_of<'a>(
+        &'a self,
+        w: &WorkloadRef,
+    ) -> impl Iterator<Item = (&'a PodId, &'a History<PodState>)> + 'a {
+        self.owned
+            .get(w)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .map(|&slot| (&self.pods[slot].0, &self.pods[slot].1))
+    }
+
+    /// Pods of `w` that were ever on one of `nodes` while owned by it (a superset of its
+    /// pods on them at any moment), in [`PodId`] order.
+    pub(super) fn pods_of_on<'a>(
+        &'a self,
+        w: &WorkloadRef,
+        nodes: &[String],
+    ) -> Vec<(&'a PodId, &'a History<PodState>)> {
+        let mut slots: Vec<usize> = nodes
+            .iter()
+            .filter_map(|n| self.owned_on.get(&(w.clone(), n.clone())))
+            .flatten()
+            .copied()
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
+        self.in_pod_order(slots)
+    }
+
+    /// Pods of `w` first seen after `t0`, in [`PodId`] order.
+    pub(super) fn pods_of_first_seen_after<'a>(
+        &'a self,
+        w: &WorkloadRef,
+        t0: i64,
+    ) -> Vec<(&'a PodId, &'a History<PodState>)> {
+        let slots = self
+            .first_seen
+            .get(w)
+            .map(|set| {
+                set.range((t0.saturating_add(1), 0)..)
+                    .map(|&(_, slot)| slot)
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.in_pod_order(slots)
+    }
+
+    fn in_pod_order(&self, slots: Vec<usize>) -> Vec<(&PodId, &History<PodState>)> {
+        let mut out: Vec<_> = slots
+            .into_iter()
+            .map(|slot| (&self.pods[slot].0, &self.pods[slot].1))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(b.0));
+        out
+    }
+
+    /// Every pod's history, in order of first sight.
+    pub(super) fn pods(&self) -> impl Iterator<Item = &History<PodState>> {
+        self.pods.iter().map(|(_, h)| h)
+    }
+
+    /// All gaps, paired Began→Ended per source; a gap still open ends at `end`.
+    ///
+    /// Gaps apply to every subject regardless of their `source`: a conservative choice,
+    /// since the observer's source names are not a contract and a silent verdict is worse
+    /// than an undecidable one.
+    pub(super) fn gaps(&self, end: i64) -> Vec<Gap> {
+        let mut open: Vec<(&str, i64, &str)> = Vec::new();
+        let mut done = Vec::new();
+        for (at, source, phase, reason) in &self.gap_entries {
+            match phase {
+                GapPhase::Began => open.push((source, *at, reason)),
+                GapPhase::Ended => {
+                    if let Some(i) = open.iter().position(|(s, _, _)| s == source) {
+                        let (s, began, why) = open.remove(i);
+                        done.push(Gap {
+                            began,
+                            ended: *at,
+                            closed: reason == GAP_RELISTED,
+                            reason: format!("{s} {why}"),
+                        });
+                    }
+                }
+            }
+        }
+        done.extend(open.into_iter().map(|(s, began, why)| Gap {
+            began,
+            ended: end,
+            closed: false,
+            reason: format!("{s} {why}"),
+        }));
+        done.sort_by_key(|g| g.began);
+        done
+    }
+}
+
+/// Inserts `(at, state)` after every change at or before `at`: appends, in the usual case.
+fn insert_sorted<S>(history: &mut History<S>, at: i64, state: Option<S>) {
+    let pos = history
+        .iter()
+        .rposition(|(t, _)| *t <= at)
+        .map_or(0, |p| p + 1);
+    history.insert(pos, (at, state));
+}
