@@ -55,13 +55,17 @@ pub enum Observation {
 pub const ALL_NAMESPACES: &str = "";
 
 /// Known states of one source, its pending relist and whether it is in a gap.
-struct Tracked<K, S, T> {
+///
+/// A relist is buffered as reduced states, reduced as each listed object arrives, never as
+/// the objects themselves: with every pod of a big cluster in one list, holding the API
+/// objects until the list ends would be the observer's peak memory.
+struct Tracked<K, S> {
     known: Known<K, S>,
-    buffer: Option<Vec<T>>,
+    buffer: Option<Vec<(K, S)>>,
     gap: bool,
 }
 
-impl<K, S, T> Default for Tracked<K, S, T> {
+impl<K, S> Default for Tracked<K, S> {
     fn default() -> Self {
         Tracked {
             known: Known::default(),
@@ -79,9 +83,9 @@ fn gap(source: &str, phase: GapPhase, reason: &str) -> Event {
     }
 }
 
-impl<K: Ord + Clone, S: PartialEq + Clone, T> Tracked<K, S, T> {
+impl<K: Ord + Clone, S: PartialEq + Clone> Tracked<K, S> {
     /// Folds one report; `reduce` gives key and state, `key` the key of a deleted object.
-    fn step(
+    fn step<T>(
         &mut self,
         source: &str,
         seen: Seen<T>,
@@ -106,10 +110,14 @@ impl<K: Ord + Clone, S: PartialEq + Clone, T> Tracked<K, S, T> {
                 }
             }
             Seen::Init => self.buffer = Some(Vec::new()),
-            Seen::InitApply(obj) => self.buffer.get_or_insert_with(Vec::new).push(obj),
+            Seen::InitApply(obj) => {
+                if let Some(reduced) = reduce(&obj) {
+                    self.buffer.get_or_insert_with(Vec::new).push(reduced);
+                }
+            }
             Seen::InitDone => {
                 let listed = self.buffer.take().unwrap_or_default();
-                let changes = self.known.relist(listed.iter().filter_map(&reduce));
+                let changes = self.known.relist(listed);
                 out.extend(changes.into_iter().map(&to_event));
                 self.close_gap(source, crate::timeline::GAP_RELISTED, &mut out);
             }
@@ -136,9 +144,9 @@ impl<K: Ord + Clone, S: PartialEq + Clone, T> Tracked<K, S, T> {
 /// when a reduced state changes, and bracketing lost sight with `Gap` events.
 #[derive(Default)]
 pub struct Recorder {
-    nodes: Tracked<String, NodeState, Node>,
-    pods: BTreeMap<String, Tracked<PodId, PodState, Pod>>,
-    workloads: BTreeMap<WorkloadRef, Tracked<WorkloadRef, WorkloadState, Workload>>,
+    nodes: Tracked<String, NodeState>,
+    pods: BTreeMap<String, Tracked<PodId, PodState>>,
+    workloads: BTreeMap<WorkloadRef, Tracked<WorkloadRef, WorkloadState>>,
     replica_sets: BTreeMap<String, Option<Vec<ReplicaSet>>>,
     owners: OwnerIndex,
 }
