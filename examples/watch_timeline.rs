@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use faultline::cluster;
-use faultline::observe::{Clock, ObserveMode, Scope, observe};
+use faultline::observe::{Clock, Namespaces, ObserveMode, Scope, observe};
 use faultline::timeline::format_offset_ms;
 use futures::StreamExt;
 
@@ -29,7 +29,7 @@ async fn main() -> anyhow::Result<()> {
     let client = cluster::connect(kubeconfig.as_deref(), None).await?;
     println!("cluster {}", cluster::cluster_version(&client).await?);
     let scope = Scope {
-        namespaces: vec![namespace],
+        namespaces: Namespaces::Only(vec![namespace]),
         workloads: Vec::new(),
     };
     let mut entries = observe(client, &scope, Clock::start(), mode);

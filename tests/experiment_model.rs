@@ -343,6 +343,7 @@ fn complete_example_maps_onto_the_exact_model() {
         observe: ObserveSpec {
             after_last_step: Some(bound(vec![term(2.0, BoundSymbol::Grace)])),
             namespaces: vec!["lab".into()],
+            all_namespaces: false,
         },
         safety: SafetySpec {
             max_nodes_down: Some(2),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use faultline::observe::{Clock, ObserveMode, Scope, observe};
+use faultline::observe::{Clock, Namespaces, ObserveMode, Scope, observe};
 use faultline::timeline::{Event, GapPhase};
 use futures::StreamExt;
 
@@ -19,7 +19,7 @@ fn unreachable_client() -> kube::Client {
 
 async fn gaps_seen(mode: ObserveMode, how_long: Duration) -> Vec<Event> {
     let scope = Scope {
-        namespaces: vec!["ns-a".to_string()],
+        namespaces: Namespaces::Only(vec!["ns-a".to_string()]),
         workloads: Vec::new(),
     };
     let entries = observe(unreachable_client(), &scope, Clock::start(), mode);

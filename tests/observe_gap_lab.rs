@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use faultline::cluster;
-use faultline::observe::{Clock, ObserveMode, Scope, observe};
+use faultline::observe::{Clock, Namespaces, ObserveMode, Scope, observe};
 use faultline::timeline::{Entry, Event, GapPhase};
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
@@ -154,7 +154,7 @@ async fn blind_deletion(mode: ObserveMode, prefix: &str) {
         .unwrap_or_else(|e| panic!("{e}"));
 
     let scope = Scope {
-        namespaces: vec![ns.clone()],
+        namespaces: Namespaces::Only(vec![ns.clone()]),
         workloads: Vec::new(),
     };
     // A failure must still remove the test namespace.

@@ -11,7 +11,7 @@ use faultline::cluster::{self, AppliedObject, ClusterError};
 use faultline::experiment::model::{
     NodeRole, NodeSelector, PodSelector, TaintSpec, TargetSpec, WorkloadKind, WorkloadRef,
 };
-use faultline::observe::{Clock, ObserveMode, Scope, observe};
+use faultline::observe::{Clock, Namespaces, ObserveMode, Scope, observe};
 use faultline::timeline::{Entry, Event, PodState};
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
@@ -154,7 +154,7 @@ async fn scenario(mode: ObserveMode, ns: &str, pick_last_worker: bool) {
         name: "echo".to_string(),
     };
     let scope = Scope {
-        namespaces: vec![ns.to_string()],
+        namespaces: Namespaces::Only(vec![ns.to_string()]),
         workloads: vec![echo.clone()],
     };
     let mut entries = observe(client.clone(), &scope, Clock::start(), mode);
@@ -467,7 +467,7 @@ async fn statefulset_and_daemonset_counts_are_recorded() {
     let db = lab(WorkloadKind::StatefulSet, "db");
     let agent = lab(WorkloadKind::DaemonSet, "agent");
     let scope = Scope {
-        namespaces: Vec::new(),
+        namespaces: Namespaces::default(),
         workloads: vec![db.clone(), agent.clone()],
     };
     let mut entries = observe(client, &scope, Clock::start(), ObserveMode::Watch);

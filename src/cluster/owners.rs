@@ -54,6 +54,14 @@ impl OwnerIndex {
         }
     }
 
+    /// Replaces every entry with a fresh cluster-wide list (after a relist of all namespaces).
+    pub(crate) fn replace_all(&mut self, sets: &[ReplicaSet]) {
+        self.replica_sets.clear();
+        for rs in sets {
+            self.insert(rs);
+        }
+    }
+
     /// The Deployment owning a ReplicaSet, if known.
     pub fn deployment_of(&self, namespace: &str, replica_set: &str) -> Option<&str> {
         self.replica_sets

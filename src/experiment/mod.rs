@@ -141,3 +141,49 @@ fn syntax_diagnostic(e: &serde_saphyr::Error, path: &Path) -> Diagnostic {
         hint,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: &str = "name: ns\ndescription: d\ntargets:\n  victim: {role: worker, count: 1}\nsteps:\n  - {name: stop, at: 0s, do: cordon, target: victim}\nexpect:\n  - {name: cordoned, node: victim, becomes: Unschedulable, within: 5s}\n";
+
+    fn with_observe(observe: &str) -> Result<Experiment, Diagnostics> {
+        parse(&format!("{BODY}{observe}"), Path::new("x.yaml"))
+    }
+
+    #[test]
+    fn observe_namespaces_is_all_or_a_list() {
+        let all = with_observe("observe:\n  namespaces: all\n").map(|e| e.observe);
+        let all = all.unwrap_or_else(|d| panic!("{d}"));
+        assert!(all.all_namespaces);
+        assert!(all.namespaces.is_empty());
+
+        let list = with_observe("observe:\n  namespaces: [web, db]\n").map(|e| e.observe);
+        let list = list.unwrap_or_else(|d| panic!("{d}"));
+        assert!(!list.all_namespaces);
+        assert_eq!(list.namespaces, vec!["web".to_string(), "db".to_string()]);
+
+        let none = with_observe("").map(|e| e.observe);
+        let none = none.unwrap_or_else(|d| panic!("{d}"));
+        assert!(!none.all_namespaces && none.namespaces.is_empty());
+    }
+
+    #[test]
+    fn another_word_for_namespaces_is_an_error_at_its_place() {
+        let Err(d) = with_observe("observe:\n  namespaces: every\n") else {
+            panic!("`namespaces: every` parsed");
+        };
+        let d = &d.0[0];
+        assert_eq!((d.line, d.column), (10, 15));
+        assert_eq!(
+            d.message,
+            "`namespaces` is `all` or a list of namespaces, not `every`"
+        );
+        assert!(
+            d.hint
+                .as_deref()
+                .is_some_and(|h| h.contains("namespaces: all"))
+        );
+    }
+}

@@ -313,6 +313,10 @@ pub struct ObserveSpec {
     pub after_last_step: Option<Bound>,
     /// Namespaces whose pods are watched (defaults to the namespaces of referenced workloads).
     pub namespaces: Vec<String>,
+    /// `namespaces: all`: pods of every namespace are watched (one cluster-wide watch), and
+    /// `namespaces` is empty. Absent from records written before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all_namespaces: bool,
 }
 
 /// Blast-radius permissions an experiment must state explicitly.

@@ -120,8 +120,49 @@ pub(super) struct RawTeardown {
 pub(super) struct RawObserve {
     #[serde(rename = "for")]
     pub for_: Option<S<String>>,
-    #[serde(default)]
-    pub namespaces: Vec<S<String>>,
+    pub namespaces: Option<S<RawNamespaces>>,
+}
+
+/// `observe.namespaces` as written: a word (`all` is the only valid one) or a list.
+#[derive(Debug)]
+pub(super) enum RawNamespaces {
+    Word(String),
+    List(Vec<S<String>>),
+}
+
+impl<'de> Deserialize<'de> for RawNamespaces {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NamespacesVisitor;
+        impl<'de> Visitor<'de> for NamespacesVisitor {
+            type Value = RawNamespaces;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("`all` or a list of namespaces")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawNamespaces, E> {
+                Ok(RawNamespaces::Word(v.to_owned()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawNamespaces, E> {
+                Ok(RawNamespaces::Word(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawNamespaces, E> {
+                Ok(RawNamespaces::Word(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawNamespaces, E> {
+                Ok(RawNamespaces::Word(v.to_string()))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawNamespaces, A::Error> {
+                let mut out = Vec::new();
+                while let Some(ns) = seq.next_element::<S<String>>()? {
+                    out.push(ns);
+                }
+                Ok(RawNamespaces::List(out))
+            }
+        }
+        deserializer.deserialize_any(NamespacesVisitor)
+    }
 }
 
 /// `safety:`.

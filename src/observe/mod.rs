@@ -12,6 +12,6 @@ pub(crate) mod stream;
 
 pub use crate::cluster::owners::OwnerIndex;
 pub use clock::Clock;
-pub use recorder::{Observation, Recorder, Seen};
+pub use recorder::{ALL_NAMESPACES, Observation, Recorder, Seen};
 pub use reduce::{Workload, node_state, pod_state, workload_state};
-pub use stream::{ObserveMode, Scope, observe};
+pub use stream::{Namespaces, ObserveMode, Scope, observe};

@@ -41,22 +41,31 @@ pub enum Seen<T> {
 pub enum Observation {
     /// All nodes.
     Node(Seen<Node>),
-    /// Pods of one namespace.
+    /// Pods of one namespace, or of all of them when the name is [`ALL_NAMESPACES`].
     Pod(String, Seen<Pod>),
-    /// ReplicaSets of one namespace (owner resolution only; never recorded).
+    /// ReplicaSets of one namespace, or of all of them when the name is [`ALL_NAMESPACES`]
+    /// (owner resolution only; never recorded).
     ReplicaSet(String, Seen<ReplicaSet>),
     /// One workload of the scope.
     Workload(WorkloadRef, Seen<Workload>),
 }
 
+/// The namespace name of a cluster-wide source (the API's own convention: no namespace in
+/// the path means all of them). Its gaps are reported as source `pods`.
+pub const ALL_NAMESPACES: &str = "";
+
 /// Known states of one source, its pending relist and whether it is in a gap.
-struct Tracked<K, S, T> {
+///
+/// A relist is buffered as reduced states, reduced as each listed object arrives, never as
+/// the objects themselves: with every pod of a big cluster in one list, holding the API
+/// objects until the list ends would be the observer's peak memory.
+struct Tracked<K, S> {
     known: Known<K, S>,
-    buffer: Option<Vec<T>>,
+    buffer: Option<Vec<(K, S)>>,
     gap: bool,
 }
 
-impl<K, S, T> Default for Tracked<K, S, T> {
+impl<K, S> Default for Tracked<K, S> {
     fn default() -> Self {
         Tracked {
             known: Known::default(),
@@ -74,9 +83,9 @@ fn gap(source: &str, phase: GapPhase, reason: &str) -> Event {
     }
 }
 
-impl<K: Ord + Clone, S: PartialEq + Clone, T> Tracked<K, S, T> {
+impl<K: Ord + Clone, S: PartialEq + Clone> Tracked<K, S> {
     /// Folds one report; `reduce` gives key and state, `key` the key of a deleted object.
-    fn step(
+    fn step<T>(
         &mut self,
         source: &str,
         seen: Seen<T>,
@@ -101,10 +110,14 @@ impl<K: Ord + Clone, S: PartialEq + Clone, T> Tracked<K, S, T> {
                 }
             }
             Seen::Init => self.buffer = Some(Vec::new()),
-            Seen::InitApply(obj) => self.buffer.get_or_insert_with(Vec::new).push(obj),
+            Seen::InitApply(obj) => {
+                if let Some(reduced) = reduce(&obj) {
+                    self.buffer.get_or_insert_with(Vec::new).push(reduced);
+                }
+            }
             Seen::InitDone => {
                 let listed = self.buffer.take().unwrap_or_default();
-                let changes = self.known.relist(listed.iter().filter_map(&reduce));
+                let changes = self.known.relist(listed);
                 out.extend(changes.into_iter().map(&to_event));
                 self.close_gap(source, crate::timeline::GAP_RELISTED, &mut out);
             }
@@ -131,9 +144,9 @@ impl<K: Ord + Clone, S: PartialEq + Clone, T> Tracked<K, S, T> {
 /// when a reduced state changes, and bracketing lost sight with `Gap` events.
 #[derive(Default)]
 pub struct Recorder {
-    nodes: Tracked<String, NodeState, Node>,
-    pods: BTreeMap<String, Tracked<PodId, PodState, Pod>>,
-    workloads: BTreeMap<WorkloadRef, Tracked<WorkloadRef, WorkloadState, Workload>>,
+    nodes: Tracked<String, NodeState>,
+    pods: BTreeMap<String, Tracked<PodId, PodState>>,
+    workloads: BTreeMap<WorkloadRef, Tracked<WorkloadRef, WorkloadState>>,
     replica_sets: BTreeMap<String, Option<Vec<ReplicaSet>>>,
     owners: OwnerIndex,
 }
@@ -174,8 +187,13 @@ impl Recorder {
             ),
             Observation::Pod(ns, seen) => {
                 let owners = &self.owners;
-                self.pods.entry(ns.clone()).or_default().step(
-                    &format!("pods/{ns}"),
+                let source = if ns == ALL_NAMESPACES {
+                    "pods".to_string()
+                } else {
+                    format!("pods/{ns}")
+                };
+                self.pods.entry(ns).or_default().step(
+                    &source,
                     seen,
                     |p: &Pod| Some((pod_id(p)?, pod_state(p, owners))),
                     pod_id,
@@ -209,12 +227,19 @@ impl Recorder {
         let buffer = self.replica_sets.entry(ns.to_string()).or_default();
         match seen {
             Seen::Applied(rs) => self.owners.insert(&rs),
-            Seen::Deleted(rs) => self.owners.remove(ns, &rs.name_any()),
+            Seen::Deleted(rs) => self.owners.remove(
+                rs.metadata.namespace.as_deref().unwrap_or(ns),
+                &rs.name_any(),
+            ),
             Seen::Init => *buffer = Some(Vec::new()),
             Seen::InitApply(rs) => buffer.get_or_insert_with(Vec::new).push(rs),
             Seen::InitDone => {
                 let listed = buffer.take().unwrap_or_default();
-                self.owners.replace_namespace(ns, &listed);
+                if ns == ALL_NAMESPACES {
+                    self.owners.replace_all(&listed);
+                } else {
+                    self.owners.replace_namespace(ns, &listed);
+                }
             }
             // Owner resolution falls back to the pod-template-hash suffix meanwhile.
             Seen::Failed(_) => *buffer = None,
@@ -426,5 +451,56 @@ mod tests {
             Seen::Deleted(Workload::Deployment(d)),
         ));
         assert!(matches!(&out[0], Event::Workload { after: None, .. }));
+    }
+
+    #[test]
+    fn a_cluster_wide_source_keeps_each_pods_own_namespace_and_one_gap() {
+        let all = |seen| Observation::Pod(ALL_NAMESPACES.to_string(), seen);
+        let mut r = Recorder::new();
+        let db: Pod = load("pod-db-statefulset.json");
+        let mut elsewhere: Pod = load("pod-agent-daemonset.json");
+        elsewhere.metadata.namespace = Some("other".to_string());
+        assert!(r.record(all(Seen::Init)).is_empty());
+        r.record(all(Seen::InitApply(db.clone())));
+        r.record(all(Seen::InitApply(elsewhere.clone())));
+        let out = r.record(all(Seen::InitDone));
+        let mut namespaces: Vec<String> = out
+            .iter()
+            .map(|e| match e {
+                Event::Pod { pod, .. } => pod.namespace.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        namespaces.sort();
+        assert_eq!(namespaces, vec![NS.to_string(), "other".to_string()]);
+
+        let out = r.record(all(Seen::Failed("connection reset".to_string())));
+        assert!(
+            matches!(&out[..], [Event::Gap { source, phase: GapPhase::Began, .. }] if source == "pods"),
+            "{out:?}"
+        );
+        // The relist covers every namespace: the pod of `other` is gone, db-0 is not.
+        let out = list_all(&mut r, std::slice::from_ref(&db));
+        assert!(
+            matches!(&out[0], Event::Pod { pod, after: None, .. } if pod.namespace == "other"),
+            "{out:?}"
+        );
+        assert!(matches!(
+            &out[1],
+            Event::Gap {
+                phase: GapPhase::Ended,
+                ..
+            }
+        ));
+    }
+
+    fn list_all(r: &mut Recorder, items: &[Pod]) -> Vec<Event> {
+        let all = |seen| Observation::Pod(ALL_NAMESPACES.to_string(), seen);
+        let mut out = r.record(all(Seen::Init));
+        for p in items {
+            out.extend(r.record(all(Seen::InitApply(p.clone()))));
+        }
+        out.extend(r.record(all(Seen::InitDone)));
+        out
     }
 }

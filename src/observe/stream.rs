@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::clock::Clock;
-use super::recorder::{Observation, Recorder, Seen};
+use super::recorder::{ALL_NAMESPACES, Observation, Recorder, Seen};
 use super::reduce::Workload;
 use crate::cluster::failover::silent_since;
 use crate::experiment::model::{WorkloadKind, WorkloadRef};
@@ -24,9 +24,26 @@ use crate::timeline::Entry;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scope {
     /// Namespaces whose pods (and ReplicaSets, for owner resolution) are watched.
-    pub namespaces: Vec<String>,
+    pub namespaces: Namespaces,
     /// Workloads whose replica counts are recorded.
     pub workloads: Vec<WorkloadRef>,
+}
+
+/// Which namespaces' pods the observer watches: a few named ones (one watch each, what an
+/// experiment about its own workloads needs) or all of them through one cluster-wide watch
+/// (`observe.namespaces: all`, for clusters where anything anywhere may matter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Namespaces {
+    /// These namespaces only (none: nodes and workloads only).
+    Only(Vec<String>),
+    /// Every namespace, with one list+watch per kind (`Api::all`), never one per namespace.
+    All,
+}
+
+impl Default for Namespaces {
+    fn default() -> Self {
+        Namespaces::Only(Vec::new())
+    }
 }
 
 /// How the cluster is followed.
@@ -92,7 +109,24 @@ fn sources(client: &Client, scope: &Scope, mode: ObserveMode) -> Vec<BoxStream<'
         mode,
         Observation::Node,
     )];
-    for ns in &scope.namespaces {
+    let namespaced: &[String] = match &scope.namespaces {
+        Namespaces::Only(list) => list,
+        Namespaces::All => {
+            // One source per kind for the whole cluster; the recorder reads each object's
+            // own namespace, and the empty name means "all" as in the API's own paths.
+            out.push(source(Api::<Pod>::all(client.clone()), None, mode, |s| {
+                Observation::Pod(ALL_NAMESPACES.to_string(), s)
+            }));
+            out.push(source(
+                Api::<ReplicaSet>::all(client.clone()),
+                None,
+                mode,
+                |s| Observation::ReplicaSet(ALL_NAMESPACES.to_string(), s),
+            ));
+            &[]
+        }
+    };
+    for ns in namespaced {
         let pods_ns = ns.clone();
         out.push(source(
             Api::<Pod>::namespaced(client.clone(), ns),

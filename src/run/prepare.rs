@@ -16,7 +16,7 @@ use crate::experiment::fault;
 use crate::experiment::model::{Action, Experiment, ProbeKind, StepTime, Subject, WorkloadRef};
 use crate::inventory::Inventory;
 use crate::journal::{Journal, JournalError};
-use crate::observe::Scope;
+use crate::observe::{Namespaces, Scope};
 use crate::record::ClusterInfo;
 use crate::run::safety::{self, ResolvedTargets, SafetyError};
 
@@ -268,10 +268,15 @@ pub(crate) fn scope_of(exp: &Experiment) -> Scope {
             workloads.insert(w.clone());
         }
     }
-    let mut namespaces: BTreeSet<String> = exp.observe.namespaces.iter().cloned().collect();
-    namespaces.extend(workloads.iter().map(|w| w.namespace.clone()));
+    let namespaces = if exp.observe.all_namespaces {
+        Namespaces::All
+    } else {
+        let mut names: BTreeSet<String> = exp.observe.namespaces.iter().cloned().collect();
+        names.extend(workloads.iter().map(|w| w.namespace.clone()));
+        Namespaces::Only(names.into_iter().collect())
+    };
     Scope {
-        namespaces: namespaces.into_iter().collect(),
+        namespaces,
         workloads: workloads.into_iter().collect(),
     }
 }

@@ -173,6 +173,7 @@ mod tests {
             observe: ObserveSpec {
                 after_last_step: None,
                 namespaces: Vec::new(),
+                all_namespaces: false,
             },
             safety,
         }

@@ -186,6 +186,7 @@ pub fn experiment(expectations: Vec<Expectation>) -> Experiment {
         observe: ObserveSpec {
             after_last_step: None,
             namespaces: vec![NS.into()],
+            all_namespaces: false,
         },
         safety: SafetySpec::default(),
         probes: Vec::new(),

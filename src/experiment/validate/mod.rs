@@ -311,21 +311,40 @@ impl<'a> Validator<'a> {
             return ObserveSpec {
                 after_last_step: None,
                 namespaces: Vec::new(),
+                all_namespaces: false,
             };
         };
         let after_last_step = o.for_.as_ref().and_then(|f| self.bound(f, true));
-        for ns in &o.namespaces {
-            if !is_dns_label(&ns.value) {
-                self.err(
-                    ns,
-                    format!("namespace `{}` is not a valid DNS-1123 label", ns.value),
-                    None,
-                );
-            }
-        }
+        let (namespaces, all_namespaces) = match &o.namespaces {
+            None => (Vec::new(), false),
+            Some(spanned) => match &spanned.value {
+                RawNamespaces::Word(w) if w == "all" => (Vec::new(), true),
+                RawNamespaces::Word(w) => {
+                    self.err(
+                        spanned,
+                        format!("`namespaces` is `all` or a list of namespaces, not `{w}`"),
+                        Some("write `namespaces: all` or `namespaces: [web, db]`"),
+                    );
+                    (Vec::new(), false)
+                }
+                RawNamespaces::List(list) => {
+                    for ns in list {
+                        if !is_dns_label(&ns.value) {
+                            self.err(
+                                ns,
+                                format!("namespace `{}` is not a valid DNS-1123 label", ns.value),
+                                None,
+                            );
+                        }
+                    }
+                    (list.iter().map(|n| n.value.clone()).collect(), false)
+                }
+            },
+        };
         ObserveSpec {
             after_last_step,
-            namespaces: o.namespaces.iter().map(|n| n.value.clone()).collect(),
+            namespaces,
+            all_namespaces,
         }
     }
 

@@ -1,0 +1,402 @@
+//! Observation latency: how long after a change was written faultline's observer delivers it.
+//!
+//! ```text
+//! cargo run --release --example bench_observe -- --kubeconfig target/scale/kubeconfig --changes 300
+//! ```
+//!
+//! A separate client makes `--changes` changes, one every `--every-ms`, alternating between a
+//! node taint (each change sets a taint unique to it on one of the lab's nodes) and a pod
+//! deletion (pods this program created for the purpose in namespace `bench-observe`, bound
+//! to the lab's nodes and Running before the first change). For each change it records the
+//! instant the write's response returned; two observers run side by side in the same process
+//! on the same changes, `observe(.., ObserveMode::Watch)` and `ObserveMode::Poll` every
+//! `--poll-interval` seconds, each with its own client, and each entry is stamped with the
+//! instant the observer's stream delivered it (same monotonic clock). Latency = delivery -
+//! response. Both observers watch the scope faultline would with `observe.namespaces: all`
+//! (`--scope all`, the default) or only the bench namespace (`--scope bench`).
+//!
+//! Prints `figure latency_<mode>_<label>_{p50,p99,max} <ms> ms` and `..._missed <n> count`
+//! (changes an observer never delivered), `<label>` from `--label` (e.g. `idle`, `churn`).
+//! Latencies are signed: a watch event can be delivered before the writer has read its own
+//! response (both come from the same API server write), which shows as a small negative
+//! number. Figures are printed, never asserted.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use faultline::observe::{Clock, Namespaces, ObserveMode, Scope, observe};
+use faultline::timeline::Event;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+use tokio::time::Instant;
+
+/// Command line.
+#[derive(Parser, Debug)]
+#[command(about = "Observation latency of faultline's observer, watch and poll side by side")]
+struct Args {
+    /// Kubeconfig of the cluster (the scale lab's by default).
+    #[arg(long, default_value = "target/scale/kubeconfig")]
+    kubeconfig: PathBuf,
+    /// Changes to make (half taints, half pod deletions); at least 200 for a p99.
+    #[arg(long, default_value_t = 300)]
+    changes: usize,
+    /// Milliseconds between two changes.
+    #[arg(long, default_value_t = 50)]
+    every_ms: u64,
+    /// Seconds between two lists of the polling observer.
+    #[arg(long, default_value_t = 2)]
+    poll_interval: u64,
+    /// What both observers watch: `all` namespaces or only `bench` (`bench-observe`).
+    #[arg(long, default_value = "all")]
+    scope: String,
+    /// Figure name part saying under which load this ran (`idle`, `churn`).
+    #[arg(long, default_value = "idle")]
+    label: String,
+    /// Nodes whose taints are changed (the first N nodes of the cluster, by name). Enough
+    /// that a node's taint stays longer than a poll interval, or polling misses changes
+    /// by design rather than by lateness.
+    #[arg(long, default_value_t = 100)]
+    taint_nodes: usize,
+}
+
+const NAMESPACE: &str = "bench-observe";
+const TAINT_PREFIX: &str = "bench.faultline.dev/c";
+
+/// One change, as the observer should report it.
+#[derive(Debug, Clone)]
+enum Change {
+    /// Node `node` got taint `TAINT_PREFIX<i>` (and lost the previous one).
+    Taint { node: String, key: String },
+    /// Pod `name` was deleted (seen as Terminating or gone).
+    PodDelete { name: String },
+}
+
+/// When each observer delivered what: (instant, event).
+type Seen = Arc<Mutex<Vec<(Instant, Event)>>>;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if args.changes < 2 {
+        bail!("--changes must be at least 2");
+    }
+    if args.poll_interval == 0 || args.taint_nodes == 0 {
+        bail!("--poll-interval and --taint-nodes must be at least 1");
+    }
+    let namespaces = match args.scope.as_str() {
+        "all" => Namespaces::All,
+        "bench" => Namespaces::Only(vec![NAMESPACE.to_string()]),
+        other => bail!("--scope is `all` or `bench`, not `{other}`"),
+    };
+    let connect = || faultline::cluster::connect(Some(&args.kubeconfig), None);
+    let writer = connect()
+        .await
+        .with_context(|| format!("connecting with {}", args.kubeconfig.display()))?;
+
+    let nodes = pick_nodes(&writer, args.taint_nodes).await?;
+    let pod_changes = args.changes / 2;
+    let pods = prepare_pods(&writer, &nodes, pod_changes).await?;
+
+    // Both observers start now and get to their initial state before the first change.
+    let scope = Scope {
+        namespaces,
+        workloads: Vec::new(),
+    };
+    let clock = Clock::start();
+    let watch_seen: Seen = Arc::default();
+    let poll_seen: Seen = Arc::default();
+    let (watch_ready, mut watch_ready_rx) = tokio::sync::watch::channel(false);
+    let (poll_ready, mut poll_ready_rx) = tokio::sync::watch::channel(false);
+    let watch_task = tokio::spawn(collect(
+        observe(connect().await?, &scope, clock, ObserveMode::Watch),
+        watch_seen.clone(),
+        watch_ready,
+    ));
+    let poll_task = tokio::spawn(collect(
+        observe(
+            connect().await?,
+            &scope,
+            clock,
+            ObserveMode::Poll {
+                interval: Duration::from_secs(args.poll_interval),
+            },
+        ),
+        poll_seen.clone(),
+        poll_ready,
+    ));
+    let sync_t0 = Instant::now();
+    watch_ready_rx.wait_for(|r| *r).await?;
+    let watch_sync = sync_t0.elapsed();
+    poll_ready_rx.wait_for(|r| *r).await?;
+    eprintln!(
+        "bench_observe: observers synced (watch {:.2}s); making {} changes every {} ms",
+        watch_sync.as_secs_f64(),
+        args.changes,
+        args.every_ms
+    );
+    // A short pause so the initial state is behind us.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let node_api: Api<Node> = Api::all(writer.clone());
+    let pod_api: Api<Pod> = Api::namespaced(writer.clone(), NAMESPACE);
+    let mut made: Vec<(Change, Instant)> = Vec::with_capacity(args.changes);
+    let mut ticker = tokio::time::interval(Duration::from_millis(args.every_ms.max(1)));
+    let mut pods_left = pods.into_iter();
+    let mut round_trips: Vec<f64> = Vec::with_capacity(args.changes);
+    for i in 0..args.changes {
+        ticker.tick().await;
+        let sent = Instant::now();
+        let change = if i % 2 == 1
+            && let Some(name) = pods_left.next()
+        {
+            pod_api
+                .delete(&name, &DeleteParams::default())
+                .await
+                .with_context(|| format!("deleting pod {name}"))?;
+            Change::PodDelete { name }
+        } else {
+            let node = nodes[i % nodes.len()].clone();
+            let key = format!("{TAINT_PREFIX}{i}");
+            let patch = json!({"spec": {"taints": [{"key": key, "effect": "NoSchedule"}]}});
+            node_api
+                .patch(&node, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .with_context(|| format!("tainting node {node}"))?;
+            Change::Taint { node, key }
+        };
+        let returned = Instant::now();
+        round_trips.push(returned.duration_since(sent).as_secs_f64() * 1e3);
+        made.push((change, returned));
+    }
+    // Long enough for the poller's next list after the last change, and a margin.
+    tokio::time::sleep(Duration::from_secs(args.poll_interval * 2 + 3)).await;
+    watch_task.abort();
+    poll_task.abort();
+
+    // Leave the nodes untainted.
+    for node in &nodes {
+        let patch = json!({"spec": {"taints": null}});
+        let _ = node_api
+            .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await;
+    }
+
+    println!(
+        "figure observe_sync_watch_{} {:.2} s",
+        args.label,
+        watch_sync.as_secs_f64()
+    );
+    round_trips.sort_by(f64::total_cmp);
+    println!(
+        "figure write_rtt_{}_p50 {:.1} ms",
+        args.label,
+        percentile(&round_trips, 50.0)
+    );
+    println!(
+        "figure write_rtt_{}_p99 {:.1} ms",
+        args.label,
+        percentile(&round_trips, 99.0)
+    );
+    for (mode, seen) in [("watch", &watch_seen), ("poll", &poll_seen)] {
+        let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        let (mut latencies, missed) = match_changes(&made, &seen);
+        latencies.sort_by(f64::total_cmp);
+        let name = format!("latency_{mode}_{}", args.label);
+        if latencies.is_empty() {
+            println!("figure {name}_missed {missed} count");
+            continue;
+        }
+        println!("figure {name}_p50 {:.1} ms", percentile(&latencies, 50.0));
+        println!("figure {name}_p99 {:.1} ms", percentile(&latencies, 99.0));
+        println!(
+            "figure {name}_max {:.1} ms",
+            latencies.last().copied().unwrap_or_default()
+        );
+        println!("figure {name}_count {} count", latencies.len());
+        println!("figure {name}_missed {missed} count");
+    }
+    Ok(())
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Forwards every entry with its delivery instant; `ready` turns true once the initial
+/// state of nodes and of the bench pods was delivered (each source's initial list arrives
+/// as one batch, so the first entry of each is the end of its sync).
+async fn collect(
+    mut entries: futures::stream::BoxStream<'static, faultline::timeline::Entry>,
+    seen: Seen,
+    ready: tokio::sync::watch::Sender<bool>,
+) {
+    let (mut nodes, mut pods) = (false, false);
+    while let Some(entry) = entries.next().await {
+        let at = Instant::now();
+        match &entry.event {
+            Event::Node { .. } => nodes = true,
+            Event::Pod { pod, .. } if pod.namespace == NAMESPACE => pods = true,
+            _ => {}
+        }
+        if nodes && pods && !*ready.borrow() {
+            let _ = ready.send(true);
+        }
+        if let Ok(mut s) = seen.lock() {
+            s.push((at, entry.event));
+        }
+    }
+}
+
+/// Latency in ms of each change the observer delivered, and how many it never did.
+fn match_changes(made: &[(Change, Instant)], seen: &[(Instant, Event)]) -> (Vec<f64>, usize) {
+    // First delivery of each (node, taint key) present, and of each pod Terminating or gone.
+    let mut taint_seen: HashMap<(&str, &str), Instant> = HashMap::new();
+    let mut pod_seen: HashMap<&str, Instant> = HashMap::new();
+    for (at, event) in seen {
+        match event {
+            Event::Node {
+                name,
+                after: Some(state),
+                ..
+            } => {
+                for t in &state.taints {
+                    if t.key.starts_with(TAINT_PREFIX) {
+                        taint_seen.entry((name, &t.key)).or_insert(*at);
+                    }
+                }
+            }
+            Event::Pod { pod, after, .. }
+                if pod.namespace == NAMESPACE && after.as_ref().is_none_or(|s| s.terminating) =>
+            {
+                pod_seen.entry(&pod.name).or_insert(*at);
+            }
+            _ => {}
+        }
+    }
+    let mut latencies = Vec::new();
+    let mut missed = 0;
+    for (change, written) in made {
+        let delivered = match change {
+            Change::Taint { node, key } => taint_seen.get(&(node.as_str(), key.as_str())),
+            Change::PodDelete { name } => pod_seen.get(name.as_str()),
+        };
+        match delivered {
+            // Signed: a watch event can arrive before the writer has read its own response.
+            Some(at) => latencies.push(if *at >= *written {
+                at.duration_since(*written).as_secs_f64() * 1e3
+            } else {
+                -(written.duration_since(*at).as_secs_f64() * 1e3)
+            }),
+            None => missed += 1,
+        }
+    }
+    (latencies, missed)
+}
+
+/// The first `n` nodes by name; their taints get changed.
+async fn pick_nodes(client: &Client, n: usize) -> anyhow::Result<Vec<String>> {
+    let api: Api<Node> = Api::all(client.clone());
+    let mut names: Vec<String> = api
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    if names.is_empty() {
+        bail!("the cluster has no nodes (run scale_load first)");
+    }
+    names.sort();
+    names.truncate(n);
+    Ok(names)
+}
+
+/// Creates `n` pods in the bench namespace, bound to `nodes`, and waits until they are
+/// Running (the cluster's kubelets, kwok in the lab, make them so). Returns their names.
+async fn prepare_pods(client: &Client, nodes: &[String], n: usize) -> anyhow::Result<Vec<String>> {
+    let ns_api: Api<Namespace> = Api::all(client.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(NAMESPACE.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    ignore_exists(ns_api.create(&PostParams::default(), &ns).await)?;
+    let sa_api: Api<ServiceAccount> = Api::namespaced(client.clone(), NAMESPACE);
+    let sa = ServiceAccount {
+        metadata: ObjectMeta {
+            name: Some("default".to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    ignore_exists(sa_api.create(&PostParams::default(), &sa).await)?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    // Fresh names each run: pods of an earlier run may still be going away.
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let names: Vec<String> = (0..n).map(|i| format!("b{run}-{i}")).collect();
+    futures::stream::iter(names.iter().enumerate().map(|(i, name)| {
+        let api = api.clone();
+        let pod: Result<Pod, _> = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {
+                "nodeName": nodes[i % nodes.len()],
+                "automountServiceAccountToken": false,
+                "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}],
+                "tolerations": [{"operator": "Exists"}]
+            }
+        }));
+        async move {
+            let pod = pod?;
+            api.create(&PostParams::default(), &pod).await?;
+            anyhow::Ok(())
+        }
+    }))
+    .buffer_unordered(50)
+    .collect::<Vec<_>>()
+    .await
+    .into_iter()
+    .collect::<anyhow::Result<Vec<()>>>()?;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let running = api
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|p| {
+                names.contains(&p.metadata.name.clone().unwrap_or_default())
+                    && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+            })
+            .count();
+        if running == n {
+            return Ok(names);
+        }
+        if Instant::now() > deadline {
+            bail!("only {running} of {n} bench pods Running after 300 s");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn ignore_exists<T>(r: Result<T, kube::Error>) -> anyhow::Result<()> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,478 @@
+//! Loads the scale lab (`ci/lab/scale-up`) with nodes and pods, and churns it.
+//!
+//! ```text
+//! cargo run --release --example scale_load -- --nodes 1000 --pods 30000
+//! cargo run --release --example scale_load -- --churn --rate 50 --flap 5 --duration 120
+//! ```
+//!
+//! Load: registers `--nodes` Node objects (`scale-node-NNNN`, which the lab's one kwok then
+//! plays: kwok does not create Node objects, a kubelet would), one `default` ServiceAccount
+//! per namespace (the controller-manager would; the lab has none), and `--pods` pods spread
+//! round-robin over the nodes and `--namespaces` namespaces (`scale-N`), created already bound
+//! (`spec.nodeName`, the lab has no scheduler) with `--concurrency` requests in flight. Then
+//! it waits until every pod is Running and Ready and prints `figure` lines. Existing objects
+//! are kept (AlreadyExists counts as done), so loading 10,000 pods after 3,000 adds 7,000.
+//!
+//! Churn (`--churn`): every second deletes `--rate` pods and creates as many replacements
+//! under new names (as a ReplicaSet would), and every `--flap-every` seconds toggles a taint on
+//! `--flap` nodes; runs for `--duration` seconds (0: until killed) and prints what it
+//! achieved. Meant to run beside a measurement (`bench_observe`, `faultline run`).
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use serde_json::json;
+
+/// Command line.
+#[derive(Parser, Debug)]
+#[command(about = "Load the scale lab with nodes and pods; --churn keeps it busy")]
+struct Args {
+    /// The scale lab's kubeconfig.
+    #[arg(long, default_value = "target/scale/kubeconfig")]
+    kubeconfig: PathBuf,
+    /// Node objects to register (kwok plays them).
+    #[arg(long, default_value_t = 1000)]
+    nodes: usize,
+    /// Pods to create (and wait for).
+    #[arg(long, default_value_t = 30_000)]
+    pods: usize,
+    /// Namespaces the pods are spread over (`scale-0` ...).
+    #[arg(long, default_value_t = 10)]
+    namespaces: usize,
+    /// Requests in flight (the API server allows 200 mutating ones by default).
+    #[arg(long, default_value_t = 150)]
+    concurrency: usize,
+    /// Give up waiting for Running after this many seconds.
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
+    /// Churn instead of load (the lab must be loaded already).
+    #[arg(long)]
+    churn: bool,
+    /// Churn: pods deleted (and as many created) per second.
+    #[arg(long, default_value_t = 50)]
+    rate: u64,
+    /// Churn: nodes whose taint is toggled.
+    #[arg(long, default_value_t = 5)]
+    flap: usize,
+    /// Churn: seconds between two toggles of the flapping nodes.
+    #[arg(long, default_value_t = 10)]
+    flap_every: u64,
+    /// Churn: seconds to run (0: until killed).
+    #[arg(long, default_value_t = 0)]
+    duration: u64,
+}
+
+/// Label every loaded pod carries (what waits and churn select).
+const APP: &str = "faultline-scale";
+/// The taint churn toggles.
+const FLAP_TAINT: &str = "faultline.dev/scale-flap";
+
+fn node_name(i: usize) -> String {
+    format!("scale-node-{i:04}")
+}
+
+fn namespace_name(i: usize) -> String {
+    format!("scale-{i}")
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if args.nodes == 0 || args.namespaces == 0 || args.concurrency == 0 {
+        bail!("--nodes, --namespaces and --concurrency must be at least 1");
+    }
+    if args.nodes > 16_384 {
+        bail!("--nodes at most 16384 (each node's podCIDR is a /24 of 10.64.0.0/10)");
+    }
+    let client = faultline::cluster::connect(Some(&args.kubeconfig), None)
+        .await
+        .with_context(|| format!("connecting with {}", args.kubeconfig.display()))?;
+    if args.churn {
+        churn(&client, &args).await
+    } else {
+        load(&client, &args).await
+    }
+}
+
+/// Creates `obj` through `api`, retrying what the API server asks to retry (429, 5xx,
+/// connection errors); AlreadyExists is success.
+async fn create_retrying<K>(api: &Api<K>, obj: &K) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let mut delay = Duration::from_millis(50);
+    for _ in 0..20 {
+        match api.create(&PostParams::default(), obj).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code != 429 && s.code < 500 => {
+                bail!("create refused: {} ({})", s.message, s.code)
+            }
+            Err(_) => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+    bail!("create still failing after 20 attempts")
+}
+
+fn node_object(i: usize) -> anyhow::Result<Node> {
+    let name = node_name(i);
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "node-role.kubernetes.io/worker": "",
+                "type": "kwok"
+            }
+        },
+        "spec": {
+            "podCIDR": format!("10.{}.{}.0/24", 64 + i / 256, i % 256),
+        },
+        "status": {
+            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "250"},
+            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "250"}
+        }
+    }))?)
+}
+
+fn pod_object(name: &str, namespace: &str, node: &str) -> anyhow::Result<Pod> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": APP}},
+        "spec": {
+            "nodeName": node,
+            "automountServiceAccountToken": false,
+            "containers": [{
+                "name": "app",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}
+            }],
+            "tolerations": [{"key": FLAP_TAINT, "operator": "Exists"}]
+        }
+    }))?)
+}
+
+/// Runs `make(i)` for every i in `0..n` with `concurrency` in flight; returns the time taken.
+async fn fan_out<F, Fut>(n: usize, concurrency: usize, make: F) -> anyhow::Result<Duration>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let t0 = Instant::now();
+    futures::stream::iter((0..n).map(make))
+        .buffer_unordered(concurrency)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(t0.elapsed())
+}
+
+async fn load(client: &Client, args: &Args) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let took = fan_out(args.nodes, args.concurrency, |i| {
+        let nodes = nodes.clone();
+        async move { create_retrying(&nodes, &node_object(i)?).await }
+    })
+    .await?;
+    eprintln!(
+        "scale_load: {} nodes registered in {:.1}s",
+        args.nodes,
+        took.as_secs_f64()
+    );
+    println!("figure load_nodes_register {:.1} s", took.as_secs_f64());
+
+    for n in 0..args.namespaces {
+        let ns = namespace_name(n);
+        let nsapi: Api<Namespace> = Api::all(client.clone());
+        let obj = Namespace {
+            metadata: ObjectMeta {
+                name: Some(ns.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        create_retrying(&nsapi, &obj).await?;
+        let sa: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+        let obj = ServiceAccount {
+            metadata: ObjectMeta {
+                name: Some("default".to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        create_retrying(&sa, &obj).await?;
+    }
+
+    // Count pods Running and Ready while they are created: the wait starts with the first.
+    let ready = Arc::new(AtomicU64::new(0));
+    let counter = tokio::spawn(count_ready(client.clone(), ready.clone()));
+
+    let created =
+        fan_out(args.pods, args.concurrency, |i| {
+            let api: Api<Pod> =
+                Api::namespaced(client.clone(), &namespace_name(i % args.namespaces));
+            let node = node_name(i % args.nodes);
+            async move {
+                create_retrying(&api, &pod_object(&format!("p-{i}"), api_ns(&api), &node)?).await
+            }
+        })
+        .await?;
+    eprintln!(
+        "scale_load: {} pods created in {:.1}s ({:.0}/s)",
+        args.pods,
+        created.as_secs_f64(),
+        args.pods as f64 / created.as_secs_f64()
+    );
+    println!("figure load_pods_create {:.1} s", created.as_secs_f64());
+    println!(
+        "figure load_pods_create_rate {:.0} pods/s",
+        args.pods as f64 / created.as_secs_f64()
+    );
+
+    let deadline = t0 + Duration::from_secs(args.timeout);
+    let mut last_print = Instant::now();
+    loop {
+        let n = ready.load(Ordering::Relaxed);
+        if n >= args.pods as u64 {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "only {n} of {} pods Running and Ready after {}s",
+                args.pods,
+                args.timeout
+            );
+        }
+        if last_print.elapsed() > Duration::from_secs(10) {
+            eprintln!("scale_load: {n}/{} pods Running and Ready", args.pods);
+            last_print = Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    counter.abort();
+    let all = t0.elapsed();
+    eprintln!(
+        "scale_load: {} nodes, {} pods Running and Ready {:.1}s after the start",
+        args.nodes,
+        args.pods,
+        all.as_secs_f64()
+    );
+    println!("figure load_pods_running {:.1} s", all.as_secs_f64());
+    Ok(())
+}
+
+fn api_ns(api: &Api<Pod>) -> &str {
+    api.namespace().unwrap_or_default()
+}
+
+/// Keeps `ready` equal to the number of loaded pods that are Running and Ready (one
+/// cluster-wide watch with the loader's label).
+async fn count_ready(client: Client, ready: Arc<AtomicU64>) {
+    let api: Api<Pod> = Api::all(client);
+    let config = watcher::Config::default().labels(&format!("app={APP}"));
+    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut init: Option<HashSet<(String, String)>> = None;
+    let mut stream = watcher(api, config).boxed();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(watcher::Event::Apply(p)) => {
+                if is_ready(&p) {
+                    seen.insert(key(&p));
+                } else {
+                    seen.remove(&key(&p));
+                }
+            }
+            Ok(watcher::Event::Delete(p)) => {
+                seen.remove(&key(&p));
+            }
+            Ok(watcher::Event::Init) => init = Some(HashSet::new()),
+            Ok(watcher::Event::InitApply(p)) => {
+                if is_ready(&p) {
+                    init.get_or_insert_with(HashSet::new).insert(key(&p));
+                }
+            }
+            Ok(watcher::Event::InitDone) => seen = init.take().unwrap_or_default(),
+            Err(e) => eprintln!("scale_load: watch error (retrying): {e}"),
+        }
+        ready.store(seen.len() as u64, Ordering::Relaxed);
+    }
+}
+
+fn key(p: &Pod) -> (String, String) {
+    (
+        p.metadata.namespace.clone().unwrap_or_default(),
+        p.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+fn is_ready(p: &Pod) -> bool {
+    let Some(status) = &p.status else {
+        return false;
+    };
+    p.metadata.deletion_timestamp.is_none()
+        && status.phase.as_deref() == Some("Running")
+        && status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// Deletes and recreates pods at `--rate` per second and toggles a taint on `--flap` nodes.
+async fn churn(client: &Client, args: &Args) -> anyhow::Result<()> {
+    // The pods to churn, as they are now (earlier churn renamed some).
+    let all: Api<Pod> = Api::all(client.clone());
+    let mut slots: Vec<(String, String)> = Vec::new();
+    let mut continue_token: Option<String> = None;
+    loop {
+        let mut lp = kube::api::ListParams::default()
+            .labels(&format!("app={APP}"))
+            .limit(5000);
+        if let Some(t) = &continue_token {
+            lp = lp.continue_token(t);
+        }
+        let list = all.list_metadata(&lp).await?;
+        for p in list.items {
+            if p.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            slots.push((
+                p.metadata.namespace.unwrap_or_default(),
+                p.metadata.name.unwrap_or_default(),
+            ));
+        }
+        continue_token = list.metadata.continue_.filter(|t| !t.is_empty());
+        if continue_token.is_none() {
+            break;
+        }
+    }
+    if slots.is_empty() {
+        bail!("no pods labelled app={APP} to churn: load the lab first");
+    }
+    let node_count = args.nodes.max(1);
+    eprintln!(
+        "scale_load: churning {} pods at {}/s, flapping {} nodes every {}s",
+        slots.len(),
+        args.rate,
+        args.flap,
+        args.flap_every
+    );
+    let t0 = Instant::now();
+    let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut cursor = 0usize;
+    let mut generation = 0u64;
+    let mut flapped = false;
+    let mut last_flap = Instant::now() - Duration::from_secs(args.flap_every);
+    let mut inflight = tokio::task::JoinSet::new();
+    // Stopped by a signal (a benchmark script ending it), churn still prints its figures.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = term.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+        }
+        if args.duration > 0 && t0.elapsed() >= Duration::from_secs(args.duration) {
+            break;
+        }
+        generation += 1;
+        for _ in 0..args.rate {
+            let slot = cursor % slots.len();
+            cursor += 1;
+            let (ns, old) = slots[slot].clone();
+            // A replacement gets a new name, as a ReplicaSet's pod would.
+            let base = old.split('-').take(2).collect::<Vec<_>>().join("-");
+            let new = format!("{base}-g{generation}");
+            let node = node_name(cursor.wrapping_mul(7919) % node_count);
+            slots[slot].1 = new.clone();
+            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            let done = done.clone();
+            let failed = failed.clone();
+            // Bounded: a slow API server makes churn fall behind, not pile up.
+            if inflight.len() >= args.concurrency {
+                inflight.join_next().await;
+            }
+            inflight.spawn(async move {
+                let deleted = match api.delete(&old, &DeleteParams::default()).await {
+                    Ok(_) => true,
+                    Err(kube::Error::Api(s)) if s.code == 404 => true,
+                    Err(_) => false,
+                };
+                let created = match pod_object(&new, &ns, &node) {
+                    Ok(pod) => create_retrying(&api, &pod).await.is_ok(),
+                    Err(_) => false,
+                };
+                if deleted && created {
+                    done.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        if args.flap > 0 && last_flap.elapsed() >= Duration::from_secs(args.flap_every) {
+            last_flap = Instant::now();
+            flapped = !flapped;
+            let taints = if flapped {
+                json!([{"key": FLAP_TAINT, "effect": "NoSchedule"}])
+            } else {
+                json!(null)
+            };
+            let nodes: Api<Node> = Api::all(client.clone());
+            for i in 0..args.flap.min(node_count) {
+                let patch = json!({"spec": {"taints": taints}});
+                if let Err(e) = nodes
+                    .patch(
+                        &node_name(i),
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await
+                {
+                    eprintln!("scale_load: flap {}: {e}", node_name(i));
+                }
+            }
+        }
+        let secs = t0.elapsed().as_secs();
+        if secs > 0 && secs.is_multiple_of(10) {
+            eprintln!(
+                "scale_load: churn {}s: {} pods replaced, {} failed",
+                secs,
+                done.load(Ordering::Relaxed),
+                failed.load(Ordering::Relaxed)
+            );
+        }
+    }
+    while inflight.join_next().await.is_some() {}
+    let secs = t0.elapsed().as_secs_f64();
+    println!(
+        "figure churn_pods_replaced_rate {:.1} pods/s",
+        done.load(Ordering::Relaxed) as f64 / secs
+    );
+    println!(
+        "figure churn_failures {} count",
+        failed.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
