@@ -19,7 +19,8 @@
 //! second as its previous transition (the API keeps whole seconds), which node and pod
 //! readiness, driven by probes and grace periods of seconds, do not do.
 
-use super::members::{History, Series, state_at};
+use super::index::History;
+use super::members::{Series, state_at};
 use super::series::Gap;
 use crate::experiment::model::{NodeStateMatch, PodStateMatch, StateMatch};
 

@@ -1,7 +1,8 @@
 //! Per-member evaluation of each check kind. Every function here decides one member and
 //! says why in a note; quantifiers combine the members afterwards (see `verdict`).
 
-use super::members::{History, Member, Series, last_known, state_at};
+use super::index::History;
+use super::members::{Member, Series, last_known, state_at};
 use super::series::{Gap, Truth, gap_hiding, gap_overlapping};
 use super::states::{pod_label, rel, secs};
 use crate::timeline::PodState;

@@ -20,8 +20,10 @@ use crate::timeline::{
     WorkloadState,
 };
 
-use super::members::History;
 use super::series::Gap;
+
+/// Observed states of one object: `(offset, state)`, `None` = the object was gone.
+pub(super) type History<S> = Vec<(i64, Option<S>)>;
 
 /// The timeline filed by object, for the judge: histories of nodes, pods, workloads and
 /// probes, when each step was issued, the observation gaps, and how far it reaches.

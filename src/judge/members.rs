@@ -4,12 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::index::TimelineIndex;
+use super::index::{History, TimelineIndex};
 use crate::experiment::model::{PodGeneration, PodSubject, Subject};
 use crate::timeline::{NodeState, PodId, PodState, WorkloadState};
-
-/// Observed states of one object: `(offset, state)`, `None` = the object was gone.
-pub(super) type History<S> = Vec<(i64, Option<S>)>;
 
 /// The state history of one member, by kind.
 #[derive(Debug, Clone, PartialEq)]

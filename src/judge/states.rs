@@ -6,7 +6,8 @@ use crate::experiment::model::{
 };
 use crate::timeline::{ConditionStatus, NodeState, PodState, WorkloadState};
 
-use super::members::{History, Series};
+use super::index::History;
+use super::members::Series;
 use super::series::{Point, Truth};
 
 /// The expectation names a state of another kind than its subject (e.g. a pod state for a node).
