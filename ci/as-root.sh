@@ -13,6 +13,6 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "$0: not root: running it again through sudo" >&2
   as_root_env=("PATH=$PATH" "RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup}")
   while IFS= read -r as_root_kv; do as_root_env+=("$as_root_kv"); done \
-    < <(env | grep -E '^(CI|FUZZ_SECONDS|GOFLAGS|GOPROXY|(FAULTLINE|LAB|KIND)_[A-Z_]*)=')
+    < <(env | grep -E '^(CI|FUZZ_SECONDS|GOFLAGS|GOPROXY|(FAULTLINE|LAB|KIND|BENCH|FANOUT|SCALE)_[A-Z_]*)=')
   exec sudo env "${as_root_env[@]}" "$0" "$@"
 fi

@@ -140,6 +140,12 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "kebab-case")]
 pub enum RunPhase {
+    /// Every source of the observer has completed its first list: the cluster's state
+    /// before the run is on the timeline. The runner starts the experiment after it.
+    ObserverReady {
+        /// How many sources (watches or poll loops) the observer has.
+        sources: u32,
+    },
     /// The observer synced: the experiment starts here (its `at: 0s`).
     Started,
     /// Observation ended; what follows (undo, teardown) is recorded, not judged.

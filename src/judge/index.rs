@@ -192,11 +192,6 @@ impl TimelineIndex {
         self.steps.get(step).copied()
     }
 
-    /// Whether the node was observed at all.
-    pub fn has_node(&self, name: &str) -> bool {
-        self.nodes.contains_key(name)
-    }
-
     /// The observed history of one node (empty if never seen).
     pub(super) fn node(&self, name: &str) -> History<NodeState> {
         self.nodes.get(name).cloned().unwrap_or_default()

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::clock::Clock;
+use super::ready::FirstLists;
 use super::recorder::{ALL_NAMESPACES, Observation, Recorder, Seen};
 use super::reduce::Workload;
 use crate::cluster::failover::silent_since;
@@ -61,8 +62,9 @@ pub enum ObserveMode {
 
 /// The cluster as a stream of timeline entries, stamped with `clock` when received.
 ///
-/// The first entries are the initial state (`before: None`); afterwards only reduced-state
-/// changes are emitted, and every lost-sight period is bracketed by `Gap` entries with the
+/// The first entries are the initial state (`before: None`), closed by one
+/// `run`/`observer-ready` entry once every source has answered its first list; afterwards
+/// only reduced-state changes are emitted, and every lost-sight period is bracketed by `Gap` entries with the
 /// changes recovered from the relist in between. The stream never ends on its own: drop it
 /// to stop observing.
 pub fn observe(
@@ -72,11 +74,20 @@ pub fn observe(
     mode: ObserveMode,
 ) -> BoxStream<'static, Entry> {
     let sources = sources(&client, scope, mode);
-    stream::select_all(sources)
+    let first_lists = FirstLists::new(sources.len());
+    let tagged = sources
+        .into_iter()
+        .enumerate()
+        .map(|(index, source)| source.map(move |sighting| (index, sighting)).boxed());
+    stream::select_all(tagged)
         .scan(
-            Recorder::new(),
-            move |recorder, (observation, blind_since)| {
-                let events = recorder.record(observation);
+            (Recorder::new(), first_lists),
+            move |(recorder, first_lists), (index, (observation, blind_since))| {
+                let ready = first_lists.note(index, &observation);
+                let mut events = recorder.record(observation);
+                // After the events of the list that completed it: the state before the
+                // run is then all on the timeline.
+                events.extend(ready);
                 // A failure whose endpoint went silent earlier (faultline moved away from it)
                 // opens its gap when sight was really lost: whatever the endpoint would have
                 // sent after its last answer was never seen.

@@ -199,6 +199,9 @@ pub fn entry_line(entry: &Entry) -> String {
             )
         }
         Event::Run { phase } => match phase {
+            RunPhase::ObserverReady { sources } => {
+                format!("observer ready: the first lists of its {sources} sources are in")
+            }
             RunPhase::Started => "experiment starts (observer synced)".to_string(),
             RunPhase::ObservationEnded { reason, .. } => format!(
                 "observation ends: {reason}; what follows (undo, teardown) is recorded, not judged"

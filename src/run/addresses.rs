@@ -24,19 +24,28 @@ pub(crate) struct MachineAddresses {
 }
 
 impl MachineAddresses {
-    /// Records `node`'s address unless it already is (the first fault's is the baseline).
-    /// Nodes whose inventory has no `power.address` are skipped; a failing query is logged
-    /// and skipped too, since it must not stop a run that could otherwise go on.
-    pub(crate) async fn remember(&mut self, executor: &Executor, node: &str) {
-        if self.before.contains_key(node) {
-            return;
-        }
-        match executor.machine_address(node, QUERY_TIMEOUT).await {
-            Ok(Some(address)) if !address.is_empty() => {
-                self.before.insert(node.to_string(), address);
+    /// Records each node's address unless it already is (the first fault's is the
+    /// baseline), querying the nodes at once. Nodes whose inventory has no
+    /// `power.address` are skipped; a failing query is logged and skipped too, since it
+    /// must not stop a run that could otherwise go on.
+    pub(crate) async fn remember(&mut self, executor: &Executor, nodes: &[&str]) {
+        let unknown: Vec<&str> = nodes
+            .iter()
+            .copied()
+            .filter(|n| !self.before.contains_key(*n))
+            .collect();
+        let found = futures::future::join_all(unknown.iter().map(|node| async move {
+            (*node, executor.machine_address(node, QUERY_TIMEOUT).await)
+        }))
+        .await;
+        for (node, result) in found {
+            match result {
+                Ok(Some(address)) if !address.is_empty() => {
+                    self.before.insert(node.to_string(), address);
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!("cannot read the address of {node}: {e}"),
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("cannot read the address of {node}: {e}"),
         }
     }
 

@@ -4,16 +4,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::prepare::Prepared;
 use super::shared_timeline::SharedTimeline;
 use crate::experiment::model::Experiment;
-use crate::timeline::Event;
+use crate::timeline::{Event, RunPhase};
 
-/// Longest wait for the observer's initial lists before the first step.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(20);
+/// Longest wait for the observer's first lists before the first step: twice what 30,000
+/// pods took on a loaded 2-CPU machine (about 30 s), a bound for a source that keeps
+/// failing (its gap is on the timeline) or a cluster far bigger than that.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Starts the experiment's probes, recording their changes on the run's timeline; `None`
 /// when it has none.
@@ -82,21 +83,36 @@ pub(super) fn record_switches(
     })
 }
 
-/// Waits until the observer has reported every target node (its initial list).
+/// Whether `event` is the observer's word that its first lists are all on the timeline.
+pub(super) fn is_observer_ready(event: &Event) -> bool {
+    matches!(
+        event,
+        Event::Run {
+            phase: RunPhase::ObserverReady { .. }
+        }
+    )
+}
+
+/// Waits until every source of the observer has answered its first list (`ready` turns
+/// true), so that the state before the run is all on the timeline before the first step.
+/// Gives up after [`SYNC_TIMEOUT`], saying so on the timeline: the run then goes on, and
+/// what the late lists bring is recorded as it lands.
 pub(super) async fn wait_for_initial_state(
     timeline: &SharedTimeline,
-    prepared: &Prepared,
+    mut ready: tokio::sync::watch::Receiver<bool>,
     cancel: &CancellationToken,
 ) {
-    let nodes: Vec<&String> = prepared.targets.values().flatten().collect();
-    let deadline = Instant::now() + SYNC_TIMEOUT;
-    while Instant::now() < deadline && !cancel.is_cancelled() {
-        let all = timeline.judge_view(|seen| nodes.iter().all(|n| seen.has_node(n)));
-        if all && !nodes.is_empty() {
-            // Let the pod and workload lists land too.
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            return;
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        waited = tokio::time::timeout(SYNC_TIMEOUT, ready.wait_for(|ready| *ready)) => {
+            if waited.is_err() {
+                timeline.note(format!(
+                    "the observer had not listed everything after {}s (a source that failed \
+                     has its gap on the timeline); the experiment starts anyway, and objects \
+                     listed later appear on the timeline when they land",
+                    SYNC_TIMEOUT.as_secs()
+                ));
+            }
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

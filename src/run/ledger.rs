@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use futures::future::join_all;
 
 use crate::execute::{ArmedRestore, Executor, PowerAction};
 use crate::experiment::fault::{self, Via, action_name, inverse, undoes};
@@ -94,80 +95,125 @@ impl Ledger {
         &self.active
     }
 
-    /// Before injecting `fault` on `node`: journal it (atomically) and, where the node can
-    /// undo the fault itself, arm a restore that fires after `restore_after` even if
-    /// faultline dies. Returns the fault's journal id and whether a restore was armed on
-    /// the node; `None` for actions that are not faults.
-    pub(crate) async fn before_fault(
+    /// Before injecting `fault` on `nodes`: journal it for each node (one durable write)
+    /// and, where a node can undo the fault itself, arm a restore there that fires after
+    /// `restore_after` even if faultline dies. The nodes are armed at once, so a step on
+    /// twenty nodes waits for the slowest one, not for the sum. All or nothing: when one
+    /// node cannot be armed, the others are disarmed and nothing stays journaled.
+    ///
+    /// Returns each node's journal id and whether a restore was armed on it, in the order
+    /// of `nodes`; empty for actions that are not faults.
+    pub(crate) async fn before_faults(
         &mut self,
         executor: &Executor,
         step: &str,
-        node: &str,
+        nodes: &[&str],
         fault: &Action,
         restore_after: Duration,
-    ) -> Result<Option<(String, bool)>, LedgerError> {
+    ) -> Result<Vec<(String, bool)>, LedgerError> {
         let Some(undo) = journal_undo(fault) else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
-        self.seq += 1;
-        let id = format!("{}-{}", self.run_id, self.seq);
-        let mut entry = JournalEntry {
-            id: id.clone(),
-            cluster: self.cluster.clone(),
-            node: node.to_string(),
-            fault: action_name(fault).to_string(),
-            undo: undo.clone(),
-            injected_at: Utc::now(),
-            deadline: chrono::Duration::from_std(restore_after)
-                .ok()
-                .map(|d| Utc::now() + d),
-            armed_restore: None,
-        };
-        self.journal.record(entry.clone())?;
-        let armed = match &undo {
-            Undo::Node(op) => match executor.arm_restore(node, op, restore_after, &id).await {
-                Ok(armed) => Some(armed),
+        let mut entries: Vec<JournalEntry> = nodes
+            .iter()
+            .map(|node| {
+                self.seq += 1;
+                JournalEntry {
+                    id: format!("{}-{}", self.run_id, self.seq),
+                    cluster: self.cluster.clone(),
+                    node: node.to_string(),
+                    fault: action_name(fault).to_string(),
+                    undo: undo.clone(),
+                    injected_at: Utc::now(),
+                    deadline: chrono::Duration::from_std(restore_after)
+                        .ok()
+                        .map(|d| Utc::now() + d),
+                    armed_restore: None,
+                }
+            })
+            .collect();
+        self.journal.record_all(entries.clone())?;
+        let results = join_all(entries.iter().map(|entry| async {
+            match &undo {
+                Undo::Node(op) => executor
+                    .arm_restore(&entry.node, op, restore_after, &entry.id)
+                    .await
+                    .map(Some),
+                // Power-on is out of band and API undos need the API: `restore` does them.
+                Undo::PowerOn | Undo::Api(_) => Ok(None),
+            }
+        }))
+        .await;
+        let mut failure = None;
+        for (entry, result) in entries.iter_mut().zip(results) {
+            match result {
+                Ok(armed) => entry.armed_restore = armed,
                 Err(source) => {
-                    let _ = self.journal.clear(&id);
-                    return Err(LedgerError::Arm {
-                        node: node.to_string(),
+                    failure.get_or_insert(LedgerError::Arm {
+                        node: entry.node.clone(),
                         source,
                     });
                 }
-            },
-            // Power-on is out of band and API undos need the API: `restore` does them.
-            Undo::PowerOn | Undo::Api(_) => None,
-        };
-        let self_restore = armed.is_some();
-        if self_restore {
-            entry.armed_restore = armed.clone();
-            self.journal.record(entry)?;
+            }
         }
-        self.active.push(ActiveFault {
-            id: id.clone(),
-            step: step.to_string(),
-            node: node.to_string(),
-            fault: fault.clone(),
-            armed,
-        });
-        Ok(Some((id, self_restore)))
+        if let Some(failure) = failure {
+            self.withdraw(executor, &entries).await;
+            return Err(failure);
+        }
+        if entries.iter().any(|e| e.armed_restore.is_some()) {
+            self.journal.record_all(entries.clone())?;
+        }
+        let mut out = Vec::with_capacity(entries.len());
+        for entry in entries {
+            out.push((entry.id.clone(), entry.armed_restore.is_some()));
+            self.active.push(ActiveFault {
+                id: entry.id,
+                step: step.to_string(),
+                node: entry.node,
+                fault: fault.clone(),
+                armed: entry.armed_restore,
+            });
+        }
+        Ok(out)
     }
 
-    /// A planned step ran `action` on `node` successfully: every fault there that it undoes
-    /// is settled (self-restore disarmed, journal cleared). Returns them.
+    /// A step could not be armed everywhere: disarms the nodes that were and clears every
+    /// entry, since none of the faults is injected.
+    async fn withdraw(&mut self, executor: &Executor, entries: &[JournalEntry]) {
+        let armed: Vec<(String, ArmedRestore)> = entries
+            .iter()
+            .filter_map(|e| Some((e.node.clone(), e.armed_restore.clone()?)))
+            .collect();
+        disarm_all(executor, &armed).await;
+        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        if let Err(e) = self.journal.clear_all(&ids) {
+            tracing::warn!("could not clear faults that were never injected: {e}");
+        }
+    }
+
+    /// Faults armed but never injected (their step was not issued): disarmed, cleared and
+    /// dropped from the ledger, so the safety net does not undo what never happened.
+    pub(crate) async fn forget(&mut self, executor: &Executor, ids: &[String]) {
+        let (gone, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.active)
+            .into_iter()
+            .partition(|f| ids.contains(&f.id));
+        self.active = keep;
+        self.settle(executor, &gone).await;
+    }
+
+    /// A planned step ran `action` on `nodes` successfully: every fault there that it
+    /// undoes is settled (self-restores disarmed, at once; journal cleared). Returns them.
     pub(crate) async fn undone_by(
         &mut self,
         executor: &Executor,
         action: &Action,
-        node: &str,
+        nodes: &[&str],
     ) -> Vec<ActiveFault> {
         let (done, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.active)
             .into_iter()
-            .partition(|f| f.node == node && undoes(action, &f.fault));
+            .partition(|f| nodes.contains(&f.node.as_str()) && undoes(action, &f.fault));
         self.active = keep;
-        for fault in &done {
-            self.settle(executor, fault).await;
-        }
+        self.settle(executor, &done).await;
         done
     }
 
@@ -197,7 +243,8 @@ impl Ledger {
             let name = action_name(&fault.fault);
             let (result, attempts) = undo_with_retries(&policy, &fault.node, name, attempt).await;
             if result.is_ok() {
-                self.settle(actor.executor, &fault).await;
+                self.settle(actor.executor, std::slice::from_ref(&fault))
+                    .await;
             }
             reports.push(UndoReport {
                 fault,
@@ -208,16 +255,32 @@ impl Ledger {
         reports
     }
 
-    async fn settle(&mut self, executor: &Executor, fault: &ActiveFault) {
-        if let Some(armed) = &fault.armed
-            && let Err(e) = executor.disarm(&fault.node, armed).await
+    /// Faults that were undone: their self-restores disarmed (at once) and their journal
+    /// entries cleared (one write).
+    async fn settle(&mut self, executor: &Executor, faults: &[ActiveFault]) {
+        let armed: Vec<(String, ArmedRestore)> = faults
+            .iter()
+            .filter_map(|f| Some((f.node.clone(), f.armed.clone()?)))
+            .collect();
+        disarm_all(executor, &armed).await;
+        let ids: Vec<&str> = faults.iter().map(|f| f.id.as_str()).collect();
+        if !ids.is_empty()
+            && let Err(e) = self.journal.clear_all(&ids)
         {
-            tracing::warn!(node = %fault.node, "could not disarm the self-restore: {e}");
-        }
-        if let Err(e) = self.journal.clear(&fault.id) {
-            tracing::warn!("could not clear fault {} from the journal: {e}", fault.id);
+            tracing::warn!("could not clear faults {ids:?} from the journal: {e}");
         }
     }
+}
+
+/// Disarms self-restores on their nodes, all at once; a node that cannot be reached is
+/// logged (its restore then fires on its own, undoing what is already undone).
+async fn disarm_all(executor: &Executor, armed: &[(String, ArmedRestore)]) {
+    join_all(armed.iter().map(|(node, restore)| async move {
+        if let Err(e) = executor.disarm(node, restore).await {
+            tracing::warn!(node = %node, "could not disarm the self-restore: {e}");
+        }
+    }))
+    .await;
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ mod settings;
 mod setup;
 pub(crate) mod shared_timeline;
 pub(crate) mod signals;
+mod steps;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -88,6 +89,7 @@ pub async fn run_experiment(
         observed_until: None,
         start_ms: None,
         addresses: addresses::MachineAddresses::default(),
+        armed_ahead: steps::ArmedAhead::new(),
         published: Published::default(),
         costs: Costs::default(),
     };
@@ -206,6 +208,8 @@ struct Run<'a> {
     start_ms: Option<i64>,
     /// Target machines' addresses before their first fault.
     addresses: addresses::MachineAddresses,
+    /// Timed steps armed ahead of their due offset.
+    armed_ahead: steps::ArmedAhead,
     /// What was put on the timeline about the schedule and the verdicts.
     published: Published,
     /// What observing and judging cost so far.
@@ -244,10 +248,15 @@ impl Run<'_> {
             self.settings.observe_mode,
         );
         let sink = self.timeline.clone();
+        let (ready_tx, ready) = tokio::sync::watch::channel(false);
         let observer = tokio::spawn(async move {
             let mut stream = stream;
             while let Some(entry) = stream.next().await {
+                let is_ready = beside::is_observer_ready(&entry.event);
                 sink.push(entry);
+                if is_ready {
+                    let _ = ready_tx.send(true);
+                }
             }
         });
         let switches = p
@@ -255,7 +264,7 @@ impl Run<'_> {
             .as_ref()
             .map(|f| beside::record_switches(&self.timeline, f));
         let syncing = Instant::now();
-        beside::wait_for_initial_state(&self.timeline, p, &self.cancel).await;
+        beside::wait_for_initial_state(&self.timeline, ready, &self.cancel).await;
         self.costs.initial_sync_ms = syncing.elapsed().as_millis() as u64;
         let probes = match beside::start_probes(self.exp, p, &self.timeline) {
             Ok(probes) => probes,
@@ -287,6 +296,7 @@ impl Run<'_> {
             .await;
         self.observed_until = Some(self.timeline.offset_ms());
         self.conclude(&end, &scheduler);
+        self.disarm_unissued(&actor, &mut ledger).await;
         self.safety_net(&actor, &mut ledger).await;
         for problem in self.addresses.check_all(actor.executor).await {
             self.timeline.note(problem.clone());
@@ -344,8 +354,26 @@ impl Run<'_> {
                 }
                 continue;
             }
-            let wake = tick
-                .wake_at_ms
+            // Arm what is due soon now, so that arming is not part of its lateness.
+            let arm_now: Vec<usize> = steps::arm_times(&tick, &self.armed_ahead)
+                .filter(|(_, at)| *at <= now)
+                .map(|(index, _)| index)
+                .collect();
+            if !arm_now.is_empty() {
+                for index in arm_now {
+                    let restore_after = restore_at.saturating_duration_since(Instant::now());
+                    let armed = self.arm_step(index, actor, ledger, restore_after).await;
+                    self.armed_ahead.insert(index, armed);
+                }
+                continue;
+            }
+            let next_arm = steps::arm_times(&tick, &self.armed_ahead)
+                .map(|(_, at)| at)
+                .min();
+            let wake = [tick.wake_at_ms, next_arm]
+                .into_iter()
+                .flatten()
+                .min()
                 .map(|ms| self.timeline.zero() + Duration::from_millis(ms.max(0).unsigned_abs()));
             let deadline = wake.unwrap_or_else(|| Instant::now() + NO_DEADLINE);
             tokio::select! {
@@ -421,104 +449,6 @@ impl Run<'_> {
                 seen.announce(&self.timeline, v);
             }
         }
-    }
-
-    /// Runs one step on each of its nodes; false when it failed (the run then stops).
-    async fn run_step(
-        &mut self,
-        index: usize,
-        scheduler: &mut Scheduler<'_>,
-        actor: &Actor<'_>,
-        ledger: &mut Ledger,
-        restore_after: Duration,
-    ) -> bool {
-        let step = &self.exp.steps[index];
-        let nodes: Vec<Option<String>> = match &step.target {
-            Some(_) => step
-                .nodes(&self.prepared.targets)
-                .iter()
-                .cloned()
-                .map(Some)
-                .collect(),
-            None => vec![None],
-        };
-        let name = faults::action_name(&step.action).to_string();
-        let mut ok = true;
-        for node in nodes {
-            let record = |phase: StepPhase| Event::Step {
-                step: step.name.clone(),
-                action: name.clone(),
-                node: node.clone(),
-                phase,
-            };
-            let node_ref = node.as_deref();
-            if let Some(n) = node_ref
-                && faults::takes_node_down(&step.action)
-            {
-                self.addresses.remember(actor.executor, n).await;
-            }
-            if let Some(n) = node_ref {
-                match ledger
-                    .before_fault(actor.executor, &step.name, n, &step.action, restore_after)
-                    .await
-                {
-                    Ok(Some((journal_id, self_restore))) => {
-                        self.timeline.record(record(StepPhase::Armed {
-                            journal_id,
-                            self_restore,
-                        }));
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        self.timeline.record(record(StepPhase::Failed {
-                            error: e.to_string(),
-                        }));
-                        self.errors
-                            .push(format!("step `{}` on {n}: {e}", step.name));
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-            let issued_ms = self.timeline.record(record(StepPhase::Issued));
-            if scheduler.issued_ms(index).is_none() {
-                scheduler.started(index, issued_ms);
-            }
-            match actor.act(&step.action, node_ref, step.timeout).await {
-                Ok(result) => {
-                    self.timeline.record(record(StepPhase::Finished {
-                        exit_status: result.exit_status,
-                        output: result.output,
-                    }));
-                    if let Some(n) = node_ref {
-                        for undone in ledger.undone_by(actor.executor, &step.action, n).await {
-                            self.timeline
-                                .note(format!("`{}` undid `{}` on {n}", step.name, undone.step));
-                        }
-                        if faults::restarts_machine(&step.action)
-                            && let Err(e) = self.addresses.check(actor.executor, n).await
-                        {
-                            self.timeline.note(e.clone());
-                            self.errors.push(format!("step `{}`: {e}", step.name));
-                            ok = false;
-                            break;
-                        }
-                    }
-                }
-                Err(e) => {
-                    self.timeline.record(record(StepPhase::Failed {
-                        error: e.to_string(),
-                    }));
-                    let at = node_ref.map(|n| format!(" on {n}")).unwrap_or_default();
-                    self.errors.push(format!("step `{}`{at}: {e}", step.name));
-                    // A fault that may be half-injected stays in the ledger for the safety net.
-                    ok = false;
-                    break;
-                }
-            }
-        }
-        scheduler.finished(index, self.timeline.offset_ms(), ok);
-        ok
     }
 
     /// Undoes every fault still active, with retries, recording each outcome.

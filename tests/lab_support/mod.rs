@@ -126,6 +126,25 @@ impl Scratch {
         std::fs::write(&path, swapped.join("\n") + "\n").expect("write the inventory");
         path
     }
+    /// A copy of the lab's inventory in which `node` is reached at `address` (e.g. one
+    /// nothing answers at), for tests of a node faultline cannot reach.
+    pub fn inventory_with_address(&self, node: &str, address: &str) -> PathBuf {
+        let text = std::fs::read_to_string(inventory()).expect("the lab's inventory");
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let at = lines
+            .iter()
+            .position(|l| l.trim() == format!("- name: {node}"))
+            .unwrap_or_else(|| panic!("{node} is not in the lab's inventory"));
+        let address_line = lines[at + 1..]
+            .iter()
+            .position(|l| l.trim_start().starts_with("address:"))
+            .map(|i| at + 1 + i)
+            .expect("the node's address line");
+        lines[address_line] = format!("    address: {address}");
+        let path = self.dir.join("inventory.yaml");
+        std::fs::write(&path, lines.join("\n") + "\n").expect("write the inventory");
+        path
+    }
     /// The JUnit file a run of `name` wrote.
     pub fn junit(&self, name: &str) -> String {
         std::fs::read_to_string(self.reports().join(format!("{name}.junit.xml")))
