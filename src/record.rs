@@ -63,7 +63,8 @@ pub struct RunRecord {
 /// size a run; `ci/bench` reads it for `docs/performance.md`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunCosts {
-    /// From the observer's start until every target node and the first lists were seen, ms.
+    /// From the observer's start until every source's first list was complete (or the
+    /// wait for it gave up), ms.
     pub initial_sync_ms: u64,
     /// Live judgements made while the run went on (one per wake of the runner's loop).
     pub ticks: u64,

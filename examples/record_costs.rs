@@ -1,0 +1,70 @@
+//! Figures from one run record (`faultline run` writes it as `<experiment>.json`), for the
+//! benchmark scripts: what the run says it cost, and whether its start was clean.
+//!
+//! Printed, one `figure <name><suffix> <value> <unit>` line each:
+//! - `run_initial_sync_ms`: the observer's start to its first lists complete;
+//! - `run_tick_p50_us`, `run_tick_p99_us`, `run_ticks`: the live judgements;
+//! - `run_entries`: the timeline's length when observation ended;
+//! - `run_pods_first_seen_after_start`: pods whose first entry comes after the experiment
+//!   started (within WINDOW seconds of it, when given). Over a stretch where nothing
+//!   creates pods it must be 0: more means the run started before the pod lists had landed
+//!   and existing pods were recorded as created during it.
+//!
+//! `cargo run --release --example record_costs -- RECORD.json [SUFFIX [WINDOW]]`
+
+use std::process::ExitCode;
+
+use faultline::record::RunRecord;
+use faultline::timeline::Event;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let Some(path) = args.next() else {
+        eprintln!("usage: record_costs RECORD.json [SUFFIX]");
+        return ExitCode::from(2);
+    };
+    let suffix = args.next().unwrap_or_default();
+    let window_ms = match args.next().map(|w| w.parse::<i64>()) {
+        None => i64::MAX,
+        Some(Ok(seconds)) => seconds.saturating_mul(1000),
+        Some(Err(e)) => {
+            eprintln!("record_costs: WINDOW is a number of seconds: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let record: RunRecord = match std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+    {
+        Ok(record) => record,
+        Err(e) => {
+            eprintln!("record_costs: {path}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let figure = |name: &str, value: String, unit: &str| {
+        println!("figure {name}{suffix} {value} {unit}");
+    };
+    if let Some(costs) = &record.costs {
+        figure(
+            "run_initial_sync_ms",
+            costs.initial_sync_ms.to_string(),
+            "ms",
+        );
+        figure("run_ticks", costs.ticks.to_string(), "ticks");
+        figure("run_tick_p50_us", costs.tick_p50_us.to_string(), "us");
+        figure("run_tick_p99_us", costs.tick_p99_us.to_string(), "us");
+        figure("run_entries", costs.entries.to_string(), "entries");
+    }
+    if let Some(start) = record.start_ms {
+        let late = record
+            .timeline
+            .entries
+            .iter()
+            .filter(|e| e.offset_ms > start && e.offset_ms - start <= window_ms)
+            .filter(|e| matches!(e.event, Event::Pod { before: None, .. }))
+            .count();
+        figure("run_pods_first_seen_after_start", late.to_string(), "pods");
+    }
+    ExitCode::SUCCESS
+}
