@@ -32,13 +32,10 @@ fn main() -> ExitCode {
         eprintln!("usage: bench_fanout RECORD.json [STEP ...]");
         return ExitCode::from(2);
     };
-    let record: RunRecord = match std::fs::read_to_string(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
-    {
+    let record = match RunRecord::load(std::path::Path::new(&path)) {
         Ok(record) => record,
         Err(e) => {
-            eprintln!("bench_fanout: {path}: {e}");
+            eprintln!("bench_fanout: {e}");
             return ExitCode::from(2);
         }
     };

@@ -32,13 +32,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let record: RunRecord = match std::fs::read_to_string(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
-    {
+    let record = match RunRecord::load(std::path::Path::new(&path)) {
         Ok(record) => record,
         Err(e) => {
-            eprintln!("record_costs: {path}: {e}");
+            eprintln!("record_costs: {e}");
             return ExitCode::from(2);
         }
     };

@@ -160,8 +160,12 @@ impl Ledger {
             self.withdraw(executor, &entries).await;
             return Err(failure);
         }
-        if entries.iter().any(|e| e.armed_restore.is_some()) {
-            self.journal.record_all(entries.clone())?;
+        if entries.iter().any(|e| e.armed_restore.is_some())
+            && let Err(e) = self.journal.record_all(entries.clone())
+        {
+            // Without the restores in the journal, `restore` could not disarm them.
+            self.withdraw(executor, &entries).await;
+            return Err(e.into());
         }
         let mut out = Vec::with_capacity(entries.len());
         for entry in entries {
@@ -180,15 +184,10 @@ impl Ledger {
     /// A step could not be armed everywhere: disarms the nodes that were and clears every
     /// entry, since none of the faults is injected.
     async fn withdraw(&mut self, executor: &Executor, entries: &[JournalEntry]) {
-        let armed: Vec<(String, ArmedRestore)> = entries
+        let parts = entries
             .iter()
-            .filter_map(|e| Some((e.node.clone(), e.armed_restore.clone()?)))
-            .collect();
-        disarm_all(executor, &armed).await;
-        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
-        if let Err(e) = self.journal.clear_all(&ids) {
-            tracing::warn!("could not clear faults that were never injected: {e}");
-        }
+            .map(|e| (e.node.as_str(), e.armed_restore.as_ref(), e.id.as_str()));
+        self.release(executor, parts.collect()).await;
     }
 
     /// Faults armed but never injected (their step was not issued): disarmed, cleared and
@@ -258,29 +257,36 @@ impl Ledger {
     /// Faults that were undone: their self-restores disarmed (at once) and their journal
     /// entries cleared (one write).
     async fn settle(&mut self, executor: &Executor, faults: &[ActiveFault]) {
-        let armed: Vec<(String, ArmedRestore)> = faults
+        let parts = faults
             .iter()
-            .filter_map(|f| Some((f.node.clone(), f.armed.clone()?)))
-            .collect();
-        disarm_all(executor, &armed).await;
-        let ids: Vec<&str> = faults.iter().map(|f| f.id.as_str()).collect();
+            .map(|f| (f.node.as_str(), f.armed.as_ref(), f.id.as_str()));
+        self.release(executor, parts.collect()).await;
+    }
+
+    /// Disarms the self-restores of `(node, restore, journal id)` on their nodes, all at
+    /// once, then clears their journal entries in one write. A node that cannot be reached
+    /// is logged: its restore then fires on its own and undoes what is already undone.
+    async fn release(
+        &mut self,
+        executor: &Executor,
+        parts: Vec<(&str, Option<&ArmedRestore>, &str)>,
+    ) {
+        join_all(parts.iter().filter_map(|(node, restore, _)| {
+            let restore = (*restore)?;
+            Some(async move {
+                if let Err(e) = executor.disarm(node, restore).await {
+                    tracing::warn!(node = %node, "could not disarm the self-restore: {e}");
+                }
+            })
+        }))
+        .await;
+        let ids: Vec<&str> = parts.iter().map(|(_, _, id)| *id).collect();
         if !ids.is_empty()
             && let Err(e) = self.journal.clear_all(&ids)
         {
             tracing::warn!("could not clear faults {ids:?} from the journal: {e}");
         }
     }
-}
-
-/// Disarms self-restores on their nodes, all at once; a node that cannot be reached is
-/// logged (its restore then fires on its own, undoing what is already undone).
-async fn disarm_all(executor: &Executor, armed: &[(String, ArmedRestore)]) {
-    join_all(armed.iter().map(|(node, restore)| async move {
-        if let Err(e) = executor.disarm(node, restore).await {
-            tracing::warn!(node = %node, "could not disarm the self-restore: {e}");
-        }
-    }))
-    .await;
 }
 
 #[cfg(test)]
