@@ -88,8 +88,7 @@ pub async fn run_experiment(
         stopped_early: None,
         observed_until: None,
         start_ms: None,
-        addresses: addresses::MachineAddresses::default(),
-        armed_ahead: steps::ArmedAhead::new(),
+        steps: steps::Steps::new(exp, &prepared.targets, timeline.clone()),
         published: Published::default(),
         costs: Costs::default(),
     };
@@ -206,10 +205,8 @@ struct Run<'a> {
     observed_until: Option<i64>,
     /// Offset at which the experiment started (the observer had synced).
     start_ms: Option<i64>,
-    /// Target machines' addresses before their first fault.
-    addresses: addresses::MachineAddresses,
-    /// Timed steps armed ahead of their due offset.
-    armed_ahead: steps::ArmedAhead,
+    /// Carrying out the steps: addresses before the faults, steps armed ahead.
+    steps: steps::Steps<'a>,
     /// What was put on the timeline about the schedule and the verdicts.
     published: Published,
     /// What observing and judging cost so far.
@@ -296,9 +293,9 @@ impl Run<'_> {
             .await;
         self.observed_until = Some(self.timeline.offset_ms());
         self.conclude(&end, &scheduler);
-        self.disarm_unissued(&actor, &mut ledger).await;
+        self.steps.disarm_unissued(&actor, &mut ledger).await;
         self.safety_net(&actor, &mut ledger).await;
-        for problem in self.addresses.check_all(actor.executor).await {
+        for problem in self.steps.address_problems(&actor).await {
             self.timeline.note(problem.clone());
             self.errors.push(problem);
         }
@@ -346,7 +343,15 @@ impl Run<'_> {
                 for index in tick.due {
                     let restore_after = restore_at.saturating_duration_since(Instant::now());
                     if !self
-                        .run_step(index, scheduler, actor, ledger, restore_after)
+                        .steps
+                        .run_step(
+                            index,
+                            scheduler,
+                            actor,
+                            ledger,
+                            restore_after,
+                            &mut self.errors,
+                        )
                         .await
                     {
                         break;
@@ -355,22 +360,15 @@ impl Run<'_> {
                 continue;
             }
             // Arm what is due soon now, so that arming is not part of its lateness.
-            let arm_now: Vec<usize> = steps::arm_times(&tick, &self.armed_ahead)
-                .filter(|(_, at)| *at <= now)
-                .map(|(index, _)| index)
-                .collect();
-            if !arm_now.is_empty() {
-                for index in arm_now {
-                    let restore_after = restore_at.saturating_duration_since(Instant::now());
-                    let armed = self.arm_step(index, actor, ledger, restore_after).await;
-                    self.armed_ahead.insert(index, armed);
-                }
+            let restore_after = || restore_at.saturating_duration_since(Instant::now());
+            if self
+                .steps
+                .arm_due_soon(&tick, now, actor, ledger, restore_after, &mut self.errors)
+                .await
+            {
                 continue;
             }
-            let next_arm = steps::arm_times(&tick, &self.armed_ahead)
-                .map(|(_, at)| at)
-                .min();
-            let wake = [tick.wake_at_ms, next_arm]
+            let wake = [tick.wake_at_ms, self.steps.next_arm_ms(&tick)]
                 .into_iter()
                 .flatten()
                 .min()

@@ -10,11 +10,14 @@ use std::time::Duration;
 
 use futures::future::join_all;
 
-use super::Run;
 use super::act::Actor;
+use super::addresses::MachineAddresses;
 use super::ledger::Ledger;
+use super::safety::ResolvedTargets;
 use super::schedule::{Scheduler, Tick, Wait};
+use super::shared_timeline::SharedTimeline;
 use crate::experiment::fault as faults;
+use crate::experiment::model::Experiment;
 use crate::timeline::{Event, StepPhase};
 
 /// How long before its due offset a timed step is armed, so that arming (an SSH round per
@@ -28,10 +31,7 @@ pub(super) const ARM_AHEAD_MS: i64 = 3_000;
 pub(super) type ArmedAhead = BTreeMap<usize, Result<Vec<String>, ()>>;
 
 /// Timed steps not armed yet and when each should be: `(index, offset to arm at)`.
-pub(super) fn arm_times<'t>(
-    tick: &'t Tick,
-    armed: &'t ArmedAhead,
-) -> impl Iterator<Item = (usize, i64)> + 't {
+fn arm_times<'t>(tick: &'t Tick, armed: &'t ArmedAhead) -> impl Iterator<Item = (usize, i64)> + 't {
     tick.waiting
         .iter()
         .filter(|(index, _)| !armed.contains_key(index))
@@ -41,17 +41,81 @@ pub(super) fn arm_times<'t>(
         })
 }
 
-impl Run<'_> {
+/// What carrying out the steps keeps from one step to the next: the machine addresses
+/// recorded before the first fault on each node, and the steps armed ahead. Errors go to
+/// the run's list, passed in.
+pub(super) struct Steps<'a> {
+    exp: &'a Experiment,
+    targets: &'a ResolvedTargets,
+    timeline: SharedTimeline,
+    /// Target machines' addresses before their first fault.
+    addresses: MachineAddresses,
+    /// Timed steps armed ahead of their due offset.
+    armed_ahead: ArmedAhead,
+}
+
+impl<'a> Steps<'a> {
+    /// Steps of `exp` on `targets`, recorded on `timeline`.
+    pub(super) fn new(
+        exp: &'a Experiment,
+        targets: &'a ResolvedTargets,
+        timeline: SharedTimeline,
+    ) -> Self {
+        Steps {
+            exp,
+            targets,
+            timeline,
+            addresses: MachineAddresses::default(),
+            armed_ahead: ArmedAhead::new(),
+        }
+    }
+
+    /// The first offset at which a timed step not armed yet should be armed.
+    pub(super) fn next_arm_ms(&self, tick: &Tick) -> Option<i64> {
+        arm_times(tick, &self.armed_ahead).map(|(_, at)| at).min()
+    }
+
+    /// Arms every timed step due within [`ARM_AHEAD_MS`] of `now` and not armed yet;
+    /// returns whether it armed any (time has passed: ask the scheduler again).
+    pub(super) async fn arm_due_soon(
+        &mut self,
+        tick: &Tick,
+        now: i64,
+        actor: &Actor<'_>,
+        ledger: &mut Ledger,
+        restore_after: impl Fn() -> Duration,
+        errors: &mut Vec<String>,
+    ) -> bool {
+        let soon: Vec<usize> = arm_times(tick, &self.armed_ahead)
+            .filter(|(_, at)| *at <= now)
+            .map(|(index, _)| index)
+            .collect();
+        for &index in &soon {
+            let armed = self
+                .arm_step(index, actor, ledger, restore_after(), errors)
+                .await;
+            self.armed_ahead.insert(index, armed);
+        }
+        !soon.is_empty()
+    }
+
+    /// After the run: each node that came back with another machine address, one message
+    /// per node.
+    pub(super) async fn address_problems(&mut self, actor: &Actor<'_>) -> Vec<String> {
+        self.addresses.check_all(actor.executor).await
+    }
+
     /// Records the machine addresses of the step's nodes (when its fault takes a node
     /// down) and arms its fault on all of them at once, all or nothing; the timeline gets
     /// an `armed` entry per node, or a `failed` one with the reason. Returns the faults'
     /// journal ids.
-    pub(super) async fn arm_step(
+    async fn arm_step(
         &mut self,
         index: usize,
         actor: &Actor<'_>,
         ledger: &mut Ledger,
         restore_after: Duration,
+        errors: &mut Vec<String>,
     ) -> Result<Vec<String>, ()> {
         let exp = self.exp;
         let step = &exp.steps[index];
@@ -96,7 +160,7 @@ impl Run<'_> {
                         },
                     ));
                 }
-                self.errors.push(format!("step `{}`: {e}", step.name));
+                errors.push(format!("step `{}`: {e}", step.name));
                 Err(())
             }
         }
@@ -111,10 +175,14 @@ impl Run<'_> {
         actor: &Actor<'_>,
         ledger: &mut Ledger,
         restore_after: Duration,
+        errors: &mut Vec<String>,
     ) -> bool {
         let armed = match self.armed_ahead.remove(&index) {
             Some(armed) => armed,
-            None => self.arm_step(index, actor, ledger, restore_after).await,
+            None => {
+                self.arm_step(index, actor, ledger, restore_after, errors)
+                    .await
+            }
         };
         if armed.is_err() {
             scheduler.finished(index, self.timeline.offset_ms(), false);
@@ -159,7 +227,7 @@ impl Run<'_> {
                 // A fault that may be half-injected stays in the ledger for the safety net.
                 Err(e) => {
                     let at = node.map(|n| format!(" on {n}")).unwrap_or_default();
-                    self.errors.push(format!("step `{}`{at}: {e}", step.name));
+                    errors.push(format!("step `{}`{at}: {e}", step.name));
                     ok = false;
                 }
             }
@@ -177,7 +245,7 @@ impl Run<'_> {
             for n in succeeded {
                 if let Err(e) = self.addresses.check(actor.executor, n).await {
                     self.timeline.note(e.clone());
-                    self.errors.push(format!("step `{}`: {e}", step.name));
+                    errors.push(format!("step `{}`: {e}", step.name));
                     ok = false;
                 }
             }
@@ -207,12 +275,7 @@ impl Run<'_> {
     fn step_nodes(&self, index: usize) -> Vec<Option<String>> {
         let step = &self.exp.steps[index];
         match &step.target {
-            Some(_) => step
-                .nodes(&self.prepared.targets)
-                .iter()
-                .cloned()
-                .map(Some)
-                .collect(),
+            Some(_) => step.nodes(self.targets).iter().cloned().map(Some).collect(),
             None => vec![None],
         }
     }
