@@ -32,9 +32,31 @@ need_root() { [[ $(id -u) == 0 ]] || die "the lab needs root (network namespaces
 valid_node_name() { [[ "$1" =~ ^[a-z0-9-]+$ ]] || die "invalid node name: '$1' (want ^[a-z0-9-]+\$)"; }
 
 # ---------------------------------------------------------------- timers
-# Echo the preset's values as shell assignments.
+# The node-monitor grace period kube-controller-manager uses when no flag sets it: 40 s
+# before v1.32, 50 s since (kubernetes PR #126287).
+k8s_default_grace() {
+  local minor="${K8S_VERSION#v1.}"
+  minor="${minor%%.*}"
+  if (( minor < 32 )); then echo 40s; else echo 50s; fi
+}
+
+# Sets the preset's values as shell variables. TIMER_FLAGS=1: the control plane is started
+# with flags setting them; 0 (preset `defaults`): with no timer flag at all, so the release's
+# own defaults apply, and the values here are those defaults (what the inventory states).
 lab_timers() {
+  TIMER_FLAGS=1
   case "${1:-$LAB_TIMERS}" in
+    defaults)
+      TIMER_FLAGS=0
+      TIMER_NODE_MONITOR_PERIOD=5s
+      TIMER_NODE_MONITOR_GRACE="$(k8s_default_grace)"
+      TIMER_NODE_STARTUP_GRACE=1m0s
+      TIMER_UNREACHABLE_TOLERATION=300
+      TIMER_NOTREADY_TOLERATION=300
+      TIMER_LEASE_SECONDS=40          # kubelet default; renewed every 10 s
+      TIMER_H2_READ_IDLE=30           # client-go defaults
+      TIMER_H2_PING=15
+      ;;
     fast)
       TIMER_NODE_MONITOR_PERIOD=2s
       TIMER_NODE_MONITOR_GRACE=20s
@@ -55,7 +77,7 @@ lab_timers() {
       TIMER_H2_READ_IDLE=30           # client-go defaults
       TIMER_H2_PING=15
       ;;
-    *) die "LAB_TIMERS must be fast or real, not '${1:-$LAB_TIMERS}'" ;;
+    *) die "LAB_TIMERS must be fast, real or defaults, not '${1:-$LAB_TIMERS}'" ;;
   esac
 }
 
@@ -433,9 +455,21 @@ apiserver_flags() {
     --service-account-signing-key-file="$LAB_PKI/sa.key" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --authorization-mode=RBAC --allow-privileged=true \
-    --default-unreachable-toleration-seconds="$TIMER_UNREACHABLE_TOLERATION" \
-    --default-not-ready-toleration-seconds="$TIMER_NOTREADY_TOLERATION" \
     --profiling=false --v=1
+  if [[ "$TIMER_FLAGS" == 1 ]]; then
+    printf '%s\n' \
+      --default-unreachable-toleration-seconds="$TIMER_UNREACHABLE_TOLERATION" \
+      --default-not-ready-toleration-seconds="$TIMER_NOTREADY_TOLERATION"
+  fi
+}
+
+# kube-controller-manager's timer flags (none under the `defaults` preset).
+controller_manager_timer_flags() {
+  [[ "$TIMER_FLAGS" == 1 ]] || return 0
+  printf '%s\n' \
+    --node-monitor-period="$TIMER_NODE_MONITOR_PERIOD" \
+    --node-monitor-grace-period="$TIMER_NODE_MONITOR_GRACE" \
+    --node-startup-grace-period="$TIMER_NODE_STARTUP_GRACE"
 }
 
 start_apiserver() {
