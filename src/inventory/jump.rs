@@ -4,8 +4,24 @@
 
 use std::path::{Path, PathBuf};
 
-use super::JumpHost;
 use super::ssh_config::{SshConfigFile, Tokens, expand_tokens};
+
+/// A jump host (bastion) on the way to a node. Its host key is verified against the same
+/// knownHosts file as the node's, and it is logged into with the node's agent and password
+/// settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JumpHost {
+    /// As written (`user@host:port`, or an ssh config alias), for messages.
+    pub name: String,
+    /// Host name or address connected to.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Login user.
+    pub user: String,
+    /// Private key file.
+    pub identity_file: Option<PathBuf>,
+}
 
 /// How deep a first hop's own ProxyJump may lead before it is taken for a loop.
 const MAX_DEPTH: usize = 8;

@@ -20,6 +20,7 @@ use thiserror::Error;
 
 use crate::experiment::model::ClusterTimers;
 
+pub use jump::JumpHost;
 pub use profile::ProfileName;
 pub use raw::TransportKind;
 use raw::{RawCommands, RawInventory, RawNode, RawPower, RawProfile, RawSsh};
@@ -161,23 +162,6 @@ impl Default for SshSettings {
             config: None,
         }
     }
-}
-
-/// A jump host (bastion) on the way to a node. Its host key is verified against the same
-/// knownHosts file as the node's, and it is logged into with the node's agent and password
-/// settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JumpHost {
-    /// As written (`user@host:port`, or an ssh config alias), for messages.
-    pub name: String,
-    /// Host name or address connected to.
-    pub host: String,
-    /// TCP port.
-    pub port: u16,
-    /// Login user.
-    pub user: String,
-    /// Private key file.
-    pub identity_file: Option<PathBuf>,
 }
 
 /// Shell commands run ON the node; `None` means no layer defined one.
