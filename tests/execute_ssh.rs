@@ -1,8 +1,12 @@
-//! The SSH transport against a REAL sshd started on 127.0.0.1 for this test.
+//! The SSH transport against REAL sshd instances started on 127.0.0.1 for each test.
 //!
 //! Each test gets its own sshd (random port, fresh host and client keys, temp known_hosts),
-//! killed by pid when the guard drops. If sshd is missing and cannot be installed the tests
-//! print why and return.
+//! killed by pid when the guard drops; jump-host tests start two. The password and sudo
+//! tests run their sshd in a private mount namespace whose /etc/passwd, /etc/shadow,
+//! /etc/group and /etc/sudoers are the test's own (two test users, one with passwordless
+//! sudo, one whose sudo asks for a password), so nothing on the machine is changed; they need
+//! root, `unshare` and `sudo`. What a test needs and cannot get (sshd, root, sudo) makes it
+//! print SKIP and return, except under `CI=true`, where it fails.
 
 use std::fs;
 use std::io::Write;
@@ -30,6 +34,37 @@ impl Drop for Sshd {
     }
 }
 
+impl Sshd {
+    /// The directory holding its keys and known_hosts files.
+    fn d(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+    /// `[127.0.0.1]:port key` for its host key (or another key of its directory).
+    fn known_line(&self, key: &str) -> String {
+        format!(
+            "[127.0.0.1]:{} {}",
+            self.port,
+            public_key(&self.d().join(key)).trim()
+        )
+    }
+    /// Lets the holder of `key` (a private key file) log in too.
+    fn authorize(&self, key: &Path) {
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .open(self.d().join("authorized_keys"))
+            .expect("authorized_keys");
+        writeln!(f, "{}", public_key(key).trim()).expect("w");
+    }
+}
+
+/// Says why a test cannot run: under `CI=true` that is a failure, elsewhere a SKIP.
+fn unavailable(why: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true and this test cannot run: {why}");
+    }
+    println!("SKIP: {why}");
+}
+
 fn keygen(path: &Path) {
     let status = Command::new("ssh-keygen")
         .args([
@@ -54,20 +89,24 @@ fn public_key(path: &Path) -> String {
     fs::read_to_string(PathBuf::from(p)).expect("pub key")
 }
 
-fn sshd_available() -> bool {
-    if Path::new(SSHD).exists() {
+/// Whether `path` exists, installing Debian package `package` for it if it does not.
+fn installed(path: &str, package: &str) -> bool {
+    if Path::new(path).exists() {
         return true;
     }
-    let installed = Command::new("sh")
-        .args(["-c", "apt-get install -y openssh-server >/dev/null 2>&1"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !installed || !Path::new(SSHD).exists() {
-        println!("SKIP: {SSHD} is missing and `apt-get install -y openssh-server` failed");
-        return false;
+    let _ = Command::new("sh")
+        .args([
+            "-c",
+            &format!("DEBIAN_FRONTEND=noninteractive apt-get install -y {package} >/dev/null 2>&1"),
+        ])
+        .status();
+    if Path::new(path).exists() {
+        return true;
     }
-    true
+    unavailable(&format!(
+        "{path} is missing and `apt-get install -y {package}` failed"
+    ));
+    false
 }
 
 fn free_port() -> u16 {
@@ -77,8 +116,31 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// How a test's sshd differs from the plain one.
+#[derive(Default)]
+struct Options {
+    /// More sshd_config lines.
+    extra: String,
+    /// Run it in a private mount namespace with the test users (see the module comment).
+    users: bool,
+}
+
+/// The password of the test users: the value of `HOME`, a variable every test run has, so
+/// that `passwordEnv: HOME` / `sudoPasswordEnv: HOME` give it without the test changing its
+/// own environment (which would race with the other tests' threads).
+fn test_password() -> String {
+    std::env::var("HOME").expect("HOME is set")
+}
+
+/// Test users: (name, sudo rule).
+const USERS: &[(&str, &str)] = &[("fltest-nopw", "NOPASSWD: ALL"), ("fltest-pw", "ALL")];
+
 fn start_sshd() -> Option<Sshd> {
-    if !sshd_available() {
+    start_sshd_with(Options::default())
+}
+
+fn start_sshd_with(opts: Options) -> Option<Sshd> {
+    if !installed(SSHD, "openssh-server") {
         return None;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -90,31 +152,48 @@ fn start_sshd() -> Option<Sshd> {
     fs::write(d.join("authorized_keys"), public_key(&d.join("client_key"))).expect("w");
     let port = free_port();
     let config = format!(
-        "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
+        "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile none\n\
          AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nUsePAM no\n\
-         StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n",
-        d = d.display()
+         StrictModes no\nPasswordAuthentication {pw}\nKbdInteractiveAuthentication no\n{extra}\n",
+        d = d.display(),
+        pw = if opts.users { "yes" } else { "no" },
+        extra = opts.extra,
     );
     fs::write(d.join("sshd_config"), config).expect("w");
-    let _ = fs::create_dir_all("/run/sshd");
-    let child = Command::new(SSHD)
+    let mut cmd = if opts.users {
+        if !users_possible() {
+            return None;
+        }
+        namespace_with_users(d)
+    } else {
+        let _ = fs::create_dir_all("/run/sshd");
+        Command::new(SSHD)
+    };
+    let child = cmd
         .args(["-D", "-e", "-f"])
         .arg(d.join("sshd_config"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(fs::File::create(d.join("sshd.log")).expect("log"))
         .spawn()
         .expect("sshd starts");
     let sshd = Sshd { child, port, dir };
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "sshd did not listen on {port}");
+        assert!(
+            Instant::now() < deadline,
+            "sshd did not listen on {port}: {}",
+            fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // known_hosts with the real key, one with a wrong key, one without the host.
-    let line = |key: &str| format!("[127.0.0.1]:{port} {}", public_key(&d.join(key)));
-    fs::write(d.join("known_hosts"), line("host_key")).expect("w");
-    fs::write(d.join("known_hosts_wrong"), line("other_host_key")).expect("w");
+    fs::write(d.join("known_hosts"), sshd.known_line("host_key") + "\n").expect("w");
+    fs::write(
+        d.join("known_hosts_wrong"),
+        sshd.known_line("other_host_key") + "\n",
+    )
+    .expect("w");
     let mut f = fs::File::create(d.join("known_hosts_other")).expect("w");
     writeln!(
         f,
@@ -125,6 +204,96 @@ fn start_sshd() -> Option<Sshd> {
     Some(sshd)
 }
 
+/// Root, `unshare` and `sudo`: what the password and sudo tests need.
+fn users_possible() -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        unavailable("the password and sudo tests need root (a private mount namespace)");
+        return false;
+    }
+    installed("/usr/bin/unshare", "util-linux")
+        && installed("/usr/bin/sudo", "sudo")
+        && installed("/usr/bin/openssl", "openssl")
+}
+
+/// A command that starts sshd (its arguments follow) in a private mount namespace where
+/// /etc/passwd, /etc/shadow, /etc/group and /etc/sudoers are files of `d` that add the test
+/// users, and /run is a fresh tmpfs (sshd's privilege separation directory, sudo's
+/// timestamps): nothing outside the namespace sees any of it.
+fn namespace_with_users(d: &Path) -> Command {
+    let hash = {
+        let mut child = Command::new("openssl")
+            .args(["passwd", "-6", "-stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("openssl");
+        writeln!(child.stdin.take().expect("stdin"), "{}", test_password()).expect("w");
+        let out = child.wait_with_output().expect("openssl");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert!(hash.starts_with("$6$"), "openssl passwd gave {hash}");
+    let host_passwd = fs::read_to_string("/etc/passwd").expect("passwd");
+    let host_group = fs::read_to_string("/etc/group").expect("group");
+    let taken = |uid: u32| {
+        host_passwd
+            .lines()
+            .chain(host_group.lines())
+            .any(|l| l.split(':').nth(2) == Some(&uid.to_string()))
+    };
+    let mut uid = 42420;
+    let (mut passwd, mut shadow, mut group) = (
+        host_passwd.clone(),
+        String::from("root:*:19000:0:99999:7:::\n"),
+        host_group.clone(),
+    );
+    let mut sudoers = String::from(
+        "Defaults env_reset\nDefaults lecture=never\nDefaults !fqdn\nroot ALL=(ALL:ALL) ALL\n",
+    );
+    for (name, rule) in USERS {
+        while taken(uid) {
+            uid += 1;
+        }
+        let home = d.join("home").join(name);
+        fs::create_dir_all(&home).expect("home");
+        std::os::unix::fs::chown(&home, Some(uid), Some(uid)).expect("chown home");
+        passwd.push_str(&format!(
+            "{name}:x:{uid}:{uid}::{}:/bin/sh\n",
+            home.display()
+        ));
+        shadow.push_str(&format!("{name}:{hash}:19000:0:99999:7:::\n"));
+        group.push_str(&format!("{name}:x:{uid}:\n"));
+        sudoers.push_str(&format!("{name} ALL=(ALL) {rule}\n"));
+        uid += 1;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    // The users' homes are inside: let them through (the keys in it stay 0600).
+    fs::set_permissions(d, fs::Permissions::from_mode(0o711)).expect("chmod");
+    fs::set_permissions(d.join("home"), fs::Permissions::from_mode(0o755)).expect("chmod");
+    for (file, text, mode) in [
+        ("passwd", &passwd, 0o644),
+        ("shadow", &shadow, 0o600),
+        ("group", &group, 0o644),
+        ("sudoers", &sudoers, 0o440),
+    ] {
+        fs::write(d.join(file), text).expect("w");
+        fs::set_permissions(d.join(file), fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "mount -t tmpfs -o mode=755 tmpfs /run && mkdir -p /run/sshd && \
+             for f in passwd shadow group sudoers; do mount --bind \"$0/$f\" /etc/$f || exit 1; done && \
+             exec \"$@\"",
+        )
+        .arg(d)
+        .arg(SSHD);
+    cmd
+}
+
 fn user() -> String {
     let out = Command::new("id").arg("-un").output().expect("id");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -132,12 +301,27 @@ fn user() -> String {
 
 fn executor(sshd: &Sshd, known_hosts: &str, commands: &str) -> Executor {
     let d = sshd.dir.path().display();
-    let text = format!(
-        "cluster: {{name: ssh-test}}\nssh:\n  user: {user}\n  port: {port}\n  \
-         identityFile: {d}/client_key\n  knownHosts: {d}/{known_hosts}\n  connectTimeout: 2s\n\
-         commands:\n{commands}\nnodes:\n  - name: local\n    address: 127.0.0.1\n",
+    let ssh = format!(
+        "  user: {user}\n  port: {port}\n  identityFile: {d}/client_key\n  \
+         knownHosts: {d}/{known_hosts}\n",
         user = user(),
         port = sshd.port,
+    );
+    executor_with(&ssh, "127.0.0.1", commands)
+}
+
+/// An executor for one node `local` at `address`: `ssh` holds more `ssh:` lines (indented
+/// two spaces), `commands` the `commands:` lines. No ssh config unless `ssh` names one, so
+/// that the tests do not depend on the machine's ~/.ssh/config.
+fn executor_with(ssh: &str, address: &str, commands: &str) -> Executor {
+    let config = if ssh.contains("config:") {
+        ""
+    } else {
+        "  config: none\n"
+    };
+    let text = format!(
+        "cluster: {{name: ssh-test}}\nssh:\n{config}  connectTimeout: 2s\n{ssh}\
+         commands:\n{commands}\nnodes:\n  - name: local\n    address: {address}\n"
     );
     let inv = Inventory::parse(&text, Path::new("ssh-test.yaml")).unwrap_or_else(|e| panic!("{e}"));
     Executor::new(inv)
@@ -305,7 +489,8 @@ async fn failed_authentication_names_methods_but_never_the_password() {
     // PATH stands in for a password variable: its value is known and must not leak.
     let text = format!(
         "cluster: {{name: ssh-test}}\nssh:\n  user: {user}\n  port: {port}\n  \
-         identityFile: {d}/other_host_key\n  knownHosts: {d}/known_hosts\n  passwordEnv: PATH\n\
+         identityFile: {d}/other_host_key\n  knownHosts: {d}/known_hosts\n  passwordEnv: PATH\n  \
+         config: none\n\
          commands: {{kubeletStop: echo never}}\nnodes: [{{name: local, address: 127.0.0.1}}]\n",
         user = user(),
         port = sshd.port,
@@ -321,4 +506,470 @@ async fn failed_authentication_names_methods_but_never_the_password() {
     let secret = std::env::var("PATH").unwrap_or_default();
     assert!(!secret.is_empty() && !text.contains(&secret), "{text}");
     assert!(!format!("{err:?}").contains(&secret));
+}
+
+// ------------------------------------------------------------------ jump hosts
+
+/// A bastion sshd and a node sshd; the node's client key may log into both, and
+/// `known_hosts_both` (in the node's directory) holds both host keys.
+fn bastion_and_node(bastion_extra: &str) -> Option<(Sshd, Sshd)> {
+    let bastion = start_sshd_with(Options {
+        extra: bastion_extra.into(),
+        ..Options::default()
+    })?;
+    let node = start_sshd()?;
+    bastion.authorize(&node.d().join("client_key"));
+    fs::write(
+        node.d().join("known_hosts_both"),
+        format!(
+            "{}\n{}\n",
+            bastion.known_line("host_key"),
+            node.known_line("host_key")
+        ),
+    )
+    .expect("w");
+    Some((bastion, node))
+}
+
+/// `ssh:` lines for the node behind `jump`, with the node's key and `known_hosts`.
+fn through(node: &Sshd, jump: &str, known_hosts: &str) -> String {
+    format!(
+        "  user: {user}\n  port: {port}\n  identityFile: {d}/client_key\n  \
+         knownHosts: {d}/{known_hosts}\n  jump: '{jump}'\n",
+        user = user(),
+        port = node.port,
+        d = node.d().display(),
+    )
+}
+
+#[tokio::test]
+async fn a_node_is_reached_through_a_jump_host_and_a_chain_of_them() {
+    let Some((bastion, node)) = bastion_and_node("") else {
+        return;
+    };
+    let commands = "  kubeletStop: echo via $SSH_CONNECTION\n  partition: exit 5";
+    let one = format!("{}@127.0.0.1:{}", user(), bastion.port);
+    let two = format!("127.0.0.1:{p},127.0.0.1:{p}", p = bastion.port);
+    for jump in [one, two] {
+        let ex = executor_with(
+            &through(&node, &jump, "known_hosts_both"),
+            "127.0.0.1",
+            commands,
+        );
+        let out = ex
+            .perform("local", &NodeOp::KubeletStop, T)
+            .await
+            .unwrap_or_else(|e| panic!("{jump}: {e}"));
+        assert_eq!(out.exit_status, Some(0));
+        // The node saw the connection arrive at its own port (from the bastion).
+        assert!(out.output.contains("via 127.0.0.1 "), "{}", out.output);
+        assert!(
+            out.output.trim_end().ends_with(&node.port.to_string()),
+            "{}",
+            out.output
+        );
+        let err = ex
+            .perform("local", &NodeOp::Partition, T)
+            .await
+            .expect_err("exit 5");
+        assert!(
+            matches!(
+                err,
+                ExecError::CommandFailed {
+                    exit_status: Some(5),
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(
+            ex.describe("local", &NodeOp::KubeletStop)
+                .starts_with("ssh -J "),
+            "{}",
+            ex.describe("local", &NodeOp::KubeletStop)
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_jump_hosts_key_is_verified_too() {
+    let Some((bastion, node)) = bastion_and_node("") else {
+        return;
+    };
+    // known_hosts holds the node's key only: the bastion is unknown.
+    let jump = format!("127.0.0.1:{}", bastion.port);
+    let ex = executor_with(
+        &through(&node, &jump, "known_hosts"),
+        "127.0.0.1",
+        "  heal: echo never",
+    );
+    let err = ex
+        .perform("local", &NodeOp::Heal, T)
+        .await
+        .expect_err("unknown bastion");
+    let text = err.to_string();
+    assert!(
+        text.contains("jump host") && text.contains("is not in"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("ssh-keyscan -p {}", bastion.port)),
+        "{text}"
+    );
+    // The bastion known, the node's key wrong: refused at the node, named as such.
+    fs::write(
+        node.d().join("known_hosts_mixed"),
+        format!(
+            "{}\n{}\n",
+            bastion.known_line("host_key"),
+            node.known_line("other_host_key")
+        ),
+    )
+    .expect("w");
+    let ex = executor_with(
+        &through(&node, &jump, "known_hosts_mixed"),
+        "127.0.0.1",
+        "  heal: echo never",
+    );
+    let text = ex
+        .perform("local", &NodeOp::Heal, T)
+        .await
+        .expect_err("mismatch")
+        .to_string();
+    assert!(
+        text.contains("HOST KEY MISMATCH") && text.contains("(node local)"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_jump_host_that_forwards_nothing_says_so() {
+    let Some((bastion, node)) = bastion_and_node("AllowTcpForwarding no") else {
+        return;
+    };
+    let jump = format!("127.0.0.1:{}", bastion.port);
+    let ex = executor_with(
+        &through(&node, &jump, "known_hosts_both"),
+        "127.0.0.1",
+        "  heal: echo never",
+    );
+    let text = ex
+        .perform("local", &NodeOp::Heal, T)
+        .await
+        .expect_err("no forwarding")
+        .to_string();
+    assert!(text.contains("AllowTcpForwarding"), "{text}");
+}
+
+#[tokio::test]
+async fn timeouts_and_drops_through_a_jump_host_are_what_they_are_directly() {
+    let Some((bastion, node)) = bastion_and_node("") else {
+        return;
+    };
+    let jump = format!("127.0.0.1:{}", bastion.port);
+    let ex = executor_with(
+        &through(&node, &jump, "known_hosts_both"),
+        "127.0.0.1",
+        "  heal: sleep 30\n  reboot: kill -KILL $PPID; sleep 5\n  kubeletStop: kill -KILL $PPID; sleep 5",
+    );
+    let start = Instant::now();
+    let err = ex
+        .perform("local", &NodeOp::Heal, Duration::from_secs(2))
+        .await
+        .expect_err("times out");
+    assert!(matches!(err, ExecError::Timeout { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        start.elapsed()
+    );
+    let out = ex
+        .perform("local", &NodeOp::Reboot, T)
+        .await
+        .expect("a dropped reboot is success");
+    assert!(out.dropped, "{out:?}");
+    let err = ex
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .expect_err("drop");
+    assert!(matches!(err, ExecError::Dropped { .. }), "{err}");
+    // The node still answers through the bastion afterwards (nothing was left stuck).
+    let ex = executor_with(
+        &through(&node, &jump, "known_hosts_both"),
+        "127.0.0.1",
+        "  heal: echo fine",
+    );
+    let out = ex.perform("local", &NodeOp::Heal, T).await.expect("runs");
+    assert!(out.output.contains("fine"));
+}
+
+// ------------------------------------------------------------------ ~/.ssh/config
+
+#[tokio::test]
+async fn the_ssh_config_gives_alias_user_port_key_and_proxy_jump_and_cannot_weaken_host_keys() {
+    let Some((bastion, node)) = bastion_and_node("") else {
+        return;
+    };
+    let d = node.d();
+    let config = format!(
+        "Host node-alias\n  HostName 127.0.0.1\n  Port {np}\n  User {user}\n  \
+         IdentityFile {d}/client_key\n  ProxyJump bastion-alias\n  StrictHostKeyChecking no\n\n\
+         Host bastion-alias\n  HostName 127.0.0.1\n  Port {bp}\n  User {user}\n\n\
+         Host *\n  User nobody-at-all\n  Port 1\n",
+        np = node.port,
+        bp = bastion.port,
+        user = user(),
+        d = d.display(),
+    );
+    fs::write(d.join("ssh_config"), config).expect("w");
+    for (known, ok) in [("known_hosts_both", true), ("known_hosts_wrong", false)] {
+        let ssh = format!(
+            "  config: {}/ssh_config\n  knownHosts: {}/{known}\n",
+            d.display(),
+            d.display()
+        );
+        let ex = executor_with(
+            &ssh,
+            "node-alias",
+            "  kubeletStop: echo via $SSH_CONNECTION",
+        );
+        let result = ex.perform("local", &NodeOp::KubeletStop, T).await;
+        if ok {
+            let out = result.unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                out.output.trim_end().ends_with(&node.port.to_string()),
+                "{}",
+                out.output
+            );
+        } else {
+            let text = result
+                .expect_err("StrictHostKeyChecking no changes nothing")
+                .to_string();
+            assert!(
+                text.contains("is not in") || text.contains("MISMATCH"),
+                "{text}"
+            );
+        }
+    }
+}
+
+// ------------------------------------------------------------------ ssh-agent
+
+/// An ssh-agent on its own socket, started for one test and killed by pid.
+struct Agent {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_agent(dir: &Path) -> Option<Agent> {
+    if !installed("/usr/bin/ssh-agent", "openssh-client") {
+        return None;
+    }
+    let socket = dir.join("agent.sock");
+    let child = Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&socket)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ssh-agent starts");
+    let agent = Agent { child, socket };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !agent.socket.exists() {
+        assert!(Instant::now() < deadline, "ssh-agent made no socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(agent)
+}
+
+#[tokio::test]
+async fn the_agent_holding_the_key_logs_in_and_an_empty_agent_does_not() {
+    let Some(sshd) = start_sshd() else { return };
+    let Some(agent) = start_agent(&sshd.d()) else {
+        return;
+    };
+    let ssh = format!(
+        "  user: {}\n  port: {}\n  knownHosts: {}/known_hosts\n  agentSocket: {}\n",
+        user(),
+        sshd.port,
+        sshd.d().display(),
+        agent.socket.display()
+    );
+    let ex = executor_with(&ssh, "127.0.0.1", "  kubeletStop: echo agent-ok");
+    let err = ex
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .expect_err("the agent holds no key yet");
+    let text = err.to_string();
+    assert!(
+        text.contains("ssh-agent at") && text.contains("holds no key"),
+        "{text}"
+    );
+    let added = Command::new("ssh-add")
+        .arg(sshd.d().join("client_key"))
+        .env("SSH_AUTH_SOCK", &agent.socket)
+        .output()
+        .expect("ssh-add");
+    assert!(added.status.success(), "{added:?}");
+    let out = ex
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.output.contains("agent-ok"), "{}", out.output);
+}
+
+// ------------------------------------------------------------------ password and sudo
+
+/// `ssh:` lines for test user `name`, logging in with the password in `$HOME`.
+fn as_test_user(sshd: &Sshd, name: &str, more: &str) -> String {
+    format!(
+        "  user: {name}\n  port: {}\n  knownHosts: {}/known_hosts\n  passwordEnv: HOME\n{more}",
+        sshd.port,
+        sshd.d().display()
+    )
+}
+
+#[tokio::test]
+async fn password_authentication_with_the_password_from_the_environment() {
+    let Some(sshd) = start_sshd_with(Options {
+        users: true,
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let ex = executor_with(
+        &as_test_user(&sshd, "fltest-pw", ""),
+        "127.0.0.1",
+        "  kubeletStop: id -un",
+    );
+    let out = ex
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.output.trim(), "fltest-pw");
+    // The wrong password (PATH's value) is refused and never shown.
+    let ssh =
+        as_test_user(&sshd, "fltest-pw", "").replace("passwordEnv: HOME", "passwordEnv: PATH");
+    let err = executor_with(&ssh, "127.0.0.1", "  kubeletStop: id -un")
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .expect_err("wrong password");
+    let text = format!("{err} {err:?}");
+    assert!(text.contains("password from $PATH"), "{text}");
+    assert!(!text.contains(&std::env::var("PATH").unwrap()), "{text}");
+}
+
+#[tokio::test]
+async fn sudo_without_a_password_runs_as_root_and_a_password_prompt_is_an_error_not_a_hang() {
+    let Some(sshd) = start_sshd_with(Options {
+        users: true,
+        ..Options::default()
+    }) else {
+        return;
+    };
+    let nopw = executor_with(
+        &as_test_user(&sshd, "fltest-nopw", "  sudo: true\n"),
+        "127.0.0.1",
+        "  kubeletStop: id -u; exit 0",
+    );
+    let out = nopw
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.output.lines().last(), Some("0"), "{}", out.output);
+
+    let prompting = executor_with(
+        &as_test_user(&sshd, "fltest-pw", "  sudo: true\n"),
+        "127.0.0.1",
+        "  kubeletStop: id -u",
+    );
+    let start = Instant::now();
+    let err = prompting
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .expect_err("sudo wants a password");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+    let text = err.to_string();
+    assert!(matches!(err, ExecError::Sudo { .. }), "{text}");
+    assert!(text.contains("requires a password"), "{text}");
+    assert!(
+        text.contains("NOPASSWD") && text.contains("sudoPasswordEnv"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn sudo_with_the_password_from_the_environment_and_a_wrong_one() {
+    let Some(sshd) = start_sshd_with(Options {
+        users: true,
+        ..Options::default()
+    }) else {
+        return;
+    };
+    // `cat` shows that the command's stdin is not the password.
+    let ex = executor_with(
+        &as_test_user(
+            &sshd,
+            "fltest-pw",
+            "  sudo: true\n  sudoPasswordEnv: HOME\n",
+        ),
+        "127.0.0.1",
+        "  kubeletStop: id -u; cat",
+    );
+    let out = ex
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.output.trim(), "0", "root, and nothing read from stdin");
+    // The same for a user whose sudo asks for nothing: the password stays unread.
+    let ex = executor_with(
+        &as_test_user(
+            &sshd,
+            "fltest-nopw",
+            "  sudo: true\n  sudoPasswordEnv: HOME\n",
+        ),
+        "127.0.0.1",
+        "  kubeletStop: id -u; cat",
+    );
+    let out = ex
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.output.trim(), "0", "{}", out.output);
+
+    let wrong = executor_with(
+        &as_test_user(
+            &sshd,
+            "fltest-pw",
+            "  sudo: true\n  sudoPasswordEnv: PATH\n",
+        ),
+        "127.0.0.1",
+        "  kubeletStop: id -u",
+    );
+    let start = Instant::now();
+    let err = wrong
+        .perform("local", &NodeOp::KubeletStop, T)
+        .await
+        .expect_err("wrong sudo password");
+    assert!(
+        start.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        start.elapsed()
+    );
+    let text = format!("{err} {err:?}");
+    assert!(text.contains("refused the password from $PATH"), "{text}");
+    assert!(!text.contains(&std::env::var("PATH").unwrap()), "{text}");
 }

@@ -754,3 +754,73 @@ async fn a_step_that_cannot_be_armed_on_one_node_touches_none() {
         wait_ready(&client, w, BACK).await;
     }
 }
+
+/// `ci/lab/bastion-only on` for as long as it lives: the nodes' SSH answers the bastion only.
+struct BastionOnly;
+
+impl BastionOnly {
+    fn on() -> BastionOnly {
+        let out = std::process::Command::new(repo().join("ci/lab/bastion-only"))
+            .arg("on")
+            .output()
+            .expect("ci/lab/bastion-only");
+        echo(&out);
+        assert!(out.status.success(), "bastion-only on failed");
+        BastionOnly
+    }
+}
+
+impl Drop for BastionOnly {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(repo().join("ci/lab/bastion-only"))
+            .arg("off")
+            .status();
+    }
+}
+
+/// Issue 15: the lab reached as people reach their nodes. With only the bastion allowed to
+/// reach the nodes' SSH, the host cannot reach any node directly, while through the
+/// bastion every node answers as the non-root user `faultline` turned root by sudo; all of
+/// it from an ssh config (Host alias, ProxyJump, User, IdentityFile) that
+/// `inventory-bastion.yaml` names. A shipped experiment then holds through the bastion with
+/// every expectation (the self-restores armed and disarmed through it too).
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn a_run_through_the_bastion_as_a_sudo_user_holds_and_the_nodes_are_unreachable_directly() {
+    use faultline::execute::{ExecError, Executor, NodeOp};
+    use faultline::inventory::Inventory;
+    let through = lab_dir().join("inventory-bastion.yaml");
+    let bastion =
+        Executor::new(Inventory::load(&through).expect("ci/lab/up writes inventory-bastion.yaml"));
+    let direct = Executor::new(Inventory::load(inventory()).expect("lab inventory"));
+    let _gate = BastionOnly::on();
+    let nodes = lab_nodes();
+    let who = NodeOp::Run("echo $(id -u) ${SUDO_USER:-nobody} $(hostname)".into());
+    let t = Duration::from_secs(30);
+    let direct_tries = futures::future::join_all(nodes.iter().map(|n| direct.perform(n, &who, t)));
+    for (n, result) in nodes.iter().zip(direct_tries.await) {
+        let err = result.expect_err("the node's SSH must not answer the host directly");
+        assert!(
+            matches!(err, ExecError::Ssh { .. }) && err.to_string().contains("cannot connect"),
+            "{n}: {err}"
+        );
+    }
+    for n in &nodes {
+        let out = bastion
+            .perform(n, &who, t)
+            .await
+            .unwrap_or_else(|e| panic!("{n} through the bastion: {e}"));
+        assert_eq!(out.output.trim(), format!("0 faultline {n}"), "{n}");
+    }
+    let shown = bastion.describe(&nodes[0], &NodeOp::KubeletStop);
+    assert!(
+        shown.starts_with("ssh -J faultline@10.213.77.10:22 faultline@")
+            && shown.contains("sudo -n"),
+        "{shown}"
+    );
+    let inventory = through.display().to_string();
+    shipped_experiment_holds_with("kubelet-stop-within-toleration", |_| {
+        vec!["--inventory".to_string(), inventory.clone()]
+    })
+    .await;
+}

@@ -5,6 +5,7 @@
 //! Nothing here looks at the Kubernetes API: this stage only makes things happen on
 //! machines and says precisely what happened.
 
+mod bridge;
 mod local;
 mod output;
 pub(crate) mod render;
@@ -19,7 +20,7 @@ use crate::inventory::{Inventory, NodeAccess, TransportKind};
 pub use output::MAX_OUTPUT;
 use render::RenderError;
 pub use ssh::SshError;
-use ssh::{SshEnd, SshTarget};
+use ssh::{Secret, SshEnd, SshTarget};
 
 pub use crate::experiment::fault::{NodeOp, PowerAction};
 
@@ -135,6 +136,19 @@ pub enum ExecError {
         /// Output seen before the drop.
         output: String,
     },
+    /// `sudo` on the node would not run the command: it wants a password faultline has not
+    /// been given (or refused the one given), or the login user may not use it.
+    #[error("node `{node}`: sudo as `{user}` {problem}; {hint}")]
+    Sudo {
+        /// Node.
+        node: String,
+        /// Login user.
+        user: String,
+        /// What sudo said, in short.
+        problem: String,
+        /// How to fix it.
+        hint: String,
+    },
     /// A self-restore could not be armed or the token is unusable.
     #[error("node `{node}`: {message}")]
     Restore {
@@ -171,17 +185,35 @@ pub struct Executor {
 
 /// A fully rendered command and the transport that will carry it.
 enum Plan {
-    Ssh { target: SshTarget, command: String },
-    Local { argv: Vec<String> },
+    Ssh {
+        target: Box<SshTarget>,
+        command: String,
+    },
+    Local {
+        argv: Vec<String>,
+    },
 }
 
 impl Plan {
     fn show(&self) -> String {
         match self {
-            Plan::Ssh { target, command } => format!(
-                "ssh {}@{} -p {}: {}",
-                target.settings.user, target.host, target.settings.port, command
-            ),
+            Plan::Ssh { target, command } => {
+                let jumps: Vec<String> = target
+                    .settings
+                    .jump
+                    .iter()
+                    .map(|j| format!("{}@{}:{}", j.user, j.host, j.port))
+                    .collect();
+                let via = if jumps.is_empty() {
+                    String::new()
+                } else {
+                    format!("-J {} ", jumps.join(","))
+                };
+                format!(
+                    "ssh {via}{}@{} -p {}: {}",
+                    target.settings.user, target.host, target.settings.port, command
+                )
+            }
             Plan::Local { argv } => format!("local: {}", render::show_argv(argv)),
         }
     }
@@ -247,20 +279,30 @@ impl Executor {
         };
         match access.transport {
             TransportKind::Ssh => {
-                let command = if access.ssh.sudo {
-                    format!(
+                let command = match (access.ssh.sudo, &access.ssh.sudo_password_env) {
+                    (false, _) => command,
+                    (true, None) => format!(
                         "sudo -n sh -c {}",
                         render::quote(&command).map_err(render_err)?
-                    )
-                } else {
-                    command
+                    ),
+                    // The password arrives on stdin; the command itself gets /dev/null, so
+                    // it cannot read the password when sudo asked for none.
+                    (true, Some(_)) => format!(
+                        "sudo -S -p '' sh -c {}",
+                        render::quote(&format!("exec </dev/null; {command}"))
+                            .map_err(render_err)?
+                    ),
                 };
                 Ok(Plan::Ssh {
-                    target: SshTarget {
+                    target: Box::new(SshTarget {
                         node: access.name.clone(),
-                        host: access.address.clone(),
+                        host: access
+                            .ssh
+                            .host_name
+                            .clone()
+                            .unwrap_or_else(|| access.address.clone()),
                         settings: access.ssh.clone(),
-                    },
+                    }),
                     command,
                 })
             }
@@ -352,13 +394,30 @@ impl Executor {
         match plan {
             Plan::Ssh { target, command } => {
                 tracing::debug!(node, "ssh: {command}");
-                let end =
-                    ssh::run(target, command, timeout)
-                        .await
-                        .map_err(|source| ExecError::Ssh {
-                            node: node.to_string(),
-                            source,
-                        })?;
+                let stdin = sudo_password(node, &target)?;
+                let sudo = target.settings.sudo.then(|| {
+                    (
+                        target.settings.user.clone(),
+                        target.settings.sudo_password_env.clone(),
+                    )
+                });
+                let end = ssh::run(*target, command, stdin, timeout)
+                    .await
+                    .map_err(|source| ExecError::Ssh {
+                        node: node.to_string(),
+                        source,
+                    })?;
+                if let (
+                    Some((user, var)),
+                    SshEnd::Exited {
+                        code: Some(1),
+                        output,
+                    },
+                ) = (&sudo, &end)
+                    && let Some(e) = sudo_refused(node, user, var.as_deref(), output)
+                {
+                    return Err(e);
+                }
                 match end {
                     SshEnd::Exited { code, output } => {
                         // A signal ending the remote shell during a reboot is the reboot.
@@ -643,6 +702,68 @@ impl Executor {
             .await?;
         Self::require_success(node, &shown, out)
     }
+}
+
+/// The sudo password for a node whose commands run through `sudo -S`, read from its
+/// variable now (never stored).
+fn sudo_password(node: &str, target: &SshTarget) -> Result<Option<Secret>, ExecError> {
+    let s = &target.settings;
+    let (true, Some(var)) = (s.sudo, &s.sudo_password_env) else {
+        return Ok(None);
+    };
+    match std::env::var(var) {
+        Ok(pw) => Ok(Some(Secret(pw))),
+        Err(_) => Err(ExecError::Sudo {
+            node: node.into(),
+            user: s.user.clone(),
+            problem: format!("needs the password from ${var}, which is not set"),
+            hint: format!("export {var} before running faultline"),
+        }),
+    }
+}
+
+/// Reads sudo's own complaint (exit 1, English messages) out of a command's output.
+fn sudo_refused(node: &str, user: &str, var: Option<&str>, output: &str) -> Option<ExecError> {
+    let said = |what: &str| {
+        output
+            .lines()
+            .any(|l| l.starts_with("sudo:") && l.contains(what))
+    };
+    let nopasswd = format!(
+        "allow it without a password (a sudoers line such as `{user} ALL=(ALL) NOPASSWD: ALL`, \
+         or only for the commands faultline runs) or set ssh.sudoPasswordEnv to the name of an \
+         environment variable holding the password"
+    );
+    let (problem, hint) = if said("is not in the sudoers file") || said("is not allowed to") {
+        (
+            "is not allowed".to_string(),
+            format!("give `{user}` sudo rights on the node, or log in as root"),
+        )
+    } else if var.is_none()
+        && (said("a password is required")
+            || said("a terminal is required")
+            || said("no tty present"))
+    {
+        (
+            "requires a password (sudo -n would have prompted)".to_string(),
+            nopasswd,
+        )
+    } else if let Some(var) = var
+        && (said("incorrect password") || said("no password was provided"))
+    {
+        (
+            format!("refused the password from ${var}"),
+            format!("check the password in ${var}"),
+        )
+    } else {
+        return None;
+    };
+    Some(ExecError::Sudo {
+        node: node.into(),
+        user: user.into(),
+        problem,
+        hint,
+    })
 }
 
 /// The recognisable text a restore process carries in its command line.

@@ -1,18 +1,25 @@
 //! The SSH transport, built on ssh2 (libssh2).
 //!
 //! ssh2 blocks and its own timeouts overshoot, so every session runs on a blocking thread
-//! under an OUTER tokio timeout; when that fires the TCP socket is shut down from outside,
+//! under an OUTER tokio timeout; when that fires the sockets are shut down from outside,
 //! which makes the stuck libssh2 call return at once instead of holding a thread.
+//!
+//! A node behind jump hosts is reached as `ssh -J` reaches it, in process: a session on the
+//! first jump host over TCP, a `direct-tcpip` channel from it to the next machine, and the
+//! next session over that channel (`bridge.rs`), every host key verified on the way.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::path::PathBuf;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ssh2::{CheckResult, ExtendedData, KnownHostFileKind, Session};
 
+use super::bridge::Bridge;
 use super::output::bounded;
 use crate::inventory::SshSettings;
 
@@ -21,7 +28,7 @@ use crate::inventory::SshSettings;
 pub(super) struct SshTarget {
     /// Node name, for messages.
     pub node: String,
-    /// Host name or IP address.
+    /// Host name or IP address (the ssh config's HostName, else the node's address).
     pub host: String,
     /// Merged SSH settings.
     pub settings: SshSettings,
@@ -82,29 +89,56 @@ impl From<ssh2::Error> for SshError {
     }
 }
 
-/// Run `command` on the target within `timeout` (connect included).
+/// A value read from the environment at run time (a sudo password): never shown by `Debug`.
+pub(super) struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+/// A socket of the connection (the first TCP one, or the local end of a jump-host bridge),
+/// kept so that the outer timeout can shut them all down from outside.
+enum Socket {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Socket {
+    fn shutdown(&self) {
+        let _ = match self {
+            Socket::Tcp(s) => s.shutdown(Shutdown::Both),
+            Socket::Unix(s) => s.shutdown(Shutdown::Both),
+        };
+    }
+}
+
+type Sockets = Arc<Mutex<Vec<Socket>>>;
+
+/// Run `command` on the target within `timeout` (connect, jump hosts included). `stdin`,
+/// when given, is written to the command's standard input, which is then closed.
 pub(super) async fn run(
     target: SshTarget,
     command: String,
+    stdin: Option<Secret>,
     timeout: Duration,
 ) -> Result<SshEnd, SshError> {
-    let socket: Arc<Mutex<Option<TcpStream>>> = Arc::new(Mutex::new(None));
+    let sockets: Sockets = Arc::new(Mutex::new(Vec::new()));
     let sent = Arc::new(AtomicBool::new(false));
     let task = {
-        let socket = socket.clone();
+        let sockets = sockets.clone();
         let sent = sent.clone();
         tokio::task::spawn_blocking(move || {
-            run_blocking(&target, &command, timeout, &socket, &sent)
+            run_blocking(&target, &command, stdin, timeout, &sockets, &sent)
         })
     };
     match tokio::time::timeout(timeout, task).await {
         Ok(Ok(result)) => result,
         Ok(Err(join)) => Err(SshError::Protocol(format!("ssh worker failed: {join}"))),
         Err(_) => {
-            if let Ok(guard) = socket.lock()
-                && let Some(s) = guard.as_ref()
-            {
-                let _ = s.shutdown(Shutdown::Both);
+            if let Ok(guard) = sockets.lock() {
+                guard.iter().for_each(Socket::shutdown);
             }
             Ok(SshEnd::TimedOut {
                 sent: sent.load(Ordering::SeqCst),
@@ -113,54 +147,56 @@ pub(super) async fn run(
     }
 }
 
+/// One machine on the way: a jump host or the node itself.
+struct Hop<'a> {
+    /// How messages name it: `node X` or `jump host B (on the way to node X)`.
+    what: String,
+    host: &'a str,
+    port: u16,
+    user: &'a str,
+    identity_file: Option<&'a Path>,
+}
+
 fn run_blocking(
     target: &SshTarget,
     command: &str,
+    stdin: Option<Secret>,
     timeout: Duration,
-    socket: &Mutex<Option<TcpStream>>,
+    sockets: &Sockets,
     sent: &AtomicBool,
 ) -> Result<SshEnd, SshError> {
     let s = &target.settings;
-    let addr_text = format!("{}:{}", target.host, s.port);
-    let connect_err = |message: String| SshError::Connect {
-        addr: addr_text.clone(),
-        message,
-    };
-    let addrs: Vec<_> = (target.host.as_str(), s.port)
-        .to_socket_addrs()
-        .map_err(|e| connect_err(e.to_string()))?
+    let mut hops: Vec<Hop<'_>> = s
+        .jump
+        .iter()
+        .map(|j| Hop {
+            what: format!("jump host {} (on the way to node {})", j.name, target.node),
+            host: &j.host,
+            port: j.port,
+            user: &j.user,
+            identity_file: j.identity_file.as_deref(),
+        })
         .collect();
-    let mut last = String::from("no address");
-    let mut tcp = None;
-    for a in addrs {
-        match TcpStream::connect_timeout(&a, s.connect_timeout) {
-            Ok(t) => {
-                tcp = Some(t);
-                break;
-            }
-            Err(e) => last = e.to_string(),
-        }
-    }
-    let tcp = tcp.ok_or_else(|| connect_err(last))?;
-    if let (Ok(mut guard), Ok(clone)) = (socket.lock(), tcp.try_clone()) {
-        *guard = Some(clone);
-    }
-    let mut session = Session::new()?;
-    session.set_tcp_stream(tcp);
-    // libssh2's own limit, as a backstop to the outer timeout.
-    session.set_timeout(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
-    session.handshake()?;
-    if s.insecure_ignore_host_keys {
-        tracing::warn!(node = %target.node, "!!! host key of {addr_text} NOT verified (insecure flag) !!!");
-    } else {
-        verify_host_key(&session, target)?;
-    }
-    authenticate(&session, target)?;
+    hops.push(Hop {
+        what: format!("node {}", target.node),
+        host: &target.host,
+        port: s.port,
+        user: &s.user,
+        identity_file: s.identity_file.as_deref(),
+    });
+    // Declared before the sessions, so that they are dropped (pumps stopped) after them.
+    let mut bridges: Vec<Bridge> = Vec::new();
+    let session = connect_through(&hops, target, timeout, sockets, &mut bridges)?;
 
     let mut channel = session.channel_session()?;
     channel.handle_extended_data(ExtendedData::Merge)?;
     channel.exec(command)?;
     sent.store(true, Ordering::SeqCst);
+    if let Some(Secret(text)) = stdin {
+        // A command that has already exited may not read it: that is its business.
+        let _ = channel.write_all(format!("{text}\n").as_bytes());
+        let _ = channel.send_eof();
+    }
     let mut out = Vec::new();
     let read = channel.read_to_end(&mut out);
     let output = bounded(&out, &[]);
@@ -182,6 +218,95 @@ fn run_blocking(
     }
 }
 
+/// Connects to the first hop over TCP and to each next one through a `direct-tcpip`
+/// channel of the one before, verifying every host key and logging into every hop; returns
+/// the session on the last one (the node).
+fn connect_through(
+    hops: &[Hop<'_>],
+    target: &SshTarget,
+    timeout: Duration,
+    sockets: &Sockets,
+    bridges: &mut Vec<Bridge>,
+) -> Result<Session, SshError> {
+    let first = hops.first().expect("the node is always a hop");
+    let tcp = connect_tcp(first, target.settings.connect_timeout)?;
+    if let (Ok(mut guard), Ok(clone)) = (sockets.lock(), tcp.try_clone()) {
+        guard.push(Socket::Tcp(clone));
+    }
+    let mut fd = tcp.as_raw_fd();
+    let mut session = open_session(tcp, first, target, timeout)?;
+    for pair in hops.windows(2) {
+        let (via, next) = (&pair[0], &pair[1]);
+        let channel = session
+            .channel_direct_tcpip(next.host, next.port, None)
+            .map_err(|e| SshError::Connect {
+                addr: format!("{}:{}", next.host, next.port),
+                message: format!(
+                    "{} refused to open a connection to it: {e} (it needs                      AllowTcpForwarding in its sshd_config, and {} must be reachable from it)",
+                    via.what, next.what
+                ),
+            })?;
+        let (near, far) = UnixStream::pair()
+            .map_err(|e| SshError::Protocol(format!("cannot make a socket pair: {e}")))?;
+        if let (Ok(mut guard), Ok(clone)) = (sockets.lock(), near.try_clone()) {
+            guard.push(Socket::Unix(clone));
+        }
+        bridges.push(
+            Bridge::start(session, channel, fd, far)
+                .map_err(|e| SshError::Protocol(format!("cannot start the jump bridge: {e}")))?,
+        );
+        fd = near.as_raw_fd();
+        session = open_session(near, next, target, timeout)?;
+    }
+    Ok(session)
+}
+
+fn connect_tcp(hop: &Hop<'_>, connect_timeout: Duration) -> Result<TcpStream, SshError> {
+    let addr_text = format!("{}:{}", hop.host, hop.port);
+    let connect_err = |message: String| SshError::Connect {
+        addr: addr_text.clone(),
+        message,
+    };
+    let addrs: Vec<_> = (hop.host, hop.port)
+        .to_socket_addrs()
+        .map_err(|e| connect_err(e.to_string()))?
+        .collect();
+    let mut last = String::from("no address");
+    for a in addrs {
+        match TcpStream::connect_timeout(&a, connect_timeout) {
+            Ok(t) => return Ok(t),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(connect_err(last))
+}
+
+/// SSH handshake, host key and login on one hop, over `stream`.
+fn open_session<S: AsRawFd + 'static>(
+    stream: S,
+    hop: &Hop<'_>,
+    target: &SshTarget,
+    timeout: Duration,
+) -> Result<Session, SshError> {
+    let s = &target.settings;
+    let mut session = Session::new()?;
+    session.set_tcp_stream(stream);
+    // libssh2's own limit, as a backstop to the outer timeout.
+    session.set_timeout(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
+    session.handshake()?;
+    if s.insecure_ignore_host_keys {
+        tracing::warn!(
+            node = %target.node,
+            "!!! host key of {}:{} ({}) NOT verified (insecure flag) !!!",
+            hop.host, hop.port, hop.what
+        );
+    } else {
+        verify_host_key(&session, hop, s)?;
+    }
+    authenticate(&session, hop, s)?;
+    Ok(session)
+}
+
 fn known_hosts_path(s: &SshSettings) -> PathBuf {
     s.known_hosts.clone().unwrap_or_else(|| {
         std::env::var_os("HOME")
@@ -191,14 +316,13 @@ fn known_hosts_path(s: &SshSettings) -> PathBuf {
     })
 }
 
-fn verify_host_key(session: &Session, target: &SshTarget) -> Result<(), SshError> {
-    let s = &target.settings;
+fn verify_host_key(session: &Session, hop: &Hop<'_>, s: &SshSettings) -> Result<(), SshError> {
     let file = known_hosts_path(s);
     let shown = file.display();
-    let hint = if s.port == 22 {
-        format!("ssh-keyscan {} >> {shown}", target.host)
+    let hint = if hop.port == 22 {
+        format!("ssh-keyscan {} >> {shown}", hop.host)
     } else {
-        format!("ssh-keyscan -p {} {} >> {shown}", s.port, target.host)
+        format!("ssh-keyscan -p {} {} >> {shown}", hop.port, hop.host)
     };
     let mut known = session.known_hosts()?;
     known
@@ -212,33 +336,39 @@ fn verify_host_key(session: &Session, target: &SshTarget) -> Result<(), SshError
     let (key, _) = session
         .host_key()
         .ok_or_else(|| SshError::Protocol("server sent no host key".into()))?;
-    match known.check_port(&target.host, s.port, key) {
+    match known.check_port(hop.host, hop.port, key) {
         CheckResult::Match => Ok(()),
         CheckResult::NotFound => Err(SshError::HostKey(format!(
-            "host key of {}:{} (node {}) is not in {shown}; add it with `{hint}` after \
+            "host key of {}:{} ({}) is not in {shown}; add it with `{hint}` after \
              checking it out of band",
-            target.host, s.port, target.node
+            hop.host, hop.port, hop.what
         ))),
         CheckResult::Mismatch => Err(SshError::HostKey(format!(
-            "HOST KEY MISMATCH for {}:{} (node {}): the key differs from the one in {shown}. \
-             Either the node was reinstalled or someone is intercepting the connection; if \
-             the change is expected, remove the old line and run `{hint}`",
-            target.host, s.port, target.node
+            "HOST KEY MISMATCH for {}:{} ({}): the key differs from the one in {shown}. \
+             Either the machine was reinstalled or someone is intercepting the connection; \
+             if the change is expected, remove the old line and run `{hint}`",
+            hop.host, hop.port, hop.what
         ))),
         CheckResult::Failure => Err(SshError::HostKey(format!(
-            "could not check the host key of {}:{} against {shown}",
-            target.host, s.port
+            "could not check the host key of {}:{} ({}) against {shown}",
+            hop.host, hop.port, hop.what
         ))),
     }
 }
 
-fn authenticate(session: &Session, target: &SshTarget) -> Result<(), SshError> {
-    let s = &target.settings;
+/// Key files ssh offers when nothing is configured, in its order.
+const DEFAULT_KEYS: &[&str] = &[".ssh/id_ed25519", ".ssh/id_ecdsa", ".ssh/id_rsa"];
+
+/// Logs into one hop: its key file, then the password from the environment, then the agent
+/// (when asked for, or when nothing else is configured), then ssh's default key files
+/// (when nothing is configured).
+fn authenticate(session: &Session, hop: &Hop<'_>, s: &SshSettings) -> Result<(), SshError> {
+    let user = hop.user;
     let mut tried = Vec::new();
-    if let Some(key) = &s.identity_file {
+    if let Some(key) = hop.identity_file {
         tried.push(format!("key {}", key.display()));
-        if let Err(e) = session.userauth_pubkey_file(&s.user, None, key, None) {
-            tracing::debug!(node = %target.node, "key auth failed: {e}");
+        if let Err(e) = session.userauth_pubkey_file(user, None, key, None) {
+            tracing::debug!("{}: key auth failed: {e}", hop.what);
         }
     }
     if !session.authenticated()
@@ -248,26 +378,76 @@ fn authenticate(session: &Session, target: &SshTarget) -> Result<(), SshError> {
         match std::env::var(var) {
             // The password itself never reaches a message.
             Ok(pw) => {
-                if session.userauth_password(&s.user, &pw).is_err() {
-                    tracing::debug!(node = %target.node, "password auth failed");
+                if session.userauth_password(user, &pw).is_err() {
+                    tracing::debug!("{}: password auth failed", hop.what);
                 }
             }
             Err(_) => tried.push(format!("(${var} is not set)")),
         }
     }
-    let nothing_configured = s.identity_file.is_none() && s.password_env.is_none();
+    let nothing_configured = hop.identity_file.is_none() && s.password_env.is_none();
     if !session.authenticated() && (s.agent || nothing_configured) {
-        tried.push("ssh-agent".into());
-        if session.userauth_agent(&s.user).is_err() {
-            tracing::debug!(node = %target.node, "agent auth failed");
+        tried.push(agent_auth(
+            session,
+            user,
+            s.agent_socket.as_deref(),
+            &hop.what,
+        ));
+    }
+    if !session.authenticated()
+        && nothing_configured
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        for key in DEFAULT_KEYS.iter().map(|k| Path::new(&home).join(k)) {
+            if key.is_file() {
+                tried.push(format!("key {}", key.display()));
+                if session.userauth_pubkey_file(user, None, &key, None).is_ok() {
+                    break;
+                }
+            }
         }
     }
     if session.authenticated() {
         Ok(())
     } else {
         Err(SshError::Auth {
-            user: s.user.clone(),
-            message: format!("tried {}", tried.join(", ")),
+            user: user.to_string(),
+            message: format!("at {}: tried {}", hop.what, tried.join(", ")),
         })
+    }
+}
+
+/// Offers every key the agent holds; returns what to say was tried.
+fn agent_auth(session: &Session, user: &str, socket: Option<&Path>, what: &str) -> String {
+    let shown = match socket {
+        Some(p) => format!("ssh-agent at {}", p.display()),
+        None if std::env::var_os("SSH_AUTH_SOCK").is_none() => {
+            return "ssh-agent ($SSH_AUTH_SOCK is not set)".into();
+        }
+        None => "ssh-agent".into(),
+    };
+    let result = (|| -> Result<usize, ssh2::Error> {
+        let mut agent = session.agent()?;
+        if let Some(p) = socket {
+            agent.set_identity_path(p)?;
+        }
+        agent.connect()?;
+        agent.list_identities()?;
+        let ids = agent.identities()?;
+        for id in &ids {
+            if agent.userauth(user, id).is_ok() {
+                break;
+            }
+        }
+        let _ = agent.disconnect();
+        Ok(ids.len())
+    })();
+    match result {
+        Ok(0) => format!("{shown} (it holds no key)"),
+        Ok(_) => shown,
+        Err(e) => {
+            tracing::debug!("{what}: agent auth failed: {e}");
+            format!("{shown} ({e})")
+        }
     }
 }

@@ -360,3 +360,49 @@ async fn machine_address_is_read_with_whitespace_normalised() {
     let failing = executor_with_power("{address: [sh, -c, 'exit 7']}");
     assert!(failing.machine_address("n1", T).await.is_err());
 }
+
+#[test]
+fn describe_shows_jump_hosts_and_the_sudo_form() {
+    let text = "cluster: {name: c}\nssh: {config: none, user: core, sudo: true, sudoPasswordEnv: SUDO_PW, \
+                jump: 'admin@gw:2200,gw2'}\ncommands: {kubeletStop: systemctl stop kubelet}\n\
+                nodes: [{name: n1, address: 192.0.2.1}]\n";
+    let ex = Executor::new(Inventory::parse(text, Path::new("t.yaml")).expect("valid"));
+    assert_eq!(
+        ex.describe("n1", &NodeOp::KubeletStop),
+        "ssh -J admin@gw:2200,core@gw2:22 core@192.0.2.1 -p 22: \
+         sudo -S -p '' sh -c 'exec </dev/null; systemctl stop kubelet'"
+    );
+}
+
+#[test]
+fn sudo_complaints_become_errors_that_say_what_to_do() {
+    let e = sudo_refused("n1", "core", None, "sudo: a password is required\n").expect("prompt");
+    let text = e.to_string();
+    assert!(text.contains("requires a password"), "{text}");
+    assert!(
+        text.contains("NOPASSWD") && text.contains("sudoPasswordEnv"),
+        "{text}"
+    );
+    let e = sudo_refused(
+        "n1",
+        "core",
+        Some("PW"),
+        "Sorry, try again.\nsudo: no password was provided\nsudo: 1 incorrect password attempt\n",
+    )
+    .expect("refused");
+    assert!(
+        e.to_string().contains("refused the password from $PW"),
+        "{e}"
+    );
+    let e = sudo_refused(
+        "n1",
+        "core",
+        None,
+        "sudo: core is not in the sudoers file.\n",
+    )
+    .expect("not allowed");
+    assert!(e.to_string().contains("is not allowed"), "{e}");
+    assert!(sudo_refused("n1", "core", None, "grep: no match\n").is_none());
+    // A command that merely prints the words is not sudo talking.
+    assert!(sudo_refused("n1", "core", None, "a password is required\n").is_none());
+}

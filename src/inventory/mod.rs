@@ -1,14 +1,17 @@
 //! How nodes are reached: the inventory file, built-in cluster profiles, SSH settings,
 //! command maps and out-of-band power drivers, merged into one [`NodeAccess`] per node.
 //!
-//! Precedence for every setting: node override > inventory top level > profile > built-in
-//! default. The merge happens once at load so every mistake surfaces before a fault is
-//! injected. The format is documented in `docs/inventory.md`.
+//! Precedence for every setting: node override > inventory top level > the OpenSSH client
+//! config (`ssh_config`, SSH settings only) > profile > built-in default. The merge happens
+//! once at load so every mistake surfaces before a fault is injected. The format is
+//! documented in `docs/inventory.md`.
 
 pub mod discover;
 mod duration;
+mod jump;
 mod profile;
 mod raw;
+mod ssh_config;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +20,7 @@ use thiserror::Error;
 
 use crate::experiment::model::ClusterTimers;
 
+pub use jump::JumpHost;
 pub use profile::ProfileName;
 pub use raw::TransportKind;
 use raw::{RawCommands, RawInventory, RawNode, RawPower, RawProfile, RawSsh};
@@ -118,10 +122,23 @@ pub struct SshSettings {
     pub password_env: Option<String>,
     /// Authenticate through the running ssh-agent.
     pub agent: bool,
-    /// Prefix commands with `sudo -n` (non-root login users).
+    /// The agent's socket, when not `$SSH_AUTH_SOCK` (`ssh.agentSocket`, ssh config
+    /// `IdentityAgent`).
+    pub agent_socket: Option<PathBuf>,
+    /// Prefix commands with `sudo` (non-root login users): `sudo -n`, or `sudo -S` fed from
+    /// `sudo_password_env`.
     pub sudo: bool,
+    /// Environment variable holding the sudo password, read only when a command runs.
+    pub sudo_password_env: Option<String>,
     /// Skip host-key checking. Only the CLI flag turns this on.
     pub insecure_ignore_host_keys: bool,
+    /// Where to connect instead of the node's address (ssh config `HostName`).
+    pub host_name: Option<String>,
+    /// Jump hosts to go through, first one reached directly (`ssh.jump`, ssh config
+    /// `ProxyJump`).
+    pub jump: Vec<JumpHost>,
+    /// The OpenSSH client config file these settings were read with, if any.
+    pub config: Option<PathBuf>,
 }
 
 impl Default for SshSettings {
@@ -136,8 +153,13 @@ impl Default for SshSettings {
             command_timeout: Duration::from_secs(60),
             password_env: None,
             agent: false,
+            agent_socket: None,
             sudo: false,
+            sudo_password_env: None,
             insecure_ignore_host_keys: false,
+            host_name: None,
+            jump: Vec::new(),
+            config: None,
         }
     }
 }
@@ -255,11 +277,12 @@ impl Inventory {
         }
         let timers = merge_timers(&raw);
         let mut nodes: Vec<NodeAccess> = Vec::with_capacity(raw.nodes.len());
+        let mut configs = ssh_config::ConfigCache::default();
         for node in &raw.nodes {
             if nodes.iter().any(|n| n.name == node.name.0) {
                 return Err(invalid(format!("node `{}` is listed twice", node.name.0)));
             }
-            nodes.push(merge_node(&raw, node).map_err(&invalid)?);
+            nodes.push(merge_node(&raw, node, &mut configs).map_err(&invalid)?);
         }
         Ok(Inventory {
             path: path.to_path_buf(),
@@ -392,11 +415,15 @@ pub fn valid_node_name(name: &str) -> bool {
 }
 
 /// The first `Some` in precedence order.
-fn first<T: Clone>(layers: [Option<&T>; 3]) -> Option<T> {
+fn first<T: Clone, const N: usize>(layers: [Option<&T>; N]) -> Option<T> {
     layers.into_iter().flatten().next().cloned()
 }
 
-fn merge_node(top: &RawInventory, node: &RawNode) -> Result<NodeAccess, String> {
+fn merge_node(
+    top: &RawInventory,
+    node: &RawNode,
+    configs: &mut ssh_config::ConfigCache,
+) -> Result<NodeAccess, String> {
     let name = &node.name.0;
     let profile_name = node.profile.or(top.profile);
     let profile: Option<RawProfile> = profile_name.map(ProfileName::load).transpose()?;
@@ -424,11 +451,25 @@ fn merge_node(top: &RawInventory, node: &RawNode) -> Result<NodeAccess, String> 
             }
         }
     }
-    let ssh = merge_ssh([
-        node.ssh.as_ref(),
-        top.ssh.as_ref(),
-        p.and_then(|p| p.ssh.as_ref()),
-    ]);
+    let address = node.address.clone().unwrap_or_else(|| name.clone());
+    let ssh = if transport == TransportKind::Ssh {
+        merge_ssh(
+            [
+                node.ssh.as_ref(),
+                top.ssh.as_ref(),
+                p.and_then(|p| p.ssh.as_ref()),
+            ],
+            &address,
+            configs,
+        )
+        .map_err(|e| format!("node `{name}`: {e}"))?
+    } else {
+        merge_inventory_ssh([
+            node.ssh.as_ref(),
+            top.ssh.as_ref(),
+            p.and_then(|p| p.ssh.as_ref()),
+        ])
+    };
     if ssh.insecure_ignore_host_keys {
         return Err(format!(
             "node `{}`: ssh.insecureIgnoreHostKeys can only be turned on from the command line \
@@ -448,7 +489,7 @@ fn merge_node(top: &RawInventory, node: &RawNode) -> Result<NodeAccess, String> 
     ]);
     Ok(NodeAccess {
         name: name.clone(),
-        address: node.address.clone().unwrap_or_else(|| name.clone()),
+        address,
         roles: node.roles.clone(),
         profile: profile_name,
         transport,
@@ -461,7 +502,9 @@ fn merge_node(top: &RawInventory, node: &RawNode) -> Result<NodeAccess, String> 
     })
 }
 
-fn merge_ssh(layers: [Option<&RawSsh>; 3]) -> SshSettings {
+/// SSH settings from the inventory's layers alone (node, top level, profile), with no ssh
+/// config: for nodes that are not reached over SSH.
+fn merge_inventory_ssh(layers: [Option<&RawSsh>; 3]) -> SshSettings {
     let d = SshSettings::default();
     macro_rules! pick {
         ($f:ident) => {
@@ -476,10 +519,118 @@ fn merge_ssh(layers: [Option<&RawSsh>; 3]) -> SshSettings {
         connect_timeout: pick!(connect_timeout).map_or(d.connect_timeout, |h| h.0),
         command_timeout: pick!(command_timeout).map_or(d.command_timeout, |h| h.0),
         password_env: pick!(password_env),
-        agent: pick!(agent).unwrap_or(d.agent),
+        agent: pick!(agent).unwrap_or(d.agent) || pick!(agent_socket).is_some(),
+        agent_socket: pick!(agent_socket),
         sudo: pick!(sudo).unwrap_or(d.sudo),
+        sudo_password_env: pick!(sudo_password_env),
         insecure_ignore_host_keys: pick!(insecure_ignore_host_keys).unwrap_or(false),
+        host_name: None,
+        jump: Vec::new(),
+        config: None,
     }
+}
+
+/// The OpenSSH client config a node's settings are read with: `ssh.config` (`none` for
+/// none, `~/` allowed), else `~/.ssh/config` when it exists.
+fn config_path(layers: &[Option<&RawSsh>; 3]) -> Result<Option<PathBuf>, String> {
+    match first(layers.map(|l| l.and_then(|s| s.config.as_ref()))) {
+        Some(v) if v.trim().eq_ignore_ascii_case("none") => Ok(None),
+        Some(v) => {
+            let path = ssh_config::expand_home(v.trim());
+            if path.is_file() {
+                Ok(Some(path))
+            } else {
+                Err(format!(
+                    "ssh.config: `{}` is not a file (write `none` to read no ssh config)",
+                    path.display()
+                ))
+            }
+        }
+        None => Ok(std::env::var_os("HOME")
+            .map(|h| PathBuf::from(h).join(".ssh/config"))
+            .filter(|p| p.is_file())),
+    }
+}
+
+/// SSH settings of a node reached over SSH: the inventory's layers (node, top level) over
+/// what the ssh config says for the node's address, over the profile and the defaults.
+fn merge_ssh(
+    layers: [Option<&RawSsh>; 3],
+    address: &str,
+    configs: &mut ssh_config::ConfigCache,
+) -> Result<SshSettings, String> {
+    let [node, top, profile] = layers;
+    let config = config_path(&layers)?;
+    let mut warnings = Vec::new();
+    let file = config.as_deref().map(|p| configs.get(p)).transpose()?;
+    let entry = file.map(|f| f.lookup(address)).unwrap_or_default();
+    warnings.extend(entry.warnings.iter().cloned());
+    // What the ssh config says, as one more layer between the inventory and the profile.
+    let from_config = RawSsh {
+        user: entry.user.clone(),
+        port: entry.port,
+        known_hosts: entry.known_hosts.clone(),
+        agent_socket: entry.identity_agent.clone(),
+        ..RawSsh::default()
+    };
+    let all = [node, top, Some(&from_config), profile];
+    let inventory = [node, top];
+    let mut s = merge_inventory_ssh([node, top, profile]);
+    macro_rules! pick {
+        ($layers:expr, $f:ident) => {
+            first($layers.map(|l| l.and_then(|s| s.$f.as_ref())))
+        };
+    }
+    s.user = pick!(all, user).unwrap_or(s.user);
+    s.port = pick!(all, port).unwrap_or(s.port);
+    s.known_hosts = pick!(all, known_hosts);
+    s.agent_socket = pick!(all, agent_socket);
+    s.host_name = entry.host_name.clone();
+    let host = s.host_name.clone().unwrap_or_else(|| address.to_string());
+    let tokens = ssh_config::Tokens {
+        host: &host,
+        original: address,
+        user: &s.user,
+        port: s.port,
+    };
+    s.identity_file = match pick!(inventory, identity_file) {
+        Some(explicit) => Some(explicit),
+        None => jump::pick_identity(&entry.identity_files, &tokens)
+            .map_err(|e| format!("{}: IdentityFile: {e}", show(config.as_deref())))?
+            .or_else(|| profile.and_then(|p| p.identity_file.clone())),
+    };
+    let chain = match pick!(inventory, jump) {
+        Some(text) => jump::parse_chain(&text).map_err(|e| format!("ssh.jump: {e}"))?,
+        None => match &entry.proxy_jump {
+            Some(hops) => jump::parse_chain(&hops.join(","))
+                .map_err(|e| format!("{}: ProxyJump: {e}", show(config.as_deref())))?,
+            None => match profile.and_then(|p| p.jump.as_ref()) {
+                Some(text) => jump::parse_chain(text).map_err(|e| format!("ssh.jump: {e}"))?,
+                None => Vec::new(),
+            },
+        },
+    };
+    s.jump = jump::resolve(
+        &chain,
+        file,
+        &jump::Fallback {
+            user: &s.user,
+            identity_file: s.identity_file.as_deref(),
+        },
+        &mut warnings,
+    )?;
+    s.config = config;
+    for w in &warnings {
+        configs.warn_once(w);
+    }
+    Ok(s)
+}
+
+fn show(path: Option<&Path>) -> String {
+    path.map_or_else(
+        || "ssh config".into(),
+        |p| format!("ssh config {}", p.display()),
+    )
 }
 
 fn merge_commands(layers: [Option<&RawCommands>; 3]) -> Commands {
@@ -532,3 +683,6 @@ fn check_api_server(url: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod ssh_config_tests;

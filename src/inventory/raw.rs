@@ -76,8 +76,14 @@ pub(crate) struct RawSsh {
     pub command_timeout: Option<HumanDuration>,
     pub password_env: Option<String>,
     pub agent: Option<bool>,
+    pub agent_socket: Option<PathBuf>,
     pub sudo: Option<bool>,
+    pub sudo_password_env: Option<String>,
     pub insecure_ignore_host_keys: Option<bool>,
+    /// OpenSSH client config to read (`none` to read none).
+    pub config: Option<String>,
+    /// Jump hosts, as ssh's `-J` / ProxyJump (`none` for none).
+    pub jump: Option<String>,
 }
 
 /// `commands:` run by the node's shell.
