@@ -143,50 +143,71 @@ fn start_sshd_with(opts: Options) -> Option<Sshd> {
     if !installed(SSHD, "openssh-server") {
         return None;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
+    let mut dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path().to_path_buf();
     let d = d.as_path();
     keygen(&d.join("host_key"));
     keygen(&d.join("client_key"));
     keygen(&d.join("other_host_key"));
     fs::write(d.join("authorized_keys"), public_key(&d.join("client_key"))).expect("w");
-    let port = free_port();
-    let config = format!(
-        "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile none\n\
-         AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nUsePAM no\n\
-         StrictModes no\nPasswordAuthentication {pw}\nKbdInteractiveAuthentication no\n{extra}\n",
-        d = d.display(),
-        pw = if opts.users { "yes" } else { "no" },
-        extra = opts.extra,
-    );
-    fs::write(d.join("sshd_config"), config).expect("w");
-    let mut cmd = if opts.users {
-        if !users_possible() {
-            return None;
-        }
-        namespace_with_users(d)
-    } else {
-        let _ = fs::create_dir_all("/run/sshd");
-        Command::new(SSHD)
-    };
-    let child = cmd
-        .args(["-D", "-e", "-f"])
-        .arg(d.join("sshd_config"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(fs::File::create(d.join("sshd.log")).expect("log"))
-        .spawn()
-        .expect("sshd starts");
-    let sshd = Sshd { child, port, dir };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "sshd did not listen on {port}: {}",
-            fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
+    // The port is free when asked for, but another process (a test running beside this
+    // one) may take it before sshd binds it: then sshd exits, and this tries another port
+    // rather than trusting whatever answers there.
+    let mut attempt = 0;
+    let sshd = loop {
+        attempt += 1;
+        let port = free_port();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile none\n\
+             AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nUsePAM no\n\
+             StrictModes no\nPasswordAuthentication {pw}\nKbdInteractiveAuthentication no\n{extra}\n",
+            d = d.display(),
+            pw = if opts.users { "yes" } else { "no" },
+            extra = opts.extra,
         );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        fs::write(d.join("sshd_config"), config).expect("w");
+        let mut cmd = if opts.users {
+            if !users_possible() {
+                return None;
+            }
+            namespace_with_users(d)
+        } else {
+            let _ = fs::create_dir_all("/run/sshd");
+            Command::new(SSHD)
+        };
+        let child = cmd
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(d.join("sshd.log")).expect("log"))
+            .spawn()
+            .expect("sshd starts");
+        let mut sshd = Sshd { child, port, dir };
+        let listening = format!("Server listening on 127.0.0.1 port {port}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let log = fs::read_to_string(d.join("sshd.log")).unwrap_or_default();
+            if log.contains(&listening) && TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            if sshd.child.try_wait().expect("sshd status").is_some() {
+                assert!(attempt < 5, "sshd exited 5 times; last log:\n{log}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "sshd did not listen on {port}: {log}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if sshd.child.try_wait().expect("sshd status").is_none() {
+            break sshd;
+        }
+        // Keep the directory (keys, authorized_keys) for the next attempt.
+        dir = std::mem::replace(&mut sshd.dir, tempfile::tempdir().expect("tempdir"));
+    };
+    let port = sshd.port;
     // known_hosts with the real key, one with a wrong key, one without the host.
     fs::write(d.join("known_hosts"), sshd.known_line("host_key") + "\n").expect("w");
     fs::write(
