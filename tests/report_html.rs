@@ -28,6 +28,10 @@ fn one_lane_per_node_pod_and_workload() {
     assert!(!page.contains("<script"), "no scripts at all");
     assert!(page.contains("web evicted between 30s and 40s"));
     assert!(page.contains("first eviction"));
+    assert!(
+        page.contains("resilience score <b>33.3</b>"),
+        "the score in the header"
+    );
 }
 
 #[test]

@@ -224,3 +224,34 @@ fn recovery_figures_are_a_second_suite_with_their_times() {
         "a stage not observed is skipped"
     );
 }
+
+#[test]
+fn the_score_is_a_property_of_the_experiment_suite() {
+    let xml = junit::render(&record());
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed");
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .expect("suite");
+    let properties = suite
+        .first_element_child()
+        .filter(|n| n.has_tag_name("properties"))
+        .expect("<properties> first in the suite");
+    let value = |name: &str| {
+        properties
+            .children()
+            .find(|p| p.attribute("name") == Some(name))
+            .and_then(|p| p.attribute("value"))
+            .map(str::to_string)
+    };
+    assert_eq!(value("score").as_deref(), Some("33.3"));
+    assert_eq!(
+        value("score.explained").as_deref(),
+        Some("1 of 3 counted expectations held; 1 skipped, not counted")
+    );
+    assert_eq!(
+        cases(&doc).len(),
+        5,
+        "the properties add no test case: {xml}"
+    );
+}

@@ -125,6 +125,7 @@ fn the_recorded_run_reads_at_a_glance() {
         "Kubernetes v1.33.1",
         "3m 00s from 2026-11-22 09:59:00 UTC",
         "1 passed, 1 failed, 0 undecidable, 1 skipped, 1 errors",
+        "score 33.3",
         "Targets: down = lab-worker-2; healthy = lab-worker-1",
     ] {
         assert!(doc.text.contains(meta), "{meta:?} in {text}");

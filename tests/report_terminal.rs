@@ -74,6 +74,13 @@ fn summary_lists_outcomes_figures_targets_and_verdict() {
         plain.lines().last(),
         Some("FAILED: 1 passed, 1 failed, 0 undecidable, 1 skipped, 1 errors")
     );
+    // 1 passed of 3 counted (failed and error count, skipped does not).
+    assert!(
+        plain.contains(
+            "resilience score: 33.3 (1 of 3 counted expectations held; 1 skipped, not counted)"
+        ),
+        "{plain}"
+    );
     let coloured = summary(&rec, true);
     assert!(coloured.contains("\u{1b}[31;1mFAIL"));
 }

@@ -332,7 +332,10 @@ pub fn render(record: &RunRecord) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline: {name}</title><style>{CSS}</style></head><body>\
 <h1>{name}</h1><p class=\"meta\">{desc}</p>\
 <p class=\"meta\">cluster <b>{cluster}</b>{version} · run {run} · {start} → {finish} · faultline {fv}</p>\
-<p class=\"outcome {class}\">{outcome}</p>",
+<p class=\"outcome {class}\">{outcome}</p>\
+<p class=\"score\">resilience score <b>{score}</b> <span class=\"meta\">({explained})</span></p>",
+        score = record.score().value_text(),
+        explained = esc(&record.score().explain()),
         name = esc(&exp.name),
         desc = esc(&exp.description),
         cluster = esc(&record.cluster.name),

@@ -74,6 +74,8 @@ pub fn render(record: &RunRecord) -> String {
         record.started_at.format("%Y-%m-%d %H:%M:%S UTC")
     ));
     meta.push(tally(record));
+    let score = record.score();
+    meta.push(format!("score **{}**", score.value_text()));
     let _ = writeln!(m, "{}\n", meta.join(" · "));
     match &record.outcome {
         RunOutcome::Error { message } => {
