@@ -210,6 +210,12 @@ fn timeline(m: &mut String, record: &RunRecord) {
 /// Appends the run's section to `path` (created if missing), so several runs, or several
 /// steps of a CI job, can share one summary file.
 pub fn append(record: &RunRecord, path: &Path) -> Result<(), ReportError> {
+    append_section(&render(record), path)
+}
+
+/// Appends one rendered Markdown section to `path` (created if missing), a blank line
+/// before it when the file already holds something.
+pub fn append_section(section: &str, path: &Path) -> Result<(), ReportError> {
     let io = |source| ReportError::Io {
         path: path.to_path_buf(),
         source,
@@ -224,7 +230,7 @@ pub fn append(record: &RunRecord, path: &Path) -> Result<(), ReportError> {
     } else {
         ""
     };
-    file.write_all(format!("{separator}{}", render(record)).as_bytes())
+    file.write_all(format!("{separator}{section}").as_bytes())
         .map_err(io)
 }
 
