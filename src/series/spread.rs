@@ -79,10 +79,12 @@ impl Spread {
         let (Some(min), Some(median), Some(max)) = (self.min, self.median, self.max) else {
             return "not observed".to_string();
         };
-        let mut out = if self.varies() {
-            format!("{} / {} / {}", show(min), show(median), show(max))
+        let (min, median, max) = (show(min), show(median), show(max));
+        // Values that differ by less than the text shows read as one.
+        let mut out = if min == max {
+            median
         } else {
-            show(median)
+            format!("{min} / {median} / {max}")
         };
         if self.observed < self.runs {
             out.push_str(&format!(" (in {} of {} runs)", self.observed, self.runs));
@@ -287,6 +289,9 @@ mod tests {
         let one = Spread::of_ms([Some(19_755)]);
         assert_eq!(one.ms_text(), "+19.8s");
         assert!(!one.varies());
+        let close = Spread::of_ms([Some(27_701), Some(27_720)]);
+        assert!(close.varies());
+        assert_eq!(close.ms_text(), "+27.7s", "no +27.7s / +27.7s / +27.7s");
         let none = Spread::of_ms([None, None]);
         assert_eq!(none.ms_text(), "not observed");
         assert_eq!(none.median, None);
