@@ -3,7 +3,9 @@
 //!
 //! Data flows one way: [`experiment`] (file → validated plan) → [`execute`] (actions on
 //! nodes, reached through the [`inventory`]) → [`observe`] (API watches → [`timeline`]) →
-//! [`judge`] (expectations → verdicts) → [`report`] (JUnit, JSON, terminal, HTML). [`run`]
+//! [`judge`] (expectations → verdicts) → [`report`] (JUnit, JSON, terminal, HTML). A
+//! [`series`] keeps the runs of one `run --repeat`; [`compare`] sets two sets of runs side by
+//! side (before an upgrade and after), and its reporters are in [`report`] too. [`run`]
 //! ties the stages together for one experiment; [`cli`] is the command line. What each
 //! action is called, what undoes it and what it does to a node is one table (`fault`)
 //! that every stage reads.
@@ -12,6 +14,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod compare;
 pub mod execute;
 pub mod experiment;
 #[cfg(test)]
@@ -24,4 +27,5 @@ pub(crate) mod probe;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod series;
 pub mod timeline;

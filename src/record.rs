@@ -222,6 +222,12 @@ impl RunRecord {
         exit_code(&self.outcome, &self.verdicts, &self.errors)
     }
 
+    /// The run's resilience score (see [`crate::judge::score`]): derived from the verdicts and
+    /// the experiment's weights, never stored apart from them.
+    pub fn score(&self) -> crate::judge::Score {
+        crate::judge::score(&self.experiment, &self.verdicts)
+    }
+
     /// Reads a record written by [`RunRecord::save`].
     pub fn load(path: &Path) -> Result<Self, RecordError> {
         let text = std::fs::read_to_string(path).map_err(|source| RecordError::Io {
@@ -236,7 +242,7 @@ impl RunRecord {
 
     /// Writes the record as pretty JSON.
     pub fn save(&self, path: &Path) -> Result<(), RecordError> {
-        let text = serde_json::to_string_pretty(self).map_err(|source| RecordError::Json {
+        let text = self.to_json().map_err(|source| RecordError::Json {
             path: path.to_path_buf(),
             source,
         })?;
@@ -245,4 +251,28 @@ impl RunRecord {
             source,
         })
     }
+
+    /// The record as pretty JSON, with its resilience score beside the verdicts for tools
+    /// that read the file (`jq .score.value`); loading ignores it and derives it again.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(&self.with_score())
+    }
+
+    /// The record with its score, as it is written to JSON.
+    pub fn with_score(&self) -> Scored<'_> {
+        Scored {
+            record: self,
+            score: self.score(),
+        }
+    }
+}
+
+/// A record as written to JSON: its fields, then `score`.
+#[derive(Debug, Serialize)]
+pub struct Scored<'a> {
+    /// The record.
+    #[serde(flatten)]
+    pub record: &'a RunRecord,
+    /// Its resilience score.
+    pub score: crate::judge::Score,
 }

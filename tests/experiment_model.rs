@@ -85,6 +85,7 @@ expect:
     pods: {workload: deployment/web}
     restarts: changed
     requires: [containers, kubelet-logs]
+    weight: 2.5
   - name: replaced
     pods: {workload: statefulset/db}
     replaced: false
@@ -127,6 +128,7 @@ fn expectation(name: &str, subject: Subject, check: Check) -> Expectation {
         check,
         since: "stop".into(),
         requires: vec![],
+        weight: DEFAULT_WEIGHT,
     }
 }
 
@@ -328,6 +330,7 @@ fn complete_example_maps_onto_the_exact_model() {
             ),
             Expectation {
                 requires: vec!["containers".into(), "kubelet-logs".into()],
+                weight: 2.5,
                 ..expectation(
                     "restarts",
                     Subject::Pods(pods(web.clone(), None)),

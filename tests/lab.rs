@@ -3,6 +3,7 @@
 //! `FAULTLINE_LAB_DIR` set. Each leaves every lab node Ready.
 
 mod lab_support;
+mod records_support;
 
 use std::time::Duration;
 
@@ -457,6 +458,125 @@ async fn polling_observer_judges_the_same_story() {
     );
     let record = s.record("kubelet-stop-short");
     wait_ready(&client, &record.targets["victim"][0], BACK).await;
+}
+
+/// Issue 14: `run --repeat 2 --baseline DIR` on a short experiment. The series file keeps
+/// both runs with their spread; each expectation is one JUnit case over both runs; the
+/// events file names the run of each line; the comparison with the baseline is printed
+/// and written, and counts in the exit code. The baseline is the committed lab run of the
+/// same experiment with the node noticed 10 s earlier (derived here, the fixture is not
+/// edited), so the runs now are slower beyond any tolerance, deterministically.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn repeated_runs_report_their_spread_and_are_compared_with_a_baseline() {
+    const NAME: &str = "kubelet-stop-within-toleration";
+    let (client, s) = ready_lab().await;
+    let baseline = s.reports().with_file_name("baseline");
+    std::fs::create_dir_all(&baseline).unwrap();
+    let earlier = records_support::node_noticed_later(records_support::fixture(NAME), -10_000);
+    earlier
+        .save(&baseline.join(format!("{NAME}.json")))
+        .unwrap();
+    let events = s.reports().with_file_name("events.jsonl");
+    let out = s.run(
+        &format!("experiments/{NAME}.yaml"),
+        &[
+            "--repeat",
+            "2",
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--events",
+            events.to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    all_nodes_ready(&client, BACK).await;
+
+    // The series: both runs kept, every expectation held (or was skipped) in both.
+    let series =
+        faultline::series::Series::load(&s.reports().join(format!("{NAME}.json"))).unwrap();
+    assert_eq!(series.runs().len(), 2);
+    let spread = series.spread();
+    let not_ready = &spread.figures[0];
+    assert_eq!(not_ready.key, "node_not_ready");
+    assert_eq!(not_ready.spread.observed, 2, "{spread:#?}");
+    println!(
+        "node NotReady over 2 runs: {} (min / median / max)",
+        not_ready.spread.ms_text()
+    );
+    for e in &spread.expectations {
+        assert!(
+            matches!(
+                e.reliability,
+                faultline::series::Reliability::Held | faultline::series::Reliability::Skipped
+            ),
+            "{}: {:?}",
+            e.name,
+            e.outcomes
+        );
+    }
+    let cases = junit_cases(&s.junit(NAME));
+    assert_eq!(
+        cases.len(),
+        8,
+        "one case per expectation over both runs: {cases:?}"
+    );
+    assert!(
+        stdout.contains(&format!("== {NAME} (run 2 of 2;")),
+        "each run announced"
+    );
+    assert!(
+        stdout.contains("resilience score: 100 (each run: 100, 100)"),
+        "{stdout}"
+    );
+    let runs: std::collections::BTreeSet<u64> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["run"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(runs, [1, 2].into(), "every event line names its run");
+
+    // The comparison: the node noticed ~10 s later than the baseline, in both runs.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the regression makes the exit code 1"
+    );
+    let compare = std::fs::read_to_string(s.reports().join("compare.junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&compare).expect("well-formed JUnit");
+    let failed: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("failure"))
+        .filter_map(|n| n.parent()?.attribute("name"))
+        .collect();
+    assert!(failed.contains(&"figure: node NotReady"), "{failed:?}");
+    assert!(
+        failed.iter().all(|f| !f.starts_with("verdict: ")),
+        "every verdict as in the baseline: {failed:?}"
+    );
+    assert!(s.reports().join("compare.md").exists() && s.reports().join("compare.html").exists());
+    let last = stdout
+        .lines()
+        .rfind(|l| l.starts_with("REGRESSED: "))
+        .expect(&stdout);
+    assert!(
+        last.contains(&format!("{NAME}: node NotReady SLOWER (+")),
+        "{last}"
+    );
+
+    // The series against itself: nothing moved.
+    let reports = s.reports();
+    let reports = reports.to_str().unwrap();
+    let own = s
+        .faultline(&["compare", reports, reports, "--tolerance", "0%"])
+        .output()
+        .unwrap();
+    echo(&own);
+    assert_eq!(own.status.code(), Some(0));
 }
 
 /// A client, every lab node Ready (each test starts from a whole lab), and a fresh

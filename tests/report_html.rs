@@ -28,6 +28,10 @@ fn one_lane_per_node_pod_and_workload() {
     assert!(!page.contains("<script"), "no scripts at all");
     assert!(page.contains("web evicted between 30s and 40s"));
     assert!(page.contains("first eviction"));
+    assert!(
+        page.contains("resilience score <b>33.3</b>"),
+        "the score in the header"
+    );
 }
 
 #[test]
@@ -86,4 +90,78 @@ fn hostile_names_are_escaped() {
     assert!(!page.contains("<img"));
     assert!(!page.contains("<b>node"));
     assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+}
+
+mod records_support;
+
+/// The x of the dashed line of step `step` in one SVG picture.
+fn step_x(svg: &str, step: &str) -> f64 {
+    let label = format!(">{step} +0.0s</text>");
+    let at = svg
+        .find(&label)
+        .unwrap_or_else(|| panic!("no {label} in the picture"));
+    let group = svg[..at].rfind("<g class=\"step\">").expect("its group");
+    let x1 = &svg[group..at];
+    let start = x1.find("x1=\"").unwrap() + 4;
+    let end = start + x1[start..].find('"').unwrap();
+    x1[start..end].parse().unwrap()
+}
+
+#[test]
+fn a_comparison_draws_both_timelines_on_one_axis_from_their_fault_step() {
+    use faultline::compare::{Tolerance, compare};
+    use faultline::series::Series;
+    use records_support::*;
+    let base = fixture("kubelet-stop-within-toleration");
+    // The same run, its setup 7 s slower: every offset later, the fault step too.
+    let mut now = upgraded(base.clone(), "v1.34.1", 10_000);
+    for e in &mut now.timeline.entries {
+        e.offset_ms += 7_000;
+    }
+    now.start_ms = now.start_ms.map(|s| s + 7_000);
+    now.observed_until_ms = now.observed_until_ms.map(|s| s + 7_000);
+    now.experiment.name = base.experiment.name.clone();
+    now.run_id = "<now>".into();
+    let (b, n) = (vec![Series::single(base)], vec![Series::single(now)]);
+    let c = compare(&b, &n, &Tolerance::default(), ("a&b", "now"));
+    let page = faultline::report::compare::html::render(&c, &b, &n);
+    let svgs: Vec<&str> = page.split("<svg ").skip(1).collect();
+    assert_eq!(svgs.len(), 2, "the two timelines");
+    let (xb, xn) = (
+        step_x(svgs[0], "stop kubelet"),
+        step_x(svgs[1], "stop kubelet"),
+    );
+    assert!(
+        (xb - xn).abs() < 0.11,
+        "time zero is each run's fault step: {xb} vs {xn}"
+    );
+    assert!(page.find("<h3>baseline: run 1") < page.find("<h3>now: run 1"));
+    assert!(page.contains("&lt;now&gt;") && !page.contains("<now>"));
+    assert!(page.contains("baseline <b>a&amp;b</b>"));
+    assert!(
+        page.contains("<tr class=\"Failed\""),
+        "a regressed row is marked"
+    );
+    assert!(page.contains("SLOWER"));
+    assert!(!page.contains("<script"));
+}
+
+#[test]
+fn a_series_page_has_a_column_per_run_and_every_runs_timeline() {
+    use faultline::judge::Outcome;
+    use records_support::*;
+    let r = fixture("kubelet-stop-within-toleration");
+    let s = series(vec![
+        r.clone(),
+        with_outcome(r.clone(), "nothing on the node is evicted", Outcome::Failed),
+        r.clone(),
+    ]);
+    let page = faultline::report::series::html::render(&s);
+    assert_eq!(page.matches("<th>run ").count(), 3);
+    assert_eq!(page.matches("<details").count(), 3);
+    assert_eq!(page.matches("<details open>").count(), 1);
+    assert_eq!(page.matches("<svg ").count(), 3);
+    assert!(page.contains("<td class=\"Failed\">FAIL"));
+    assert!(page.contains("flaky: held in 2 of 3 runs"));
+    assert!(page.contains("class=\"outcome Undecidable\">FLAKY: "));
 }

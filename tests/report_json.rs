@@ -15,6 +15,12 @@ fn json_round_trip_is_lossless() {
     json::write(&rec, &path).expect("write");
     let back = RunRecord::load(&path).expect("load");
     assert_eq!(back, rec);
+    // The score is written for tools, derived from the verdicts again on load.
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(raw["score"]["value"], 33.3);
+    assert_eq!(raw["score"]["counted"], 3);
+    assert_eq!(back.score(), rec.score());
 }
 
 #[test]

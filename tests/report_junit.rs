@@ -224,3 +224,209 @@ fn recovery_figures_are_a_second_suite_with_their_times() {
         "a stage not observed is skipped"
     );
 }
+
+#[test]
+fn the_score_is_a_property_of_the_experiment_suite() {
+    let xml = junit::render(&record());
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed");
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .expect("suite");
+    let properties = suite
+        .first_element_child()
+        .filter(|n| n.has_tag_name("properties"))
+        .expect("<properties> first in the suite");
+    let value = |name: &str| {
+        properties
+            .children()
+            .find(|p| p.attribute("name") == Some(name))
+            .and_then(|p| p.attribute("value"))
+            .map(str::to_string)
+    };
+    assert_eq!(value("score").as_deref(), Some("33.3"));
+    assert_eq!(
+        value("score.explained").as_deref(),
+        Some("1 of 3 counted expectations held; 1 skipped, not counted")
+    );
+    assert_eq!(
+        cases(&doc).len(),
+        5,
+        "the properties add no test case: {xml}"
+    );
+}
+
+mod records_support;
+
+/// Every `<testcase>` of every suite as (suite, case, kind, message).
+fn all_cases(xml: &str) -> Vec<(String, String, String, String)> {
+    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
+    let mut out = Vec::new();
+    for suite in doc.descendants().filter(|n| n.has_tag_name("testsuite")) {
+        for case in suite.children().filter(|n| n.has_tag_name("testcase")) {
+            let result = case.children().find(|c| {
+                c.has_tag_name("failure") || c.has_tag_name("error") || c.has_tag_name("skipped")
+            });
+            let (kind, message) = match result {
+                Some(r) => (
+                    r.tag_name().name().to_string(),
+                    r.attribute("message").unwrap_or_default().to_string(),
+                ),
+                None => ("passed".to_string(), String::new()),
+            };
+            out.push((
+                suite.attribute("name").unwrap_or_default().to_string(),
+                case.attribute("name").unwrap_or_default().to_string(),
+                kind,
+                message,
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_comparison_has_a_case_per_figure_failed_when_it_regressed() {
+    use faultline::compare::{Tolerance, compare};
+    use faultline::series::Series;
+    use records_support::*;
+    let base = fixture("kubelet-stop-within-toleration");
+    let now = upgraded(base.clone(), "v1.34.1", 10_000);
+    let c = compare(
+        &[Series::single(base)],
+        &[Series::single(now)],
+        &Tolerance::default(),
+        ("v1.33", "v1.34"),
+    );
+    let xml = faultline::report::compare::junit::render(&c);
+    let cases = all_cases(&xml);
+    let suite = "compare kubelet-stop-within-toleration";
+    assert!(cases.iter().all(|(s, ..)| s == suite), "{cases:?}");
+    // 8 expectations, 7 recovery figures, 4 transitions, the score.
+    assert_eq!(cases.len(), 8 + 7 + 4 + 1, "{cases:#?}");
+    let failed: Vec<&str> = cases
+        .iter()
+        .filter(|(_, _, k, _)| k == "failure")
+        .map(|(_, n, _, _)| n.as_str())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "figure: node NotReady",
+            "figure: unreachable taint",
+            "transition: node goes Unknown within the grace period",
+        ]
+    );
+    let (_, _, _, message) = cases
+        .iter()
+        .find(|(_, n, ..)| n == "figure: node NotReady")
+        .unwrap();
+    assert!(
+        message.starts_with("SLOWER: baseline +19.8s, now +29.8s (+10.0s +50.6%)"),
+        "{message}"
+    );
+    let skipped: Vec<&str> = cases
+        .iter()
+        .filter(|(_, _, k, _)| k == "skipped")
+        .map(|(_, n, _, _)| n.as_str())
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            "verdict: no container restarts",
+            "figure: first eviction",
+            "figure: replacement scheduled",
+            "figure: replacement Ready",
+        ]
+    );
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let props: Vec<(&str, &str)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("property"))
+        .map(|p| (p.attribute("name").unwrap(), p.attribute("value").unwrap()))
+        .collect();
+    assert!(props.contains(&("baseline", "v1.33")), "{props:?}");
+    assert!(props.contains(&("score.now", "100")), "{props:?}");
+    assert!(
+        props
+            .iter()
+            .any(|(n, v)| *n == "now.cluster" && v.contains("Kubernetes v1.34.1")),
+        "{props:?}"
+    );
+}
+
+#[test]
+fn a_comparison_of_nothing_is_an_error_case_and_one_side_only_is_skipped() {
+    use faultline::compare::{Tolerance, compare};
+    use faultline::series::Series;
+    use records_support::*;
+    let c = compare(
+        &[Series::single(fixture("node-deleted"))],
+        &[Series::single(fixture("kubelet-stop-within-toleration"))],
+        &Tolerance::default(),
+        ("a", "b"),
+    );
+    let cases = all_cases(&faultline::report::compare::junit::render(&c));
+    let kinds: Vec<(&str, &str)> = cases
+        .iter()
+        .map(|(s, _, k, _)| (s.as_str(), k.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("compare kubelet-stop-within-toleration", "skipped"),
+            ("compare node-deleted", "skipped"),
+            ("compare", "error"),
+        ]
+    );
+    assert!(cases[2].3.starts_with("NOTHING COMPARED"), "{cases:?}");
+}
+
+#[test]
+fn a_series_has_one_case_per_expectation_and_a_flaky_one_fails_saying_so() {
+    use faultline::judge::Outcome;
+    use records_support::*;
+    let r = fixture("kubelet-stop-within-toleration");
+    let s = series(vec![
+        r.clone(),
+        with_outcome(r.clone(), "nothing on the node is evicted", Outcome::Failed),
+        with_node_not_ready(r.clone(), 18_100),
+    ]);
+    let xml = faultline::report::series::junit::render(&s);
+    let cases = all_cases(&xml);
+    let experiment: Vec<_> = cases
+        .iter()
+        .filter(|(suite, ..)| suite == "kubelet-stop-within-toleration")
+        .collect();
+    assert_eq!(experiment.len(), 8, "one case per expectation, not per run");
+    let (_, _, kind, message) = experiment
+        .iter()
+        .find(|(_, n, ..)| n == "nothing on the node is evicted")
+        .unwrap();
+    assert_eq!(kind, "failure");
+    assert!(
+        message.starts_with("flaky: held in 2 of 3 runs; run 2: FAIL made Failed by the test"),
+        "{message}"
+    );
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let flaky = doc
+        .descendants()
+        .find(|n| n.has_tag_name("failure"))
+        .unwrap();
+    assert_eq!(flaky.attribute("type"), Some("flaky"));
+    let not_ready = cases
+        .iter()
+        .find(|(suite, n, ..)| suite.ends_with("recovery figures") && n == "node NotReady")
+        .unwrap();
+    assert_eq!(not_ready.2, "passed");
+    let case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase") && n.attribute("name") == Some("node NotReady"))
+        .unwrap();
+    assert_eq!(case.attribute("time"), Some("19.755"), "the median");
+    let score = doc
+        .descendants()
+        .find(|n| n.has_tag_name("property") && n.attribute("name") == Some("score.runs"))
+        .unwrap();
+    assert_eq!(score.attribute("value"), Some("100, 85.7, 100"));
+}

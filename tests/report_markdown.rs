@@ -125,6 +125,7 @@ fn the_recorded_run_reads_at_a_glance() {
         "Kubernetes v1.33.1",
         "3m 00s from 2026-11-22 09:59:00 UTC",
         "1 passed, 1 failed, 0 undecidable, 1 skipped, 1 errors",
+        "score 33.3",
         "Targets: down = lab-worker-2; healthy = lab-worker-1",
     ] {
         assert!(doc.text.contains(meta), "{meta:?} in {text}");
@@ -325,5 +326,118 @@ fn the_report_command_renders_a_saved_record() {
     assert_eq!(
         std::fs::read_to_string(&out).expect("written"),
         markdown::render(&rec)
+    );
+}
+
+mod records_support;
+
+#[test]
+fn a_comparison_reads_as_tables_with_regressions_in_bold() {
+    use faultline::compare::{Tolerance, compare};
+    use faultline::series::Series;
+    use records_support::*;
+    let r = fixture("kubelet-stop-within-toleration");
+    let baseline = series(vec![
+        with_node_not_ready(r.clone(), 18_100),
+        r.clone(),
+        with_node_not_ready(r.clone(), 20_600),
+    ]);
+    let now = upgraded(r.clone(), "v1.34.1", 10_000);
+    let c = compare(
+        &[baseline, Series::single(fixture("node-deleted"))],
+        &[Series::single(now)],
+        &Tolerance::default(),
+        ("before | upgrade", "after"),
+    );
+    let text = faultline::report::compare::markdown::render(&c);
+    let doc = parse(&text);
+    assert_eq!(
+        doc.headings,
+        vec![
+            (2, "REGRESSED before | upgrade → after".to_string()),
+            (3, "kubelet-stop-within-toleration".to_string()),
+            (3, "node-deleted".to_string()),
+        ],
+        "{text}"
+    );
+    assert_eq!(doc.tables.len(), 3, "sides, expectations, figures: {text}");
+    let sides = &doc.tables[0];
+    assert_eq!(row(sides, "baseline")[3], "v1.33.13");
+    assert_eq!(row(sides, "now")[3], "v1.34.1");
+    assert_eq!(row(sides, "now")[5], "30s", "the grace period column");
+    let figures = &doc.tables[2];
+    assert_eq!(
+        row(figures, "node NotReady"),
+        [
+            "node NotReady",
+            "+18.1s / +19.8s / +20.6s",
+            "+29.8s",
+            "+10.0s",
+            "+50.6%",
+            "SLOWER"
+        ]
+    );
+    assert!(doc.strong.contains(&"SLOWER".to_string()), "{text}");
+    assert_eq!(
+        row(figures, "workloads available again")[5],
+        "within spread"
+    );
+    assert_eq!(row(figures, "score")[1], "100");
+    assert!(
+        doc.text
+            .contains("Only in the baseline (1 run(s)): not compared."),
+        "{text}"
+    );
+    assert!(
+        doc.text.contains(
+            "Changed: Kubernetes v1.33.13 → v1.34.1; node-monitor grace period 20s → 30s"
+        ),
+        "{text}"
+    );
+    assert!(doc.html.is_empty(), "no raw HTML: {:?}", doc.html);
+}
+
+#[test]
+fn a_series_shows_each_run_and_calls_flaky_flaky() {
+    use faultline::judge::Outcome;
+    use records_support::*;
+    let r = fixture("kubelet-stop-within-toleration");
+    let s = series(vec![
+        r.clone(),
+        with_outcome(r.clone(), "nothing on the node is evicted", Outcome::Failed),
+    ]);
+    let text = faultline::report::series::markdown::render(&s);
+    let doc = parse(&text);
+    assert_eq!(
+        doc.headings,
+        vec![(
+            2,
+            "FLAKY kubelet-stop-within-toleration (2 runs)".to_string()
+        )],
+        "{text}"
+    );
+    let verdicts = &doc.tables[0];
+    assert_eq!(
+        row(verdicts, "nothing on the node is evicted"),
+        [
+            "nothing on the node is evicted",
+            "PASS FAIL",
+            "flaky: held in 1 of 2 runs",
+            "-"
+        ]
+    );
+    assert_eq!(
+        row(verdicts, "node goes Unknown within the grace period")[2],
+        "held in 2 of 2 runs"
+    );
+    assert!(
+        doc.strong
+            .contains(&"flaky: held in 1 of 2 runs".to_string())
+    );
+    assert_eq!(row(&doc.tables[1], "node NotReady")[1], "+19.8s");
+    assert!(
+        doc.text
+            .contains("score 85.7 / 92.9 / 100 (each run: 100, 85.7)"),
+        "{text}"
     );
 }

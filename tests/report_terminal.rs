@@ -74,6 +74,90 @@ fn summary_lists_outcomes_figures_targets_and_verdict() {
         plain.lines().last(),
         Some("FAILED: 1 passed, 1 failed, 0 undecidable, 1 skipped, 1 errors")
     );
+    // 1 passed of 3 counted (failed and error count, skipped does not).
+    assert!(
+        plain.contains(
+            "resilience score: 33.3 (1 of 3 counted expectations held; 1 skipped, not counted)"
+        ),
+        "{plain}"
+    );
     let coloured = summary(&rec, true);
     assert!(coloured.contains("\u{1b}[31;1mFAIL"));
+}
+
+mod records_support;
+
+#[test]
+fn a_comparison_ends_with_every_regression_on_one_line() {
+    use faultline::compare::{Tolerance, compare};
+    use faultline::series::Series;
+    use records_support::*;
+    let base = fixture("kubelet-stop-past-toleration");
+    let now = upgraded(base.clone(), "v1.34.1", 10_000);
+    let c = compare(
+        &[Series::single(base)],
+        &[Series::single(now)],
+        &Tolerance::default(),
+        ("old", "new"),
+    );
+    let text = faultline::report::compare::terminal::render(&c);
+    assert!(
+        text.contains(
+            "  changed:  Kubernetes v1.33.13 → v1.34.1; node-monitor grace period 20s → 30s\n"
+        ),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("node NotReady"))
+        .unwrap();
+    assert!(
+        row.contains("+19.2s")
+            && row.contains("+29.2s")
+            && row.contains("+10.0s")
+            && row.ends_with("SLOWER"),
+        "{row}"
+    );
+    assert_eq!(
+        text.lines().last(),
+        Some(
+            "REGRESSED: 4 regression(s) beyond the tolerance: \
+kubelet-stop-past-toleration: node NotReady SLOWER (+10.0s, +52.1%); \
+kubelet-stop-past-toleration: unreachable taint SLOWER (+10.0s, +52.0%); \
+kubelet-stop-past-toleration: node goes Unknown within the grace period SLOWER (+10.0s, +52.1%); \
+kubelet-stop-past-toleration: node gets the unreachable NoExecute taint SLOWER (+10.0s, +46.9%)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_series_summary_names_what_was_flaky() {
+    use faultline::judge::Outcome;
+    use records_support::*;
+    let r = fixture("kubelet-stop-within-toleration");
+    let s = series(vec![
+        with_node_not_ready(r.clone(), 18_100),
+        with_outcome(r.clone(), "nothing on the node is evicted", Outcome::Failed),
+        with_node_not_ready(r.clone(), 20_600),
+    ]);
+    let text = faultline::report::series::terminal::summary(&s);
+    assert!(
+        text.contains("  node NotReady              +18.1s / +19.8s / +20.6s\n"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.contains("nothing on the node is evicted"))
+        .unwrap();
+    assert!(
+        row.trim_start().starts_with("FLAKY") && row.contains("PASS FAIL PASS"),
+        "{row}"
+    );
+    assert_eq!(
+        text.lines().last(),
+        Some(
+            "FLAKY: 1 expectation(s) held in some runs only: nothing on the node is evicted (flaky: held in 2 of 3 runs)"
+        )
+    );
 }

@@ -1,6 +1,7 @@
 //! The command line: argument parsing and one module per command. Each command returns
 //! its process exit code; errors are printed here, at the edge, with their context.
 
+mod compare;
 mod inventory;
 mod plan;
 mod rehearse;
@@ -35,7 +36,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run experiments: inject the faults, watch the cluster, judge, undo, write reports.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check experiment files without a cluster; every problem as file:line:column.
     Validate {
         /// Experiment files or directories of them.
@@ -74,13 +75,21 @@ pub enum Command {
     Rehearse {
         /// The experiment file.
         experiment: PathBuf,
-        /// A run record (the .json a run wrote) whose observations are replayed.
+        /// A run record (the .json a run wrote) whose observations are replayed; of a
+        /// series (`run --repeat`), every run in turn unless `--run` picks one.
         #[arg(long)]
         record: PathBuf,
+        /// Of a series, rehearse only this run (1 is the first).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        run: Option<u32>,
     },
-    /// Render a saved run record (the .json a run wrote) again.
+    /// Compare two sets of runs (e.g. before and after an upgrade): verdicts, recovery
+    /// figures, observed transition times and scores, with spreads where runs were repeated.
+    /// Exit code 1 when something regressed beyond the tolerance.
+    Compare(CompareArgs),
+    /// Render a saved run record or series (the .json a run wrote) again.
     Report {
-        /// The run record.
+        /// The run record or series file.
         record: PathBuf,
         /// What to render.
         #[arg(long, value_enum, default_value_t = ReportFormat::Terminal)]
@@ -153,6 +162,49 @@ pub struct RunArgs {
     /// `--summary "$GITHUB_STEP_SUMMARY"`.
     #[arg(long)]
     pub summary: Option<PathBuf>,
+    /// Run each experiment this many times, one after another; reports give every verdict
+    /// per run and each figure as min / median / max, and the JSON keeps every run.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// After the runs, compare them with this baseline (a report directory or a record
+    /// file, as `faultline compare` takes); the comparison is printed and written to
+    /// `<reports>/compare.{md,html,junit.xml}`, and a regression makes the exit code 1.
+    #[arg(long, value_name = "DIR")]
+    pub baseline: Option<PathBuf>,
+    /// Tolerance of the `--baseline` comparison, as `faultline compare --tolerance`.
+    #[arg(long, value_name = "[KEY=]VALUE", requires = "baseline", value_parser = parse_tolerance)]
+    pub tolerance: Vec<crate::compare::ToleranceSpec>,
+}
+
+/// Arguments of `faultline compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run record or series file (a `reports/<experiment>.json`), or a
+    /// report directory (every `*.json` in it, one per experiment).
+    pub baseline: PathBuf,
+    /// The runs compared with it, in the same forms.
+    pub now: PathBuf,
+    /// How far a figure may move beyond the baseline's spread before it counts as a change:
+    /// `10%` (of the baseline's median), `2s`, per figure `node_not_ready=2s` or per
+    /// expectation `NAME=5%`, and `score=5` (points). Repeatable. Default: 10% or 1s,
+    /// whichever is larger; score 0.
+    #[arg(long, value_name = "[KEY=]VALUE", value_parser = parse_tolerance)]
+    pub tolerance: Vec<crate::compare::ToleranceSpec>,
+    /// Also write compare.md, compare.html and compare.junit.xml into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Append the comparison as Markdown to this file (created if missing), e.g.
+    /// `--summary "$GITHUB_STEP_SUMMARY"`.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+}
+
+fn parse_tolerance(text: &str) -> Result<crate::compare::ToleranceSpec, String> {
+    // clap prefixes the value already: say only what is wrong.
+    crate::compare::parse_spec(text).map_err(|e| match e {
+        crate::compare::ToleranceError::Syntax { why, .. } => why,
+        other => other.to_string(),
+    })
 }
 
 /// kubectl's flags for choosing the cluster; `KUBECONFIG` is read too. Precedence:
@@ -239,7 +291,7 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
 /// Runs the parsed command line and returns the process exit code.
 pub async fn main(cli: Cli) -> i32 {
     match cli.command {
-        Command::Run(args) => run::run(args).await,
+        Command::Run(args) => run::run(*args).await,
         Command::Validate { paths } => validate::validate(&paths),
         Command::Plan {
             paths,
@@ -257,7 +309,12 @@ pub async fn main(cli: Cli) -> i32 {
             format,
             out,
         } => report::report(&record, format, out.as_deref()),
-        Command::Rehearse { experiment, record } => rehearse::run(&experiment, &record),
+        Command::Rehearse {
+            experiment,
+            record,
+            run,
+        } => rehearse::run(&experiment, &record, run),
+        Command::Compare(args) => compare::compare(&args),
     }
 }
 

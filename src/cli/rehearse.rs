@@ -9,10 +9,12 @@ use crate::judge::Outcome;
 use crate::record::RunRecord;
 use crate::report::{measured_text, outcome_word, sanitize::clean};
 use crate::run::rehearse::{Rehearsal, rehearse};
+use crate::series::Series;
 use crate::timeline::format_offset_ms;
 
-/// Rehearses the experiment at `experiment` against the run record at `record`.
-pub(super) fn run(experiment: &Path, record: &Path) -> i32 {
+/// Rehearses the experiment at `experiment` against the run record at `record`; against
+/// each run of a series in turn (or only run `only`), the exit code the worst of them.
+pub(super) fn run(experiment: &Path, record: &Path, only: Option<u32>) -> i32 {
     let Some(mut experiments) = super::load_experiments(&[experiment.to_path_buf()]) else {
         return EXIT_ERROR;
     };
@@ -25,26 +27,51 @@ pub(super) fn run(experiment: &Path, record: &Path) -> i32 {
         return EXIT_ERROR;
     }
     let exp = experiments.remove(0);
-    let record = match RunRecord::load(record) {
-        Ok(r) => r,
+    let path = record;
+    let series = match Series::load(path) {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");
             return EXIT_ERROR;
         }
     };
-    match rehearse(&exp, &record) {
-        Ok(r) => {
-            print!("{}", render(&exp.name, &record, &r));
-            exit_code(&r)
+    let n = series.runs().len();
+    let chosen: Vec<(usize, &RunRecord)> = match only {
+        Some(k) => match series.runs().get(k as usize - 1) {
+            Some(r) => vec![(k as usize, r)],
+            None => {
+                eprintln!("{}: --run {k}, but it holds {n} run(s)", path.display());
+                return EXIT_ERROR;
+            }
+        },
+        None => series
+            .runs()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i + 1, r))
+            .collect(),
+    };
+    let mut worst = EXIT_OK;
+    for (k, record) in chosen {
+        if n > 1 {
+            println!("== run {k} of {n}");
         }
-        Err(e) => {
-            eprintln!(
-                "{}: cannot rehearse against {}: {e}",
-                exp.name, record.run_id
-            );
-            EXIT_ERROR
-        }
+        let code = match rehearse(&exp, record) {
+            Ok(r) => {
+                print!("{}", render(&exp.name, record, &r));
+                exit_code(&r)
+            }
+            Err(e) => {
+                eprintln!(
+                    "{}: cannot rehearse against {}: {e}",
+                    exp.name, record.run_id
+                );
+                EXIT_ERROR
+            }
+        };
+        worst = worst.max(code);
     }
+    worst
 }
 
 /// Exit code of a rehearsal: as a run's, from its verdicts.

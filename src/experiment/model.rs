@@ -345,6 +345,21 @@ pub struct Expectation {
     /// Capabilities the cluster must have for this expectation to be decidable
     /// (e.g. `containers`); where the profile lacks one the case is reported skipped.
     pub requires: Vec<String>,
+    /// How much this expectation counts in the run's resilience score (default 1; see
+    /// `judge::score`). Records written before weights existed read as 1.
+    #[serde(default = "default_weight", skip_serializing_if = "is_default_weight")]
+    pub weight: f64,
+}
+
+/// The weight of an expectation that does not state one.
+pub const DEFAULT_WEIGHT: f64 = 1.0;
+
+fn default_weight() -> f64 {
+    DEFAULT_WEIGHT
+}
+
+fn is_default_weight(w: &f64) -> bool {
+    *w == DEFAULT_WEIGHT
 }
 
 /// The thing an expectation is about.

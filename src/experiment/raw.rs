@@ -262,6 +262,7 @@ pub(super) struct RawExpectation {
     pub since: Option<S<String>>,
     #[serde(default)]
     pub requires: Vec<S<String>>,
+    pub weight: Option<S<f64>>,
 }
 
 /// A state as written: a name (`NotReady`) or `{tainted: "key:Effect"}`.

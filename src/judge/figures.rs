@@ -37,17 +37,39 @@ pub struct Figures {
 }
 
 impl Figures {
+    /// Each figure's key (its field name without `_ms`, as `compare --tolerance` names it)
+    /// and its label in reports, in the order the reaction unfolds; [`Figures::values`]
+    /// gives the values in the same order.
+    pub const KEYS: [(&'static str, &'static str); 7] = [
+        ("node_not_ready", "node NotReady"),
+        ("unreachable_taint", "unreachable taint"),
+        ("first_eviction", "first eviction"),
+        ("replacement_scheduled", "replacement scheduled"),
+        ("replacement_ready", "replacement Ready"),
+        ("workloads_available", "workloads available again"),
+        ("node_ready_again", "node Ready again"),
+    ];
+
+    /// The values, in the order of [`Figures::KEYS`].
+    pub fn values(&self) -> [Option<i64>; 7] {
+        [
+            self.node_not_ready_ms,
+            self.unreachable_taint_ms,
+            self.first_eviction_ms,
+            self.replacement_scheduled_ms,
+            self.replacement_ready_ms,
+            self.workloads_available_ms,
+            self.node_ready_again_ms,
+        ]
+    }
+
     /// The figures as `(label, value)` rows, in the order the reaction unfolds; for reporters.
     pub fn rows(&self) -> Vec<(&'static str, Option<i64>)> {
-        vec![
-            ("node NotReady", self.node_not_ready_ms),
-            ("unreachable taint", self.unreachable_taint_ms),
-            ("first eviction", self.first_eviction_ms),
-            ("replacement scheduled", self.replacement_scheduled_ms),
-            ("replacement Ready", self.replacement_ready_ms),
-            ("workloads available again", self.workloads_available_ms),
-            ("node Ready again", self.node_ready_again_ms),
-        ]
+        Self::KEYS
+            .iter()
+            .zip(self.values())
+            .map(|((_, label), value)| (*label, value))
+            .collect()
     }
 }
 

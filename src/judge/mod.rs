@@ -26,6 +26,7 @@ mod checks;
 pub(crate) mod figures;
 mod index;
 mod members;
+pub mod score;
 mod series;
 mod states;
 
@@ -42,6 +43,7 @@ use crate::timeline::Timeline;
 
 pub use figures::{Figures, figures};
 pub use index::TimelineIndex;
+pub use score::{Score, score};
 
 /// State labels shared with reporters.
 pub mod labels {

@@ -16,6 +16,10 @@ use crate::timeline::Entry;
 pub struct EventLine {
     /// The experiment's name.
     pub experiment: String,
+    /// Which run of the experiment (1 is the first) under `run --repeat N` with N > 1;
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<u32>,
     /// The entry: `offset_ms`, `wall` and `event` (tagged by `type`).
     #[serde(flatten)]
     pub entry: Entry,
@@ -35,11 +39,13 @@ impl EventsFile {
         })
     }
 
-    /// Writes one entry of `experiment`'s run and flushes it. A write that fails is
-    /// reported once on stderr and the run goes on: the file is a view, not the record.
-    pub fn write(&self, experiment: &str, entry: &Entry) {
+    /// Writes one entry of `experiment`'s run (`run`: which one, when repeated) and flushes
+    /// it. A write that fails is reported once on stderr and the run goes on: the file is a
+    /// view, not the record.
+    pub fn write(&self, experiment: &str, run: Option<u32>, entry: &Entry) {
         let line = EventLine {
             experiment: experiment.to_string(),
+            run,
             entry: entry.clone(),
         };
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
@@ -74,7 +80,7 @@ mod tests {
                 phase: RunPhase::Started,
             },
         );
-        file.write("reboot", &started);
+        file.write("reboot", None, &started);
         // Flushed: readable before the writer is dropped.
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 1);
@@ -86,7 +92,7 @@ mod tests {
                 message: "at +41.2s".into(),
             },
         );
-        file.write("reboot", &verdict);
+        file.write("reboot", None, &verdict);
         let lines: Vec<EventLine> = std::fs::read_to_string(&path)
             .unwrap()
             .lines()
@@ -114,7 +120,7 @@ mod tests {
                 },
             },
         );
-        file.write("reboot", &ended);
+        file.write("reboot", None, &ended);
         let text = std::fs::read_to_string(&path).unwrap();
         let last = text.lines().last().unwrap();
         let raw: serde_json::Value = serde_json::from_str(last).unwrap();
@@ -122,5 +128,16 @@ mod tests {
         assert_eq!(raw["event"]["exit_code"], 0, "{last}");
         let back: EventLine = serde_json::from_str(last).unwrap();
         assert_eq!(back.entry, ended);
+        assert!(
+            raw.get("run").is_none(),
+            "no run number unless repeated: {last}"
+        );
+        file.write("reboot", Some(2), &ended);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let last = text.lines().last().unwrap();
+        let raw: serde_json::Value = serde_json::from_str(last).unwrap();
+        assert_eq!(raw["run"], 2, "{last}");
+        let back: EventLine = serde_json::from_str(last).unwrap();
+        assert_eq!(back.run, Some(2));
     }
 }

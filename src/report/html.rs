@@ -18,7 +18,7 @@ const PLOT_W: f64 = 1000.0;
 const LANE_H: f64 = 22.0;
 const TOP: f64 = 70.0;
 
-const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222}\
+pub(crate) const CSS: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222}\
 h1{font-size:1.4em;margin-bottom:4px}.meta{color:#555}\
 table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\
 .Passed{background:#dff3e3}.Failed{background:#f8d7da}.Undecidable{background:#efe0f5}\
@@ -172,12 +172,54 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
     out
 }
 
+/// The stretch of time a timeline picture shows: from `start` to `end`, both relative to
+/// `origin` (an offset on the record's timeline, drawn as 0). Two pictures with the same
+/// `start` and `end` share one time axis, whatever their origins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Frame {
+    /// The record's offset drawn as time zero.
+    pub(crate) origin: i64,
+    /// First moment shown, relative to `origin`.
+    pub(crate) start: i64,
+    /// Last moment shown, relative to `origin`.
+    pub(crate) end: i64,
+}
+
+impl Frame {
+    /// The whole of a record's timeline, with `origin` as time zero.
+    pub(crate) fn whole(record: &RunRecord, origin: i64) -> Frame {
+        let first = record.timeline.entries.first().map_or(0, |e| e.offset_ms);
+        let start = first.min(origin) - origin;
+        Frame {
+            origin,
+            start,
+            end: (record.timeline.end_ms() - origin).max(start + 1),
+        }
+    }
+
+    /// This frame widened to cover `other`'s stretch too (keeping its own origin).
+    pub(crate) fn covering(self, other: Frame) -> Frame {
+        Frame {
+            origin: self.origin,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+}
+
 fn timeline_svg(record: &RunRecord) -> String {
+    timeline_svg_in(record, Frame::whole(record, 0))
+}
+
+/// The timeline picture of `record` over `frame`.
+pub(crate) fn timeline_svg_in(record: &RunRecord, frame: Frame) -> String {
     let entries = &record.timeline.entries;
-    let start = entries.first().map(|e| e.offset_ms.min(0)).unwrap_or(0);
-    let end = record.timeline.end_ms().max(start + 1);
-    let lanes = lanes(record, end);
-    let x = |ms: i64| LABEL_W + (ms - start) as f64 / (end - start) as f64 * PLOT_W;
+    let Frame { origin, start, end } = frame;
+    // Lanes end where this record's observation ends, which may be before the frame's end.
+    let record_end = (origin + end).min(record.timeline.end_ms().max(origin + start + 1));
+    let lanes = lanes(record, record_end);
+    let x_rel = |t: i64| LABEL_W + (t - start) as f64 / (end - start).max(1) as f64 * PLOT_W;
+    let x = |ms: i64| x_rel(ms - origin);
     let height = TOP + lanes.len() as f64 * LANE_H + 30.0;
     let width = LABEL_W + PLOT_W + 50.0;
     let mut s = String::new();
@@ -188,7 +230,7 @@ fn timeline_svg(record: &RunRecord) -> String {
 <line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#555\" stroke-width=\"2\"/></pattern></defs>"
     );
     let bottom = TOP + lanes.len() as f64 * LANE_H;
-    axis(&mut s, start, end, bottom, &x);
+    axis(&mut s, start, end, bottom, &x_rel);
     for (i, lane) in lanes.iter().enumerate() {
         let y = TOP + i as f64 * LANE_H;
         let _ = write!(
@@ -245,7 +287,7 @@ fn timeline_svg(record: &RunRecord) -> String {
                     px + 3.0,
                     label_y - 2.0,
                     esc(step),
-                    format_relative(e.offset_ms)
+                    format_relative(e.offset_ms - origin)
                 );
             }
             Event::Endpoint { from, to, reason } => {
@@ -274,7 +316,7 @@ fn timeline_svg(record: &RunRecord) -> String {
         }
     }
     for (src, began, reason) in open {
-        gap_rect(&mut s, x(began), x(end), bottom, &src, &reason);
+        gap_rect(&mut s, x(began), x(record_end), bottom, &src, &reason);
     }
     s.push_str("</svg>");
     s
@@ -332,7 +374,10 @@ pub fn render(record: &RunRecord) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline: {name}</title><style>{CSS}</style></head><body>\
 <h1>{name}</h1><p class=\"meta\">{desc}</p>\
 <p class=\"meta\">cluster <b>{cluster}</b>{version} · run {run} · {start} → {finish} · faultline {fv}</p>\
-<p class=\"outcome {class}\">{outcome}</p>",
+<p class=\"outcome {class}\">{outcome}</p>\
+<p class=\"score\">resilience score <b>{score}</b> <span class=\"meta\">({explained})</span></p>",
+        score = record.score().value_text(),
+        explained = esc(&record.score().explain()),
         name = esc(&exp.name),
         desc = esc(&exp.description),
         cluster = esc(&record.cluster.name),

@@ -104,17 +104,65 @@ pub fn render(record: &RunRecord) -> String {
     let mut report = Report::new();
     report.add_testsuite(suite);
     report.add_testsuite(figures_suite(record, &suite_name));
+    let score = record.score();
+    let properties = vec![
+        ("score".to_string(), score.value_text()),
+        ("score.explained".to_string(), score.explain()),
+    ];
+    with_properties(xml(&report, &exp.name), &[(0, properties)])
+}
+
+/// The report as XML. Writing into memory only fails if the writer itself breaks; then
+/// it is still a report CI can read, with one error case, rather than none.
+pub(crate) fn xml(report: &Report, name: &str) -> String {
     let mut buf = Vec::new();
     match report.write_xml(&mut buf) {
         Ok(()) => String::from_utf8_lossy(&buf).into_owned(),
-        // Writing into memory only fails if the writer itself breaks; still produce a report
-        // CI can read rather than none.
         Err(e) => format!(
             "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<testsuites><testsuite name=\"{name}\" tests=\"1\" errors=\"1\" failures=\"0\"><testcase name=\"report\" classname=\"{name}\"><error type=\"error\" message=\"{msg}\"/></testcase></testsuite></testsuites>\n",
-            name = super::sanitize::html(&exp.name),
+            name = super::sanitize::html(name),
             msg = super::sanitize::html(&format!("could not write JUnit XML: {e}")),
         ),
     }
+}
+
+/// Suite properties `(suite index, [(name, value)])`, as JUnit's `<properties>` first in
+/// each suite: the `junit-report` crate writes none, so they are put in after its XML.
+/// Its writer escapes `>` in attribute values, so the first `>` after `<testsuite ` ends
+/// the start tag.
+pub(crate) fn with_properties(xml: String, props: &[(usize, Vec<(String, String)>)]) -> String {
+    let mut starts: Vec<usize> = xml.match_indices("<testsuite ").map(|(i, _)| i).collect();
+    let mut out = xml;
+    // From the last suite back, so earlier positions stay valid.
+    starts.reverse();
+    let count = starts.len();
+    for (i, start) in starts.into_iter().enumerate() {
+        let index = count - 1 - i;
+        let Some((_, list)) = props.iter().find(|(n, _)| *n == index) else {
+            continue;
+        };
+        let Some(end) = out[start..].find('>').map(|e| start + e) else {
+            continue;
+        };
+        let block: String = list
+            .iter()
+            .map(|(n, v)| {
+                format!(
+                    "<property name=\"{}\" value=\"{}\"/>",
+                    super::sanitize::html(n),
+                    super::sanitize::html(v)
+                )
+            })
+            .collect();
+        let block = format!("<properties>{block}</properties>");
+        if out[..end].ends_with('/') {
+            // An empty suite, `<testsuite …/>`: open it to hold the properties.
+            out.replace_range(end - 1..=end, &format!(">{block}</testsuite>"));
+        } else {
+            out.insert_str(end + 1, &block);
+        }
+    }
+    out
 }
 
 /// The recovery figures as a second suite, one test case per stage whose time is the
@@ -149,4 +197,36 @@ pub fn write(record: &RunRecord, path: &Path) -> Result<(), ReportError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_go_first_in_the_right_suite() {
+        let xml = "<testsuites><testsuite id=\"0\" name=\"a&gt;b\"><testcase name=\"x\"/></testsuite><testsuite id=\"1\" name=\"c\"/></testsuites>".to_string();
+        let out = with_properties(
+            xml,
+            &[
+                (0, vec![("score".into(), "87.5".into())]),
+                (1, vec![("k".into(), "<\"v\">".into())]),
+            ],
+        );
+        let doc = roxmltree::Document::parse(&out).expect(&out);
+        let suites: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("testsuite"))
+            .collect();
+        let first = suites[0].first_element_child().unwrap();
+        assert!(first.has_tag_name("properties"), "{out}");
+        let prop = first.first_element_child().unwrap();
+        assert_eq!(prop.attribute("name"), Some("score"));
+        assert_eq!(prop.attribute("value"), Some("87.5"));
+        let second = suites[1].first_element_child().unwrap();
+        assert_eq!(
+            second.first_element_child().unwrap().attribute("value"),
+            Some("<\"v\">")
+        );
+    }
 }

@@ -74,6 +74,8 @@ pub fn render(record: &RunRecord) -> String {
         record.started_at.format("%Y-%m-%d %H:%M:%S UTC")
     ));
     meta.push(tally(record));
+    let score = record.score();
+    meta.push(format!("score **{}**", score.value_text()));
     let _ = writeln!(m, "{}\n", meta.join(" · "));
     match &record.outcome {
         RunOutcome::Error { message } => {
@@ -208,6 +210,12 @@ fn timeline(m: &mut String, record: &RunRecord) {
 /// Appends the run's section to `path` (created if missing), so several runs, or several
 /// steps of a CI job, can share one summary file.
 pub fn append(record: &RunRecord, path: &Path) -> Result<(), ReportError> {
+    append_section(&render(record), path)
+}
+
+/// Appends one rendered Markdown section to `path` (created if missing), a blank line
+/// before it when the file already holds something.
+pub fn append_section(section: &str, path: &Path) -> Result<(), ReportError> {
     let io = |source| ReportError::Io {
         path: path.to_path_buf(),
         source,
@@ -222,7 +230,7 @@ pub fn append(record: &RunRecord, path: &Path) -> Result<(), ReportError> {
     } else {
         ""
     };
-    file.write_all(format!("{separator}{}", render(record)).as_bytes())
+    file.write_all(format!("{separator}{section}").as_bytes())
         .map_err(io)
 }
 

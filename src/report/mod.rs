@@ -1,17 +1,21 @@
-//! Reporters: each one a function of a [`RunRecord`], none reaching back into the run.
+//! Reporters: each one a function of a [`RunRecord`] (or of a [`Series`] of them, or of a
+//! [`crate::compare::Comparison`]), none reaching back into the run.
 
+pub mod compare;
 pub mod events;
 pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
 pub(crate) mod sanitize;
+pub mod series;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
 
 use crate::judge::{Outcome, format_relative};
 use crate::record::{RecordError, RunRecord};
+use crate::series::Series;
 
 /// An expectation's outcome as one upper-case word, the same in every report.
 pub fn outcome_word(o: Outcome) -> &'static str {
@@ -103,4 +107,33 @@ pub fn write_all(record: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, ReportE
         source,
     })?;
     Ok(vec![junit_path, json_path, html_path])
+}
+
+/// Writes a series' reports: those of [`write_all`] for a single run; for more,
+/// `<dir>/<experiment>.junit.xml` (one case per expectation over all runs), `.json` (the
+/// series file, every run kept) and `.html`. Returns the paths written.
+pub fn write_series(series: &Series, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    if !series.is_repeated() {
+        return write_all(series.first(), dir);
+    }
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let stem = file_stem(series.name());
+    let junit_path = dir.join(format!("{stem}.junit.xml"));
+    write_text(&junit_path, &series::junit::render(series))?;
+    let json_path = dir.join(format!("{stem}.json"));
+    series.save(&json_path)?;
+    let html_path = dir.join(format!("{stem}.html"));
+    write_text(&html_path, &series::html::render(series))?;
+    Ok(vec![junit_path, json_path, html_path])
+}
+
+/// Writes `text` to `path`.
+pub(crate) fn write_text(path: &Path, text: &str) -> Result<(), ReportError> {
+    std::fs::write(path, text).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }

@@ -74,6 +74,12 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
             clean(err)
         ));
     }
+    let score = record.score();
+    out.push_str(&format!(
+        "resilience score: {} ({})\n",
+        score.value_text(),
+        score.explain()
+    ));
     let tally = tally(record);
     let line = match &record.outcome {
         RunOutcome::Passed => paint(&format!("PASSED: {tally}"), "32;1", colour),

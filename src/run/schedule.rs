@@ -325,6 +325,7 @@ impl<'a> Scheduler<'a> {
                     },
                     since: String::new(),
                     requires: Vec::new(),
+                    weight: crate::experiment::model::DEFAULT_WEIGHT,
                 }),
                 _ => None,
             })

@@ -142,6 +142,7 @@ pub fn expect(name: &str, subject: Subject, check: Check, since: &str) -> Expect
         check,
         since: since.to_string(),
         requires: Vec::new(),
+        weight: DEFAULT_WEIGHT,
     }
 }
 

@@ -9,6 +9,10 @@ use crate::experiment::model::*;
 use crate::experiment::raw::*;
 use crate::experiment::states::{SubjectKind, parse_state};
 
+/// The largest `weight` an expectation may carry: weights are relative, and a bound keeps a
+/// typo (`weight: 1000000`) from drowning every other expectation in the score.
+const MAX_WEIGHT: f64 = 100.0;
+
 impl Validator<'_> {
     pub(super) fn state(&mut self, s: &S<RawState>, kind: SubjectKind) -> Option<StateMatch> {
         match parse_state(&s.value, kind) {
@@ -214,13 +218,35 @@ impl Validator<'_> {
                 );
             }
         }
+        let weight = self.weight(&x.weight);
         Some(Expectation {
             name: name?,
             subject: subject?.0,
             check: check?,
             since: since?,
             requires: x.requires.iter().map(|r| r.value.clone()).collect(),
+            weight: weight?,
         })
+    }
+
+    /// `weight`: how much the expectation counts in the resilience score, more than 0 and at
+    /// most [`MAX_WEIGHT`]; 1 when not written.
+    fn weight(&mut self, w: &Option<S<f64>>) -> Option<f64> {
+        let Some(w) = w else {
+            return Some(DEFAULT_WEIGHT);
+        };
+        if w.value.is_finite() && w.value > 0.0 && w.value <= MAX_WEIGHT {
+            return Some(w.value);
+        }
+        self.err(
+            w,
+            format!(
+                "`weight` must be more than 0 and at most {MAX_WEIGHT}, found {}",
+                w.value
+            ),
+            Some("weights are relative (default 1); give a minor expectation e.g. 0.5"),
+        );
+        None
     }
 
     pub(super) fn check(

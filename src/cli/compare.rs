@@ -1,0 +1,100 @@
+//! `faultline compare BASELINE NOW` (and the end of `run --baseline`): load both sides,
+//! compare, print, write the reports asked for; the exit code says whether anything
+//! regressed.
+
+use std::path::Path;
+
+use super::{CompareArgs, EXIT_ERROR};
+use crate::compare::{Comparison, Tolerance, ToleranceSpec, compare as compare_sets};
+use crate::report;
+use crate::series::{Series, load_all};
+
+/// `faultline compare`.
+pub(super) fn compare(args: &CompareArgs) -> i32 {
+    let Some(tolerance) = tolerance(&args.tolerance) else {
+        return EXIT_ERROR;
+    };
+    let (Some(baseline), Some(now)) = (load(&args.baseline), load(&args.now)) else {
+        return EXIT_ERROR;
+    };
+    let labels = (
+        args.baseline.display().to_string(),
+        args.now.display().to_string(),
+    );
+    compare_and_report(
+        &baseline,
+        &now,
+        &tolerance,
+        (&labels.0, &labels.1),
+        args.out.as_deref(),
+        args.summary.as_deref(),
+    )
+}
+
+/// Combines the `--tolerance` values, printing the error.
+pub(super) fn tolerance(specs: &[ToleranceSpec]) -> Option<Tolerance> {
+    match Tolerance::from_specs(specs) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("{e}");
+            None
+        }
+    }
+}
+
+/// Loads one side (a record, a series file or a report directory), printing the error.
+pub(super) fn load(path: &Path) -> Option<Vec<Series>> {
+    match load_all(path) {
+        Ok(sets) => Some(sets),
+        Err(e) => {
+            eprintln!("{e}");
+            None
+        }
+    }
+}
+
+/// Checks the tolerance's keys against both sides, compares, prints the comparison,
+/// writes `compare.{md,html,junit.xml}` into `out` and appends the Markdown to `summary`
+/// when given. Returns the exit code: the comparison's, or 2 when something could not be
+/// written or a tolerance names nothing.
+pub(super) fn compare_and_report(
+    baseline: &[Series],
+    now: &[Series],
+    tolerance: &Tolerance,
+    labels: (&str, &str),
+    out: Option<&Path>,
+    summary: Option<&Path>,
+) -> i32 {
+    let names = crate::compare::expectation_names(&[baseline, now]);
+    if let Err(e) = tolerance.check_keys(names.iter().map(String::as_str)) {
+        eprintln!("{e}");
+        return EXIT_ERROR;
+    }
+    let cmp: Comparison = compare_sets(baseline, now, tolerance, labels);
+    print!("{}", report::compare::terminal::render(&cmp));
+    let mut code = cmp.exit_code();
+    if let Some(dir) = out {
+        match report::compare::write_all(&cmp, baseline, now, dir) {
+            Ok(paths) => {
+                for p in paths {
+                    println!("wrote {}", p.display());
+                }
+            }
+            Err(e) => {
+                eprintln!("cannot write the comparison: {e}");
+                code = code.max(EXIT_ERROR);
+            }
+        }
+    }
+    if let Some(path) = summary {
+        let section = report::compare::markdown::render(&cmp);
+        match report::markdown::append_section(&section, path) {
+            Ok(()) => println!("appended the comparison to {}", path.display()),
+            Err(e) => {
+                eprintln!("cannot write the summary: {e}");
+                code = code.max(EXIT_ERROR);
+            }
+        }
+    }
+    code
+}

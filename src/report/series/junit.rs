@@ -1,0 +1,137 @@
+//! JUnit of a series: one test case per expectation over all runs, so CI shows one test
+//! per belief whatever `--repeat` was. It passes when the expectation held in every counted
+//! run; held in some runs only, it fails as `flaky` and says in which runs; held in none,
+//! it fails (or is an error when no run failed it, only left it undecided). A second suite
+//! holds the recovery figures, each case's time the median; the score is a property.
+
+use junit_report::{Duration as JDuration, OffsetDateTime, Report, TestCase, TestSuite};
+
+use crate::judge::Outcome;
+use crate::report::junit::{with_properties, xml};
+use crate::report::sanitize::cdata;
+use crate::series::{ExpectationSpread, Reliability, Series};
+
+use super::{outcomes_text, scores_text};
+
+/// Renders the series as JUnit XML.
+pub fn render(series: &Series) -> String {
+    let spread = series.spread();
+    let suite_name = cdata(series.name());
+    let mut suite = TestSuite::new(&suite_name);
+    if let Ok(ts) = OffsetDateTime::from_unix_timestamp(series.first().started_at.timestamp()) {
+        suite.set_timestamp(ts);
+    }
+    for e in &spread.expectations {
+        let mut case = expectation_case(series, e);
+        case.set_classname(&suite_name);
+        suite.add_testcase(case);
+    }
+    for (i, run) in series.runs().iter().enumerate() {
+        for err in &run.errors {
+            let mut case = TestCase::error(
+                &cdata(&format!("run {}: {}", i + 1, head(err))),
+                JDuration::ZERO,
+                "error",
+                &cdata(err),
+            );
+            case.set_classname(&suite_name);
+            suite.add_testcase(case);
+        }
+    }
+    let mut figures = TestSuite::new(&format!("{suite_name} recovery figures"));
+    for f in &spread.figures {
+        let mut case = match f.spread.median {
+            Some(ms) => TestCase::success(f.label, JDuration::milliseconds(ms.max(0.0) as i64)),
+            None => TestCase::skipped(f.label),
+        };
+        case.set_classname(&format!("{suite_name} recovery figures"));
+        case.set_system_out(&cdata(&format!(
+            "{}: {} (min / median / max over {} runs)",
+            f.label,
+            f.spread.ms_text(),
+            spread.runs
+        )));
+        figures.add_testcase(case);
+    }
+    let mut report = Report::new();
+    report.add_testsuite(suite);
+    report.add_testsuite(figures);
+    let text = |x: Option<f64>| crate::judge::score::value_text(x);
+    let properties = vec![
+        ("runs".to_string(), spread.runs.to_string()),
+        ("score".to_string(), text(spread.score.median)),
+        ("score.min".to_string(), text(spread.score.min)),
+        ("score.max".to_string(), text(spread.score.max)),
+        ("score.runs".to_string(), scores_text(&spread.scores)),
+    ];
+    with_properties(xml(&report, series.name()), &[(0, properties)])
+}
+
+/// The part of an error before its first `:` (`step `stop``), or `setup`.
+fn head(err: &str) -> &str {
+    match err.split_once(':') {
+        Some((h, _)) if h.starts_with("step") => h,
+        _ => "setup",
+    }
+}
+
+fn expectation_case(series: &Series, e: &ExpectationSpread) -> TestCase {
+    let name = cdata(&e.name);
+    let time = JDuration::milliseconds(e.measured.median.unwrap_or(0.0).max(0.0) as i64);
+    // Each run's verdict, for the case's output and for the message of the first that
+    // did not pass.
+    let per_run: Vec<(usize, Outcome, String)> = series
+        .runs()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let v = r.verdicts.iter().find(|v| v.name == e.name)?;
+            Some((i + 1, v.outcome, v.message.clone()))
+        })
+        .collect();
+    let first_not_passed = per_run
+        .iter()
+        .find(|(_, o, _)| !matches!(o, Outcome::Passed | Outcome::Skipped));
+    let why = first_not_passed
+        .map(|(i, o, m)| format!("run {i}: {} {m}", crate::report::outcome_word(*o)))
+        .unwrap_or_default();
+    let mut case = match e.reliability {
+        Reliability::Held => TestCase::success(&name, time),
+        Reliability::Skipped => {
+            let message = per_run.first().map(|(_, _, m)| m.as_str()).unwrap_or("");
+            TestCase::skipped_with_cause(&name, "skipped", &cdata(message))
+        }
+        Reliability::Flaky => TestCase::failure(
+            &name,
+            time,
+            "flaky",
+            &cdata(&format!("{}; {why}", e.summary())),
+        ),
+        Reliability::NotHeld if e.outcomes.contains(&Outcome::Failed) => TestCase::failure(
+            &name,
+            time,
+            "expectation",
+            &cdata(&format!("{}; {why}", e.summary())),
+        ),
+        Reliability::NotHeld => TestCase::error(
+            &name,
+            time,
+            "undecided",
+            &cdata(&format!("{}; {why}", e.summary())),
+        ),
+    };
+    let mut out = format!(
+        "{}: {}\nmeasured (min / median / max): {}\n",
+        e.summary(),
+        outcomes_text(&e.outcomes),
+        e.measured.ms_text()
+    );
+    for (i, o, m) in &per_run {
+        out.push_str(&format!(
+            "  run {i}: {} {m}\n",
+            crate::report::outcome_word(*o)
+        ));
+    }
+    case.set_system_out(&cdata(&out));
+    case
+}

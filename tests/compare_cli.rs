@@ -1,0 +1,263 @@
+//! The real binary: `faultline compare` on the committed records (against themselves, and
+//! against a copy "made before an upgrade" in the test), its tolerance errors and reports;
+//! `report` and `rehearse` on a series file.
+
+mod records_support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use faultline::judge::Outcome;
+use records_support::*;
+
+fn faultline(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("faultline runs");
+    println!("{}", String::from_utf8_lossy(&out.stdout));
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A report directory holding every committed record as if made on an older Kubernetes
+/// whose grace period was 10 s shorter: each node noticed 10 s earlier.
+fn before_upgrade(dir: &Path) {
+    for s in committed() {
+        let r = upgraded(s.first().clone(), "v1.32.9", -10_000);
+        r.save(&dir.join(format!("{}.json", s.name()))).unwrap();
+    }
+}
+
+#[test]
+fn the_committed_runs_compared_with_themselves_exit_0() {
+    let out = faultline(&["compare", "fixtures/records", "fixtures/records"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(
+        text.ends_with(
+            "NO REGRESSION: 4 experiment(s) compared, every change within the tolerance\n"
+        ),
+        "{text}"
+    );
+    // One record against itself too, under no tolerance at all.
+    let one = "fixtures/records/kubelet-stop-within-toleration.json";
+    let out = faultline(&["compare", one, one, "--tolerance", "0%"]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn a_node_noticed_ten_seconds_later_exits_1_under_a_tight_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    before_upgrade(dir.path());
+    let base = dir.path().to_str().unwrap();
+    let out = faultline(&["compare", base, "fixtures/records", "--tolerance", "5%"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "  changed:  Kubernetes v1.32.9 → v1.33.13; node-monitor grace period 10s → 20s"
+        ),
+        "{text}"
+    );
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("node NotReady"))
+        .collect();
+    assert_eq!(rows.len(), 4, "one per experiment: {text}");
+    for row in rows {
+        assert!(row.contains("+10.0s") && row.ends_with("SLOWER"), "{row}");
+    }
+    assert!(
+        text.lines().last().unwrap().starts_with("REGRESSED: "),
+        "{text}"
+    );
+    // Loose enough, the same move is within the tolerance.
+    let out = faultline(&["compare", base, "fixtures/records", "--tolerance", "200%"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn the_comparison_is_written_as_markdown_html_and_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    std::fs::create_dir(&base).unwrap();
+    before_upgrade(&base);
+    let out_dir = dir.path().join("out");
+    let summary = dir.path().join("summary.md");
+    std::fs::write(&summary, "# job summary\n").unwrap();
+    let out = faultline(&[
+        "compare",
+        base.to_str().unwrap(),
+        "fixtures/records",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--summary",
+        summary.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let junit = std::fs::read_to_string(out_dir.join("compare.junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).expect("well-formed JUnit");
+    let suites = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .count();
+    assert_eq!(suites, 4);
+    let md = std::fs::read_to_string(out_dir.join("compare.md")).unwrap();
+    assert!(md.starts_with("## **REGRESSED** "), "{md}");
+    let appended = std::fs::read_to_string(&summary).unwrap();
+    assert_eq!(appended, format!("# job summary\n\n{md}"));
+    let html = std::fs::read_to_string(out_dir.join("compare.html")).unwrap();
+    assert_eq!(
+        html.matches("<svg ").count(),
+        8,
+        "two timelines per experiment"
+    );
+}
+
+#[test]
+fn bad_tolerances_and_paths_are_clear_errors() {
+    let records = "fixtures/records";
+    let out = faultline(&["compare", records, records, "--tolerance", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(
+            "invalid value '10' for '--tolerance <[KEY=]VALUE>': `10` has no unit: write a percentage (10%) or a duration (10s)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = faultline(&[
+        "compare",
+        records,
+        records,
+        "--tolerance",
+        "node_not_redy=2s",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(
+            "--tolerance `node_not_redy=…`: no recovery figure or expectation of that name"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = faultline(&[
+        "compare",
+        records,
+        records,
+        "--tolerance",
+        "5%",
+        "--tolerance",
+        "6%",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("relative tolerance of every figure twice"));
+    let out = faultline(&["compare", "no/such/dir", records]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("no/such/dir: "),
+        "{}",
+        stderr(&out)
+    );
+    let out = faultline(&["compare", "experiments", records]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no run records (*.json) in this directory"),
+        "{}",
+        stderr(&out)
+    );
+    // `--tolerance` belongs to `--baseline` in `run`.
+    let out = faultline(&[
+        "run",
+        "experiments/reboot.yaml",
+        "-i",
+        "fixtures/inventory/lab.yaml",
+        "--tolerance",
+        "5%",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--baseline"), "{}", stderr(&out));
+    // A baseline in the directory the run writes to would be overwritten by it.
+    let out = faultline(&[
+        "run",
+        "experiments/reboot.yaml",
+        "-i",
+        "fixtures/inventory/lab.yaml",
+        "--baseline",
+        "fixtures/records",
+        "--reports",
+        "fixtures/records",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("would overwrite the baseline; give --reports another directory"),
+        "{}",
+        stderr(&out)
+    );
+    // A wrong baseline is an error before anything runs.
+    let out = faultline(&[
+        "run",
+        "experiments/reboot.yaml",
+        "-i",
+        "fixtures/inventory/lab.yaml",
+        "--baseline",
+        "no/such/reports",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("no/such/reports: "),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn report_and_rehearse_take_a_series_file() {
+    let r = fixture("kubelet-stop-within-toleration");
+    let s = series(vec![
+        r.clone(),
+        with_outcome(r.clone(), "nothing on the node is evicted", Outcome::Failed),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubelet-stop-within-toleration.json");
+    s.save(&path).unwrap();
+    let file = path.to_str().unwrap();
+    let out = faultline(&["report", file]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("FLAKY: 1 expectation(s) held in some runs only"));
+    let out = faultline(&["report", file, "--format", "junit"]);
+    roxmltree::Document::parse(&stdout(&out)).expect("well-formed JUnit");
+    // Every run in turn: the rehearsal judges each run's own observations again.
+    let experiment = "experiments/kubelet-stop-within-toleration.yaml";
+    let out = faultline(&["rehearse", experiment, "--record", file]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "both recorded runs held when rehearsed"
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("== run 1 of 2\n") && text.contains("== run 2 of 2\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(recorded: FAIL -)"),
+        "run 2's recorded verdict: {text}"
+    );
+    let out = faultline(&["rehearse", experiment, "--record", file, "--run", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stdout(&out).contains("== run 1 of 2"));
+    let out = faultline(&["rehearse", experiment, "--record", file, "--run", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--run 3, but it holds 2 run(s)"));
+}
