@@ -261,3 +261,79 @@ fn report_and_rehearse_take_a_series_file() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--run 3, but it holds 2 run(s)"));
 }
+
+/// Issue 14's demonstration, on the records `ci/upgrade-demo` wrote on the lab (committed
+/// unedited under `fixtures/records/upgrade/`): the same experiments, three runs each, at
+/// Kubernetes v1.31.4 and v1.33.13 with each release's own default timers. v1.32 raised the
+/// default node-monitor grace period from 40 s to 50 s; the comparison must show it.
+#[test]
+fn the_upgrade_from_v1_31_to_v1_33_moves_node_unknown_by_about_ten_seconds() {
+    let old = "fixtures/records/upgrade/v1.31.4";
+    let new = "fixtures/records/upgrade/v1.33.13";
+    let load = |dir: &str| faultline::series::load_all(&repo().join(dir)).unwrap();
+    let (baseline, now) = (load(old), load(new));
+    assert_eq!(baseline.len(), 2, "two experiments on each side");
+    for side in [&baseline, &now] {
+        for s in side.iter() {
+            assert_eq!(s.runs().len(), 3, "{}: three runs", s.name());
+        }
+    }
+    let tolerance = faultline::compare::Tolerance::from_specs(&[]).unwrap();
+    let cmp = faultline::compare::compare(&baseline, &now, &tolerance, (old, new));
+    let version = |side: &faultline::compare::Side| {
+        assert_eq!(side.clusters.len(), 1, "one cluster per side");
+        side.clusters[0].server_version.clone()
+    };
+    assert_eq!(version(&cmp.baseline).as_deref(), Some("v1.31.4"));
+    assert_eq!(version(&cmp.now).as_deref(), Some("v1.33.13"));
+    assert!(
+        cmp.cluster_changes()
+            .iter()
+            .any(|c| c.contains("grace period 40s → 50s")),
+        "{:?}",
+        cmp.cluster_changes()
+    );
+    for e in &cmp.experiments {
+        let f = e
+            .figures
+            .iter()
+            .find(|f| f.key == "node_not_ready")
+            .expect("node_not_ready compared");
+        let delta = f.delta.expect("observed on both sides");
+        assert!(
+            (7_000.0..=13_000.0).contains(&delta),
+            "{}: node NotReady moved by {delta} ms, not about +10 s",
+            e.name
+        );
+        assert_eq!(
+            f.movement,
+            faultline::compare::Movement::Worse,
+            "{}",
+            e.name
+        );
+        // Every expectation held in every run on both sides: the bounds follow `grace`.
+        assert!(
+            e.expectations.iter().all(|x| matches!(
+                x.change,
+                faultline::compare::Change::Unchanged | faultline::compare::Change::Skipped
+            )),
+            "{}: {:?}",
+            e.name,
+            e.expectations
+        );
+    }
+
+    // The real binary: exit 1 under a tight tolerance, the move named; exit 0 against itself.
+    let out = faultline(&["compare", old, new, "--tolerance", "5%"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains("node-monitor grace period 40s → 50s"),
+        "{text}"
+    );
+    assert!(text.contains("node NotReady SLOWER (+"), "{text}");
+    for dir in [old, new] {
+        let out = faultline(&["compare", dir, dir, "--tolerance", "0%"]);
+        assert_eq!(out.status.code(), Some(0), "{dir} against itself");
+    }
+}
