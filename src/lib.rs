@@ -12,6 +12,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod doctor;
 pub mod execute;
 pub mod experiment;
 #[cfg(test)]
@@ -25,3 +26,4 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod timeline;
+pub mod timers;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::experiment::model::{ClusterTimers, Experiment};
 use crate::judge::{Figures, Outcome, Verdict};
 use crate::timeline::Timeline;
+use crate::timers::TimerSource;
 
 /// One run of one experiment, from plan to verdicts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,6 +106,10 @@ pub struct ClusterInfo {
     pub server_version: Option<String>,
     /// Node-lifecycle timers bounds resolved against.
     pub timers: ClusterTimers,
+    /// Where each timer came from (the cluster, the inventory, or an assumed default);
+    /// empty in records written before faultline said so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timer_sources: Vec<TimerSource>,
     /// Capabilities the cluster has (e.g. `containers`).
     pub capabilities: Vec<String>,
 }

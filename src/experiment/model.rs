@@ -675,10 +675,10 @@ impl std::fmt::Display for Bound {
     }
 }
 
-/// The cluster's node-lifecycle timers, as the inventory (cluster profile) states them.
-/// Bounds such as `grace` resolve against these; faultline never assumes upstream defaults
-/// are what a cluster runs with.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// The cluster's node-lifecycle timers in force: read from the cluster where it shows them,
+/// else as the inventory states them, else the upstream defaults, marked assumed (where
+/// each came from is `crate::timers`). Bounds such as `grace` resolve against these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterTimers {
     /// kube-controller-manager `--node-monitor-period`.
     pub node_monitor_period: Duration,
@@ -691,7 +691,8 @@ pub struct ClusterTimers {
 }
 
 impl Default for ClusterTimers {
-    /// Upstream defaults (Kubernetes 1.32+), used only when a profile states nothing.
+    /// Upstream defaults (Kubernetes 1.32+): what a timer is assumed to be when neither
+    /// the cluster nor the inventory gives it, and then marked so (`crate::timers`).
     fn default() -> Self {
         ClusterTimers {
             node_monitor_period: Duration::from_secs(5),
