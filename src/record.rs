@@ -210,6 +210,24 @@ impl RunOutcome {
 }
 
 impl RunRecord {
+    /// The mark a report puts after an expectation whose bounds rest on an assumed timer
+    /// (` [ASSUMED: grace = 50s]`), or nothing; nothing for records that do not say where
+    /// their timers came from.
+    pub fn assumed_mark(&self, expectation: &str) -> String {
+        self.experiment
+            .expectations
+            .iter()
+            .find(|e| e.name == expectation)
+            .map(|e| {
+                crate::timers::assumed_mark_all(
+                    &e.check.bounds(),
+                    &self.cluster.timer_sources,
+                    crate::timers::BoundUse::Expectation,
+                )
+            })
+            .unwrap_or_default()
+    }
+
     /// The experiment's steps that were never issued, in file order: a report lists them
     /// so a run that stopped early does not hide what it did not do.
     pub fn steps_not_run(&self) -> Vec<&crate::experiment::model::Step> {

@@ -117,9 +117,9 @@ pub async fn check_node(
     let reached = executor
         .perform(name, &NodeOp::Run(script), CHECK_TIMEOUT)
         .await;
-    let (reachable, transport) = transport_findings(node, &reached);
+    let (blocked, transport) = transport_findings(node, &reached);
     findings.extend(transport);
-    if !reachable {
+    if let Some(why) = blocked {
         for check in [CheckKind::KubeletUnit, CheckKind::Commands]
             .into_iter()
             .chain((depth == Depth::Full).then_some(CheckKind::SelfRestore))
@@ -129,7 +129,7 @@ pub async fn check_node(
                 name,
                 check,
                 Status::Skip,
-                "not checked: the node cannot be reached",
+                format!("not checked: {why}"),
             ));
         }
         findings.extend(power_finding(executor, node, needs).await);
@@ -233,11 +233,12 @@ fn program_script<'a>(programs: impl Iterator<Item = &'a String>) -> String {
     )
 }
 
-/// Reachable, host key, authentication and sudo, from how the first command ended.
+/// Reachable, host key, authentication and sudo, from how the first command ended; and,
+/// when commands cannot run on the node, why (the other checks are then not made).
 fn transport_findings(
     node: &NodeAccess,
     reached: &Result<crate::execute::OpOutcome, ExecError>,
-) -> (bool, Vec<Finding>) {
+) -> (Option<&'static str>, Vec<Finding>) {
     let name = node.name.as_str();
     let f = |check, status, detail: String| Finding::node(name, check, status, detail);
     let how = match node.transport {
@@ -297,45 +298,54 @@ fn transport_findings(
                     not_ssh(CheckKind::Sudo),
                 ]);
             }
-            (true, out)
+            (None, out)
         }
         Err(ExecError::Ssh { source, .. }) => {
-            let out = match source {
-                SshError::HostKey(msg) => vec![
-                    f(CheckKind::Reachable, Status::Pass, how),
-                    f(CheckKind::HostKey, Status::Fail, msg.clone()),
-                    skipped(CheckKind::Auth, "the host key did not match"),
-                    skipped(CheckKind::Sudo, "the host key did not match"),
-                ],
-                SshError::Auth { .. } => vec![
-                    f(CheckKind::Reachable, Status::Pass, how),
-                    f(
-                        CheckKind::HostKey,
-                        Status::Pass,
-                        "matches known_hosts".into(),
-                    ),
-                    f(CheckKind::Auth, Status::Fail, source.to_string()),
-                    skipped(CheckKind::Sudo, "authentication failed"),
-                ],
-                other => vec![
-                    f(
-                        CheckKind::Reachable,
-                        Status::Fail,
-                        format!("{how}: {other}"),
-                    ),
-                    skipped(CheckKind::HostKey, "the node cannot be reached"),
-                    skipped(CheckKind::Auth, "the node cannot be reached"),
-                    skipped(CheckKind::Sudo, "the node cannot be reached"),
-                ],
+            let (why, out) = match source {
+                SshError::HostKey(msg) => (
+                    "the host key did not match",
+                    vec![
+                        f(CheckKind::Reachable, Status::Pass, how),
+                        f(CheckKind::HostKey, Status::Fail, msg.clone()),
+                        skipped(CheckKind::Auth, "the host key did not match"),
+                        skipped(CheckKind::Sudo, "the host key did not match"),
+                    ],
+                ),
+                SshError::Auth { .. } => (
+                    "authentication failed",
+                    vec![
+                        f(CheckKind::Reachable, Status::Pass, how),
+                        f(
+                            CheckKind::HostKey,
+                            Status::Pass,
+                            "matches known_hosts".into(),
+                        ),
+                        f(CheckKind::Auth, Status::Fail, source.to_string()),
+                        skipped(CheckKind::Sudo, "authentication failed"),
+                    ],
+                ),
+                other => (
+                    "the node cannot be reached",
+                    vec![
+                        f(
+                            CheckKind::Reachable,
+                            Status::Fail,
+                            format!("{how}: {other}"),
+                        ),
+                        skipped(CheckKind::HostKey, "the node cannot be reached"),
+                        skipped(CheckKind::Auth, "the node cannot be reached"),
+                        skipped(CheckKind::Sudo, "the node cannot be reached"),
+                    ],
+                ),
             };
-            (false, out)
+            (Some(why), out)
         }
         Err(ExecError::CommandFailed {
             exit_status,
             output,
             ..
         }) if ssh && node.ssh.sudo => (
-            false,
+            Some("`sudo -n` fails"),
             vec![
                 f(CheckKind::Reachable, Status::Pass, how),
                 f(
@@ -376,7 +386,7 @@ fn transport_findings(
                     not_ssh(CheckKind::Sudo),
                 ]);
             }
-            (false, out)
+            (Some("the node cannot be reached"), out)
         }
     }
 }

@@ -447,6 +447,26 @@ pub enum Check {
     },
 }
 
+impl Check {
+    /// Every bound the check uses, in the order it is written: what `plan` and the reports
+    /// look at to mark one built on an assumed timer.
+    pub fn bounds(&self) -> Vec<&Bound> {
+        match self {
+            Check::Becomes { window, .. } => match window {
+                Window::Eventually => vec![],
+                Window::Within(b) | Window::After(b) => vec![b],
+                Window::Between(a, b) => vec![a, b],
+            },
+            Check::Stays { until, .. } | Check::Never { until, .. } => match until {
+                Until::For(b) => vec![b],
+                Until::Step(_) | Until::End => vec![],
+            },
+            Check::DownFor { at_most } => vec![at_most],
+            Check::Restarts { .. } | Check::Replaced { .. } => vec![],
+        }
+    }
+}
+
 /// The time window of a `becomes` check, relative to the `since` step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

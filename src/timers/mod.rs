@@ -395,6 +395,24 @@ pub fn assumed_terms(bound: &Bound, sources: &[TimerSource], used: BoundUse) -> 
     out
 }
 
+/// The mark for several bounds used together (an expectation's window): the assumed
+/// timers any of them is built on, once each.
+pub fn assumed_mark_all(bounds: &[&Bound], sources: &[TimerSource], used: BoundUse) -> String {
+    let mut terms: Vec<String> = Vec::new();
+    for b in bounds {
+        for t in assumed_terms(b, sources, used) {
+            if !terms.contains(&t) {
+                terms.push(t);
+            }
+        }
+    }
+    if terms.is_empty() {
+        String::new()
+    } else {
+        format!(" [ASSUMED: {}]", terms.join(", "))
+    }
+}
+
 /// The mark put after a bound built on assumed timers: ` [ASSUMED: grace = 50s]`, or
 /// nothing.
 pub fn assumed_mark(bound: &Bound, sources: &[TimerSource], used: BoundUse) -> String {
