@@ -13,11 +13,17 @@
 //! [`report`] renders findings as a table or JSON; `cli/doctor.rs` is the command.
 
 pub(crate) mod access;
+mod clock;
 mod cluster;
 pub(crate) mod needs;
 mod node;
+mod power;
+mod programs;
 pub mod report;
+mod restore;
 pub mod timers;
+mod transport;
+mod unit;
 
 use std::fmt;
 
