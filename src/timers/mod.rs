@@ -270,6 +270,8 @@ impl TimerSource {
                 "; the inventory states {}, which the cluster does not use",
                 show(self.inventory.unwrap_or_default())
             ));
+        } else if self.origin == Origin::Cluster && self.inventory.is_some() {
+            line.push_str("; the inventory states the same");
         }
         line
     }

@@ -61,6 +61,17 @@ fn the_cluster_wins_then_the_inventory_then_an_assumed_default() {
         ]
     );
     assert_eq!(t.disagreements().len(), 1);
+
+    let mut agreeing = ClusterReadings::default();
+    agreeing.offer(Timer::NodeMonitorGracePeriod, reading(40, "kcm flag"));
+    let t = TimersInForce::resolve(&agreeing, &stated, Some("v1.31.4"));
+    let grace = t.source(Timer::NodeMonitorGracePeriod).expect("grace");
+    assert!(!grace.disagrees());
+    assert!(
+        grace.line().ends_with("; the inventory states the same"),
+        "{}",
+        grace.line()
+    );
 }
 
 #[test]
