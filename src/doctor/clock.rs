@@ -2,8 +2,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::node::CHECK_TIMEOUT;
-use super::{CheckKind, Finding, Status};
+use super::{CHECK_TIMEOUT, CheckKind, Finding, Status};
 use crate::execute::{Executor, NodeOp};
 
 /// A node clock further off than this is worth a warning.

@@ -38,6 +38,9 @@ use crate::execute::Executor;
 use crate::experiment::model::Experiment;
 use crate::inventory::Inventory;
 
+/// How long one check's command may take on a node.
+const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]

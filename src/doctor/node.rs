@@ -3,19 +3,15 @@
 //! the self-restore's own arm and disarm, the power driver's argv).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use futures::future::join_all;
 
 use super::needs::{Needs, PowerKey};
 use super::programs::{commands_finding, first_program, op_key, program_script};
-use super::{CheckKind, Finding, Status, clock, power, restore, transport, unit};
+use super::{CHECK_TIMEOUT, CheckKind, Finding, Status, clock, power, restore, transport, unit};
 use crate::execute::{ExecError, Executor, NodeOp};
 use crate::experiment::model::Experiment;
 use crate::inventory::NodeAccess;
-
-/// How long one check's command may take on a node.
-pub(super) const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// How much `check_node` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,7 @@
 //! The out-of-band power driver answers `power.status`, or what is missing.
 
 use super::needs::{Needs, PowerKey};
-use super::node::CHECK_TIMEOUT;
-use super::{CheckKind, Finding, Status};
+use super::{CHECK_TIMEOUT, CheckKind, Finding, Status};
 use crate::execute::{Executor, PowerState};
 use crate::inventory::NodeAccess;
 

@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::node::CHECK_TIMEOUT;
-use super::{CheckKind, Finding, Status};
+use super::{CHECK_TIMEOUT, CheckKind, Finding, Status};
 use crate::execute::{ExecError, Executor, NodeOp};
 use crate::inventory::NodeAccess;
 
