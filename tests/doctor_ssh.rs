@@ -206,15 +206,18 @@ async fn a_healthy_node_passes_every_check() {
         "{unit}"
     );
     assert_eq!(get(&findings, CheckKind::Clock).status, Status::Pass);
-    // The armed `sleep 600; true` is really gone.
-    let left = Command::new("pgrep")
-        .args(["-f", "faultline-restore-doctor"])
-        .output()
-        .expect("pgrep");
+    // The armed `sleep 600; true` is really gone (by its pid: other tests arm their own).
+    let pid: u32 = restore
+        .detail
+        .trim_start_matches("armed (pid ")
+        .split(')')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("the pid in the detail");
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     assert!(
-        left.stdout.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&left.stdout)
+        !String::from_utf8_lossy(&cmdline).contains("faultline-restore-doctor"),
+        "pid {pid} still runs the restore"
     );
 }
 

@@ -1,5 +1,6 @@
 //! A self-restore can be armed on the node, through the node's own mechanism, and disarmed.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{CheckKind, Finding, Status};
@@ -13,12 +14,15 @@ const CHECK_RESTORE_AFTER: Duration = Duration::from_secs(600);
 /// inventory's `armRestore`) whose undo is `true`, and disarms it again at once.
 pub(super) async fn finding(executor: &Executor, name: &str) -> Finding {
     let f = |status, detail: String| Finding::node(name, CheckKind::SelfRestore, status, detail);
+    // One token per check, even for nodes checked in the same millisecond.
+    static SEQ: AtomicU32 = AtomicU32::new(0);
     let token = format!(
-        "doctor{}",
+        "doctor{}-{}",
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis())
-            .unwrap_or(0)
+            .unwrap_or(0),
+        SEQ.fetch_add(1, Ordering::Relaxed)
     );
     let armed = match executor
         .arm_restore(
