@@ -15,6 +15,7 @@
 pub mod cli;
 pub mod cluster;
 pub mod compare;
+pub mod doctor;
 pub mod execute;
 pub mod experiment;
 #[cfg(test)]
@@ -29,3 +30,4 @@ pub mod report;
 pub mod run;
 pub mod series;
 pub mod timeline;
+pub mod timers;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::experiment::model::{ClusterTimers, Experiment};
 use crate::judge::{Figures, Outcome, Verdict};
 use crate::timeline::Timeline;
+use crate::timers::TimerSource;
 
 /// One run of one experiment, from plan to verdicts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,6 +106,10 @@ pub struct ClusterInfo {
     pub server_version: Option<String>,
     /// Node-lifecycle timers bounds resolved against.
     pub timers: ClusterTimers,
+    /// Where each timer came from (the cluster, the inventory, or an assumed default);
+    /// empty in records written before faultline said so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timer_sources: Vec<TimerSource>,
     /// Capabilities the cluster has (e.g. `containers`).
     pub capabilities: Vec<String>,
 }
@@ -205,6 +210,24 @@ impl RunOutcome {
 }
 
 impl RunRecord {
+    /// The mark a report puts after an expectation whose bounds rest on an assumed timer
+    /// (` [ASSUMED: grace = 50s]`), or nothing; nothing for records that do not say where
+    /// their timers came from.
+    pub fn assumed_mark(&self, expectation: &str) -> String {
+        self.experiment
+            .expectations
+            .iter()
+            .find(|e| e.name == expectation)
+            .map(|e| {
+                crate::timers::assumed_mark_all(
+                    &e.check.bounds(),
+                    &self.cluster.timer_sources,
+                    crate::timers::BoundUse::Expectation,
+                )
+            })
+            .unwrap_or_default()
+    }
+
     /// The experiment's steps that were never issued, in file order: a report lists them
     /// so a run that stopped early does not hide what it did not do.
     pub fn steps_not_run(&self) -> Vec<&crate::experiment::model::Step> {

@@ -245,11 +245,17 @@ fn docker_k3d_shaped_containers_become_an_inventory_with_the_k3s_flags_as_timers
             node("agent", 1).as_str()
         ]
     );
-    let t = inv.timers();
-    assert_eq!(t.node_monitor_grace_period.as_secs(), 20);
-    assert_eq!(t.node_monitor_period.as_secs(), 2);
-    assert_eq!(t.default_unreachable_toleration.as_secs(), 30);
-    assert_eq!(t.default_not_ready_toleration.as_secs(), 300);
+    let t = inv.stated_timers();
+    assert_eq!(t.node_monitor_grace_period.map(|d| d.as_secs()), Some(20));
+    assert_eq!(t.node_monitor_period.map(|d| d.as_secs()), Some(2));
+    assert_eq!(
+        t.default_unreachable_toleration.map(|d| d.as_secs()),
+        Some(30)
+    );
+    assert_eq!(
+        t.default_not_ready_toleration.map(|d| d.as_secs()),
+        Some(300)
+    );
     assert!(
         text.contains(&format!(
             "node container {} is exited, not running",

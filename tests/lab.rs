@@ -768,6 +768,20 @@ async fn a_step_on_every_worker_is_armed_ahead_and_runs_on_all_at_once() {
     let record = s.record("fan-out");
     let workers = &record.targets["workers"];
     assert_eq!(workers.len(), 3, "the lab's three workers: {workers:?}");
+    // The lab's inventory states no timers (issue 15): the record's come from the cluster.
+    let timers = &record.cluster.timer_sources;
+    assert_eq!(timers.len(), 4, "{timers:#?}");
+    assert!(
+        timers
+            .iter()
+            .all(|t| t.origin == faultline::timers::Origin::Cluster && t.inventory.is_none()),
+        "{timers:#?}"
+    );
+    assert_eq!(
+        record.cluster.timers.node_monitor_grace_period,
+        Duration::from_secs(20),
+        "the lab's fast preset, read from kube-controller-manager's /configz"
+    );
     let due = due_ms(&record, "stamp");
     let seen = step_entries(&record, "stamp");
     assert_eq!(seen.armed.len(), 3, "{seen:?}");
@@ -837,8 +851,46 @@ async fn a_step_that_cannot_be_armed_on_one_node_touches_none() {
         .into_iter()
         .find(|n| n.starts_with("lab-worker"))
         .expect("a worker");
-    // Nothing answers there: the lab's subnet, outside the addresses `up` hands out.
+    // Nothing answers there: the lab's subnet, outside the addresses `up` hands out. The
+    // run's pre-flight checks refuse it before setup touches anything.
     let inventory = s.inventory_with_address(&unreachable, "10.213.77.250");
+    let inventory = inventory.display().to_string();
+    let out = s.run(
+        "fixtures/experiments/lab/fan-out.yaml",
+        &["--inventory", &inventory],
+    );
+    assert_eq!(out.status.code(), Some(2), "refused");
+    let record = s.record("fan-out");
+    assert!(
+        record
+            .errors
+            .iter()
+            .any(|e| e.contains("refused by the pre-flight checks")
+                && e.contains(&format!(
+                    "{unreachable} reachable: ssh root@10.213.77.250:22"
+                ))),
+        "{:?}",
+        record.errors
+    );
+    assert!(record.timeline.entries.is_empty(), "nothing done");
+
+    // Reachable, but its self-restore cannot be armed (the pre-flight checks do not arm):
+    // the step is issued on no worker.
+    let text = std::fs::read_to_string(lab_support::inventory()).expect("inventory");
+    let armless: String = text
+        .lines()
+        .flat_map(|l| {
+            let mut out = vec![l.to_string()];
+            if l.trim() == format!("- name: {unreachable}") {
+                out.push("    armRestore: \"echo no service manager here >&2; exit 7\"".into());
+            }
+            out
+        })
+        .map(|l| l + "\n")
+        .collect();
+    let inventory = s.reports().join("armless.yaml");
+    std::fs::create_dir_all(s.reports()).expect("dir");
+    std::fs::write(&inventory, armless).expect("write");
     let inventory = inventory.display().to_string();
     let out = s.run(
         "fixtures/experiments/lab/fan-out.yaml",

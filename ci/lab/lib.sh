@@ -265,6 +265,18 @@ node_net_down() {   # power off: the node's address goes dark
 }
 
 node_power_state() { cat "$(lab_nodedir "$1")/power" 2>/dev/null || echo off; }
+
+# A node's configuration as `ci/lab/switch` set it; each switch's default when unset.
+node_switch() {
+  local v
+  v="$(cat "$(lab_nodedir "$1")/switches/$2" 2>/dev/null || true)"
+  if [[ -n "$v" ]]; then printf '%s\n' "$v"; return; fi
+  case "$2" in
+    kubelet-restart) echo no ;;
+    sudo) echo host ;;
+    *) die "unknown switch $2" ;;
+  esac
+}
 set_power_state() { mkdir -p "$(lab_nodedir "$1")"; echo "$2" >"$(lab_nodedir "$1")/power"; }
 
 # The machine's own /etc overlay: `ip netns exec fl-X` bind-mounts every file of

@@ -2,6 +2,7 @@
 //! its process exit code; errors are printed here, at the edge, with their context.
 
 mod compare;
+mod doctor;
 mod inventory;
 mod plan;
 mod rehearse;
@@ -54,6 +55,27 @@ pub enum Command {
         /// Kubeconfig and context overriding the inventory's.
         #[command(flatten)]
         api: ApiArgs,
+    },
+    /// Check everything a run relies on, per node and for the cluster, before breaking
+    /// anything: transport, host key, authentication, sudo, the kubelet unit, the commands
+    /// the experiments run, the power driver, the self-restore, the node clock, the API,
+    /// its permissions and the node-lifecycle timers in force. Exit 1 on any failure.
+    Doctor {
+        /// Experiment files or directories: check what they would do (default: every
+        /// command the inventory configures).
+        paths: Vec<PathBuf>,
+        /// How to reach the cluster and its nodes.
+        #[arg(long, short, env = "FAULTLINE_INVENTORY")]
+        inventory: PathBuf,
+        /// Kubeconfig and context overriding the inventory's.
+        #[command(flatten)]
+        api: ApiArgs,
+        /// A table for people or JSON for tools.
+        #[arg(long, value_enum, default_value_t = DoctorOutput::Table)]
+        output: DoctorOutput,
+        /// Skip SSH host key verification (the host-key check then says so).
+        #[arg(long)]
+        insecure_ignore_host_keys: bool,
     },
     /// Undo every fault a crashed or killed run left behind (from the fault journal).
     Restore {
@@ -265,6 +287,15 @@ pub enum ObserveArg {
     Poll,
 }
 
+/// How `faultline doctor` prints its findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DoctorOutput {
+    /// One row per check, failures repeated at the end.
+    Table,
+    /// One JSON object: findings, timers, summary.
+    Json,
+}
+
 /// Formats `faultline report` renders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
@@ -303,6 +334,13 @@ pub async fn main(cli: Cli) -> i32 {
             journal,
             api,
         } => restore::restore(&inventory, journal, &api).await,
+        Command::Doctor {
+            paths,
+            inventory,
+            api,
+            output,
+            insecure_ignore_host_keys,
+        } => doctor::doctor(&inventory, &paths, &api, output, insecure_ignore_host_keys).await,
         Command::Inventory(which) => inventory::inventory(which).await,
         Command::Report {
             record,

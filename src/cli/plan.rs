@@ -1,16 +1,26 @@
 //! `faultline plan` (and `run --dry-run`): the resolved targets and the exact commands,
-//! with every interlock checked, touching nothing.
+//! with every interlock checked, touching nothing. Without a reachable API the plan is
+//! still printed, offline: targets as their selectors with the inventory's candidate
+//! nodes, timers from the inventory or assumed (marked), so an experiment can be reviewed
+//! away from the cluster.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{EXIT_ERROR, EXIT_OK};
 use crate::cluster::ClusterError;
+use crate::execute::Executor;
 use crate::experiment::fault::{self, Via, action_name};
-use crate::experiment::model::{Action, Experiment};
+use crate::experiment::model::{Action, Experiment, NodeRole, StepTime, TargetSpec};
+use crate::inventory::Inventory;
 use crate::run::RunSettings;
 use crate::run::prepare::{Prepared, RunError, prepare, resolve};
 use crate::run::schedule;
 use crate::timeline::format_offset_ms;
+use crate::timers::{BoundUse, ClusterReadings, TimersInForce, assumed_mark, assumed_mark_all};
+
+/// Commands shown per unresolved target at most; the rest are counted.
+const CANDIDATES_SHOWN: usize = 5;
 
 /// `faultline plan`: loads the files and the inventory, prints each plan.
 pub(super) async fn plan(paths: &[PathBuf], inventory: &Path, api: &super::ApiArgs) -> i32 {
@@ -34,12 +44,25 @@ pub(super) async fn plan(paths: &[PathBuf], inventory: &Path, api: &super::ApiAr
     print_plans(&experiments, &settings).await
 }
 
-/// Prints the plan of every experiment; an error exit if any interlock refuses one.
+/// Prints the plan of every experiment; an error exit if any interlock refuses one. An
+/// API that cannot be reached gives the offline plan, not a refusal.
 pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettings) -> i32 {
     let mut code = EXIT_OK;
     for exp in experiments {
         let mut prepared = match prepare(exp, settings).await {
-            Ok(p) => p,
+            Ok(p) if p.cluster.server_version.is_some() => p,
+            Ok(p) => {
+                print!(
+                    "{}",
+                    offline(exp, settings, &p.executor, "the API server does not answer")
+                );
+                continue;
+            }
+            Err(RunError::Cluster(e)) => {
+                let executor = Executor::new(settings.inventory.clone());
+                print!("{}", offline(exp, settings, &executor, &e.to_string()));
+                continue;
+            }
             Err(e) => {
                 eprintln!("{}: refused: {e}", exp.name);
                 code = EXIT_ERROR;
@@ -47,13 +70,15 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
             }
         };
         match resolve(exp, &mut prepared, &settings.inventory).await {
-            Ok(()) => print!("{}", render(exp, &prepared)),
+            Ok(()) => print!("{}", render(exp, &online(&prepared))),
             // Targets chosen by the pods of a workload that setup has not applied yet can
             // only be resolved by a run; the rest of the plan still stands.
             Err(RunError::Cluster(e @ ClusterError::TargetUnsatisfied { .. }))
                 if !exp.setup.manifests.is_empty() =>
             {
-                print!("{}", render(exp, &prepared));
+                let mut view = online(&prepared);
+                view.targets = Targets::Selectors(candidates(exp, &settings.inventory));
+                print!("{}", render(exp, &view));
                 println!("  note: targets are resolved after setup applies its manifests ({e})");
             }
             Err(e) => {
@@ -65,27 +90,173 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
     code
 }
 
-/// The plan as text: cluster, targets, then each step with its time and exact command.
-pub(super) fn render(exp: &Experiment, p: &Prepared) -> String {
-    let mut out = format!(
-        "plan for {} on cluster {} (context {}, {})\n",
-        exp.name,
-        p.cluster.name,
-        p.cluster.context.as_deref().unwrap_or("default"),
-        p.cluster
+/// Targets as a plan shows them.
+enum Targets {
+    /// Resolved through the API: target → nodes.
+    Resolved(BTreeMap<String, Vec<String>>),
+    /// Not resolved: target → the inventory's nodes it could pick.
+    Selectors(BTreeMap<String, Vec<String>>),
+}
+
+/// What a plan is rendered from, whether the API answered or not.
+struct View<'a> {
+    cluster: String,
+    context: String,
+    /// The API server's version, or why the API was not asked.
+    reached: Result<String, String>,
+    timers: TimersInForce,
+    misses: Vec<String>,
+    capabilities: Vec<String>,
+    targets: Targets,
+    executor: &'a Executor,
+}
+
+fn online(p: &Prepared) -> View<'_> {
+    View {
+        cluster: p.cluster.name.clone(),
+        context: p
+            .cluster
+            .context
+            .clone()
+            .unwrap_or_else(|| "default".into()),
+        reached: Ok(p
+            .cluster
             .server_version
-            .as_deref()
-            .unwrap_or("version unknown"),
-    );
+            .clone()
+            .unwrap_or_else(|| "version unknown".into())),
+        timers: TimersInForce {
+            timers: p.cluster.timers,
+            sources: p.cluster.timer_sources.clone(),
+        },
+        misses: p.timer_misses.clone(),
+        capabilities: p.cluster.capabilities.clone(),
+        targets: Targets::Resolved(p.targets.clone()),
+        executor: &p.executor,
+    }
+}
+
+/// The plan without the API: what the files alone say.
+fn offline(exp: &Experiment, settings: &RunSettings, executor: &Executor, why: &str) -> String {
+    let inv = &settings.inventory;
+    let timers = TimersInForce::resolve(&ClusterReadings::default(), &inv.stated_timers(), None);
+    let view = View {
+        cluster: inv.cluster().name.clone(),
+        context: crate::run::prepare::effective_context(inv).unwrap_or_else(|| "default".into()),
+        reached: Err(why.to_string()),
+        timers,
+        misses: vec![format!("not read from the cluster: {why}")],
+        capabilities: inv.cluster().capabilities(),
+        targets: Targets::Selectors(candidates(exp, inv)),
+        executor,
+    };
+    render(exp, &view)
+}
+
+/// For each target, the inventory's nodes it could resolve to: those with its names, and
+/// with its role where the inventory lists roles. Labels and running pods need the API.
+fn candidates(exp: &Experiment, inv: &Inventory) -> BTreeMap<String, Vec<String>> {
+    exp.targets
+        .iter()
+        .map(|t| {
+            let s = &t.selector;
+            let nodes = inv
+                .nodes()
+                .iter()
+                .filter(|n| s.names.is_empty() || s.names.contains(&n.name))
+                .filter(|n| match s.role {
+                    None => true,
+                    Some(_) if n.roles.is_empty() => true,
+                    Some(NodeRole::ControlPlane) => n.roles.iter().any(|r| r == "control-plane"),
+                    Some(NodeRole::Worker) => !n.roles.iter().any(|r| r == "control-plane"),
+                })
+                .map(|n| n.name.clone())
+                .collect();
+            (t.name.clone(), nodes)
+        })
+        .collect()
+}
+
+/// A target's selector in words: `role worker, running pods of statefulset/db, 1 node`.
+fn selector_text(t: &TargetSpec) -> String {
+    let s = &t.selector;
+    let mut parts = Vec::new();
+    if !s.names.is_empty() {
+        parts.push(format!("named {}", s.names.join(", ")));
+    }
+    if let Some(role) = s.role {
+        parts.push(match role {
+            NodeRole::Worker => "role worker".to_string(),
+            NodeRole::ControlPlane => "role control-plane".to_string(),
+        });
+    }
+    for (k, v) in &s.labels {
+        parts.push(format!("label {k}={v}"));
+    }
+    if let Some(w) = &s.running_pods_of {
+        parts.push(format!("running pods of {w}"));
+    }
+    if !s.exclude_targets.is_empty() {
+        parts.push(format!("not in {}", s.exclude_targets.join(", ")));
+    }
+    parts.push(match t.count {
+        Some(1) => "1 node".to_string(),
+        Some(n) => format!("{n} nodes"),
+        None => "every match".to_string(),
+    });
+    parts.join(", ")
+}
+
+/// The plan as text: cluster, timers, targets, then each step with its time and exact
+/// command, the expectations, and how long observation lasts.
+fn render(exp: &Experiment, v: &View<'_>) -> String {
+    let mut out = match &v.reached {
+        Ok(version) => format!(
+            "plan for {} on cluster {} (context {}, {version})\n",
+            exp.name, v.cluster, v.context
+        ),
+        Err(why) => format!(
+            "plan for {} on cluster {} (context {}), OFFLINE: {why}\n",
+            exp.name, v.cluster, v.context
+        ),
+    };
+    let sources = &v.timers.sources;
+    out.push_str("timers:\n");
+    for s in sources {
+        out.push_str(&format!("  {}\n", s.line()));
+    }
+    if !v.timers.assumed().is_empty() && !v.misses.is_empty() {
+        out.push_str(&format!(
+            "  (ASSUMED timers were not read: {})\n",
+            v.misses.join("; ")
+        ));
+    }
+    let (targets, resolved) = match &v.targets {
+        Targets::Resolved(t) => (t, true),
+        Targets::Selectors(t) => (t, false),
+    };
     out.push_str("targets:\n");
-    for (name, nodes) in &p.targets {
-        out.push_str(&format!("  {name}: {}\n", nodes.join(", ")));
+    for spec in &exp.targets {
+        let nodes = targets.get(&spec.name).cloned().unwrap_or_default();
+        if resolved {
+            out.push_str(&format!("  {}: {}\n", spec.name, nodes.join(", ")));
+        } else {
+            out.push_str(&format!(
+                "  {}: {} (resolved when the API is reachable; in the inventory: {})\n",
+                spec.name,
+                selector_text(spec),
+                if nodes.is_empty() {
+                    "no node matches".to_string()
+                } else {
+                    nodes.join(", ")
+                }
+            ));
+        }
     }
     let plan = schedule::Plan {
         exp,
-        targets: &p.targets,
-        timers: &p.cluster.timers,
-        capabilities: &p.cluster.capabilities,
+        targets,
+        timers: &v.timers.timers,
+        capabilities: &v.capabilities,
         keep_going: false,
     };
     let (projected, observation_end) = schedule::project(plan);
@@ -95,25 +266,67 @@ pub(super) fn render(exp: &Experiment, p: &Prepared) -> String {
             || "     ?".to_string(),
             |ms| format!("{:>6}", format_offset_ms(ms)),
         );
+        let bound = match &step.at {
+            StepTime::Offset(b) => b,
+            StepTime::AfterStep { delay, .. } | StepTime::When { delay, .. } => delay,
+        };
         out.push_str(&format!(
-            "  {at}  {} ({}): {}\n",
+            "  {at}  {} ({}{}): {}\n",
             step.name,
-            schedule::describe_step_time(step, &p.cluster.timers),
+            schedule::describe_step_time(step, &v.timers.timers),
+            assumed_mark(bound, sources, BoundUse::Schedule),
             action_name(&step.action)
         ));
-        let nodes = step.nodes(&p.targets);
-        for node in nodes {
+        let nodes = step.nodes(targets);
+        if !resolved && !nodes.is_empty() {
+            out.push_str(&format!(
+                "            on the node(s) target `{}` resolves to; as on each candidate:\n",
+                step.target.as_deref().unwrap_or_default()
+            ));
+        }
+        let shown = if resolved {
+            nodes.len()
+        } else {
+            CANDIDATES_SHOWN
+        };
+        for node in nodes.iter().take(shown) {
             out.push_str(&format!(
                 "            {node}: {}\n",
-                command_of(p, &step.action, node)
+                command_of(v.executor, &step.action, node)
+            ));
+        }
+        if nodes.len() > shown {
+            out.push_str(&format!(
+                "            … and {} more candidate(s)\n",
+                nodes.len() - shown
             ));
         }
         if nodes.is_empty() {
-            out.push_str(&format!("            via the API: {:?}\n", step.action));
+            match &step.target {
+                Some(t) if fault::info(&step.action).via.needs_node_access() => out.push_str(
+                    &format!("            no node of the inventory can be target `{t}`\n"),
+                ),
+                _ => out.push_str(&format!("            via the API: {:?}\n", step.action)),
+            }
+        }
+    }
+    if !exp.expectations.is_empty() {
+        out.push_str("expectations:\n");
+        for e in &exp.expectations {
+            out.push_str(&format!(
+                "  {}: {} after `{}`{}\n",
+                e.name,
+                crate::judge::describe_check(&e.check, &v.timers.timers),
+                e.since,
+                assumed_mark_all(&e.check.bounds(), sources, BoundUse::Expectation)
+            ));
         }
     }
     let length = match &exp.observe.after_last_step {
-        Some(b) => format!("`observe.for: {b}` after the last step"),
+        Some(b) => format!(
+            "`observe.for: {b}` after the last step{}",
+            assumed_mark(b, sources, BoundUse::Schedule)
+        ),
         None => "after the last step, until every expectation's bound has passed, plus a margin"
             .to_string(),
     };
@@ -129,12 +342,136 @@ pub(super) fn render(exp: &Experiment, p: &Prepared) -> String {
     out
 }
 
-fn command_of(p: &Prepared, action: &Action, node: &str) -> String {
+fn command_of(executor: &Executor, action: &Action, node: &str) -> String {
     if let Via::Power(power) = fault::info(action).via {
-        return p.executor.describe_power(node, power);
+        return executor.describe_power(node, power);
     }
     match fault::node_op(action) {
-        Some(op) => p.executor.describe(node, &op),
+        Some(op) => executor.describe(node, &op),
         None => format!("API: {} node/{node}", action_name(action)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped(name: &str) -> Experiment {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("experiments")
+            .join(name);
+        crate::experiment::load(&path).unwrap_or_else(|d| panic!("{d}"))
+    }
+
+    /// The lab fixture with two more workers and a control-plane node.
+    fn four_nodes() -> Inventory {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/inventory/lab.yaml");
+        let mut text = std::fs::read_to_string(&path).expect("fixture");
+        for (name, address, role) in [
+            ("lab-worker-2", "10.213.77.12", "worker"),
+            ("lab-worker-3", "10.213.77.13", "worker"),
+            ("lab-cp-1", "10.213.77.14", "control-plane"),
+        ] {
+            text.push_str(&format!(
+                "  - {{name: {name}, address: {address}, roles: [{role}]}}\n"
+            ));
+        }
+        Inventory::parse(&text, &path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn offline_the_targets_are_selectors_and_the_commands_those_of_each_candidate() {
+        let inv = four_nodes();
+        let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
+        let executor = Executor::new(inv);
+        let exp = shipped("kubelet-stop-past-toleration.yaml");
+        let text = offline(&exp, &settings, &executor, "connection refused");
+        assert!(
+            text.starts_with(
+                "plan for kubelet-stop-past-toleration on cluster faultline-lab (context \
+                 faultline-lab), OFFLINE: connection refused\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  victim: role worker, running pods of faultline-lab/statefulset/db, 1 node \
+                 (resolved when the API is reachable; in the inventory: lab-worker-1, \
+                 lab-worker-2, lab-worker-3)\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "            lab-worker-2: ssh root@10.213.77.12 -p 22: /abs/ci/lab/node-ctl kubelet stop\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("lab-cp-1:"), "not a worker: {text}");
+        // The lab fixture states every timer: nothing is assumed, and each says where from.
+        assert!(
+            text.contains(
+                "nodeMonitorGracePeriod 20s (inventory: timers.nodeMonitorGracePeriod in the inventory)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("ASSUMED"), "{text}");
+        assert!(
+            text.contains(
+                "  +80.0s  start kubelet (at grace + toleration + 30s = 80s): kubelet-start"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("expectations:\n  node goes Unknown within the grace period: Unknown within 30.0s after `stop kubelet`\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn offline_without_inventory_timers_every_bound_on_them_is_marked_assumed() {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/inventory/lab.yaml"),
+        )
+        .expect("fixture");
+        let without: String = text
+            .lines()
+            .filter(|l| {
+                !l.contains("Period:")
+                    && !l.contains("TolerationSeconds:")
+                    && !l.starts_with("timers:")
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let inv = Inventory::parse(&without, Path::new("no-timers.yaml")).expect("valid");
+        let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
+        let executor = Executor::new(inv);
+        let exp = shipped("kubelet-stop-past-toleration.yaml");
+        let text = offline(&exp, &settings, &executor, "connection refused");
+        assert!(
+            text.contains(
+                "nodeMonitorGracePeriod 50s (ASSUMED: upstream default of Kubernetes v1.32+"
+            ),
+            "{text}"
+        );
+        let start = text
+            .lines()
+            .find(|l| l.contains("start kubelet ("))
+            .expect("the start step");
+        assert!(
+            start.contains("[ASSUMED: grace = 50s, toleration = 5m]"),
+            "{start}"
+        );
+        let unknown = text
+            .lines()
+            .find(|l| l.contains("node goes Unknown within the grace period:"))
+            .expect("the expectation");
+        assert!(unknown.ends_with("[ASSUMED: grace = 50s]"), "{unknown}");
+        assert!(
+            text.contains(
+                "(ASSUMED timers were not read: not read from the cluster: connection refused)"
+            ),
+            "{text}"
+        );
     }
 }

@@ -12,6 +12,7 @@ pub(crate) mod kubeconfig;
 pub(crate) mod manifests;
 pub(crate) mod owners;
 pub(crate) mod targets;
+pub mod timers;
 
 use std::path::{Path, PathBuf};
 

@@ -329,6 +329,12 @@ impl Executor {
         }
     }
 
+    /// The shell text `op` runs on `node`, before the transport wraps it (`sudo`, `docker
+    /// exec`): for `doctor`, which checks that the programs it names exist on the node.
+    pub fn command_of(&self, node: &str, op: &NodeOp) -> Result<String, ExecError> {
+        Self::command_text(&self.access(node)?, op)
+    }
+
     /// The exact command `op` would run on `node` and how, for `plan` and `--dry-run`.
     /// Holds no secrets: passwords are only ever read from the environment at connect time.
     pub fn describe(&self, node: &str, op: &NodeOp) -> String {
@@ -653,7 +659,9 @@ impl Executor {
     }
 
     /// Cancel an armed restore. Kills the process only if its command line still carries the
-    /// token (a recycled pid is left alone). Returns whether something was disarmed.
+    /// token (a recycled pid is left alone). Returns whether something was disarmed: the
+    /// default prints `disarmed` or `gone`; a `disarmRestore` template that prints a line
+    /// `gone` found nothing to disarm (one that prints neither counts as disarmed).
     pub async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<bool, ExecError> {
         let access = self.access(node)?;
         check_token(node, &armed.token)?;
@@ -684,7 +692,13 @@ impl Executor {
             }
         };
         let out = self.run_required(&access, node, text).await?;
-        Ok(access.disarm_restore.is_some() || out.output.contains("disarmed"))
+        let says = |word: &str| out.output.lines().any(|l| l.trim() == word);
+        Ok(match access.disarm_restore {
+            // A template may say what it found, as the default does; one that prints
+            // neither word is taken at its exit status.
+            Some(_) => says("disarmed") || !says("gone"),
+            None => says("disarmed"),
+        })
     }
 
     /// Runs a rendered command on the node under its command timeout; a non-zero exit is

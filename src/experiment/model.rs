@@ -462,6 +462,26 @@ pub enum Check {
     },
 }
 
+impl Check {
+    /// Every bound the check uses, in the order it is written: what `plan` and the reports
+    /// look at to mark one built on an assumed timer.
+    pub fn bounds(&self) -> Vec<&Bound> {
+        match self {
+            Check::Becomes { window, .. } => match window {
+                Window::Eventually => vec![],
+                Window::Within(b) | Window::After(b) => vec![b],
+                Window::Between(a, b) => vec![a, b],
+            },
+            Check::Stays { until, .. } | Check::Never { until, .. } => match until {
+                Until::For(b) => vec![b],
+                Until::Step(_) | Until::End => vec![],
+            },
+            Check::DownFor { at_most } => vec![at_most],
+            Check::Restarts { .. } | Check::Replaced { .. } => vec![],
+        }
+    }
+}
+
 /// The time window of a `becomes` check, relative to the `since` step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -690,10 +710,10 @@ impl std::fmt::Display for Bound {
     }
 }
 
-/// The cluster's node-lifecycle timers, as the inventory (cluster profile) states them.
-/// Bounds such as `grace` resolve against these; faultline never assumes upstream defaults
-/// are what a cluster runs with.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// The cluster's node-lifecycle timers in force: read from the cluster where it shows them,
+/// else as the inventory states them, else the upstream defaults, marked assumed (where
+/// each came from is `crate::timers`). Bounds such as `grace` resolve against these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterTimers {
     /// kube-controller-manager `--node-monitor-period`.
     pub node_monitor_period: Duration,
@@ -706,7 +726,8 @@ pub struct ClusterTimers {
 }
 
 impl Default for ClusterTimers {
-    /// Upstream defaults (Kubernetes 1.32+), used only when a profile states nothing.
+    /// Upstream defaults (Kubernetes 1.32+): what a timer is assumed to be when neither
+    /// the cluster nor the inventory gives it, and then marked so (`crate::timers`).
     fn default() -> Self {
         ClusterTimers {
             node_monitor_period: Duration::from_secs(5),

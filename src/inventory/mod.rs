@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::experiment::model::ClusterTimers;
+use crate::timers::StatedTimers;
 
 pub use jump::JumpHost;
 pub use profile::ProfileName;
@@ -77,6 +77,19 @@ pub struct ClusterRef {
     pub api_servers: Vec<String>,
     /// Whether to discover API endpoints from the `kubernetes` Service (default on).
     pub discover_api_servers: bool,
+    /// Where kube-controller-manager's secure port answers, for its `/configz`.
+    pub controller_manager: Option<ControllerManager>,
+}
+
+/// kube-controller-manager's secure port, named by the inventory so its timers can be read
+/// from `/configz` where it does not run as a pod whose flags the API shows (a control
+/// plane run as host processes, like the lab's). Reached with the kubeconfig's credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerManager {
+    /// `https://host:port` of its secure port (`/configz` is appended).
+    pub url: String,
+    /// CA that signed its serving certificate; default: the kubeconfig's CA.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl ClusterRef {
@@ -183,6 +196,9 @@ pub struct Commands {
     pub partition: Option<String>,
     /// Undo `partition`.
     pub heal: Option<String>,
+    /// Print the systemd properties of the unit that runs the kubelet
+    /// (`systemctl show -p Id,LoadState,ActiveState,Restart kubelet`), for `doctor`.
+    pub kubelet_unit: Option<String>,
 }
 
 /// Out-of-band power argv templates, run where faultline runs (no shell).
@@ -237,7 +253,7 @@ pub struct NodeAccess {
 pub struct Inventory {
     path: PathBuf,
     cluster: ClusterRef,
-    timers: ClusterTimers,
+    timers: StatedTimers,
     nodes: Vec<NodeAccess>,
 }
 
@@ -275,7 +291,12 @@ impl Inventory {
             check_api_server(url)
                 .map_err(|why| invalid(format!("cluster.apiServers: `{url}` {why}")))?;
         }
-        let timers = merge_timers(&raw);
+        if let Some(cm) = &raw.cluster.controller_manager {
+            check_api_server(&cm.url).map_err(|why| {
+                invalid(format!("cluster.controllerManager.url: `{}` {why}", cm.url))
+            })?;
+        }
+        let timers = stated_timers(&raw);
         let mut nodes: Vec<NodeAccess> = Vec::with_capacity(raw.nodes.len());
         let mut configs = ssh_config::ConfigCache::default();
         for node in &raw.nodes {
@@ -294,6 +315,10 @@ impl Inventory {
                 allowed_contexts: raw.cluster.allowed_contexts,
                 api_servers: raw.cluster.api_servers,
                 discover_api_servers: raw.cluster.discover_api_servers.unwrap_or(true),
+                controller_manager: raw.cluster.controller_manager.map(|cm| ControllerManager {
+                    url: cm.url,
+                    ca_file: cm.ca_file,
+                }),
             },
             timers,
             nodes,
@@ -349,8 +374,10 @@ impl Inventory {
         access
     }
 
-    /// The cluster's node-lifecycle timers that expectation bounds resolve against.
-    pub fn timers(&self) -> ClusterTimers {
+    /// The node-lifecycle timers the inventory states (each may be absent). A run uses
+    /// what the cluster shows where it shows it, these where it does not, and says which
+    /// (see [`crate::timers`]).
+    pub fn stated_timers(&self) -> StatedTimers {
         self.timers
     }
 
@@ -383,23 +410,20 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").trim().to_string()
 }
 
-fn merge_timers(raw: &RawInventory) -> ClusterTimers {
-    let mut t = ClusterTimers::default();
-    if let Some(r) = &raw.timers {
-        if let Some(d) = r.node_monitor_period {
-            t.node_monitor_period = d.0;
-        }
-        if let Some(d) = r.node_monitor_grace_period {
-            t.node_monitor_grace_period = d.0;
-        }
-        if let Some(s) = r.default_unreachable_toleration_seconds {
-            t.default_unreachable_toleration = Duration::from_secs(s);
-        }
-        if let Some(s) = r.default_not_ready_toleration_seconds {
-            t.default_not_ready_toleration = Duration::from_secs(s);
-        }
+fn stated_timers(raw: &RawInventory) -> StatedTimers {
+    let Some(r) = &raw.timers else {
+        return StatedTimers::default();
+    };
+    StatedTimers {
+        node_monitor_period: r.node_monitor_period.map(|d| d.0),
+        node_monitor_grace_period: r.node_monitor_grace_period.map(|d| d.0),
+        default_unreachable_toleration: r
+            .default_unreachable_toleration_seconds
+            .map(Duration::from_secs),
+        default_not_ready_toleration: r
+            .default_not_ready_toleration_seconds
+            .map(Duration::from_secs),
     }
-    t
 }
 
 /// True for names Kubernetes and our shell quoting can both live with.
@@ -487,6 +511,20 @@ fn merge_node(
         top.power.as_ref(),
         p.and_then(|p| p.power.as_ref()),
     ]);
+    // The self-restore's two templates go together: the first layer that sets either
+    // supplies both, so a node's own arm is never disarmed by its profile's template.
+    let (arm_restore, disarm_restore) = [
+        (node.arm_restore.as_ref(), node.disarm_restore.as_ref()),
+        (top.arm_restore.as_ref(), top.disarm_restore.as_ref()),
+        (
+            p.and_then(|p| p.arm_restore.as_ref()),
+            p.and_then(|p| p.disarm_restore.as_ref()),
+        ),
+    ]
+    .into_iter()
+    .find(|(arm, disarm)| arm.is_some() || disarm.is_some())
+    .map(|(arm, disarm)| (arm.cloned(), disarm.cloned()))
+    .unwrap_or_default();
     Ok(NodeAccess {
         name: name.clone(),
         address,
@@ -497,8 +535,8 @@ fn merge_node(
         ssh,
         commands,
         power,
-        arm_restore: top.arm_restore.clone(),
-        disarm_restore: top.disarm_restore.clone(),
+        arm_restore,
+        disarm_restore,
     })
 }
 
@@ -648,6 +686,7 @@ fn merge_commands(layers: [Option<&RawCommands>; 3]) -> Commands {
         power_off: pick!(power_off),
         partition: pick!(partition),
         heal: pick!(heal),
+        kubelet_unit: pick!(kubelet_unit),
     }
 }
 

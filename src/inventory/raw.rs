@@ -42,6 +42,16 @@ pub(super) struct RawCluster {
     #[serde(default)]
     pub api_servers: Vec<String>,
     pub discover_api_servers: Option<bool>,
+    pub controller_manager: Option<RawControllerManager>,
+}
+
+/// `cluster.controllerManager:` — where kube-controller-manager's secure port answers, so
+/// its timers can be read from `/configz` on a control plane that does not run it as a pod.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct RawControllerManager {
+    pub url: String,
+    pub ca_file: Option<PathBuf>,
 }
 
 /// `timers:` — the cluster's own node-lifecycle timers.
@@ -98,6 +108,7 @@ pub(crate) struct RawCommands {
     pub power_off: Option<String>,
     pub partition: Option<String>,
     pub heal: Option<String>,
+    pub kubelet_unit: Option<String>,
 }
 
 /// `power:` argv templates run where faultline runs.
@@ -125,6 +136,8 @@ pub(super) struct RawNode {
     pub ssh: Option<RawSsh>,
     pub commands: Option<RawCommands>,
     pub power: Option<RawPower>,
+    pub arm_restore: Option<String>,
+    pub disarm_restore: Option<String>,
 }
 
 /// A built-in profile file (`profiles/*.yaml`): defaults for one Kubernetes distribution.
@@ -136,6 +149,8 @@ pub(crate) struct RawProfile {
     pub ssh: Option<RawSsh>,
     pub commands: Option<RawCommands>,
     pub power: Option<RawPower>,
+    pub arm_restore: Option<String>,
+    pub disarm_restore: Option<String>,
 }
 
 /// A node name checked while parsing, so a bad one is reported at its line and column.

@@ -22,11 +22,17 @@ fn reads_the_lab_file_verbatim() {
         [PathBuf::from("/abs/target/lab/kubeconfig")]
     );
     assert_eq!(inv.context(), Some("faultline-lab"));
-    let t = inv.timers();
-    assert_eq!(t.node_monitor_period, Duration::from_secs(2));
-    assert_eq!(t.node_monitor_grace_period, Duration::from_secs(20));
-    assert_eq!(t.default_unreachable_toleration, Duration::from_secs(30));
-    assert_eq!(t.default_not_ready_toleration, Duration::from_secs(30));
+    let t = inv.stated_timers();
+    assert_eq!(t.node_monitor_period, Some(Duration::from_secs(2)));
+    assert_eq!(t.node_monitor_grace_period, Some(Duration::from_secs(20)));
+    assert_eq!(
+        t.default_unreachable_toleration,
+        Some(Duration::from_secs(30))
+    );
+    assert_eq!(
+        t.default_not_ready_toleration,
+        Some(Duration::from_secs(30))
+    );
     let n = inv.node("lab-worker-1").expect("node present");
     assert_eq!(n.address, "10.213.77.11");
     assert_eq!(n.roles, vec!["worker".to_string()]);
@@ -52,9 +58,9 @@ fn reads_the_lab_file_verbatim() {
 }
 
 #[test]
-fn missing_timers_fall_back_to_upstream_defaults() {
+fn missing_timers_are_stated_as_absent() {
     let inv = parse("cluster: {name: c}\nnodes: []\n").expect("valid");
-    assert_eq!(inv.timers(), ClusterTimers::default());
+    assert_eq!(inv.stated_timers(), crate::timers::StatedTimers::default());
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Sources (watchers or poll loops) merged into one stream of stamped timeline entries.
 
+use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use super::ready::FirstLists;
 use super::recorder::{ALL_NAMESPACES, Observation, Recorder, Seen};
 use super::reduce::Workload;
 use crate::cluster::failover::silent_since;
-use crate::experiment::model::{WorkloadKind, WorkloadRef};
+use crate::experiment::model::{Action, Experiment, StepTime, Subject, WorkloadKind, WorkloadRef};
 use crate::timeline::Entry;
 
 /// What the observer looks at. Nodes are always watched, all of them.
@@ -28,6 +29,52 @@ pub struct Scope {
     pub namespaces: Namespaces,
     /// Workloads whose replica counts are recorded.
     pub workloads: Vec<WorkloadRef>,
+}
+
+impl Scope {
+    /// What the observer must watch for this experiment: the namespaces and workloads that its
+    /// targets, steps and expectations name.
+    pub fn of(exp: &Experiment) -> Scope {
+        let mut workloads: BTreeSet<WorkloadRef> = BTreeSet::new();
+        let add_subject = |s: &Subject, w: &mut BTreeSet<WorkloadRef>| match s {
+            Subject::Pods(p) => {
+                w.insert(p.workload.clone());
+            }
+            Subject::Workload(r) => {
+                w.insert(r.clone());
+            }
+            Subject::Node { .. } | Subject::Probe { .. } => {}
+        };
+        for e in &exp.expectations {
+            add_subject(&e.subject, &mut workloads);
+        }
+        for s in &exp.steps {
+            if let StepTime::When { subject, .. } = &s.at {
+                add_subject(subject, &mut workloads);
+            }
+            if let Action::DeletePods { pods, .. } = &s.action
+                && let Some(w) = &pods.workload
+            {
+                workloads.insert(w.clone());
+            }
+        }
+        for t in &exp.targets {
+            if let Some(w) = &t.selector.running_pods_of {
+                workloads.insert(w.clone());
+            }
+        }
+        let namespaces = if exp.observe.all_namespaces {
+            Namespaces::All
+        } else {
+            let mut names: BTreeSet<String> = exp.observe.namespaces.iter().cloned().collect();
+            names.extend(workloads.iter().map(|w| w.namespace.clone()));
+            Namespaces::Only(names.into_iter().collect())
+        };
+        Scope {
+            namespaces,
+            workloads: workloads.into_iter().collect(),
+        }
+    }
 }
 
 /// Which namespaces' pods the observer watches: a few named ones (one watch each, what an

@@ -401,7 +401,16 @@ pub fn render(record: &RunRecord) -> String {
             esc(&nodes.join(", "))
         );
     }
-    h.push_str("</table><h2>Expectations</h2><table class=\"verdicts\"><tr><th>outcome</th><th>expectation</th><th>since</th><th>measured</th><th>message</th></tr>");
+    h.push_str("</table>");
+    let timers = super::timer_lines(record);
+    if !timers.is_empty() {
+        h.push_str("<h2>Timers</h2><ul>");
+        for line in timers {
+            let _ = write!(h, "<li>{}</li>", esc(&line));
+        }
+        h.push_str("</ul>");
+    }
+    h.push_str("<h2>Expectations</h2><table class=\"verdicts\"><tr><th>outcome</th><th>expectation</th><th>since</th><th>measured</th><th>message</th></tr>");
     for v in &record.verdicts {
         let class = format!("{:?}", v.outcome);
         let _ = write!(
@@ -410,7 +419,7 @@ pub fn render(record: &RunRecord) -> String {
             esc(&v.name),
             esc(&v.since),
             super::measured_text(v.measured_ms),
-            esc(&v.message)
+            esc(&super::verdict_message(record, v))
         );
     }
     h.push_str("</table>");

@@ -24,7 +24,8 @@ pub fn render(record: &RunRecord) -> String {
     }
     for v in &record.verdicts {
         let name = cdata(&v.name);
-        let message = cdata(&v.message);
+        let full = super::verdict_message(record, v);
+        let message = cdata(&full);
         let secs = v.measured_ms.unwrap_or(0).max(0) as f64 / 1000.0;
         let time = JDuration::seconds_f64(secs);
         let mut case = match v.outcome {
@@ -37,14 +38,11 @@ pub fn render(record: &RunRecord) -> String {
                 &name,
                 time,
                 "interrupted",
-                &cdata(&format!(
-                    "interrupted before this was decided: {}",
-                    v.message
-                )),
+                &cdata(&format!("interrupted before this was decided: {full}")),
             ),
         };
         case.set_classname(&suite_name);
-        let mut out = format!("since `{}`: {}\n", v.since, v.message);
+        let mut out = format!("since `{}`: {full}\n", v.since);
         for m in &v.members {
             let at = m
                 .at_ms
@@ -53,6 +51,9 @@ pub fn render(record: &RunRecord) -> String {
             out.push_str(&format!("  {} {}: {}\n", m.member, at, m.note));
         }
         out.push_str(&figures);
+        for line in super::timer_lines(record) {
+            out.push_str(&format!("timer {line}\n"));
+        }
         case.set_system_out(&cdata(&out));
         suite.add_testcase(case);
     }

@@ -103,6 +103,10 @@ pub fn render(record: &RunRecord) -> String {
         let _ = writeln!(m, "Targets: {}\n", targets.join("; "));
     }
 
+    let timers = super::timer_lines(record);
+    if !timers.is_empty() {
+        let _ = writeln!(m, "Timers: {}\n", md(&timers.join("; ")));
+    }
     expectations(&mut m, record);
     figures(&mut m, record);
     if !record.errors.is_empty() {
@@ -139,9 +143,10 @@ fn expectations(m: &mut String, record: &RunRecord) {
             .find(|e| e.name == v.name)
             .map(|e| {
                 format!(
-                    "{} after {}",
+                    "{} after {}{}",
                     describe_check(&e.check, &record.cluster.timers),
-                    e.since
+                    e.since,
+                    record.assumed_mark(&e.name)
                 )
             })
             .unwrap_or_default();

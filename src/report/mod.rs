@@ -29,6 +29,23 @@ pub fn outcome_word(o: Outcome) -> &'static str {
     }
 }
 
+/// A verdict's message, with the mark of an expectation whose bounds rest on an assumed
+/// timer (` [ASSUMED: grace = 50s]`): every report shows it the same way.
+pub fn verdict_message(record: &RunRecord, v: &crate::judge::Verdict) -> String {
+    format!("{}{}", v.message, record.assumed_mark(&v.name))
+}
+
+/// One line per timer the run resolved its bounds against, with where it came from
+/// (`nodeMonitorGracePeriod 20s (cluster: …)`); none for records that do not say.
+pub fn timer_lines(record: &RunRecord) -> Vec<String> {
+    record
+        .cluster
+        .timer_sources
+        .iter()
+        .map(crate::timers::TimerSource::line)
+        .collect()
+}
+
 /// A verdict's measured time, or `-` when nothing was measured.
 pub fn measured_text(ms: Option<i64>) -> String {
     ms.map(format_relative).unwrap_or_else(|| "-".into())

@@ -48,6 +48,13 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
             clean(&nodes.join(", "))
         ));
     }
+    let timers = super::timer_lines(record);
+    if !timers.is_empty() {
+        out.push_str("timers:\n");
+        for line in timers {
+            out.push_str(&format!("  {}\n", clean(&line)));
+        }
+    }
     out.push_str("expectations:\n");
     let width = record
         .verdicts
@@ -63,7 +70,7 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
             paint(&format!("{word:<11}"), outcome_colour(v.outcome), colour),
             clean(&v.name),
             measured,
-            clean(&v.message),
+            clean(&super::verdict_message(record, v)),
         ));
     }
     out.push_str(&figures_text(record));

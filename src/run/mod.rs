@@ -65,19 +65,54 @@ pub async fn run_experiment(
     let token_id = format!("fl{}", started_at.format("%Y%m%d%H%M%S%3f"));
     let mut prepared = match prepare::prepare(exp, settings).await {
         Ok(p) => p,
-        Err(e) => return setup::not_run(exp, settings, run_id, started_at, e.to_string()),
+        Err(e) => {
+            let cluster = setup::unread_cluster(settings);
+            return setup::not_run(exp, cluster, run_id, started_at, e.to_string());
+        }
+    };
+    let not_run = |message: String| {
+        setup::not_run(
+            exp,
+            prepared.cluster.clone(),
+            run_id.clone(),
+            started_at,
+            message,
+        )
+    };
+    let mut warnings = match prepare::preflight_cluster(exp, &prepared).await {
+        Ok(w) => w,
+        Err(e) => return not_run(e.to_string()),
     };
     let applied = match setup::setup(exp, &prepared.client).await {
         Ok(applied) => applied,
-        Err(e) => return setup::not_run(exp, settings, run_id, started_at, format!("setup: {e}")),
+        Err(e) => return not_run(format!("setup: {e}")),
     };
-    if let Err(e) = prepare::resolve(exp, &mut prepared, &settings.inventory).await {
-        if exp.teardown.delete_manifests {
-            let _ = setup::teardown(&prepared.client, &applied).await;
+    let resolved = match prepare::resolve(exp, &mut prepared, &settings.inventory).await {
+        Ok(()) => prepare::preflight_nodes(exp, &prepared).await,
+        Err(e) => Err(e),
+    };
+    match resolved {
+        Ok(w) => warnings.extend(w),
+        Err(e) => {
+            if exp.teardown.delete_manifests {
+                let _ = setup::teardown(&prepared.client, &applied).await;
+            }
+            return setup::not_run(
+                exp,
+                prepared.cluster.clone(),
+                run_id,
+                started_at,
+                e.to_string(),
+            );
         }
-        return setup::not_run(exp, settings, run_id, started_at, e.to_string());
     }
     let timeline = SharedTimeline::start(live);
+    for note in timer_notes(&prepared.cluster.timer_sources, &prepared.timer_misses)
+        .into_iter()
+        .chain(warnings)
+    {
+        timeline.note(note);
+    }
     let mut run = Run {
         exp,
         settings,
@@ -164,6 +199,31 @@ pub async fn run_experiment(
             .with_ticks(costs.tick_micros),
         ),
     }
+}
+
+/// What a person must know about the timers before the run: each one that is assumed
+/// (with why it was not read) and each the inventory states differently from the cluster.
+fn timer_notes(sources: &[crate::timers::TimerSource], misses: &[String]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for s in sources {
+        if s.origin == crate::timers::Origin::Assumed {
+            notes.push(format!(
+                "timer {} = {} is ASSUMED ({}); bounds on it are marked",
+                s.timer,
+                crate::timers::show(s.value),
+                s.detail
+            ));
+        } else if s.disagrees() {
+            notes.push(format!("timer {}", s.line()));
+        }
+    }
+    if notes.iter().any(|n| n.contains("ASSUMED")) && !misses.is_empty() {
+        notes.push(format!(
+            "timers not read from the cluster: {}",
+            misses.join("; ")
+        ));
+    }
+    notes
 }
 
 /// What the runner already put on the timeline about the schedule and the verdicts.

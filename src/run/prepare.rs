@@ -11,12 +11,13 @@ use kube::api::{Api, ListParams};
 
 use super::settings::RunSettings;
 use crate::cluster::{self, ClusterError};
+use crate::doctor;
 use crate::execute::Executor;
 use crate::experiment::fault;
-use crate::experiment::model::{Action, Experiment, ProbeKind, StepTime, Subject, WorkloadRef};
+use crate::experiment::model::{Experiment, ProbeKind};
 use crate::inventory::Inventory;
 use crate::journal::{Journal, JournalError};
-use crate::observe::{Namespaces, Scope};
+use crate::observe::Scope;
 use crate::record::ClusterInfo;
 use crate::run::safety::{self, ResolvedTargets, SafetyError};
 
@@ -47,6 +48,12 @@ pub(crate) enum RunError {
         /// Which, as `fault on node`.
         faults: String,
     },
+    /// A pre-flight check (`faultline doctor`'s, for this run's steps and nodes) failed.
+    #[error(
+        "refused by the pre-flight checks (`faultline doctor -i INVENTORY EXPERIMENT` shows \
+         them all): {0}"
+    )]
+    Preflight(String),
     /// A step acts on a node the inventory does not describe.
     #[error(
         "step `{step}` acts on node `{node}` (target `{target}`), which is not in the inventory {inventory}; \
@@ -81,8 +88,10 @@ pub(crate) struct Prepared {
     /// Exec probe name → the pod it runs in (the workload's pod on the probe's node when
     /// targets were resolved); empty until [`resolve`] ran.
     pub exec_pods: BTreeMap<String, String>,
-    /// The cluster, as the record states it.
+    /// The cluster, as the record states it (the timers in force with their sources).
     pub cluster: ClusterInfo,
+    /// Why timers the cluster did not show were not read from it.
+    pub timer_misses: Vec<String>,
     /// What the observer watches.
     pub scope: Scope,
 }
@@ -135,15 +144,27 @@ pub(crate) async fn prepare(
     .await?;
     let client = connection.client;
     let server_version = cluster::cluster_version(&client).await.ok();
+    let executor = Executor::new(inv.clone());
+    // Only an API that answered is asked for the timers: one that does not would hold
+    // every request for its connect timeout.
+    let timers = doctor::timers::resolve(
+        server_version.as_ref().map(|_| &client),
+        server_version.as_deref(),
+        inv,
+        &executor,
+    )
+    .await;
     Ok(Prepared {
-        executor: Executor::new(inv.clone()),
+        executor,
         cluster: ClusterInfo {
             name: inv.cluster().name.clone(),
             context,
             server_version,
-            timers: inv.timers(),
+            timers: timers.in_force.timers,
+            timer_sources: timers.in_force.sources.clone(),
             capabilities: inv.cluster().capabilities(),
         },
+        timer_misses: timers.misses,
         scope: scope_of(exp),
         targets: ResolvedTargets::new(),
         internal_ips: BTreeMap::new(),
@@ -237,46 +258,46 @@ fn check_inventory_covers(
     Ok(())
 }
 
-/// What the observer must watch for this experiment: the namespaces and workloads that its
-/// targets, steps and expectations name.
+/// What the observer must watch for this experiment.
 pub(crate) fn scope_of(exp: &Experiment) -> Scope {
-    let mut workloads: BTreeSet<WorkloadRef> = BTreeSet::new();
-    let add_subject = |s: &Subject, w: &mut BTreeSet<WorkloadRef>| match s {
-        Subject::Pods(p) => {
-            w.insert(p.workload.clone());
-        }
-        Subject::Workload(r) => {
-            w.insert(r.clone());
-        }
-        Subject::Node { .. } | Subject::Probe { .. } => {}
-    };
-    for e in &exp.expectations {
-        add_subject(&e.subject, &mut workloads);
+    Scope::of(exp)
+}
+
+/// Before setup: the API allows everything the experiment does (the observer, its API
+/// steps, its setup manifests). Warnings are returned for the timeline; a failure refuses.
+pub(crate) async fn preflight_cluster(
+    exp: &Experiment,
+    prepared: &Prepared,
+) -> Result<Vec<String>, RunError> {
+    let findings = doctor::preflight_cluster(&prepared.client, std::slice::from_ref(exp)).await;
+    verdict(&findings)
+}
+
+/// After the targets are resolved, before the first fault: every node a step acts on is
+/// reachable as configured and has what the steps run there.
+pub(crate) async fn preflight_nodes(
+    exp: &Experiment,
+    prepared: &Prepared,
+) -> Result<Vec<String>, RunError> {
+    let findings = doctor::preflight_nodes(&prepared.executor, exp, &prepared.targets).await;
+    verdict(&findings)
+}
+
+/// Failures refuse the run, quoted as `doctor` prints them; warnings are passed on.
+fn verdict(findings: &[doctor::Finding]) -> Result<Vec<String>, RunError> {
+    let failed = doctor::failures(findings);
+    if !failed.is_empty() {
+        return Err(RunError::Preflight(
+            failed
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
     }
-    for s in &exp.steps {
-        if let StepTime::When { subject, .. } = &s.at {
-            add_subject(subject, &mut workloads);
-        }
-        if let Action::DeletePods { pods, .. } = &s.action
-            && let Some(w) = &pods.workload
-        {
-            workloads.insert(w.clone());
-        }
-    }
-    for t in &exp.targets {
-        if let Some(w) = &t.selector.running_pods_of {
-            workloads.insert(w.clone());
-        }
-    }
-    let namespaces = if exp.observe.all_namespaces {
-        Namespaces::All
-    } else {
-        let mut names: BTreeSet<String> = exp.observe.namespaces.iter().cloned().collect();
-        names.extend(workloads.iter().map(|w| w.namespace.clone()));
-        Namespaces::Only(names.into_iter().collect())
-    };
-    Scope {
-        namespaces,
-        workloads: workloads.into_iter().collect(),
-    }
+    Ok(findings
+        .iter()
+        .filter(|f| f.status == doctor::Status::Warn)
+        .map(|f| format!("pre-flight: {f}"))
+        .collect())
 }

@@ -10,14 +10,30 @@ use super::settings::RunSettings;
 use crate::experiment::model::Experiment;
 use crate::judge::{Outcome, Verdict};
 use crate::record::{ClusterInfo, RunOutcome, RunRecord};
+use crate::timers::{ClusterReadings, TimersInForce};
 
 /// Longest wait for torn-down objects to be gone.
 const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The cluster as known before the API was asked anything: the timers the inventory
+/// states, the others assumed.
+pub(super) fn unread_cluster(settings: &RunSettings) -> ClusterInfo {
+    let inv = &settings.inventory;
+    let timers = TimersInForce::resolve(&ClusterReadings::default(), &inv.stated_timers(), None);
+    ClusterInfo {
+        name: inv.cluster().name.clone(),
+        context: inv.context().map(str::to_string),
+        server_version: None,
+        timers: timers.timers,
+        timer_sources: timers.sources,
+        capabilities: inv.cluster().capabilities(),
+    }
+}
+
 /// The record of a run that could not start: every expectation is an error with the reason.
 pub(super) fn not_run(
     exp: &Experiment,
-    settings: &RunSettings,
+    cluster: ClusterInfo,
     run_id: String,
     started_at: chrono::DateTime<Utc>,
     message: String,
@@ -34,18 +50,11 @@ pub(super) fn not_run(
             members: Vec::new(),
         })
         .collect();
-    let inv = &settings.inventory;
     RunRecord {
         faultline_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id,
         experiment: exp.clone(),
-        cluster: ClusterInfo {
-            name: inv.cluster().name.clone(),
-            context: inv.context().map(str::to_string),
-            server_version: None,
-            timers: inv.timers(),
-            capabilities: inv.cluster().capabilities(),
-        },
+        cluster,
         targets: BTreeMap::new(),
         started_at,
         finished_at: Utc::now(),

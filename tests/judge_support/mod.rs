@@ -252,6 +252,7 @@ pub fn record() -> RunRecord {
             context: Some("kind-lab".into()),
             server_version: Some("v1.33.1".into()),
             timers: timers(),
+            timer_sources: vec![],
             capabilities: vec![],
         },
         targets: targets(),

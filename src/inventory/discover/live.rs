@@ -11,6 +11,7 @@ use kube::api::{Api, ListParams};
 
 use super::docker::{containers_labelled, pid1_command_line};
 use super::{ApiNode, ClusterChoice, ClusterFacts, Container, DiscoverError, Tool};
+use crate::cluster::timers::pod_command;
 use crate::cluster::{self, ClusterError};
 
 /// How long connecting to the API may take before discovery reports it unreachable.
@@ -155,20 +156,6 @@ async fn static_pods(
             "listing kube-system pods labelled component={component} ({place})"
         )))?;
     Ok(pods.items.iter().filter_map(pod_command).collect())
-}
-
-/// A pod's name and its first container's `command` followed by its `args`.
-pub(crate) fn pod_command(pod: &Pod) -> Option<(String, Vec<String>)> {
-    let name = pod.metadata.name.clone()?;
-    let c = pod.spec.as_ref()?.containers.first()?;
-    let argv = c
-        .command
-        .iter()
-        .flatten()
-        .chain(c.args.iter().flatten())
-        .cloned()
-        .collect();
-    Some((name, argv))
 }
 
 /// The first running k3s server's PID 1 command line (`docker exec … cat /proc/1/cmdline`);

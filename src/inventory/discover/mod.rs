@@ -12,7 +12,6 @@
 //! so it is unit-tested on recordings. [`live`] does the I/O (kube client, `docker` CLI).
 
 mod docker;
-mod flags;
 pub mod live;
 mod nodes;
 mod render;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use super::live::pod_command;
 use super::*;
+use crate::cluster::timers::pod_command;
 use crate::inventory::{Inventory, ProfileName, TransportKind};
 
 fn fixture(rel: &str) -> String {
@@ -128,11 +128,17 @@ fn a_recorded_kind_cluster_becomes_an_inventory_run_reads_unchanged() {
         Some("systemctl stop kubelet")
     );
     // kind sets none of the flags: the defaults of v1.33, and the file says so.
-    let t = inv.timers();
-    assert_eq!(t.node_monitor_period, Duration::from_secs(5));
-    assert_eq!(t.node_monitor_grace_period, Duration::from_secs(50));
-    assert_eq!(t.default_unreachable_toleration, Duration::from_secs(300));
-    assert_eq!(t.default_not_ready_toleration, Duration::from_secs(300));
+    let t = inv.stated_timers();
+    assert_eq!(t.node_monitor_period, Some(Duration::from_secs(5)));
+    assert_eq!(t.node_monitor_grace_period, Some(Duration::from_secs(50)));
+    assert_eq!(
+        t.default_unreachable_toleration,
+        Some(Duration::from_secs(300))
+    );
+    assert_eq!(
+        t.default_not_ready_toleration,
+        Some(Duration::from_secs(300))
+    );
     let grace_line = text
         .lines()
         .find(|l| l.contains("nodeMonitorGracePeriod"))
@@ -155,11 +161,17 @@ fn a_recorded_kind_cluster_becomes_an_inventory_run_reads_unchanged() {
 #[test]
 fn flags_on_kinds_static_pods_are_the_timers_and_are_cited() {
     let (text, inv) = generate(&kind_facts("kind-tuned"));
-    let t = inv.timers();
-    assert_eq!(t.node_monitor_period, Duration::from_secs(2));
-    assert_eq!(t.node_monitor_grace_period, Duration::from_secs(20));
-    assert_eq!(t.default_unreachable_toleration, Duration::from_secs(30));
-    assert_eq!(t.default_not_ready_toleration, Duration::from_secs(30));
+    let t = inv.stated_timers();
+    assert_eq!(t.node_monitor_period, Some(Duration::from_secs(2)));
+    assert_eq!(t.node_monitor_grace_period, Some(Duration::from_secs(20)));
+    assert_eq!(
+        t.default_unreachable_toleration,
+        Some(Duration::from_secs(30))
+    );
+    assert_eq!(
+        t.default_not_ready_toleration,
+        Some(Duration::from_secs(30))
+    );
     assert!(
         text.contains(
             "nodeMonitorGracePeriod: 20s   # kube-controller-manager --node-monitor-grace-period=20s (pod kube-system/kube-controller-manager-faultline-control-plane)"
@@ -174,8 +186,8 @@ fn the_default_grace_period_follows_the_clusters_version() {
     facts.version = "v1.31.4".into();
     let (text, inv) = generate(&facts);
     assert_eq!(
-        inv.timers().node_monitor_grace_period,
-        Duration::from_secs(40)
+        inv.stated_timers().node_monitor_grace_period,
+        Some(Duration::from_secs(40))
     );
     assert!(text.contains("40s   # default of v1.31"), "{text}");
 
@@ -200,11 +212,17 @@ fn a_recorded_k3d_cluster_servers_are_control_plane_and_k3s_args_are_the_timers(
     assert!(inv.kubeconfig().is_empty());
     let agent = inv.node("k3d-demo-agent-0").unwrap();
     assert_eq!(agent.profile, Some(ProfileName::K3d));
-    let t = inv.timers();
-    assert_eq!(t.node_monitor_period, Duration::from_secs(2));
-    assert_eq!(t.node_monitor_grace_period, Duration::from_secs(20));
-    assert_eq!(t.default_unreachable_toleration, Duration::from_secs(30));
-    assert_eq!(t.default_not_ready_toleration, Duration::from_secs(300));
+    let t = inv.stated_timers();
+    assert_eq!(t.node_monitor_period, Some(Duration::from_secs(2)));
+    assert_eq!(t.node_monitor_grace_period, Some(Duration::from_secs(20)));
+    assert_eq!(
+        t.default_unreachable_toleration,
+        Some(Duration::from_secs(30))
+    );
+    assert_eq!(
+        t.default_not_ready_toleration,
+        Some(Duration::from_secs(300))
+    );
     assert!(
         text.contains("kube-controller-manager --node-monitor-grace-period=20s (k3s --kube-controller-manager-arg, docker inspect command of k3d-demo-server-0)"),
         "{text}"

@@ -1,0 +1,38 @@
+//! `faultline doctor -i INVENTORY [EXPERIMENT…]`: every check a run relies on, as a table
+//! (or JSON), exit 1 on any failure.
+
+use std::path::{Path, PathBuf};
+
+use super::{ApiArgs, DoctorOutput, EXIT_ERROR, EXIT_FAILED, EXIT_OK};
+use crate::doctor;
+
+/// Loads the inventory and the experiments (if any), examines, prints, and returns the
+/// exit code: 0 nothing failed, 1 a check failed, 2 the input could not be read.
+pub(super) async fn doctor(
+    inventory: &Path,
+    paths: &[PathBuf],
+    api: &ApiArgs,
+    output: DoctorOutput,
+    insecure_ignore_host_keys: bool,
+) -> i32 {
+    let experiments = if paths.is_empty() {
+        Vec::new()
+    } else {
+        match super::load_experiments(paths) {
+            Some(e) => e,
+            None => return EXIT_ERROR,
+        }
+    };
+    let Some(mut inventory) = super::load_inventory(inventory, api) else {
+        return EXIT_ERROR;
+    };
+    if insecure_ignore_host_keys {
+        inventory.set_insecure_ignore_host_keys(true);
+    }
+    let exam = doctor::examine(&inventory, &experiments).await;
+    match output {
+        DoctorOutput::Table => print!("{}", doctor::report::table(&exam)),
+        DoctorOutput::Json => println!("{}", doctor::report::json(&exam)),
+    }
+    if exam.failed() { EXIT_FAILED } else { EXIT_OK }
+}

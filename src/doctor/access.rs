@@ -1,0 +1,237 @@
+//! The API permissions a run of some experiments uses, each with the reason, so `doctor`
+//! can ask the API server about each (`SelfSubjectAccessReview`) and say which step or
+//! observation would be refused. Setup manifests add theirs once their kinds are looked up
+//! (`doctor::cluster`).
+
+use crate::experiment::model::{Action, Experiment, ProbeKind, WorkloadKind};
+use crate::observe::{Namespaces, Scope};
+
+/// One permission: a verb on a resource, in a namespace or cluster-wide.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Access {
+    /// `list`, `watch`, `patch`, `create`, `delete`, `get`.
+    pub verb: String,
+    /// API group (`""` for core, `apps`).
+    pub group: String,
+    /// Plural resource (`pods`, `deployments`).
+    pub resource: String,
+    /// Subresource (`eviction`, `exec`), if any.
+    pub subresource: Option<String>,
+    /// Namespace; `None`: cluster-scoped, or every namespace.
+    pub namespace: Option<String>,
+    /// What needs it (`observing pods`, step `drain node`).
+    pub why: String,
+    /// Whether a run fails without it; optional ones only warn (faultline has another way).
+    pub required: bool,
+}
+
+impl Access {
+    fn new(verb: &str, group: &str, resource: &str, namespace: Option<&str>, why: &str) -> Access {
+        Access {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            subresource: None,
+            namespace: namespace.map(str::to_string),
+            why: why.into(),
+            required: true,
+        }
+    }
+
+    fn sub(mut self, subresource: &str) -> Access {
+        self.subresource = Some(subresource.into());
+        self
+    }
+
+    fn optional(mut self) -> Access {
+        self.required = false;
+        self
+    }
+
+    /// `create pods/eviction in namespace x` for messages.
+    pub(crate) fn show(&self) -> String {
+        let mut resource = self.resource.clone();
+        if !self.group.is_empty() {
+            resource = format!("{resource}.{}", self.group);
+        }
+        if let Some(sub) = &self.subresource {
+            resource = format!("{resource}/{sub}");
+        }
+        match &self.namespace {
+            Some(ns) => format!("{} {resource} in namespace {ns}", self.verb),
+            None => format!("{} {resource} (cluster-wide)", self.verb),
+        }
+    }
+}
+
+fn workload_resource(kind: WorkloadKind) -> &'static str {
+    match kind {
+        WorkloadKind::Deployment => "deployments",
+        WorkloadKind::StatefulSet => "statefulsets",
+        WorkloadKind::DaemonSet => "daemonsets",
+    }
+}
+
+/// The permissions running `experiments` uses, deduplicated (the first reason is kept).
+pub(crate) fn needed(experiments: &[Experiment]) -> Vec<Access> {
+    let mut all = vec![
+        Access::new("list", "", "nodes", None, "observing nodes"),
+        Access::new("watch", "", "nodes", None, "observing nodes"),
+        Access::new(
+            "create",
+            "",
+            "pods",
+            Some("default"),
+            "reading the default tolerations (a server-side dry run)",
+        )
+        .optional(),
+        Access::new(
+            "list",
+            "",
+            "pods",
+            Some("kube-system"),
+            "reading the control plane's timer flags from its static pods",
+        )
+        .optional(),
+    ];
+    for exp in experiments {
+        let scope = Scope::of(exp);
+        let namespaces: Vec<Option<String>> = match &scope.namespaces {
+            Namespaces::All => vec![None],
+            Namespaces::Only(names) => names.iter().cloned().map(Some).collect(),
+        };
+        for ns in &namespaces {
+            for (resource, group) in [("pods", ""), ("replicasets", "apps")] {
+                for verb in ["list", "watch"] {
+                    all.push(Access::new(
+                        verb,
+                        group,
+                        resource,
+                        ns.as_deref(),
+                        &format!("observing {resource} for {}", exp.name),
+                    ));
+                }
+            }
+        }
+        for w in &scope.workloads {
+            for verb in ["list", "watch"] {
+                all.push(Access::new(
+                    verb,
+                    "apps",
+                    workload_resource(w.kind),
+                    Some(&w.namespace),
+                    &format!("observing {w} for {}", exp.name),
+                ));
+            }
+        }
+        for step in &exp.steps {
+            let why = format!("step `{}` of {}", step.name, exp.name);
+            match &step.action {
+                Action::Cordon | Action::Uncordon | Action::Taint(_) | Action::Untaint(_) => {
+                    all.push(Access::new("patch", "", "nodes", None, &why));
+                }
+                Action::Drain => {
+                    all.push(Access::new("patch", "", "nodes", None, &why));
+                    all.push(Access::new("list", "", "pods", None, &why));
+                    all.push(Access::new("create", "", "pods", None, &why).sub("eviction"));
+                }
+                Action::DeleteNode => all.push(Access::new("delete", "", "nodes", None, &why)),
+                Action::DeletePods { pods, .. } => {
+                    let ns = pods
+                        .workload
+                        .as_ref()
+                        .map_or(pods.namespace.as_str(), |w| w.namespace.as_str());
+                    all.push(Access::new("list", "", "pods", Some(ns), &why));
+                    all.push(Access::new("delete", "", "pods", Some(ns), &why));
+                }
+                Action::DeletePvc {
+                    namespace,
+                    remove_finalizers,
+                    ..
+                } => {
+                    all.push(Access::new(
+                        "delete",
+                        "",
+                        "persistentvolumeclaims",
+                        Some(namespace),
+                        &why,
+                    ));
+                    if *remove_finalizers {
+                        all.push(Access::new(
+                            "patch",
+                            "",
+                            "persistentvolumeclaims",
+                            Some(namespace),
+                            &why,
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for probe in &exp.probes {
+            if let ProbeKind::Exec { workload, .. } = &probe.kind {
+                let why = format!("exec probe `{}` of {}", probe.name, exp.name);
+                all.push(
+                    Access::new("create", "", "pods", Some(&workload.namespace), &why).sub("exec"),
+                );
+            }
+        }
+    }
+    dedup(all)
+}
+
+/// One entry per permission, keeping the first reason; a required use wins over an
+/// optional one.
+pub(crate) fn dedup(all: Vec<Access>) -> Vec<Access> {
+    let mut out: Vec<Access> = Vec::new();
+    for a in all {
+        match out.iter_mut().find(|o| {
+            o.verb == a.verb
+                && o.group == a.group
+                && o.resource == a.resource
+                && o.subresource == a.subresource
+                && o.namespace == a.namespace
+        }) {
+            Some(existing) => existing.required |= a.required,
+            None => out.push(a),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_experiment_needs_what_it_observes_and_does() {
+        let e = crate::experiment::parse(
+            "name: e\ndescription: d\nnamespace: shop\ntargets: {v: {role: worker, count: 1}}\nsteps:\n  - {name: drain it, at: 0s, do: drain, target: v}\n  - {name: back, at: 30s, do: uncordon, target: v}\nexpect:\n  - {name: web, pods: {workload: deployment/web}, eventually: Ready}\n",
+            std::path::Path::new("e.yaml"),
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        let got: Vec<String> = needed(&[e]).iter().map(Access::show).collect();
+        for want in [
+            "list nodes (cluster-wide)",
+            "watch pods in namespace shop",
+            "list replicasets.apps in namespace shop",
+            "watch deployments.apps in namespace shop",
+            "patch nodes (cluster-wide)",
+            "create pods/eviction (cluster-wide)",
+            "create pods in namespace default",
+        ] {
+            assert!(
+                got.iter().any(|g| g == want),
+                "{want} missing from {got:#?}"
+            );
+        }
+        assert_eq!(
+            got.iter()
+                .filter(|g| *g == "patch nodes (cluster-wide)")
+                .count(),
+            1,
+            "deduplicated"
+        );
+    }
+}

@@ -1,0 +1,216 @@
+//! The cluster side of `doctor`: the API answers, and it allows what the experiments do.
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::Client;
+use kube::api::{Api, GroupVersionKind, PostParams};
+use kube::discovery::Scope;
+
+use super::access::{self, Access};
+use super::{CheckKind, Finding, Status};
+use crate::cluster::{self, Connection};
+use crate::experiment::model::Experiment;
+use crate::inventory::Inventory;
+
+/// The API as `doctor` found it: a connection and the server's version when it answers,
+/// and the finding that says so either way.
+pub struct ClusterView {
+    /// The connection, when the API answered.
+    pub connection: Option<Connection>,
+    /// The API server's `gitVersion`.
+    pub version: Option<String>,
+    /// `api`: reachable or not, and where.
+    pub finding: Finding,
+}
+
+/// Connects as a run would (kubeconfig, context, failover endpoints) and asks the version.
+pub async fn read_cluster(inventory: &Inventory) -> ClusterView {
+    let cluster = inventory.cluster();
+    let context = crate::cluster::kubeconfig::read_merged(inventory.kubeconfig())
+        .ok()
+        .and_then(|k| {
+            inventory
+                .context()
+                .map(str::to_string)
+                .or(k.current_context)
+        })
+        .unwrap_or_else(|| "(current)".into());
+    let connection = match cluster::connect_with_failover(
+        inventory.kubeconfig(),
+        inventory.context(),
+        &cluster.api_endpoints(),
+    )
+    .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            return ClusterView {
+                connection: None,
+                version: None,
+                finding: Finding::cluster(
+                    CheckKind::Api,
+                    Status::Fail,
+                    format!("context {context}: {e}"),
+                ),
+            };
+        }
+    };
+    match cluster::cluster_version(&connection.client).await {
+        Ok(version) => {
+            let endpoints = connection
+                .failover
+                .as_ref()
+                .map(|f| f.endpoints().join(", "))
+                .unwrap_or_else(|| "one endpoint".into());
+            ClusterView {
+                finding: Finding::cluster(
+                    CheckKind::Api,
+                    Status::Pass,
+                    format!("context {context} answers: {version} ({endpoints})"),
+                ),
+                connection: Some(connection),
+                version: Some(version),
+            }
+        }
+        Err(e) => ClusterView {
+            connection: None,
+            version: None,
+            finding: Finding::cluster(
+                CheckKind::Api,
+                Status::Fail,
+                format!("context {context}: the API does not answer: {e}"),
+            ),
+        },
+    }
+}
+
+/// Asks the API server whether it allows every permission the experiments use
+/// (`SelfSubjectAccessReview`, the question `kubectl auth can-i` asks): a failure per
+/// permission refused to a step or the observer, a warning per optional one refused, and
+/// one pass when everything is allowed.
+pub async fn preflight_cluster(client: &Client, experiments: &[Experiment]) -> Vec<Finding> {
+    let mut needed = access::needed(experiments);
+    let mut findings = Vec::new();
+    for exp in experiments {
+        match manifest_access(client, exp).await {
+            Ok(more) => needed.extend(more),
+            Err(why) => findings.push(Finding::cluster(CheckKind::Rbac, Status::Fail, why)),
+        }
+    }
+    let needed = access::dedup(needed);
+    let mut allowed = 0;
+    for a in &needed {
+        match can_i(client, a).await {
+            Ok(true) => allowed += 1,
+            Ok(false) if a.required => findings.push(Finding::cluster(
+                CheckKind::Rbac,
+                Status::Fail,
+                format!("`{}` is not allowed; {} needs it", a.show(), a.why),
+            )),
+            Ok(false) => findings.push(Finding::cluster(
+                CheckKind::Rbac,
+                Status::Warn,
+                format!(
+                    "`{}` is not allowed ({}; faultline does without)",
+                    a.show(),
+                    a.why
+                ),
+            )),
+            Err(e) => findings.push(Finding::cluster(
+                CheckKind::Rbac,
+                Status::Fail,
+                format!("cannot ask whether `{}` is allowed: {e}", a.show()),
+            )),
+        }
+    }
+    if findings.iter().all(|f| f.status != Status::Fail) {
+        findings.insert(
+            0,
+            Finding::cluster(
+                CheckKind::Rbac,
+                Status::Pass,
+                format!(
+                    "{allowed} of {} permissions the experiments use are allowed",
+                    needed.len()
+                ),
+            ),
+        );
+    }
+    findings
+}
+
+/// One `SelfSubjectAccessReview`.
+async fn can_i(client: &Client, a: &Access) -> Result<bool, kube::Error> {
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(a.verb.clone()),
+                group: Some(a.group.clone()),
+                resource: Some(a.resource.clone()),
+                subresource: a.subresource.clone(),
+                namespace: a.namespace.clone(),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    Ok(answer.status.is_some_and(|s| s.allowed))
+}
+
+/// What applying (and tearing down) an experiment's setup manifests needs: server-side
+/// apply is a `patch`, the readiness wait a `get`, teardown a `delete`, per object kind.
+async fn manifest_access(client: &Client, exp: &Experiment) -> Result<Vec<Access>, String> {
+    let mut out = Vec::new();
+    for path in &exp.setup.manifests {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: setup manifest {}: {e}", exp.name, path.display()))?;
+        let objects = cluster::manifests::parse_manifest(path, &text).map_err(|e| e.to_string())?;
+        for obj in objects {
+            let types = obj.types.clone().unwrap_or_default();
+            let gvk = GroupVersionKind::try_from(&types).map_err(|e| e.to_string())?;
+            let (resource, caps) =
+                kube::discovery::pinned_kind(client, &gvk)
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "{}: the cluster does not serve {} {} ({}): {e}",
+                            exp.name,
+                            types.api_version,
+                            types.kind,
+                            path.display()
+                        )
+                    })?;
+            let namespace = match caps.scope {
+                Scope::Namespaced => Some(
+                    obj.metadata
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| "default".into()),
+                ),
+                Scope::Cluster => None,
+            };
+            let why = format!("setup of {} ({})", exp.name, path.display());
+            let mut verbs = vec!["patch", "get"];
+            if exp.teardown.delete_manifests {
+                verbs.push("delete");
+            }
+            for verb in verbs {
+                out.push(Access {
+                    verb: verb.into(),
+                    group: resource.group.clone(),
+                    resource: resource.plural.clone(),
+                    subresource: None,
+                    namespace: namespace.clone(),
+                    why: why.clone(),
+                    required: true,
+                });
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,167 @@
+//! The node side of `doctor`: each check goes through the executor, so it meets exactly
+//! what a run meets (the transport with its host-key check, authentication and `sudo -n`,
+//! the self-restore's own arm and disarm, the power driver's argv).
+
+use std::collections::BTreeMap;
+
+use futures::future::join_all;
+
+use super::needs::{Needs, PowerKey};
+use super::programs::{commands_finding, first_program, op_key, program_script};
+use super::{CHECK_TIMEOUT, CheckKind, Finding, Status, clock, power, restore, transport, unit};
+use crate::execute::{ExecError, Executor, NodeOp};
+use crate::experiment::model::Experiment;
+use crate::inventory::NodeAccess;
+
+/// How much `check_node` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Everything `doctor` checks: also arming and disarming a self-restore and the clock.
+    Full,
+    /// What `run` checks before its first fault: the transport, the commands its steps
+    /// run, the kubelet unit when it stops the kubelet, the power driver.
+    Preflight,
+}
+
+/// Every check of one node for what `needs` says it will be asked to do.
+pub async fn check_node(
+    executor: &Executor,
+    node: &NodeAccess,
+    needs: &Needs,
+    depth: Depth,
+) -> Vec<Finding> {
+    let name = node.name.as_str();
+    let mut findings = Vec::new();
+    let mut programs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut ops = needs.ops.clone();
+    for key in &needs.power {
+        match power_template(node, *key) {
+            Some(_) => {}
+            None => match key.action().in_band() {
+                Some(op) => {
+                    if !ops.contains(&op) {
+                        ops.push(op)
+                    }
+                }
+                None => findings.push(Finding::node(
+                    name,
+                    CheckKind::Power,
+                    Status::Fail,
+                    "the experiments power this node off, but no power.on is configured: SSH \
+                     can turn a node off, never on (configure a BMC/IPMI, Redfish, hypervisor \
+                     or cloud CLI argv)",
+                )),
+            },
+        }
+    }
+    let mut not_configured = Vec::new();
+    for op in &ops {
+        match executor.command_of(name, op) {
+            Ok(text) => {
+                if let Some(program) = first_program(&text) {
+                    programs
+                        .entry(program)
+                        .or_default()
+                        .push(format!("{} `{}`", op_key(op), text));
+                }
+            }
+            Err(ExecError::NotConfigured { what, .. }) => {
+                if !needs.everything {
+                    not_configured.push(what);
+                }
+            }
+            Err(e) => findings.push(Finding::node(
+                name,
+                CheckKind::Commands,
+                Status::Fail,
+                e.to_string(),
+            )),
+        }
+    }
+    if needs.self_restore {
+        let arm = node
+            .arm_restore
+            .as_deref()
+            .and_then(first_program)
+            .map(|p| (p, "armRestore".to_string()));
+        match arm {
+            Some((program, why)) => programs.entry(program).or_default().push(why),
+            None => {
+                for p in ["setsid", "nohup"] {
+                    programs
+                        .entry(p.into())
+                        .or_default()
+                        .push("the self-restore (setsid nohup sh -c 'sleep N; undo')".into());
+                }
+            }
+        }
+    }
+
+    // One command over the node's transport: it proves the connection, the host key, the
+    // authentication and sudo, and says which programs are missing.
+    let script = program_script(programs.keys());
+    let reached = executor
+        .perform(name, &NodeOp::Run(script), CHECK_TIMEOUT)
+        .await;
+    let (blocked, transport) = transport::findings(node, &reached);
+    findings.extend(transport);
+    if let Some(why) = blocked {
+        for check in [CheckKind::KubeletUnit, CheckKind::Commands]
+            .into_iter()
+            .chain((depth == Depth::Full).then_some(CheckKind::SelfRestore))
+            .chain((depth == Depth::Full).then_some(CheckKind::Clock))
+        {
+            findings.push(Finding::node(
+                name,
+                check,
+                Status::Skip,
+                format!("not checked: {why}"),
+            ));
+        }
+        findings.extend(power::finding(executor, node, needs).await);
+        return findings;
+    }
+    let output = reached.map(|o| o.output).unwrap_or_default();
+    findings.push(commands_finding(name, &output, &programs, &not_configured));
+
+    if needs.touches_kubelet() || needs.everything {
+        findings.push(unit::finding(executor, node).await);
+    }
+    findings.extend(power::finding(executor, node, needs).await);
+    if depth == Depth::Full {
+        if needs.self_restore {
+            findings.push(restore::finding(executor, name).await);
+        }
+        findings.push(clock::finding(executor, name).await);
+    }
+    findings
+}
+
+/// The checks `run` makes on the nodes its steps act on, all nodes at once.
+pub async fn preflight_nodes(
+    executor: &Executor,
+    exp: &Experiment,
+    targets: &BTreeMap<String, Vec<String>>,
+) -> Vec<Finding> {
+    let nodes: Vec<NodeAccess> = executor
+        .inventory()
+        .nodes()
+        .iter()
+        .filter(|n| targets.values().flatten().any(|t| *t == n.name))
+        .cloned()
+        .collect();
+    let checks = nodes.iter().filter_map(|node| {
+        let needs = Needs::on_node(exp, targets, &node.name);
+        (!needs.is_empty())
+            .then_some(async move { check_node(executor, node, &needs, Depth::Preflight).await })
+    });
+    join_all(checks).await.into_iter().flatten().collect()
+}
+
+fn power_template(node: &NodeAccess, key: PowerKey) -> Option<&Vec<String>> {
+    match key {
+        PowerKey::On => node.power.on.as_ref(),
+        PowerKey::Off => node.power.off.as_ref(),
+        PowerKey::Reboot => node.power.reboot.as_ref(),
+    }
+}

@@ -1,0 +1,183 @@
+//! How the first command over a node's transport ended, as four findings: reachable, host
+//! key, authentication, sudo.
+
+use super::{CheckKind, Finding, Status};
+use crate::execute::{ExecError, OpOutcome, SshError};
+use crate::inventory::{NodeAccess, TransportKind};
+
+/// Reachable, host key, authentication and sudo, from how the first command ended; and,
+/// when commands cannot run on the node, why (the other checks are then not made).
+pub(super) fn findings(
+    node: &NodeAccess,
+    reached: &Result<OpOutcome, ExecError>,
+) -> (Option<&'static str>, Vec<Finding>) {
+    let name = node.name.as_str();
+    let f = |check, status, detail: String| Finding::node(name, check, status, detail);
+    let how = match node.transport {
+        TransportKind::Ssh => format!("ssh {}@{}:{}", node.ssh.user, node.address, node.ssh.port),
+        TransportKind::Exec => format!(
+            "exec {}",
+            node.exec
+                .as_ref()
+                .and_then(|a| a.first())
+                .cloned()
+                .unwrap_or_default()
+        ),
+    };
+    let ssh = node.transport == TransportKind::Ssh;
+    let not_ssh = |check| f(check, Status::Skip, "not SSH: the exec transport".into());
+    let sudo_unset = || {
+        if !ssh {
+            not_ssh(CheckKind::Sudo)
+        } else {
+            f(
+                CheckKind::Sudo,
+                Status::Skip,
+                format!("ssh.sudo is not set: commands run as {}", node.ssh.user),
+            )
+        }
+    };
+    let skipped = |check, why: &str| f(check, Status::Skip, format!("not checked: {why}"));
+    match reached {
+        Ok(_) => {
+            let mut out = vec![f(CheckKind::Reachable, Status::Pass, how)];
+            if ssh {
+                out.push(f(
+                    CheckKind::HostKey,
+                    Status::Pass,
+                    match &node.ssh.known_hosts {
+                        _ if node.ssh.insecure_ignore_host_keys => {
+                            "NOT verified (--insecure-ignore-host-keys)".to_string()
+                        }
+                        Some(k) => format!("matches {}", k.display()),
+                        None => "matches ~/.ssh/known_hosts".to_string(),
+                    },
+                ));
+                out.push(f(
+                    CheckKind::Auth,
+                    Status::Pass,
+                    format!("logged in as {}", node.ssh.user),
+                ));
+                if node.ssh.sudo {
+                    out.push(f(CheckKind::Sudo, Status::Pass, "`sudo -n` works".into()));
+                } else {
+                    out.push(sudo_unset());
+                }
+            } else {
+                out.extend([
+                    not_ssh(CheckKind::HostKey),
+                    not_ssh(CheckKind::Auth),
+                    not_ssh(CheckKind::Sudo),
+                ]);
+            }
+            (None, out)
+        }
+        Err(ExecError::Ssh { source, .. }) => {
+            let (why, out) = match source {
+                SshError::HostKey(msg) => (
+                    "the host key did not match",
+                    vec![
+                        f(CheckKind::Reachable, Status::Pass, how),
+                        f(CheckKind::HostKey, Status::Fail, msg.clone()),
+                        skipped(CheckKind::Auth, "the host key did not match"),
+                        skipped(CheckKind::Sudo, "the host key did not match"),
+                    ],
+                ),
+                SshError::Auth { .. } => (
+                    "authentication failed",
+                    vec![
+                        f(CheckKind::Reachable, Status::Pass, how),
+                        f(
+                            CheckKind::HostKey,
+                            Status::Pass,
+                            "matches known_hosts".into(),
+                        ),
+                        f(CheckKind::Auth, Status::Fail, source.to_string()),
+                        skipped(CheckKind::Sudo, "authentication failed"),
+                    ],
+                ),
+                other => (
+                    "the node cannot be reached",
+                    vec![
+                        f(
+                            CheckKind::Reachable,
+                            Status::Fail,
+                            format!("{how}: {other}"),
+                        ),
+                        skipped(CheckKind::HostKey, "the node cannot be reached"),
+                        skipped(CheckKind::Auth, "the node cannot be reached"),
+                        skipped(CheckKind::Sudo, "the node cannot be reached"),
+                    ],
+                ),
+            };
+            (Some(why), out)
+        }
+        // The transport read sudo's own refusal (a password wanted, a user not allowed):
+        // its message already says what to change.
+        Err(e @ ExecError::Sudo { .. }) => (
+            Some("sudo refuses"),
+            vec![
+                f(CheckKind::Reachable, Status::Pass, how),
+                f(
+                    CheckKind::HostKey,
+                    Status::Pass,
+                    "matches known_hosts".into(),
+                ),
+                f(
+                    CheckKind::Auth,
+                    Status::Pass,
+                    format!("logged in as {}", node.ssh.user),
+                ),
+                f(CheckKind::Sudo, Status::Fail, e.to_string()),
+            ],
+        ),
+        Err(ExecError::CommandFailed {
+            exit_status,
+            output,
+            ..
+        }) if ssh && node.ssh.sudo => (
+            Some("`sudo -n` fails"),
+            vec![
+                f(CheckKind::Reachable, Status::Pass, how),
+                f(
+                    CheckKind::HostKey,
+                    Status::Pass,
+                    "matches known_hosts".into(),
+                ),
+                f(
+                    CheckKind::Auth,
+                    Status::Pass,
+                    format!("logged in as {}", node.ssh.user),
+                ),
+                f(
+                    CheckKind::Sudo,
+                    Status::Fail,
+                    format!(
+                        "ssh.sudo is set, but `sudo -n` failed ({}): {}; give {} passwordless \
+                         sudo (NOPASSWD) or log in as root without ssh.sudo",
+                        exit_status.map_or("killed".into(), |c| format!("exit {c}")),
+                        output.trim(),
+                        node.ssh.user
+                    ),
+                ),
+            ],
+        ),
+        Err(e) => {
+            let mut out = vec![f(CheckKind::Reachable, Status::Fail, format!("{how}: {e}"))];
+            if ssh {
+                out.extend([
+                    skipped(CheckKind::HostKey, "the node cannot be reached"),
+                    skipped(CheckKind::Auth, "the node cannot be reached"),
+                    skipped(CheckKind::Sudo, "the node cannot be reached"),
+                ]);
+            } else {
+                out.extend([
+                    not_ssh(CheckKind::HostKey),
+                    not_ssh(CheckKind::Auth),
+                    not_ssh(CheckKind::Sudo),
+                ]);
+            }
+            (Some("the node cannot be reached"), out)
+        }
+    }
+}

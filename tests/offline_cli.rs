@@ -1,0 +1,135 @@
+//! `plan` and `doctor` with an API server that does not answer (a kubeconfig pointing at a
+//! closed local port; nothing is mocked, nothing answers): `plan` still prints the
+//! experiment, offline, with the targets as selectors; `doctor` names the API and the
+//! node it cannot reach and exits 1.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Command;
+
+fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a port")
+}
+
+/// An inventory of three workers whose API and nodes are a closed port.
+fn inventory(dir: &Path) -> std::path::PathBuf {
+    let port = closed_port();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: not-a-secret\ncontexts:\n- name: gone\n  context: {{cluster: gone, user: u}}\ncurrent-context: gone\n"
+        ),
+    )
+    .expect("kubeconfig");
+    let inv = dir.join("inventory.yaml");
+    std::fs::write(
+        &inv,
+        format!(
+            "cluster:\n  name: gone\n  kubeconfig: {kc}\n  context: gone\n  discoverApiServers: false\n\
+             profile: kubeadm\ntimers: {{nodeMonitorGracePeriod: 20s}}\n\
+             ssh: {{port: {port}, connectTimeout: 1s, knownHosts: {dir}/known_hosts}}\n\
+             nodes:\n  - {{name: w1, address: 127.0.0.1, roles: [worker]}}\n  - {{name: w2, address: 127.0.0.1, roles: [worker]}}\n  - {{name: cp1, address: 127.0.0.1, roles: [control-plane]}}\n",
+            kc = kubeconfig.display(),
+            dir = dir.display(),
+        ),
+    )
+    .expect("inventory");
+    inv
+}
+
+fn faultline(args: &[&str], dir: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .env("FAULTLINE_JOURNAL", dir.join("journal.json"))
+        .env_remove("KUBECONFIG")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("faultline runs")
+}
+
+#[test]
+fn plan_without_an_api_prints_the_selectors_the_commands_and_the_assumed_timers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = inventory(dir.path());
+    let out = faultline(
+        &[
+            "plan",
+            "experiments/kubelet-stop-past-toleration.yaml",
+            "-i",
+            inv.to_str().expect("utf-8"),
+        ],
+        dir.path(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "an offline plan is no error");
+    assert!(text.contains("OFFLINE:"), "{text}");
+    assert!(
+        text.contains("victim: role worker, running pods of faultline-lab/statefulset/db, 1 node (resolved when the API is reachable; in the inventory: w1, w2)"),
+        "{text}"
+    );
+    assert!(text.contains("w1: ssh root@127.0.0.1 -p "), "{text}");
+    assert!(text.contains(": systemctl stop kubelet"), "{text}");
+    assert!(
+        text.contains("nodeMonitorGracePeriod 20s (inventory: timers.nodeMonitorGracePeriod"),
+        "{text}"
+    );
+    assert!(
+        text.contains("defaultUnreachableTolerationSeconds 5m (ASSUMED: upstream default"),
+        "{text}"
+    );
+    // The grace period is the inventory's; the toleration of a step time is assumed.
+    let start = text
+        .lines()
+        .find(|l| l.contains("start kubelet ("))
+        .expect("start step");
+    assert!(start.contains("[ASSUMED: toleration = 5m]"), "{start}");
+}
+
+#[test]
+fn doctor_names_the_api_and_each_node_it_cannot_reach_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = inventory(dir.path());
+    let out = faultline(
+        &[
+            "doctor",
+            "-i",
+            inv.to_str().expect("utf-8"),
+            "--output",
+            "json",
+        ],
+        dir.path(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let findings = doc["findings"].as_array().expect("findings");
+    let failed = |node: Option<&str>, check: &str| {
+        findings.iter().any(|f| {
+            f["status"] == "fail"
+                && f["check"] == check
+                && f.get("node").and_then(|n| n.as_str()) == node
+        })
+    };
+    assert!(failed(None, "api"), "{text}");
+    for node in ["w1", "w2", "cp1"] {
+        assert!(failed(Some(node), "reachable"), "{node}: {text}");
+    }
+    assert_eq!(doc["failed"], true);
+    assert_eq!(doc["timers"][1]["origin"], "inventory");
+    assert_eq!(doc["timers"][0]["origin"], "assumed");
+
+    let table = faultline(&["doctor", "-i", inv.to_str().expect("utf-8")], dir.path());
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert_eq!(table.status.code(), Some(1));
+    assert!(text.contains("FAIL cluster api: context gone"), "{text}");
+    assert!(
+        text.contains("FAIL w2 reachable: ssh root@127.0.0.1:"),
+        "{text}"
+    );
+}
