@@ -265,14 +265,7 @@ impl RunRecord {
 
     /// Writes the record as pretty JSON.
     pub fn save(&self, path: &Path) -> Result<(), RecordError> {
-        let text = self.to_json().map_err(|source| RecordError::Json {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        std::fs::write(path, text + "\n").map_err(|source| RecordError::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+        write_json(path, self.to_json())
     }
 
     /// The record as pretty JSON, with its resilience score beside the verdicts for tools
@@ -298,4 +291,19 @@ pub struct Scored<'a> {
     pub record: &'a RunRecord,
     /// Its resilience score.
     pub score: crate::judge::Score,
+}
+
+/// Writes JSON text (or the error of making it) to `path`, as records and series are saved.
+pub(crate) fn write_json(
+    path: &Path,
+    text: Result<String, serde_json::Error>,
+) -> Result<(), RecordError> {
+    let text = text.map_err(|source| RecordError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    std::fs::write(path, text + "\n").map_err(|source| RecordError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }

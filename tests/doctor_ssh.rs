@@ -2,120 +2,29 @@
 //! host key, a wrong client key, a sudo that wants a password, a missing program, a unit
 //! that does not exist, a closed port. Each must be named, on its node, by its check.
 //!
-//! The sshd sets `PATH` for its sessions to a directory of this test first, where a `sudo`
-//! stands for a node whose sudo asks for a password (the machine running the tests may
-//! have no sudo, or a sudo that lets root through). sshd missing is a failure under
-//! `CI=true`, a printed skip otherwise.
+//! The sshd (tests/sshd_support) sets `PATH` for its sessions to a directory of this test
+//! first, where a `sudo` stands for a node whose sudo asks for a password (the machine
+//! running the tests may have no sudo, or a sudo that lets root through). sshd missing is a
+//! failure under `CI=true`, a printed skip otherwise.
+
+mod sshd_support;
 
 use std::fs;
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::TcpListener;
+use std::path::Path;
+
+use sshd_support::*;
 
 use faultline::doctor::{CheckKind, Depth, Finding, Needs, Status, check_node};
 use faultline::execute::Executor;
 use faultline::inventory::Inventory;
 
-const SSHD: &str = "/usr/sbin/sshd";
-
-/// A running sshd; killed (by its own pid) on drop.
-struct Sshd {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn keygen(path: &Path) {
-    let status = Command::new("ssh-keygen")
-        .args([
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-C",
-            "faultline-doctor",
-            "-f",
-        ])
-        .arg(path)
-        .status()
-        .expect("ssh-keygen runs");
-    assert!(status.success(), "ssh-keygen failed");
-}
-
-fn public_key(path: &Path) -> String {
-    let mut p = path.as_os_str().to_owned();
-    p.push(".pub");
-    fs::read_to_string(PathBuf::from(p)).expect("pub key")
-}
-
+/// An sshd whose sessions find a `sudo` that wants a password first on their `PATH`.
 fn start_sshd() -> Option<Sshd> {
-    if !Path::new(SSHD).exists() {
-        let why = format!("{SSHD} is missing (apt-get install openssh-server)");
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
-        println!("SKIP: {why}");
-        return None;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let d = dir.path();
-    keygen(&d.join("host_key"));
-    keygen(&d.join("client_key"));
-    keygen(&d.join("other_key"));
-    fs::write(d.join("authorized_keys"), public_key(&d.join("client_key"))).expect("w");
-    fs::create_dir(d.join("bin")).expect("bin");
-    let sudo = d.join("bin/sudo");
-    fs::write(
-        &sudo,
-        "#!/bin/sh\necho 'sudo: a terminal is required to read the password; either use the -S option to read from standard input or configure an askpass helper' >&2\necho 'sudo: a password is required' >&2\nexit 1\n",
-    )
-    .expect("w");
-    fs::set_permissions(&sudo, fs::Permissions::from_mode(0o755)).expect("chmod");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
-    let config = format!(
-        "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
-         AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\nUsePAM no\n\
-         StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-         SetEnv PATH={d}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n",
-        d = d.display()
-    );
-    fs::write(d.join("sshd_config"), config).expect("w");
-    let _ = fs::create_dir_all("/run/sshd");
-    let child = Command::new(SSHD)
-        .args(["-D", "-e", "-f"])
-        .arg(d.join("sshd_config"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("sshd starts");
-    let sshd = Sshd { child, port, dir };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "sshd did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let d = sshd.dir.path();
-    let line = |key: &str| format!("[127.0.0.1]:{port} {}", public_key(&d.join(key)));
-    fs::write(d.join("known_hosts"), line("host_key")).expect("w");
-    fs::write(d.join("known_hosts_wrong"), line("other_key")).expect("w");
-    Some(sshd)
-}
-
-fn user() -> String {
-    let out = Command::new("id").arg("-un").output().expect("id");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    start_sshd_with(Options {
+        sudo_wants_password: true,
+        ..Options::default()
+    })
 }
 
 /// How the test node is reached.
@@ -243,7 +152,7 @@ async fn a_wrong_host_key_is_named_and_nothing_is_sent() {
 async fn a_key_the_node_does_not_accept_fails_authentication() {
     let Some(sshd) = start_sshd() else { return };
     let reach = Reach {
-        key: "other_key",
+        key: "other_host_key",
         ..Reach::good(&sshd)
     };
     let inv = inventory(&sshd, reach, UNIT_OK);

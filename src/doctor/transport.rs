@@ -38,6 +38,23 @@ pub(super) fn findings(
         }
     };
     let skipped = |check, why: &str| f(check, Status::Skip, format!("not checked: {why}"));
+    // Logged in, and sudo would not run the command.
+    let sudo_failed = |detail: String| {
+        vec![
+            f(CheckKind::Reachable, Status::Pass, how.clone()),
+            f(
+                CheckKind::HostKey,
+                Status::Pass,
+                "matches known_hosts".into(),
+            ),
+            f(
+                CheckKind::Auth,
+                Status::Pass,
+                format!("logged in as {}", node.ssh.user),
+            ),
+            f(CheckKind::Sudo, Status::Fail, detail),
+        ]
+    };
     match reached {
         Ok(_) => {
             let mut out = vec![f(CheckKind::Reachable, Status::Pass, how)];
@@ -114,53 +131,20 @@ pub(super) fn findings(
         }
         // The transport read sudo's own refusal (a password wanted, a user not allowed):
         // its message already says what to change.
-        Err(e @ ExecError::Sudo { .. }) => (
-            Some("sudo refuses"),
-            vec![
-                f(CheckKind::Reachable, Status::Pass, how),
-                f(
-                    CheckKind::HostKey,
-                    Status::Pass,
-                    "matches known_hosts".into(),
-                ),
-                f(
-                    CheckKind::Auth,
-                    Status::Pass,
-                    format!("logged in as {}", node.ssh.user),
-                ),
-                f(CheckKind::Sudo, Status::Fail, e.to_string()),
-            ],
-        ),
+        Err(e @ ExecError::Sudo { .. }) => (Some("sudo refuses"), sudo_failed(e.to_string())),
         Err(ExecError::CommandFailed {
             exit_status,
             output,
             ..
         }) if ssh && node.ssh.sudo => (
             Some("`sudo -n` fails"),
-            vec![
-                f(CheckKind::Reachable, Status::Pass, how),
-                f(
-                    CheckKind::HostKey,
-                    Status::Pass,
-                    "matches known_hosts".into(),
-                ),
-                f(
-                    CheckKind::Auth,
-                    Status::Pass,
-                    format!("logged in as {}", node.ssh.user),
-                ),
-                f(
-                    CheckKind::Sudo,
-                    Status::Fail,
-                    format!(
-                        "ssh.sudo is set, but `sudo -n` failed ({}): {}; give {} passwordless \
-                         sudo (NOPASSWD) or log in as root without ssh.sudo",
-                        exit_status.map_or("killed".into(), |c| format!("exit {c}")),
-                        output.trim(),
-                        node.ssh.user
-                    ),
-                ),
-            ],
+            sudo_failed(format!(
+                "ssh.sudo is set, but `sudo -n` failed ({}): {}; give {} passwordless \
+                 sudo (NOPASSWD) or log in as root without ssh.sudo",
+                exit_status.map_or("killed".into(), |c| format!("exit {c}")),
+                output.trim(),
+                node.ssh.user
+            )),
         ),
         Err(e) => {
             let mut out = vec![f(CheckKind::Reachable, Status::Fail, format!("{how}: {e}"))];

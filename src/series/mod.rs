@@ -198,14 +198,7 @@ impl Series {
 
     /// Writes [`Series::to_json`] to `path`.
     pub fn save(&self, path: &Path) -> Result<(), RecordError> {
-        let text = self.to_json().map_err(|source| RecordError::Json {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        std::fs::write(path, text + "\n").map_err(|source| RecordError::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+        crate::record::write_json(path, self.to_json())
     }
 }
 
