@@ -190,6 +190,7 @@ pub fn experiment(expectations: Vec<Expectation>) -> Experiment {
         },
         safety: SafetySpec::default(),
         probes: Vec::new(),
+        abort: Default::default(),
     }
 }
 
