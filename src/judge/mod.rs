@@ -21,6 +21,7 @@
 //! - While a run is live, replacements may still appear: an `all` over replacements that
 //!   passes so far, or an `any`/`at-least` short of members, stays Pending.
 
+mod abort;
 mod bridge;
 mod checks;
 pub(crate) mod figures;
@@ -40,8 +41,9 @@ use crate::experiment::model::{
 };
 use crate::timeline::Timeline;
 
+pub use abort::{AbortCheck, Tripped, check_aborts};
 pub use figures::{Figures, figures};
-pub use index::TimelineIndex;
+pub use index::{FaultProblem, TimelineIndex};
 
 /// State labels shared with reporters.
 pub mod labels {
