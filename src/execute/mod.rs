@@ -23,6 +23,13 @@ use ssh::{SshEnd, SshTarget};
 
 pub use crate::experiment::fault::{NodeOp, PowerAction};
 
+/// How a node says which boot it is in when the inventory sets no `commands.bootId`: the
+/// kernel's boot id, which changes at every boot of a machine, and the start time of PID 1
+/// (in clock ticks since the kernel booted), which changes when a node container (kind,
+/// k3d) is restarted on a kernel that did not reboot.
+pub const DEFAULT_BOOT_ID: &str =
+    "cat /proc/sys/kernel/random/boot_id && cut -d' ' -f22 /proc/1/stat";
+
 /// Power state as reported by a `power.status` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PowerState {
@@ -217,6 +224,14 @@ impl Executor {
             NodeOp::PowerOff => (&c.power_off, "commands.powerOff"),
             NodeOp::Partition => (&c.partition, "commands.partition"),
             NodeOp::Heal => (&c.heal, "commands.heal"),
+            NodeOp::BootId => (
+                &Some(
+                    c.boot_id
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_BOOT_ID.to_string()),
+                ),
+                "commands.bootId",
+            ),
         };
         let template = template.as_ref().ok_or_else(|| ExecError::NotConfigured {
             node: access.name.clone(),

@@ -67,6 +67,13 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
         ));
     }
     out.push_str(&figures_text(record));
+    let safety = super::safety_lines(record);
+    if !safety.is_empty() {
+        out.push_str("safety:\n");
+        for line in safety {
+            out.push_str(&format!("  {}\n", clean(&line)));
+        }
+    }
     for err in &record.errors {
         out.push_str(&format!(
             "{} {}\n",

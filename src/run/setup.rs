@@ -36,6 +36,8 @@ pub(super) fn not_run(
         .collect();
     let inv = &settings.inventory;
     RunRecord {
+        aborted: None,
+        restored: None,
         faultline_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id,
         experiment: exp.clone(),

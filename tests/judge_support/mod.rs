@@ -245,6 +245,8 @@ pub fn record() -> RunRecord {
     let figures = figures(&exp, &targets(), &timeline);
     let outcome = RunOutcome::from_verdicts(&verdicts, &[]);
     RunRecord {
+        aborted: None,
+        restored: None,
         faultline_version: "0.1.0".into(),
         run_id: "run-20261122-100000".into(),
         cluster: ClusterInfo {
