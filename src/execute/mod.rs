@@ -168,6 +168,11 @@ pub struct ArmedRestore {
     pub pid: Option<u32>,
     /// Delay before the node undoes the fault.
     pub after_secs: u64,
+    /// Armed where faultline runs, not on the node: the undo of a power-off (`power.on`),
+    /// which the node cannot do by itself. It survives faultline being killed, not the
+    /// loss of this machine.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub local: bool,
 }
 
 /// Runs operations on the nodes of one inventory.
@@ -605,7 +610,79 @@ impl Executor {
             token: token.into(),
             pid,
             after_secs: seconds,
+            local: false,
         })
+    }
+
+    /// Arms, where faultline runs, the undo of a power-off: a detached process runs the
+    /// node's `power.on` after `after` unless disarmed, so a node powered off by a run that
+    /// is then killed comes back without help. `None` when the inventory has no
+    /// `power.on` (nothing can turn the node on then; `restore` says so).
+    pub async fn arm_power_on(
+        &self,
+        node: &str,
+        after: Duration,
+        token: &str,
+    ) -> Result<Option<ArmedRestore>, ExecError> {
+        let access = self.access(node)?;
+        check_token(node, token)?;
+        let Some(template) = &access.power.on else {
+            return Ok(None);
+        };
+        let render_err = |source| ExecError::Render {
+            node: node.into(),
+            source,
+        };
+        let argv = render::argv(
+            template,
+            &[("node", &access.name), ("address", &access.address)],
+        )
+        .map_err(render_err)?;
+        let seconds = after.as_secs().max(1);
+        let script = format!(
+            ": {}; sleep {seconds}; {} >/dev/null 2>&1",
+            marker(token),
+            render::show_argv(&argv)
+        );
+        let text = format!(
+            "FAULTLINE_RESTORE={token} setsid nohup sh -c {} >/dev/null 2>&1 </dev/null & echo $!",
+            render::quote(&script).map_err(render_err)?
+        );
+        let out = self.run_here(node, text).await?;
+        let pid = out
+            .output
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .and_then(|l| l.trim().parse::<u32>().ok())
+            .ok_or_else(|| ExecError::Restore {
+                node: node.into(),
+                message: format!("arming the local power-on printed no pid: {}", out.output),
+            })?;
+        Ok(Some(ArmedRestore {
+            node: node.into(),
+            token: token.into(),
+            pid: Some(pid),
+            after_secs: seconds,
+            local: true,
+        }))
+    }
+
+    /// Runs shell text where faultline runs (`sh -c`), under the node's command timeout;
+    /// a non-zero exit is an error.
+    async fn run_here(&self, node: &str, text: String) -> Result<OpOutcome, ExecError> {
+        let access = self.access(node)?;
+        let argv = vec!["sh".to_string(), "-c".to_string(), text];
+        let shown = render::show_argv(&argv);
+        let out = self
+            .carry(
+                node,
+                Plan::Local { argv },
+                access.ssh.command_timeout,
+                false,
+            )
+            .await?;
+        Self::require_success(node, &shown, out)
     }
 
     /// Cancel an armed restore. Kills the process only if its command line still carries the
@@ -614,7 +691,8 @@ impl Executor {
         let access = self.access(node)?;
         check_token(node, &armed.token)?;
         let pid = armed.pid.map(|p| p.to_string()).unwrap_or_default();
-        let text = match &access.disarm_restore {
+        let custom = access.disarm_restore.as_ref().filter(|_| !armed.local);
+        let text = match custom {
             Some(t) => render::shell(
                 t,
                 &[
@@ -639,6 +717,10 @@ impl Executor {
                 )
             }
         };
+        if armed.local {
+            let out = self.run_here(node, text).await?;
+            return Ok(out.output.contains("disarmed"));
+        }
         let out = self.run_required(&access, node, text).await?;
         Ok(access.disarm_restore.is_some() || out.output.contains("disarmed"))
     }

@@ -139,8 +139,14 @@ impl Ledger {
                     .arm_restore(&entry.node, op, restore_after, &entry.id)
                     .await
                     .map(Some),
-                // Power-on is out of band and API undos need the API: `restore` does them.
-                Undo::PowerOn | Undo::Api(_) => Ok(None),
+                // Power-on is out of band: armed where faultline runs, when it can be.
+                Undo::PowerOn => {
+                    executor
+                        .arm_power_on(&entry.node, restore_after, &entry.id)
+                        .await
+                }
+                // API undos need the API: `restore` does them.
+                Undo::Api(_) => Ok(None),
             }
         }))
         .await;

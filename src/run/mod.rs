@@ -16,7 +16,7 @@ pub(crate) mod ledger;
 pub(crate) mod prepare;
 mod proofs;
 pub mod rehearse;
-mod restored;
+pub(crate) mod restored;
 pub(crate) mod safety;
 pub(crate) mod schedule;
 mod settings;

@@ -42,9 +42,9 @@ fn within(proof: Proof) -> Duration {
     match proof {
         Proof::None => Duration::ZERO,
         // `systemctl stop` returns once the unit stopped.
-        Proof::KubeletInactive | Proof::Unschedulable | Proof::Tainted | Proof::NodeGone => {
-            Duration::from_secs(30)
-        }
+        Proof::KubeletInactive => Duration::from_secs(10),
+        // The API call returned; the object says so at once.
+        Proof::Unschedulable | Proof::Tainted | Proof::NodeGone => Duration::from_secs(10),
         // The quiet period is the Lease's half duration; see `Checker::heartbeat`.
         Proof::HeartbeatStopped => Duration::from_secs(120),
         // An in-band `poweroff` shuts the system down first.
@@ -517,7 +517,7 @@ mod tests {
             Proof::Unschedulable,
             Proof::Tainted,
         ] {
-            assert!(within(proof) >= Duration::from_secs(30), "{proof:?}");
+            assert!(within(proof) >= Duration::from_secs(10), "{proof:?}");
         }
         assert_eq!(one_line("\n  abc \n def\n"), "abc def");
         assert_eq!(one_line("  \n"), "(no output)");

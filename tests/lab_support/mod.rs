@@ -145,6 +145,41 @@ impl Scratch {
         std::fs::write(&path, lines.join("\n") + "\n").expect("write the inventory");
         path
     }
+    /// A copy of the lab's inventory that names a Prometheus server for the abort
+    /// conditions' queries.
+    pub fn inventory_with_prometheus(&self, url: &str) -> PathBuf {
+        let text = std::fs::read_to_string(inventory()).expect("the lab's inventory");
+        let with = text.replacen(
+            "nodes:\n",
+            &format!("prometheus: {{url: {url}}}\nnodes:\n"),
+            1,
+        );
+        assert_ne!(with, text, "the inventory has a nodes: list");
+        let path = self.dir.join("inventory-prometheus.yaml");
+        std::fs::write(&path, with).expect("write the inventory");
+        path
+    }
+    /// `faultline run --yes` started in the background, its output lines (echoed) sent to
+    /// the returned receiver as they come.
+    pub fn spawn_lines(
+        &self,
+        experiment: &str,
+        extra: &[&str],
+    ) -> (Child, std::sync::mpsc::Receiver<String>) {
+        use std::io::{BufRead, BufReader};
+        let mut child = self.spawn(experiment, extra);
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                println!("{line}");
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        (child, rx)
+    }
     /// The JUnit file a run of `name` wrote.
     pub fn junit(&self, name: &str) -> String {
         std::fs::read_to_string(self.reports().join(format!("{name}.junit.xml")))
@@ -303,6 +338,70 @@ pub fn wait_for(
         }
     });
     rx.recv_timeout(limit).is_ok()
+}
+
+/// Waits for a line of `lines` that satisfies `wanted`; returns it, or `None` after `limit`
+/// or when the output ended.
+pub fn wait_line(
+    lines: &std::sync::mpsc::Receiver<String>,
+    wanted: impl Fn(&str) -> bool,
+    limit: Duration,
+) -> Option<String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        match lines.recv_timeout(left) {
+            Ok(line) if wanted(&line) => return Some(line),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Whether the line is the live view's entry of `step` being issued.
+pub fn is_issued(line: &str, step: &str) -> bool {
+    line.contains(&format!("step `{step}` ")) && line.ends_with(" issued")
+}
+
+/// Runs a node operation over SSH exactly as faultline does (out of band, for tests that
+/// break what faultline does not know about).
+pub async fn node_op(node: &str, op: faultline::execute::NodeOp) -> String {
+    let inv = faultline::inventory::Inventory::load(inventory()).expect("lab inventory");
+    let exec = faultline::execute::Executor::new(inv);
+    match exec.perform(node, &op, Duration::from_secs(30)).await {
+        Ok(out) => out.output.trim().to_string(),
+        Err(e) => panic!("{op:?} on {node}: {e}"),
+    }
+}
+
+/// The lab's restart-always switch on a node for as long as the value lives: a kubelet
+/// stop there is undone by the node itself after `delay_secs` (ci/lab/README.md). Dropped
+/// (also on a panic), the switch is off again.
+pub struct RestartAlways {
+    path: PathBuf,
+}
+
+impl RestartAlways {
+    /// Turns the switch on for `node`.
+    pub fn on(node: &str, delay_secs: u32) -> Self {
+        let path = lab_dir().join("nodes").join(node).join("restart-always");
+        std::fs::write(&path, format!("{delay_secs}\n")).expect("write the restart-always switch");
+        RestartAlways { path }
+    }
+}
+
+impl Drop for RestartAlways {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The names of the lab's workers.
+pub fn workers() -> Vec<String> {
+    lab_nodes()
+        .into_iter()
+        .filter(|n| n.starts_with("lab-worker"))
+        .collect()
 }
 
 /// Whether a path exists relative to the repository.
