@@ -273,6 +273,47 @@ struct Heartbeat {
     lease: Duration,
 }
 
+/// What the Lease read at `now` says, given what was seen before (`state`): a renewal
+/// since the last reading means the node reaches the API server; half a lease duration
+/// (at least 3 s) without one, by faultline's clock, means it does not.
+fn heartbeat_reading(
+    state: &mut Option<Heartbeat>,
+    renewed: Option<String>,
+    lease: Duration,
+    now: Instant,
+) -> Reading {
+    let hb = state.get_or_insert(Heartbeat {
+        renewed: renewed.clone(),
+        since: now,
+        lease,
+    });
+    if hb.renewed != renewed {
+        hb.renewed = renewed.clone();
+        hb.since = now;
+        return Reading::NotInEffect(format!(
+            "the node renewed its heartbeat (Lease renewTime {}): it reaches the API server",
+            renewed.as_deref().unwrap_or("unset")
+        ));
+    }
+    let quiet = (hb.lease / 2).max(Duration::from_secs(3));
+    let silent = now.duration_since(hb.since);
+    if silent >= quiet {
+        Reading::InEffect(format!(
+            "no heartbeat for {:.1}s (Lease renewTime still {}, lease {}s): the node no \
+             longer reaches the API server",
+            silent.as_secs_f64(),
+            renewed.as_deref().unwrap_or("unset"),
+            hb.lease.as_secs()
+        ))
+    } else {
+        Reading::Unknown(format!(
+            "no heartbeat for {:.1}s so far (quiet for {}s confirms)",
+            silent.as_secs_f64(),
+            quiet.as_secs()
+        ))
+    }
+}
+
 /// Reads one node's evidence for one proof.
 struct Checker {
     executor: Executor,
@@ -349,37 +390,7 @@ impl Checker {
             .lease_duration_seconds
             .and_then(|s| u64::try_from(s).ok())
             .map_or(DEFAULT_LEASE, Duration::from_secs);
-        let now = Instant::now();
-        let hb = self.heartbeat.get_or_insert(Heartbeat {
-            renewed: renewed.clone(),
-            since: now,
-            lease: duration,
-        });
-        if hb.renewed != renewed {
-            hb.renewed = renewed.clone();
-            hb.since = now;
-            return Reading::NotInEffect(format!(
-                "the node renewed its heartbeat (Lease renewTime {}): it reaches the API server",
-                renewed.as_deref().unwrap_or("unset")
-            ));
-        }
-        let quiet = (hb.lease / 2).max(Duration::from_secs(3));
-        let silent = now.duration_since(hb.since);
-        if silent >= quiet {
-            Reading::InEffect(format!(
-                "no heartbeat for {:.1}s (Lease renewTime still {}, lease {}s): the node no \
-                 longer reaches the API server",
-                silent.as_secs_f64(),
-                renewed.as_deref().unwrap_or("unset"),
-                hb.lease.as_secs()
-            ))
-        } else {
-            Reading::Unknown(format!(
-                "no heartbeat for {:.1}s so far (quiet for {}s confirms)",
-                silent.as_secs_f64(),
-                quiet.as_secs()
-            ))
-        }
+        heartbeat_reading(&mut self.heartbeat, renewed, duration, Instant::now())
     }
 
     async fn powered_off(&self) -> Reading {
@@ -522,5 +533,31 @@ mod tests {
         assert_eq!(one_line("\n  abc \n def\n"), "abc def");
         assert_eq!(one_line("  \n"), "(no output)");
         assert_eq!(short(&"x".repeat(200)).chars().count(), 161);
+    }
+
+    #[test]
+    fn a_heartbeat_is_stopped_after_half_a_lease_without_renewal_and_back_at_the_next() {
+        let t0 = Instant::now();
+        let lease = Duration::from_secs(10);
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let renew = |t: &str| Some(t.to_string());
+        let mut hb = None;
+        let first = heartbeat_reading(&mut hb, renew("10:00:00"), lease, at(0));
+        assert!(matches!(first, Reading::Unknown(_)), "{first:?}");
+        // A renewal that was under way when the cut came lands: the quiet period restarts.
+        let late = heartbeat_reading(&mut hb, renew("10:00:01"), lease, at(1));
+        assert!(matches!(late, Reading::NotInEffect(_)), "{late:?}");
+        let early = heartbeat_reading(&mut hb, renew("10:00:01"), lease, at(5));
+        assert!(matches!(early, Reading::Unknown(_)), "{early:?}");
+        let quiet = heartbeat_reading(&mut hb, renew("10:00:01"), lease, at(6));
+        match quiet {
+            Reading::InEffect(e) => assert!(e.starts_with("no heartbeat for 5.0s"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        let back = heartbeat_reading(&mut hb, renew("10:00:09"), lease, at(9));
+        match back {
+            Reading::NotInEffect(e) => assert!(e.contains("10:00:09"), "{e}"),
+            other => panic!("{other:?}"),
+        }
     }
 }
