@@ -1054,9 +1054,15 @@ async fn the_restored_check_fails_when_something_is_left_cordoned_or_tainted() {
         "fixtures/experiments/lab/cordon-short.yaml",
         &["--restore-margin", "10s"],
     );
+    // The victim is known once its cordon is confirmed on the timeline.
     assert!(
-        wait_line(&lines, |l| is_issued(l, "cordon"), Duration::from_secs(120)).is_some(),
-        "`cordon` was never issued"
+        wait_line(
+            &lines,
+            |l| l.contains("step `cordon` ") && l.contains(" took effect: "),
+            Duration::from_secs(120)
+        )
+        .is_some(),
+        "`cordon` was never confirmed"
     );
     let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
     let mut others = Vec::new();

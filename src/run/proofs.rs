@@ -28,7 +28,11 @@ use crate::timeline::{Event, StepPhase};
 
 /// Time between two readings while a fault is being confirmed.
 const CONFIRM_EVERY: Duration = Duration::from_secs(1);
-/// Time between two readings once it is confirmed, until faultline undoes it.
+/// How long after its confirmation a fault is still read every [`CONFIRM_EVERY`]: a
+/// restart policy or a supervisor brings a stopped kubelet back within seconds (systemd's
+/// `RestartSec` is 100 ms by default, kubeadm's unit says 10 s).
+const STAYS_FOR: Duration = Duration::from_secs(15);
+/// Time between two readings after that, until faultline undoes it.
 const WATCH_EVERY: Duration = Duration::from_secs(5);
 /// Longest a single reading may take (an SSH command, an API call).
 const READ_TIMEOUT: Duration = Duration::from_secs(15);
@@ -227,10 +231,16 @@ async fn prove(mut checker: Checker, record: Recorder, stop: CancellationToken) 
     if !checker.proof.watched() {
         return;
     }
+    let confirmed = Instant::now();
     loop {
+        let pause = if confirmed.elapsed() < STAYS_FOR {
+            CONFIRM_EVERY
+        } else {
+            WATCH_EVERY
+        };
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(WATCH_EVERY) => {}
+            _ = tokio::time::sleep(pause) => {}
         }
         let reading = tokio::select! {
             _ = stop.cancelled() => return,
