@@ -54,9 +54,31 @@ pub struct RunRecord {
     pub outcome: RunOutcome,
     /// Step failures and setup errors; each becomes a JUnit error case.
     pub errors: Vec<String>,
+    /// The abort condition that stopped the run, if one did: its JUnit error case, the
+    /// reports' banner, exit code 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<crate::judge::Tripped>,
+    /// The cluster after the last undo compared with before the first fault: the JUnit
+    /// case "cluster restored". `None` when the run never got to its first step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<RestoredCheck>,
     /// What watching and judging cost faultline itself during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub costs: Option<RunCosts>,
+}
+
+/// The cluster after the last undo compared with its snapshot from before the first fault,
+/// after a bounded wait for it to settle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestoredCheck {
+    /// Nothing differs.
+    pub ok: bool,
+    /// What differs (or why the cluster could not be read), one line each.
+    pub differences: Vec<String>,
+    /// How long faultline waited for the cluster to settle, ms.
+    pub waited_ms: u64,
+    /// What was compared, in words.
+    pub compared: String,
 }
 
 /// What a run cost faultline itself: how long the observer took to see the cluster, and
@@ -156,6 +178,7 @@ pub enum RecordError {
 /// failed, 2 the run could not be carried out, was interrupted, or a step failed (CI must
 /// tell "the cluster misbehaved" from "the test did not run").
 pub fn exit_code(outcome: &RunOutcome, verdicts: &[Verdict], errors: &[String]) -> i32 {
+    // An abort is an error outcome with no step error behind it: 2 below.
     if !errors.is_empty() {
         return 2;
     }

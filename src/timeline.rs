@@ -129,6 +129,45 @@ pub enum Event {
         /// Why.
         message: String,
     },
+    /// faultline's health check of the API server (`/readyz`, through every endpoint it
+    /// knows) changed its answer; the first answer is always recorded. Watched only when
+    /// an `apiUnreachable` abort condition is on.
+    Api {
+        /// The API answered.
+        up: bool,
+        /// Why: the answer or the error (short).
+        detail: String,
+    },
+    /// A Prometheus query of an abort condition answered something other than last time
+    /// (the first answer is always recorded).
+    Query {
+        /// The abort condition asking it.
+        name: String,
+        /// The value that decides (the largest series for `above`, the smallest for
+        /// `below`); `None` when there was no data (no series, an error, Prometheus
+        /// unreachable), which trips the condition.
+        value: Option<f64>,
+        /// What was answered, in words (the series, or why there was no data).
+        detail: String,
+    },
+    /// An abort condition tripped: the run stops and every fault is undone at once.
+    Abort {
+        /// The condition, as reports name it.
+        condition: String,
+        /// What was seen, and since when.
+        value: String,
+    },
+    /// The cluster after the last undo compared with its state before the first fault
+    /// (nodes Ready and schedulable, taints, workloads at their replicas, no pod stuck
+    /// Terminating, kubelets active), after waiting for it to settle.
+    Restored {
+        /// Nothing differs.
+        ok: bool,
+        /// What differs, one line each.
+        differences: Vec<String>,
+        /// How long faultline waited for the cluster to settle, ms.
+        waited_ms: u64,
+    },
     /// Free-form note from the runner (teardown, address problems, undo details).
     Note {
         /// The note.
@@ -190,6 +229,22 @@ pub enum StepPhase {
     Failed {
         /// What went wrong.
         error: String,
+    },
+    /// The fault was seen to take effect on the node (or its object): the evidence.
+    Confirmed {
+        /// What was checked and what it said.
+        evidence: String,
+    },
+    /// The fault did not take effect within its bound: a step error.
+    NotConfirmed {
+        /// What was checked and what it said.
+        evidence: String,
+    },
+    /// The fault took effect, then something other than faultline undid it before its
+    /// planned end: a step error.
+    Reverted {
+        /// What was checked and what it said.
+        evidence: String,
     },
     /// The action was an undo done by faultline's safety net (not a planned step).
     Undo {

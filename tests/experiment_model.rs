@@ -354,6 +354,7 @@ fn complete_example_maps_onto_the_exact_model() {
             allow_quorum_loss: false,
         },
         probes: Vec::new(),
+        abort: Default::default(),
     };
     assert_eq!(got, want);
 }
@@ -373,4 +374,108 @@ fn defaults_fill_in_namespace_since_and_timeouts() {
     );
     assert_eq!(e.safety, SafetySpec::default());
     assert_eq!(e.observe.after_last_step, None);
+}
+
+#[test]
+fn without_abort_an_experiment_gets_the_two_default_conditions() {
+    let yaml = "name: d\ndescription: x\ntargets: {v: {role: worker}}\nsteps:\n  - {do: reboot, at: 1s, target: v}\nexpect:\n  - {name: e, workload: deployment/web, eventually: Available}\n";
+    let e = parse(yaml, std::path::Path::new("d.yaml")).unwrap_or_else(|d| panic!("{d}"));
+    let names: Vec<&str> = e.abort.conditions.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "a node that is not a target goes NotReady",
+            "the API server is unreachable for 60s"
+        ]
+    );
+    assert_eq!(e.abort.conditions[0].kind, AbortKind::NodeNotReady);
+    assert_eq!(e.abort.conditions[0].hold, bound(vec![fixed(0)]));
+    assert_eq!(e.abort.conditions[1].kind, AbortKind::ApiUnreachable);
+    assert_eq!(e.abort, AbortSpec::default());
+}
+
+#[test]
+fn abort_conditions_map_onto_the_model_with_their_names() {
+    let yaml = r#"
+name: a
+description: x
+namespace: lab
+targets: {v: {role: worker}}
+probes:
+  web: {command: "true"}
+steps:
+  - {do: kubelet-stop, at: 0s, target: v}
+expect:
+  - {name: e, workload: deployment/web, eventually: Available}
+abort:
+  nodeNotReady: off
+  apiUnreachable: 2 * grace
+  podsNotReady:
+    - {workload: deployment/web, moreThan: 1, for: 10s}
+    - {workload: statefulset/other/db}
+  probeDown:
+    - {probe: web, for: 30s}
+  prometheus:
+    - {query: 'sum(up{job="apiserver"})', below: 1}
+    - {name: 5xx rate, query: 'sum(rate(x[1m]))', above: 5, for: 20s, every: 5s}
+"#;
+    let e = parse(yaml, std::path::Path::new("a.yaml")).unwrap_or_else(|d| panic!("{d}"));
+    let got: Vec<(&str, &AbortKind, String)> = e
+        .abort
+        .conditions
+        .iter()
+        .map(|c| (c.name.as_str(), &c.kind, c.hold.to_string()))
+        .collect();
+    let want: Vec<(&str, AbortKind, &str)> = vec![
+        (
+            "the API server is unreachable for 2 * grace",
+            AbortKind::ApiUnreachable,
+            "2 * grace",
+        ),
+        (
+            "more than 1 pod(s) of deployment/web not Ready for 10s",
+            AbortKind::PodsNotReady {
+                workload: wl(WorkloadKind::Deployment, "lab", "web"),
+                more_than: 1,
+            },
+            "10s",
+        ),
+        (
+            "more than 0 pod(s) of statefulset/db not Ready",
+            AbortKind::PodsNotReady {
+                workload: wl(WorkloadKind::StatefulSet, "other", "db"),
+                more_than: 0,
+            },
+            "0s",
+        ),
+        (
+            "probe web is Down for 30s",
+            AbortKind::ProbeDown {
+                probe: "web".into(),
+            },
+            "30s",
+        ),
+        (
+            "`sum(up{job=\"apiserver\"})` below 1",
+            AbortKind::Query {
+                query: "sum(up{job=\"apiserver\"})".into(),
+                threshold: Threshold::Below(1.0),
+                every: Duration::from_secs(10),
+            },
+            "0s",
+        ),
+        (
+            "5xx rate (above 5) for 20s",
+            AbortKind::Query {
+                query: "sum(rate(x[1m]))".into(),
+                threshold: Threshold::Above(5.0),
+                every: Duration::from_secs(5),
+            },
+            "20s",
+        ),
+    ];
+    assert_eq!(got.len(), want.len(), "{got:#?}");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!((g.0, g.1, g.2.as_str()), (w.0, &w.1, w.2));
+    }
 }

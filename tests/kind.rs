@@ -16,9 +16,10 @@ use lab_support::*;
 /// kubelet restarts its pods' containers after a reboot.
 const BACK: Duration = Duration::from_secs(180);
 
-/// Runs a shipped experiment on kind, unchanged: exit 0, one JUnit case per expectation and
-/// every one of them passed (nothing skipped: kind has the containers the lab lacks), every
-/// node Ready afterwards and the journal empty.
+/// Runs a shipped experiment on kind, unchanged: exit 0, one JUnit case per expectation plus
+/// "cluster restored", every one of them passed (nothing skipped: kind has the containers
+/// the lab lacks), each fault confirmed on the timeline, every node Ready afterwards and the
+/// journal empty.
 async fn shipped_experiment_passes_on_kind(name: &str) -> faultline::record::RunRecord {
     let client = client().await;
     all_nodes_ready(&client, BACK).await;
@@ -28,12 +29,26 @@ async fn shipped_experiment_passes_on_kind(name: &str) -> faultline::record::Run
     let cases = junit_cases(&s.junit(name));
     assert_eq!(
         cases.len(),
-        record.experiment.expectations.len(),
+        record.experiment.expectations.len() + 1,
+        "{cases:?}"
+    );
+    assert!(
+        cases.iter().any(|(case, _, _)| case == "cluster restored"),
         "{cases:?}"
     );
     for (case, kind, message) in &cases {
         assert_eq!(kind, "passed", "{case}: {kind}: {message}");
     }
+    let confirmed = record.timeline.entries.iter().any(|e| {
+        matches!(
+            &e.event,
+            faultline::timeline::Event::Step {
+                phase: faultline::timeline::StepPhase::Confirmed { .. },
+                ..
+            }
+        )
+    });
+    assert!(confirmed, "the fault was confirmed on its node");
     assert_eq!(out.status.code(), Some(0));
     all_nodes_ready(&client, BACK).await;
     let journal = std::fs::read_to_string(s.journal()).unwrap_or_default();

@@ -22,7 +22,11 @@ async fn kubelet_stop_past_toleration_holds_end_to_end() {
     let out = s.run("experiments/kubelet-stop-past-toleration.yaml", &[]);
     assert_eq!(out.status.code(), Some(0), "every expectation should hold");
     let cases = junit_cases(&s.junit("kubelet-stop-past-toleration"));
-    assert_eq!(cases.len(), 10, "one test case per expectation: {cases:?}");
+    assert_eq!(
+        cases.len(),
+        11,
+        "one test case per expectation, and cluster restored: {cases:?}"
+    );
     assert!(
         cases.iter().all(|(_, kind, _)| kind == "passed"),
         "{cases:?}"
@@ -247,8 +251,9 @@ async fn stopped_node() -> String {
 }
 
 /// Runs a shipped experiment on the lab and checks the outcome: exit 0, one JUnit case per
-/// expectation, no failure or error, skipped cases only for capabilities the lab lacks
-/// (with the reason), every node Ready afterwards and the journal empty.
+/// expectation and a passing "cluster restored", no failure or error, skipped cases only
+/// for capabilities the lab lacks (with the reason), a confirmation on the timeline for
+/// each fault on each of its nodes, every node Ready afterwards and the journal empty.
 async fn shipped_experiment_holds(name: &str) -> faultline::record::RunRecord {
     shipped_experiment_holds_with(name, |_| Vec::new()).await
 }
@@ -267,8 +272,19 @@ async fn shipped_experiment_holds_with(
     let cases = junit_cases(&s.junit(name));
     assert_eq!(
         cases.len(),
-        record.experiment.expectations.len(),
+        record.experiment.expectations.len() + 1,
         "{cases:?}"
+    );
+    assert!(
+        cases
+            .iter()
+            .any(|(case, kind, _)| case == "cluster restored" && kind == "passed"),
+        "{cases:?}"
+    );
+    let unconfirmed = unconfirmed_faults(&record);
+    assert!(
+        unconfirmed.is_empty(),
+        "faults without a confirmation: {unconfirmed:?}"
     );
     for (case, kind, message) in &cases {
         match kind.as_str() {
@@ -285,6 +301,44 @@ async fn shipped_experiment_holds_with(
     let journal = std::fs::read_to_string(s.journal()).unwrap_or_default();
     assert!(!journal.contains("\"node\""), "journal cleared: {journal}");
     record
+}
+
+/// The actions whose effect faultline proves on the node (or its object) after the step.
+const PROVEN: [&str; 8] = [
+    "kubelet-stop",
+    "partition",
+    "power-off",
+    "reboot",
+    "delete-node",
+    "cordon",
+    "drain",
+    "taint",
+];
+
+/// `(step, node)` of each fault issued on a node with no `confirmed` entry after it.
+fn unconfirmed_faults(record: &faultline::record::RunRecord) -> Vec<(String, String)> {
+    use faultline::timeline::StepPhase;
+    let mut issued = Vec::new();
+    let mut confirmed = Vec::new();
+    for e in &record.timeline.entries {
+        if let Event::Step {
+            step,
+            action,
+            node: Some(node),
+            phase,
+        } = &e.event
+        {
+            match phase {
+                StepPhase::Issued if PROVEN.contains(&action.as_str()) => {
+                    issued.push((step.clone(), node.clone()))
+                }
+                StepPhase::Confirmed { .. } => confirmed.push((step.clone(), node.clone())),
+                _ => {}
+            }
+        }
+    }
+    issued.retain(|f| !confirmed.contains(f));
+    issued
 }
 
 #[tokio::test]
@@ -995,4 +1049,329 @@ async fn a_run_through_the_bastion_as_a_sudo_user_holds_and_the_nodes_are_unreac
         vec!["--inventory".to_string(), inventory.clone()]
     })
     .await;
+}
+
+/// Issue 16: a kubelet that something brings back at once (the lab's restart-always switch,
+/// as systemd's `Restart=always` or a supervisor would) is caught by the fault
+/// confirmation: a step error with the kubelet's own status as evidence, not expectations
+/// judged about a fault that did not last. The switch is off again after the test.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn a_kubelet_brought_back_by_a_restart_policy_is_caught_by_the_fault_confirmation() {
+    use faultline::timeline::StepPhase;
+    let (client, s) = ready_lab().await;
+    let switch = RestartAlways::on("lab-worker-1");
+    let inventory = s.inventory_without_kubelet_unit();
+    let out = s.run(
+        "fixtures/experiments/lab/restart-policy.yaml",
+        &["--inventory", &inventory.display().to_string()],
+    );
+    drop(switch);
+    assert_eq!(out.status.code(), Some(2), "a step error");
+    let record = s.record("restart-policy");
+    let caught = record
+        .timeline
+        .entries
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Step {
+                step,
+                node: Some(node),
+                phase: StepPhase::NotConfirmed { evidence } | StepPhase::Reverted { evidence },
+                ..
+            } if step == "stop kubelet" && node == "lab-worker-1" => Some(evidence.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no failed confirmation: {:#?}", record.timeline.entries));
+    assert!(
+        caught.contains("kubelet status `running` (exit 0)"),
+        "the evidence is the kubelet's status: {caught}"
+    );
+    assert!(
+        record.errors.iter().any(|e| e
+            .starts_with("step `stop kubelet` on lab-worker-1: its fault")
+            && e.contains("running")),
+        "{:?}",
+        record.errors
+    );
+    let cases = junit_cases(&s.junit("restart-policy"));
+    assert!(
+        cases.iter().any(
+            |(name, kind, message)| name == "step `stop kubelet` on lab-worker-1"
+                && kind == "error"
+                && message.contains("kubelet status `running`")
+        ),
+        "{cases:?}"
+    );
+    let verdict = &record.verdicts[0];
+    assert_eq!(
+        verdict.outcome,
+        faultline::judge::Outcome::Error,
+        "not judged as if the fault had happened: {verdict:?}"
+    );
+    assert_eq!(
+        record.timeline.step_issued_ms("start kubelet"),
+        None,
+        "the run stopped at the evidence"
+    );
+    wait_ready(&client, "lab-worker-1", BACK).await;
+    assert_eq!(kubelet_status("lab-worker-1").await, "running");
+}
+
+/// Issue 16: a node that is not a target stopped out of band during a run trips the
+/// default abort condition the moment the controller marks it Unknown: the run ends with
+/// exit 2, every fault is undone at once, and the condition, the instant and the value
+/// are on the timeline, in the JUnit and in the HTML.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn an_abort_condition_trips_when_a_node_that_is_not_a_target_is_stopped_out_of_band() {
+    use faultline::execute::NodeOp;
+    use faultline::timeline::StepPhase;
+    let (client, s) = ready_lab().await;
+    let (mut child, lines) = s.spawn_lines("fixtures/experiments/lab/kubelet-stop-short.yaml", &[]);
+    assert!(
+        wait_line(
+            &lines,
+            |l| is_issued(l, "stop kubelet"),
+            Duration::from_secs(120)
+        )
+        .is_some(),
+        "`stop kubelet` was never issued"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let victim = stopped_node().await;
+    let bystander = workers()
+        .into_iter()
+        .find(|w| *w != victim)
+        .expect("another worker");
+    node_op(&bystander, NodeOp::KubeletStop).await;
+    let abort = wait_line(&lines, |l| l.contains("ABORT:"), Duration::from_secs(120));
+    // Out of band it was broken, out of band it is mended (faultline undoes only its own).
+    node_op(&bystander, NodeOp::KubeletStart).await;
+    let abort = abort.expect("the run never aborted");
+    assert!(abort.contains(&bystander), "{abort}");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(2), "an abort is exit 2");
+
+    let record = s.record("kubelet-stop-short");
+    assert_eq!(record.targets["victim"], std::slice::from_ref(&victim));
+    let tripped = record
+        .aborted
+        .clone()
+        .expect("the record says why it stopped");
+    assert_eq!(
+        tripped.condition,
+        "a node that is not a target goes NotReady"
+    );
+    assert!(
+        tripped
+            .value
+            .starts_with(&format!("node {bystander} left Ready at +")),
+        "{tripped:?}"
+    );
+    let abort_entry = record
+        .timeline
+        .entries
+        .iter()
+        .find(|e| matches!(&e.event, Event::Abort { .. }))
+        .expect("an abort entry on the timeline");
+    assert!(abort_entry.offset_ms >= tripped.at_ms);
+    let undone: Vec<&Event> = record
+        .timeline
+        .entries
+        .iter()
+        .filter(|e| e.offset_ms > abort_entry.offset_ms)
+        .map(|e| &e.event)
+        .filter(|e| {
+            matches!(e, Event::Step { step, phase: StepPhase::Undo { ok: true, .. }, .. } if step == "undo stop kubelet")
+        })
+        .collect();
+    assert_eq!(
+        undone.len(),
+        1,
+        "the victim's kubelet was started by the safety net"
+    );
+    assert_eq!(record.timeline.step_issued_ms("start kubelet"), None);
+    let cases = junit_cases(&s.junit("kubelet-stop-short"));
+    let (_, kind, message) = cases
+        .iter()
+        .find(|(name, ..)| name == "abort: a node that is not a target goes NotReady")
+        .unwrap_or_else(|| panic!("no abort case: {cases:?}"));
+    assert_eq!(kind, "error");
+    assert!(
+        message.starts_with("tripped at +") && message.contains(&bystander),
+        "{message}"
+    );
+    let html = std::fs::read_to_string(s.reports().join("kubelet-stop-short.html")).unwrap();
+    assert!(html.contains("ABORTED at +") && html.contains(&bystander));
+    let journal = std::fs::read_to_string(s.journal()).unwrap_or_default();
+    assert!(!journal.contains("\"node\""), "journal cleared: {journal}");
+    assert_eq!(kubelet_status(&victim).await, "running");
+    all_nodes_ready(&client, BACK).await;
+}
+
+/// Issue 16: an abort condition on a real Prometheus (ci/lab/prometheus, scraping the
+/// lab's controller-manager): the node lifecycle controller's gauge of unhealthy nodes
+/// crosses 0 once the victim is Unknown and the condition trips with that value; a query
+/// on a metric nobody exports trips as "no data".
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn prometheus_abort_condition_trips_on_a_real_value_and_on_no_data() {
+    let (client, s) = ready_lab().await;
+    let up = std::process::Command::new(repo().join("ci/lab/prometheus"))
+        .arg("up")
+        .status()
+        .expect("ci/lab/prometheus up");
+    assert!(up.success(), "a real Prometheus on the lab");
+    let url = lab_script("prometheus", &["url"]);
+    let inventory = s.inventory_with_prometheus(&url).display().to_string();
+
+    let out = s.run(
+        "fixtures/experiments/lab/prometheus-abort.yaml",
+        &["--inventory", &inventory],
+    );
+    assert_eq!(out.status.code(), Some(2), "aborted");
+    let record = s.record("prometheus-abort");
+    let tripped = record.aborted.clone().expect("aborted");
+    assert_eq!(tripped.condition, "unhealthy nodes (above 0)");
+    assert!(
+        tripped.value.starts_with("1 (above 0) since +"),
+        "{tripped:?}"
+    );
+    let answers: Vec<Option<f64>> = record
+        .timeline
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Query { value, .. } => Some(*value),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers.first(), Some(&Some(0.0)), "{answers:?}");
+    assert_eq!(answers.last(), Some(&Some(1.0)), "{answers:?}");
+    let victim = &record.targets["victim"][0];
+    let unknown = record
+        .timeline
+        .entries
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Node {
+                name,
+                after: Some(a),
+                ..
+            } if name == victim && a.ready == ConditionStatus::Unknown => Some(e.offset_ms),
+            _ => None,
+        })
+        .expect("the victim went Unknown");
+    assert!(tripped.at_ms >= unknown, "{tripped:?} before +{unknown} ms");
+    wait_ready(&client, victim, BACK).await;
+
+    let out = s.run(
+        "fixtures/experiments/lab/prometheus-no-data.yaml",
+        &["--inventory", &inventory],
+    );
+    assert_eq!(out.status.code(), Some(2), "aborted");
+    let record = s.record("prometheus-no-data");
+    let tripped = record.aborted.clone().expect("aborted");
+    assert_eq!(tripped.condition, "a metric nobody exports (below 1)");
+    assert!(
+        tripped
+            .value
+            .contains("(counted as tripped): the query returned no series"),
+        "{tripped:?}"
+    );
+    let journal = std::fs::read_to_string(s.journal()).unwrap_or_default();
+    assert!(!journal.contains("\"node\""), "journal cleared: {journal}");
+    let _ = std::process::Command::new(repo().join("ci/lab/prometheus"))
+        .arg("down")
+        .status();
+    all_nodes_ready(&client, BACK).await;
+}
+
+/// Issue 16: a cordon and a taint left behind (put there out of band during the run) make
+/// the JUnit case "cluster restored" fail, naming both; `faultline restore` compares again
+/// once they are gone, and passes.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn the_restored_check_fails_when_something_is_left_cordoned_or_tainted() {
+    use faultline::experiment::model::TaintSpec;
+    let (client, s) = ready_lab().await;
+    let (mut child, lines) = s.spawn_lines(
+        "fixtures/experiments/lab/cordon-short.yaml",
+        &["--restore-margin", "10s"],
+    );
+    // The victim is known once its cordon is confirmed on the timeline.
+    assert!(
+        wait_line(
+            &lines,
+            |l| l.contains("step `cordon` ") && l.contains(" took effect: "),
+            Duration::from_secs(120)
+        )
+        .is_some(),
+        "`cordon` was never confirmed"
+    );
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    let mut others = Vec::new();
+    for w in workers() {
+        let node = nodes.get(&w).await.expect("node");
+        if node.spec.and_then(|s| s.unschedulable) != Some(true) {
+            others.push(w);
+        }
+    }
+    let [cordoned, tainted, ..] = others.as_slice() else {
+        panic!("two workers besides the victim: {others:?}");
+    };
+    let taint = TaintSpec {
+        key: "faultline.dev/left-behind".into(),
+        value: None,
+        effect: "NoSchedule".into(),
+    };
+    faultline::cluster::cordon(&client, cordoned)
+        .await
+        .expect("cordon");
+    faultline::cluster::taint(&client, tainted, &taint)
+        .await
+        .expect("taint");
+    let status = child.wait().expect("wait");
+    let record = s.record("cordon-short");
+    let cases = junit_cases(&s.junit("cordon-short"));
+    faultline::cluster::uncordon(&client, cordoned)
+        .await
+        .expect("uncordon");
+    faultline::cluster::untaint(&client, tainted, &taint.key, &taint.effect)
+        .await
+        .expect("untaint");
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "a cluster not restored fails the run"
+    );
+    let (_, kind, message) = cases
+        .iter()
+        .find(|(name, ..)| name == "cluster restored")
+        .unwrap_or_else(|| panic!("no cluster restored case: {cases:?}"));
+    assert_eq!(kind, "failure");
+    assert!(
+        message.contains(&format!("node {cordoned} is cordoned (it was schedulable)")),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "node {tainted} has taint faultline.dev/left-behind:NoSchedule (it did not)"
+        )),
+        "{message}"
+    );
+    assert!(
+        cases.iter().any(
+            |(name, kind, _)| name == "node is unschedulable while cordoned" && kind == "passed"
+        ),
+        "{cases:?}"
+    );
+    let restored = record.restored.clone().expect("checked");
+    assert!(!restored.ok && restored.waited_ms >= 40_000, "{restored:?}");
+    // The snapshot stays for `restore`, which compares again now that both are gone.
+    let out = s.faultline(&["restore"]).output().expect("restore");
+    echo(&out);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("cluster restored:"));
 }

@@ -430,3 +430,74 @@ fn a_series_has_one_case_per_expectation_and_a_flaky_one_fails_saying_so() {
         .unwrap();
     assert_eq!(score.attribute("value"), Some("100, 85.7, 100"));
 }
+
+#[test]
+fn an_abort_and_the_restored_check_are_cases_with_the_condition_instant_and_value() {
+    let mut rec = record();
+    rec.aborted = Some(faultline::judge::Tripped {
+        condition: "a node that is not a target goes NotReady".into(),
+        at_ms: 34_200,
+        value: "node lab-worker-3 left Ready at +34.2s: Ready Unknown".into(),
+    });
+    rec.outcome = RunOutcome::Error {
+        message: "aborted".into(),
+    };
+    rec.restored = Some(faultline::record::RestoredCheck {
+        ok: false,
+        differences: vec![
+            "node lab-worker-1 is cordoned (it was schedulable)".into(),
+            "node lab-worker-3 has taint faultline.dev/test:NoSchedule (it did not)".into(),
+        ],
+        waited_ms: 40_000,
+        compared: "3 node(s) Ready and schedulable as before".into(),
+    });
+    let xml = junit::render(&rec);
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let found = cases(&doc);
+    let abort = found
+        .iter()
+        .find(|c| c.attribute("name") == Some("abort: a node that is not a target goes NotReady"))
+        .expect("an abort case");
+    let error = child(*abort, "error").expect("an error");
+    assert_eq!(
+        error.attribute("message"),
+        Some(
+            "tripped at +34.2s: node lab-worker-3 left Ready at +34.2s: Ready Unknown; the run \
+             stopped and every fault was undone at once"
+        )
+    );
+    assert!(
+        !found.iter().any(|c| c.attribute("name") == Some("run")),
+        "the abort case says why the run ended"
+    );
+    let restored = found
+        .iter()
+        .find(|c| c.attribute("name") == Some("cluster restored"))
+        .expect("a cluster restored case");
+    let failure = child(*restored, "failure").expect("a failure");
+    let message = failure.attribute("message").unwrap();
+    assert!(message.contains("lab-worker-1 is cordoned"), "{message}");
+    assert!(
+        message.contains("faultline.dev/test:NoSchedule"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("waited 40.0s for the cluster to settle"),
+        "{message}"
+    );
+
+    rec.restored = Some(faultline::record::RestoredCheck {
+        ok: true,
+        differences: Vec::new(),
+        waited_ms: 1_500,
+        compared: "3 node(s)".into(),
+    });
+    let xml = junit::render(&rec);
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let restored = cases(&doc)
+        .into_iter()
+        .find(|c| c.attribute("name") == Some("cluster restored"))
+        .expect("a cluster restored case");
+    assert!(child(restored, "failure").is_none() && child(restored, "error").is_none());
+    assert_eq!(restored.attribute("time"), Some("1.5"));
+}

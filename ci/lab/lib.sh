@@ -492,11 +492,14 @@ kwok_resync() {
 
 stop_kubelet() { stop_proc "$1.resync"; stop_proc "$1.kubelet"; }
 
-# Power on: link up, sshd, kubelet.
+# Power on: link up, sshd, kubelet. Each boot gets a new boot id (nodes/<node>/boot_id,
+# what `node-ctl boot-id` prints): the lab's nodes share the host's kernel, so the
+# kernel's own boot id never changes when a lab node "reboots".
 node_power_on() {
   local node="$1"
   node_net_up "$node"
   set_power_state "$node" on
+  cat /proc/sys/kernel/random/uuid >"$(lab_nodedir "$node")/boot_id"
   start_sshd "$node"
   [[ "$NODE_ROLE" != control-plane ]] || start_node_apiserver "$node"
   start_kubelet "$node"
@@ -507,6 +510,7 @@ node_power_on() {
 node_kill_all() {
   local node="$1" spare="${2:-}" ns p i
   ns="$(lab_netns "$node")"
+  stop_proc "$node.kubelet-restart" KILL
   stop_proc "$node.resync" KILL
   stop_proc "$node.kubelet" KILL   # power loss: nobody gets to shut down cleanly
   stop_proc "$node.apiserver" KILL

@@ -339,6 +339,14 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
             "observation: {length}; when depends on the steps that wait for an observed state\n"
         )),
     }
+    if exp.abort.conditions.is_empty() {
+        out.push_str("abort conditions: none (all switched off)\n");
+    } else {
+        out.push_str("abort conditions (the run stops and undoes every fault when one trips):\n");
+        for c in &exp.abort.conditions {
+            out.push_str(&format!("  {}\n", c.name));
+        }
+    }
     out
 }
 

@@ -4,10 +4,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
+use crate::cluster::snapshot;
 use crate::execute::{Executor, OpOutcome};
 use crate::experiment::model::Action;
 use crate::journal::{Journal, RetryPolicy, restore_all_with};
 use crate::run::act::Actor;
+use crate::run::restored;
 
 /// Reads the journal and undoes every fault recorded for the inventory's cluster.
 pub(super) async fn restore(
@@ -33,14 +35,26 @@ pub(super) async fn restore(
         }
     };
     let cluster = inventory.cluster().name.clone();
-    if journal.active(&cluster).is_empty() {
+    let executor = Executor::new(inventory.clone());
+    let snapshot_path = snapshot::path_beside(&path, &cluster);
+    let before = match snapshot::load(&snapshot_path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "{}: cannot read the cluster snapshot: {e}",
+                snapshot_path.display()
+            );
+            None
+        }
+    };
+    let nothing = journal.active(&cluster).is_empty();
+    if nothing && before.is_none() {
         println!(
             "nothing to restore for cluster {cluster} ({})",
             path.display()
         );
         return EXIT_OK;
     }
-    let executor = Executor::new(inventory.clone());
     // Over every API endpoint: the fault being undone may have taken one of them down.
     let client = crate::cluster::connect_with_failover(
         inventory.kubeconfig(),
@@ -49,6 +63,23 @@ pub(super) async fn restore(
     )
     .await
     .map(|c| c.client);
+    if nothing {
+        println!(
+            "nothing to restore for cluster {cluster} ({})",
+            path.display()
+        );
+        let Some(before) = before else {
+            return EXIT_OK;
+        };
+        return compare(
+            &before,
+            client.as_ref().ok(),
+            &executor,
+            &inventory,
+            &snapshot_path,
+        )
+        .await;
+    }
     let targets = Default::default();
     let api = async |node: &str, action: &Action, timeout: Duration| -> Result<OpOutcome, String> {
         let client = client.as_ref().map_err(|e| e.to_string())?;
@@ -94,5 +125,69 @@ pub(super) async fn restore(
         failed,
         path.display()
     );
-    if failed == 0 { EXIT_OK } else { EXIT_FAILED }
+    let mut code = if failed == 0 { EXIT_OK } else { EXIT_FAILED };
+    if let Some(before) = before {
+        let compared = compare(
+            &before,
+            client.as_ref().ok(),
+            &executor,
+            &inventory,
+            &snapshot_path,
+        )
+        .await;
+        code = code.max(compared);
+    }
+    code
+}
+
+/// Compares the cluster with the snapshot a run took before its first fault, waiting for
+/// it to settle, and says what differs; the snapshot is dropped once nothing does.
+async fn compare(
+    before: &snapshot::Snapshot,
+    client: Option<&kube::Client>,
+    executor: &Executor,
+    inventory: &crate::inventory::Inventory,
+    snapshot_path: &Path,
+) -> i32 {
+    let Some(client) = client else {
+        eprintln!("cannot compare the cluster with its snapshot: the API is unreachable");
+        return EXIT_ERROR;
+    };
+    // The timers the inventory states, upstream defaults for the rest: only the wait's length.
+    let timers = crate::timers::TimersInForce::resolve(
+        &crate::timers::ClusterReadings::default(),
+        &inventory.stated_timers(),
+        None,
+    )
+    .timers;
+    let settle = restored::settle_bound(crate::run::DEFAULT_RESTORE_MARGIN, &timers);
+    println!(
+        "comparing the cluster with its snapshot from before the first fault ({}), waiting up \
+         to {}s for it to settle",
+        before.taken_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        settle.as_secs()
+    );
+    let check = restored::check(before, client, executor, settle).await;
+    if check.ok {
+        println!(
+            "cluster restored: {} (settled after {:.1}s)",
+            check.compared,
+            check.waited_ms as f64 / 1000.0
+        );
+        let _ = std::fs::remove_file(snapshot_path);
+        EXIT_OK
+    } else {
+        println!(
+            "cluster NOT restored after {:.1}s:",
+            check.waited_ms as f64 / 1000.0
+        );
+        for d in &check.differences {
+            println!("  {d}");
+        }
+        println!(
+            "the snapshot stays at {}; fix the differences and run `faultline restore` again",
+            snapshot_path.display()
+        );
+        EXIT_FAILED
+    }
 }

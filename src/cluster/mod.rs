@@ -11,6 +11,7 @@ pub(crate) mod failover;
 pub(crate) mod kubeconfig;
 pub(crate) mod manifests;
 pub(crate) mod owners;
+pub mod snapshot;
 pub(crate) mod targets;
 pub mod timers;
 

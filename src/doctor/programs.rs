@@ -22,6 +22,7 @@ pub(super) fn op_key(op: &NodeOp) -> &'static str {
         NodeOp::PowerOff => "commands.powerOff",
         NodeOp::Partition => "commands.partition",
         NodeOp::Heal => "commands.heal",
+        NodeOp::BootId => "commands.bootId",
         NodeOp::Run(_) => "a `run` step's command",
     }
 }

@@ -24,6 +24,13 @@ use ssh::{Secret, SshEnd, SshTarget};
 
 pub use crate::experiment::fault::{NodeOp, PowerAction};
 
+/// How a node says which boot it is in when the inventory sets no `commands.bootId`: the
+/// kernel's boot id, which changes at every boot of a machine, and the start time of PID 1
+/// (in clock ticks since the kernel booted), which changes when a node container (kind,
+/// k3d) is restarted on a kernel that did not reboot.
+pub const DEFAULT_BOOT_ID: &str =
+    "cat /proc/sys/kernel/random/boot_id && cut -d' ' -f22 /proc/1/stat";
+
 /// Power state as reported by a `power.status` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PowerState {
@@ -175,6 +182,11 @@ pub struct ArmedRestore {
     pub pid: Option<u32>,
     /// Delay before the node undoes the fault.
     pub after_secs: u64,
+    /// Armed where faultline runs, not on the node: the undo of a power-off (`power.on`),
+    /// which the node cannot do by itself. It survives faultline being killed, not the
+    /// loss of this machine.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub local: bool,
 }
 
 /// Runs operations on the nodes of one inventory.
@@ -249,6 +261,14 @@ impl Executor {
             NodeOp::PowerOff => (&c.power_off, "commands.powerOff"),
             NodeOp::Partition => (&c.partition, "commands.partition"),
             NodeOp::Heal => (&c.heal, "commands.heal"),
+            NodeOp::BootId => (
+                &Some(
+                    c.boot_id
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_BOOT_ID.to_string()),
+                ),
+                "commands.bootId",
+            ),
         };
         let template = template.as_ref().ok_or_else(|| ExecError::NotConfigured {
             node: access.name.clone(),
@@ -655,7 +675,79 @@ impl Executor {
             token: token.into(),
             pid,
             after_secs: seconds,
+            local: false,
         })
+    }
+
+    /// Arms, where faultline runs, the undo of a power-off: a detached process runs the
+    /// node's `power.on` after `after` unless disarmed, so a node powered off by a run that
+    /// is then killed comes back without help. `None` when the inventory has no
+    /// `power.on` (nothing can turn the node on then; `restore` says so).
+    pub async fn arm_power_on(
+        &self,
+        node: &str,
+        after: Duration,
+        token: &str,
+    ) -> Result<Option<ArmedRestore>, ExecError> {
+        let access = self.access(node)?;
+        check_token(node, token)?;
+        let Some(template) = &access.power.on else {
+            return Ok(None);
+        };
+        let render_err = |source| ExecError::Render {
+            node: node.into(),
+            source,
+        };
+        let argv = render::argv(
+            template,
+            &[("node", &access.name), ("address", &access.address)],
+        )
+        .map_err(render_err)?;
+        let seconds = after.as_secs().max(1);
+        let script = format!(
+            ": {}; sleep {seconds}; {} >/dev/null 2>&1",
+            marker(token),
+            render::show_argv(&argv)
+        );
+        let text = format!(
+            "FAULTLINE_RESTORE={token} setsid nohup sh -c {} >/dev/null 2>&1 </dev/null & echo $!",
+            render::quote(&script).map_err(render_err)?
+        );
+        let out = self.run_here(node, text).await?;
+        let pid = out
+            .output
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .and_then(|l| l.trim().parse::<u32>().ok())
+            .ok_or_else(|| ExecError::Restore {
+                node: node.into(),
+                message: format!("arming the local power-on printed no pid: {}", out.output),
+            })?;
+        Ok(Some(ArmedRestore {
+            node: node.into(),
+            token: token.into(),
+            pid: Some(pid),
+            after_secs: seconds,
+            local: true,
+        }))
+    }
+
+    /// Runs shell text where faultline runs (`sh -c`), under the node's command timeout;
+    /// a non-zero exit is an error.
+    async fn run_here(&self, node: &str, text: String) -> Result<OpOutcome, ExecError> {
+        let access = self.access(node)?;
+        let argv = vec!["sh".to_string(), "-c".to_string(), text];
+        let shown = render::show_argv(&argv);
+        let out = self
+            .carry(
+                node,
+                Plan::Local { argv },
+                access.ssh.command_timeout,
+                false,
+            )
+            .await?;
+        Self::require_success(node, &shown, out)
     }
 
     /// Cancel an armed restore. Kills the process only if its command line still carries the
@@ -666,7 +758,8 @@ impl Executor {
         let access = self.access(node)?;
         check_token(node, &armed.token)?;
         let pid = armed.pid.map(|p| p.to_string()).unwrap_or_default();
-        let text = match &access.disarm_restore {
+        let custom = access.disarm_restore.as_ref().filter(|_| !armed.local);
+        let text = match custom {
             Some(t) => render::shell(
                 t,
                 &[
@@ -691,6 +784,10 @@ impl Executor {
                 )
             }
         };
+        if armed.local {
+            let out = self.run_here(node, text).await?;
+            return Ok(out.output.contains("disarmed"));
+        }
         let out = self.run_required(&access, node, text).await?;
         let says = |word: &str| out.output.lines().any(|l| l.trim() == word);
         Ok(match access.disarm_restore {

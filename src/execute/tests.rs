@@ -406,3 +406,51 @@ fn sudo_complaints_become_errors_that_say_what_to_do() {
     // A command that merely prints the words is not sudo talking.
     assert!(sudo_refused("n1", "core", None, "a password is required\n").is_none());
 }
+
+/// The undo of a power-off is armed where faultline runs: it runs `power.on` by itself at
+/// its deadline, and a disarmed one never does.
+#[tokio::test]
+async fn a_power_on_armed_here_runs_by_itself_unless_disarmed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let on = |flag: &Path| {
+        let text = format!(
+            r#"
+cluster: {{name: local}}
+transport: exec
+exec: [sh, -c, "{{command}}"]
+power:
+  on: [touch, "{}"]
+nodes:
+  - name: n1
+"#,
+            flag.display()
+        );
+        Executor::new(
+            Inventory::parse(&text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}")),
+        )
+    };
+    let fired = dir.path().join("fired");
+    let ex = on(&fired);
+    let armed = ex
+        .arm_power_on("n1", Duration::from_secs(1), "tok-on-1")
+        .await
+        .expect("arms")
+        .expect("power.on is configured");
+    assert!(armed.local && armed.pid.is_some(), "{armed:?}");
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while !fired.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(fired.exists(), "powered on by itself");
+
+    let kept = dir.path().join("kept");
+    let ex = on(&kept);
+    let armed = ex
+        .arm_power_on("n1", Duration::from_secs(2), "tok-on-2")
+        .await
+        .expect("arms")
+        .expect("configured");
+    assert!(ex.disarm("n1", &armed).await.expect("runs"), "disarmed");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!kept.exists(), "a disarmed power-on never ran");
+}

@@ -42,6 +42,9 @@ pub enum NodeOp {
     Partition,
     /// Undo a partition.
     Heal,
+    /// Print an identifier of the node's current boot (`/proc/sys/kernel/random/boot_id`
+    /// by default); a reboot is confirmed when it changes.
+    BootId,
     /// A shell command from the experiment (trusted text, run as written).
     Run(String),
 }
@@ -143,6 +146,54 @@ pub(crate) struct ActionInfo {
     /// Repairs what a fault broke rather than breaking something: the recovery figures are
     /// measured from the first step that is not a repair.
     pub(crate) repairs: bool,
+    /// How faultline checks, after the step, that the fault took effect (and, for a fault
+    /// that lasts, that nothing else undid it before its planned end).
+    pub(crate) proof: Proof,
+}
+
+/// The evidence that a fault took effect: what is checked on the node (or its object)
+/// after the step. A fault that shows no evidence within its bound, or whose evidence
+/// disappears before faultline undoes it, is a step error: the expectations judged after
+/// it would describe a fault that did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Proof {
+    /// Nothing to check: a repair, an action on pods or claims, a command whose effect
+    /// faultline cannot read (`run`), or a restart that is over when the step returns.
+    None,
+    /// The node's `commands.kubeletStatus` says the kubelet is not running (a non-zero
+    /// exit), and keeps saying so: a restart policy or a supervisor that brings it back
+    /// is caught.
+    KubeletInactive,
+    /// The node's heartbeat (its Lease in `kube-node-lease`) is no longer renewed: the
+    /// node cannot reach the API server. Renewed again before the heal: undone.
+    HeartbeatStopped,
+    /// The out-of-band `power.status` says off (when the inventory has one) and the node
+    /// does not answer over its transport; keeps so until power-on.
+    PoweredOff,
+    /// The node answers again with a boot id other than the one read before the step.
+    BootIdChanged,
+    /// The Node object is gone.
+    NodeGone,
+    /// The Node object is unschedulable, and stays so.
+    Unschedulable,
+    /// The Node object carries the step's taint, and keeps it.
+    Tainted,
+}
+
+impl Proof {
+    /// Whether the evidence is watched after it was seen, until the fault is undone: a
+    /// fault that lasts can be undone behind faultline's back. A reboot is over once
+    /// proven, and a deleted Node comes back when its kubelet registers it (as planned).
+    pub(crate) fn watched(self) -> bool {
+        matches!(
+            self,
+            Proof::KubeletInactive
+                | Proof::HeartbeatStopped
+                | Proof::PoweredOff
+                | Proof::Unschedulable
+                | Proof::Tainted
+        )
+    }
 }
 
 /// How an action reaches what it acts on.
@@ -249,6 +300,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::KubeletInactive,
             },
             ActionKind::KubeletStart => &ActionInfo {
                 name: "kubelet-start",
@@ -259,6 +311,7 @@ impl ActionKind {
                 brings_node_back: true,
                 restarts_machine: false,
                 repairs: true,
+                proof: Proof::None,
             },
             ActionKind::KubeletRestart => &ActionInfo {
                 name: "kubelet-restart",
@@ -270,6 +323,7 @@ impl ActionKind {
                 brings_node_back: true,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::None,
             },
             ActionKind::Reboot => &ActionInfo {
                 name: "reboot",
@@ -280,6 +334,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: true,
                 repairs: false,
+                proof: Proof::BootIdChanged,
             },
             ActionKind::PowerOff => &ActionInfo {
                 name: "power-off",
@@ -290,6 +345,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::PoweredOff,
             },
             ActionKind::PowerOn => &ActionInfo {
                 name: "power-on",
@@ -300,6 +356,7 @@ impl ActionKind {
                 brings_node_back: true,
                 restarts_machine: true,
                 repairs: true,
+                proof: Proof::None,
             },
             ActionKind::Partition => &ActionInfo {
                 name: "partition",
@@ -310,6 +367,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::HeartbeatStopped,
             },
             ActionKind::Heal => &ActionInfo {
                 name: "heal",
@@ -320,6 +378,7 @@ impl ActionKind {
                 brings_node_back: true,
                 restarts_machine: false,
                 repairs: true,
+                proof: Proof::None,
             },
             ActionKind::Run => &ActionInfo {
                 name: "run",
@@ -330,6 +389,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::None,
             },
             ActionKind::Cordon => &ActionInfo {
                 name: "cordon",
@@ -340,6 +400,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::Unschedulable,
             },
             ActionKind::Uncordon => &ActionInfo {
                 name: "uncordon",
@@ -350,6 +411,7 @@ impl ActionKind {
                 brings_node_back: true,
                 restarts_machine: false,
                 repairs: true,
+                proof: Proof::None,
             },
             ActionKind::Drain => &ActionInfo {
                 name: "drain",
@@ -360,6 +422,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::Unschedulable,
             },
             ActionKind::DeleteNode => &ActionInfo {
                 name: "delete-node",
@@ -370,6 +433,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::NodeGone,
             },
             ActionKind::DeletePods => &ActionInfo {
                 name: "delete-pods",
@@ -380,6 +444,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::None,
             },
             ActionKind::DeletePvc => &ActionInfo {
                 name: "delete-pvc",
@@ -390,6 +455,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::None,
             },
             ActionKind::Taint => &ActionInfo {
                 name: "taint",
@@ -400,6 +466,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                proof: Proof::Tainted,
             },
             ActionKind::Untaint => &ActionInfo {
                 name: "untaint",
@@ -410,6 +477,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: true,
+                proof: Proof::None,
             },
         }
     }
@@ -457,6 +525,11 @@ pub(crate) fn takes_node_down(action: &Action) -> bool {
 /// Whether the action starts the node's machine again (after which its address may differ).
 pub(crate) fn restarts_machine(action: &Action) -> bool {
     info(action).restarts_machine
+}
+
+/// How faultline checks that `action` took effect.
+pub(crate) fn proof(action: &Action) -> Proof {
+    info(action).proof
 }
 
 /// The operation on the node behind `action`: its inventory command, the step's own
@@ -619,6 +692,20 @@ mod tests {
                 "{action:?}"
             );
         }
+    }
+
+    #[test]
+    fn every_fault_that_takes_a_node_down_or_has_an_undo_has_a_proof_but_run() {
+        for action in one_of_each() {
+            let fault = takes_node_down(&action) || inverse(&action).is_some();
+            let proven = proof(&action) != Proof::None;
+            let opaque = matches!(action, Action::Run { .. });
+            assert_eq!(proven, fault && !opaque, "{action:?}");
+        }
+        assert_eq!(proof(&Action::KubeletStop), Proof::KubeletInactive);
+        assert_eq!(proof(&Action::Partition), Proof::HeartbeatStopped);
+        assert_eq!(proof(&Action::PowerOff), Proof::PoweredOff);
+        assert_eq!(proof(&Action::Reboot), Proof::BootIdChanged);
     }
 
     #[test]

@@ -94,7 +94,7 @@ fn expected_shape(raw: &str) -> Option<&'static str> {
         "expected string scalar" => "expected a single value (string) here",
         "invalid boolean" => "expected true or false here",
         "invalid i64" | "invalid u32" | "invalid u64" => "expected a whole number here",
-        "invalid floating point" => "expected a number here",
+        "invalid floating point" | "invalid f64" => "expected a number here",
         _ => return None,
     })
 }

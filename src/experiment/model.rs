@@ -42,6 +42,151 @@ pub struct Experiment {
     /// so "the service stayed reachable" is judged instead of checked by hand with curl.
     #[serde(default)]
     pub probes: Vec<ProbeSpec>,
+    /// Conditions that stop the run by itself, undoing every fault at once, when the
+    /// cluster hurts more than the experiment planned. Records written before abort
+    /// conditions existed read as the defaults.
+    #[serde(default)]
+    pub abort: AbortSpec,
+}
+
+/// The abort conditions of an experiment (`abort:`): watched on the timeline from the
+/// start until observation ends; the first one that trips ends the run (exit 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbortSpec {
+    /// Every condition, the defaults (unless switched `off`) first.
+    pub conditions: Vec<AbortCondition>,
+}
+
+impl AbortSpec {
+    /// How long a node that is not a target may be NotReady by default: not at all.
+    pub const DEFAULT_NODE_NOT_READY: Duration = Duration::ZERO;
+    /// How long the API may be unreachable by default before the run aborts.
+    pub const DEFAULT_API_UNREACHABLE: Duration = Duration::from_secs(60);
+    /// How often a Prometheus query is asked by default.
+    pub const DEFAULT_QUERY_EVERY: Duration = Duration::from_secs(10);
+
+    /// The conditions every experiment has unless it switches them `off`.
+    pub fn defaults() -> Self {
+        AbortSpec {
+            conditions: vec![
+                AbortCondition::node_not_ready(Bound::fixed(Self::DEFAULT_NODE_NOT_READY)),
+                AbortCondition::api_unreachable(Bound::fixed(Self::DEFAULT_API_UNREACHABLE)),
+            ],
+        }
+    }
+}
+
+impl Default for AbortSpec {
+    /// [`AbortSpec::defaults`]: what an experiment without `abort:` gets.
+    fn default() -> Self {
+        Self::defaults()
+    }
+}
+
+/// One abort condition: a bad state that, once it has lasted `hold`, stops the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbortCondition {
+    /// How reports name it: "a node that is not a target goes NotReady".
+    pub name: String,
+    /// What is watched.
+    pub kind: AbortKind,
+    /// How long the bad state must last before the condition trips (`for:`); zero trips
+    /// at once.
+    pub hold: Bound,
+}
+
+impl AbortCondition {
+    /// The default node condition, with its hold.
+    pub fn node_not_ready(hold: Bound) -> Self {
+        AbortCondition {
+            name: with_hold("a node that is not a target goes NotReady", &hold),
+            kind: AbortKind::NodeNotReady,
+            hold,
+        }
+    }
+
+    /// The default API condition, with its hold.
+    pub fn api_unreachable(hold: Bound) -> Self {
+        AbortCondition {
+            name: with_hold("the API server is unreachable", &hold),
+            kind: AbortKind::ApiUnreachable,
+            hold,
+        }
+    }
+}
+
+/// A condition's name with its hold, when it has one: "… for 30s".
+pub fn with_hold(what: &str, hold: &Bound) -> String {
+    if hold
+        .terms
+        .iter()
+        .all(|t| t.symbol == BoundSymbol::Fixed(Duration::ZERO))
+    {
+        what.to_string()
+    } else {
+        format!("{what} for {hold}")
+    }
+}
+
+/// What an abort condition watches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum AbortKind {
+    /// A node that is not a target goes from Ready to NotReady (or is deleted).
+    NodeNotReady,
+    /// faultline's health check of the API server (`/readyz`, through every endpoint it
+    /// knows) fails.
+    ApiUnreachable,
+    /// More than `more_than` of a workload's desired pods are not Ready.
+    PodsNotReady {
+        /// The workload.
+        workload: WorkloadRef,
+        /// How many not-Ready pods are tolerated.
+        more_than: u32,
+    },
+    /// One of the experiment's probes is Down.
+    ProbeDown {
+        /// The probe.
+        probe: String,
+    },
+    /// A Prometheus instant query crosses a threshold; no data counts as crossed.
+    Query {
+        /// The PromQL expression, asked of the inventory's `prometheus.url`.
+        query: String,
+        /// Which side of which value is bad.
+        threshold: Threshold,
+        /// How often it is asked.
+        every: Duration,
+    },
+}
+
+/// The bad side of a query's threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Threshold {
+    /// A value above this trips.
+    Above(f64),
+    /// A value below this trips.
+    Below(f64),
+}
+
+impl Threshold {
+    /// Whether `value` lies on the bad side.
+    pub fn crossed(self, value: f64) -> bool {
+        match self {
+            Threshold::Above(t) => value > t,
+            Threshold::Below(t) => value < t,
+        }
+    }
+}
+
+impl std::fmt::Display for Threshold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Threshold::Above(t) => write!(f, "above {t}"),
+            Threshold::Below(t) => write!(f, "below {t}"),
+        }
+    }
 }
 
 /// A named reachability check that runs every `interval` while the run observes.

@@ -31,6 +31,50 @@ pub(super) struct RawExperiment {
     pub steps: Option<S<Vec<S<RawStep>>>>,
     pub expect: Option<S<Vec<S<RawExpectation>>>>,
     pub probes: Option<S<Ordered<S<RawProbe>>>>,
+    pub abort: Option<S<RawAbort>>,
+}
+
+/// `abort:`: the conditions that stop a run by itself.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawAbort {
+    pub node_not_ready: Option<S<String>>,
+    pub api_unreachable: Option<S<String>>,
+    pub pods_not_ready: Option<S<Vec<S<RawPodsNotReady>>>>,
+    pub probe_down: Option<S<Vec<S<RawProbeDown>>>>,
+    pub prometheus: Option<S<Vec<S<RawQuery>>>>,
+}
+
+/// One `abort.podsNotReady` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawPodsNotReady {
+    pub workload: Option<S<String>>,
+    pub more_than: Option<S<i64>>,
+    #[serde(rename = "for")]
+    pub for_: Option<S<String>>,
+}
+
+/// One `abort.probeDown` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawProbeDown {
+    pub probe: Option<S<String>>,
+    #[serde(rename = "for")]
+    pub for_: Option<S<String>>,
+}
+
+/// One `abort.prometheus` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawQuery {
+    pub name: Option<S<String>>,
+    pub query: Option<S<String>>,
+    pub above: Option<S<f64>>,
+    pub below: Option<S<f64>>,
+    #[serde(rename = "for")]
+    pub for_: Option<S<String>>,
+    pub every: Option<S<String>>,
 }
 
 /// One entry of `probes:`; exactly one of `command`, `http` and `exec`.

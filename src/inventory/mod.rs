@@ -199,6 +199,9 @@ pub struct Commands {
     /// Print the systemd properties of the unit that runs the kubelet
     /// (`systemctl show -p Id,LoadState,ActiveState,Restart kubelet`), for `doctor`.
     pub kubelet_unit: Option<String>,
+    /// Print an identifier of the node's current boot (a reboot is confirmed when it
+    /// changes); `None`: the built-in [`crate::execute::DEFAULT_BOOT_ID`].
+    pub boot_id: Option<String>,
 }
 
 /// Out-of-band power argv templates, run where faultline runs (no shell).
@@ -255,6 +258,22 @@ pub struct Inventory {
     cluster: ClusterRef,
     timers: StatedTimers,
     nodes: Vec<NodeAccess>,
+    prometheus: Option<PrometheusAccess>,
+}
+
+/// The Prometheus server an experiment's `prometheus` abort conditions ask (its HTTP API,
+/// `GET /api/v1/query`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrometheusAccess {
+    /// Base URL, e.g. `http://prometheus.monitoring:9090` (the path `/api/v1/query` is
+    /// appended).
+    pub url: String,
+    /// PEM file with the CA that signs the server's certificate.
+    pub ca_file: Option<PathBuf>,
+    /// Skip TLS certificate verification.
+    pub insecure: bool,
+    /// Longest one query may take; a slower answer is no data.
+    pub timeout: Duration,
 }
 
 impl Inventory {
@@ -297,6 +316,19 @@ impl Inventory {
             })?;
         }
         let timers = stated_timers(&raw);
+        let prometheus = match &raw.prometheus {
+            None => None,
+            Some(p) => {
+                check_api_server(&p.url)
+                    .map_err(|why| invalid(format!("prometheus.url: `{}` {why}", p.url)))?;
+                Some(PrometheusAccess {
+                    url: p.url.trim_end_matches('/').to_string(),
+                    ca_file: p.ca_file.clone(),
+                    insecure: p.insecure.unwrap_or(false),
+                    timeout: p.timeout.map_or(Duration::from_secs(10), |t| t.0),
+                })
+            }
+        };
         let mut nodes: Vec<NodeAccess> = Vec::with_capacity(raw.nodes.len());
         let mut configs = ssh_config::ConfigCache::default();
         for node in &raw.nodes {
@@ -322,7 +354,13 @@ impl Inventory {
             },
             timers,
             nodes,
+            prometheus,
         })
+    }
+
+    /// The Prometheus server abort conditions ask, when the inventory names one.
+    pub fn prometheus(&self) -> Option<&PrometheusAccess> {
+        self.prometheus.as_ref()
     }
 
     /// The file this inventory came from.
@@ -687,6 +725,7 @@ fn merge_commands(layers: [Option<&RawCommands>; 3]) -> Commands {
         partition: pick!(partition),
         heal: pick!(heal),
         kubelet_unit: pick!(kubelet_unit),
+        boot_id: pick!(boot_id),
     }
 }
 

@@ -24,8 +24,19 @@ pub(super) struct RawInventory {
     pub power: Option<RawPower>,
     pub arm_restore: Option<String>,
     pub disarm_restore: Option<String>,
+    pub prometheus: Option<RawPrometheus>,
     #[serde(default)]
     pub nodes: Vec<RawNode>,
+}
+
+/// `prometheus:` — where abort conditions' queries are asked.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(super) struct RawPrometheus {
+    pub url: String,
+    pub ca_file: Option<PathBuf>,
+    pub insecure: Option<bool>,
+    pub timeout: Option<HumanDuration>,
 }
 
 /// `cluster:` — which cluster and how its API is reached.
@@ -109,6 +120,7 @@ pub(crate) struct RawCommands {
     pub partition: Option<String>,
     pub heal: Option<String>,
     pub kubelet_unit: Option<String>,
+    pub boot_id: Option<String>,
 }
 
 /// `power:` argv templates run where faultline runs.

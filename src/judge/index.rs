@@ -51,6 +51,12 @@ pub struct TimelineIndex {
     owners: Vec<Vec<WorkloadRef>>,
     /// Gap entries in timeline order: `(offset, source, phase, reason)`.
     gap_entries: Vec<(i64, String, GapPhase, String)>,
+    /// faultline's health check of the API server: answered or not.
+    api: History<bool>,
+    /// Each abort query's answers: the deciding value (`None`: no data) and what was said.
+    queries: HashMap<String, History<(Option<f64>, String)>>,
+    /// Faults that did not take effect or were undone behind faultline's back, in order.
+    fault_problems: Vec<FaultProblem>,
     last_ms: Option<i64>,
     len: usize,
 }
@@ -92,6 +98,28 @@ impl TimelineIndex {
                 let h = self.probes.entry(name.clone()).or_default();
                 insert_sorted(h, at, Some(*up));
             }
+            Event::Api { up, .. } => insert_sorted(&mut self.api, at, Some(*up)),
+            Event::Query {
+                name,
+                value,
+                detail,
+            } => {
+                let h = self.queries.entry(name.clone()).or_default();
+                insert_sorted(h, at, Some((*value, detail.clone())));
+            }
+            Event::Step {
+                step,
+                node,
+                phase:
+                    phase @ (StepPhase::NotConfirmed { evidence } | StepPhase::Reverted { evidence }),
+                ..
+            } => self.fault_problems.push(FaultProblem {
+                at_ms: at,
+                step: step.clone(),
+                node: node.clone(),
+                evidence: evidence.clone(),
+                reverted: matches!(phase, StepPhase::Reverted { .. }),
+            }),
             Event::Step {
                 step,
                 phase: StepPhase::Issued,
@@ -190,6 +218,36 @@ impl TimelineIndex {
     /// Offset at which the named step was issued, as [`Timeline::step_issued_ms`] says it.
     pub fn step_issued_ms(&self, step: &str) -> Option<i64> {
         self.steps.get(step).copied()
+    }
+
+    /// Every node ever seen, with its history.
+    pub(super) fn all_nodes(&self) -> impl Iterator<Item = (&String, &History<NodeState>)> {
+        self.nodes.iter()
+    }
+
+    /// The history of one workload, without copying.
+    pub(super) fn workload_history(&self, w: &WorkloadRef) -> Option<&History<WorkloadState>> {
+        self.workloads.get(w)
+    }
+
+    /// The results of one probe, without copying.
+    pub(super) fn probe_history(&self, name: &str) -> Option<&History<bool>> {
+        self.probes.get(name)
+    }
+
+    /// faultline's API health checks.
+    pub(super) fn api_history(&self) -> &History<bool> {
+        &self.api
+    }
+
+    /// One abort query's answers.
+    pub(super) fn query_history(&self, name: &str) -> Option<&History<(Option<f64>, String)>> {
+        self.queries.get(name)
+    }
+
+    /// The first fault that did not take effect or was undone behind faultline's back.
+    pub fn fault_problem(&self) -> Option<&FaultProblem> {
+        self.fault_problems.iter().min_by_key(|p| p.at_ms)
     }
 
     /// The observed history of one node (empty if never seen).
@@ -302,6 +360,22 @@ impl TimelineIndex {
         done.sort_by_key(|g| g.began);
         done
     }
+}
+
+/// A fault that did not take effect, or was undone by something other than faultline: the
+/// run stops on it with a step error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultProblem {
+    /// When it was found.
+    pub at_ms: i64,
+    /// The step that injected the fault.
+    pub step: String,
+    /// The node it was on.
+    pub node: Option<String>,
+    /// What was checked and what it said.
+    pub evidence: String,
+    /// It took effect, then was undone (rather than never taking effect).
+    pub reverted: bool,
 }
 
 /// Inserts `(at, state)` after every change at or before `at`: appends, in the usual case.

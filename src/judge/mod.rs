@@ -21,6 +21,7 @@
 //! - While a run is live, replacements may still appear: an `all` over replacements that
 //!   passes so far, or an `any`/`at-least` short of members, stays Pending.
 
+mod abort;
 mod bridge;
 mod checks;
 pub(crate) mod figures;
@@ -41,8 +42,9 @@ use crate::experiment::model::{
 };
 use crate::timeline::Timeline;
 
+pub use abort::{AbortCheck, Tripped, check_aborts};
 pub use figures::{Figures, figures};
-pub use index::TimelineIndex;
+pub use index::{FaultProblem, TimelineIndex};
 pub use score::{Score, score};
 
 /// State labels shared with reporters.

@@ -63,6 +63,11 @@ impl Scope {
                 workloads.insert(w.clone());
             }
         }
+        for c in &exp.abort.conditions {
+            if let crate::experiment::model::AbortKind::PodsNotReady { workload, .. } = &c.kind {
+                workloads.insert(workload.clone());
+            }
+        }
         let namespaces = if exp.observe.all_namespaces {
             Namespaces::All
         } else {

@@ -41,37 +41,7 @@ impl HttpProbe {
         ca_file: Option<&Path>,
     ) -> Result<HttpProbe, String> {
         let uri: Uri = url.parse().map_err(|e| format!("`{url}`: {e}"))?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = hyper_rustls::HttpsConnectorBuilder::new();
-        let builder = if insecure || ca_file.is_some() {
-            let config = rustls::ClientConfig::builder_with_provider(provider.clone())
-                .with_safe_default_protocol_versions()
-                .map_err(|e| format!("TLS setup: {e}"))?;
-            let config = if insecure {
-                config
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(
-                        provider.signature_verification_algorithms,
-                    )))
-                    .with_no_client_auth()
-            } else {
-                config
-                    .with_root_certificates(ca_roots(ca_file.unwrap_or(Path::new("")))?)
-                    .with_no_client_auth()
-            };
-            builder.with_tls_config(config)
-        } else {
-            builder
-                .with_provider_and_native_roots(provider)
-                .map_err(|e| format!("no system TLS roots: {e}"))?
-        };
-        let connector = builder.https_or_http().enable_http1().build();
-        // A new connection for every try, as `curl` in seed 002 makes: a kept-alive
-        // connection would stay pinned to one backend (one conntrack entry through a
-        // Service), and a probe through a Service would never see the dead node's pods.
-        let client = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(0)
-            .build(connector);
+        let client = client(insecure, ca_file)?;
         Ok(HttpProbe {
             uri,
             expect_status,
@@ -103,8 +73,47 @@ impl HttpProbe {
     }
 }
 
+/// An HTTP(S) client on kube's stack: TLS trusting the system roots, a given CA file
+/// instead, or nothing at all (`insecure`); no connection is kept between requests.
+pub(crate) fn client(
+    insecure: bool,
+    ca_file: Option<&Path>,
+) -> Result<Client<HttpsConnector<HttpConnector>, Empty<Bytes>>, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = hyper_rustls::HttpsConnectorBuilder::new();
+    let builder = if insecure || ca_file.is_some() {
+        let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS setup: {e}"))?;
+        let config = if insecure {
+            config
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(
+                    provider.signature_verification_algorithms,
+                )))
+                .with_no_client_auth()
+        } else {
+            config
+                .with_root_certificates(ca_roots(ca_file.unwrap_or(Path::new("")))?)
+                .with_no_client_auth()
+        };
+        builder.with_tls_config(config)
+    } else {
+        builder
+            .with_provider_and_native_roots(provider)
+            .map_err(|e| format!("no system TLS roots: {e}"))?
+    };
+    let connector = builder.https_or_http().enable_http1().build();
+    // A new connection for every try, as `curl` in seed 002 makes: a kept-alive
+    // connection would stay pinned to one backend (one conntrack entry through a
+    // Service), and a probe through a Service would never see the dead node's pods.
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(0)
+        .build(connector))
+}
+
 /// The error and its causes, `: `-joined (hyper's top-level message alone says little).
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

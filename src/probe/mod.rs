@@ -10,6 +10,7 @@
 pub(crate) mod command;
 pub(crate) mod exec;
 pub(crate) mod http;
+pub(crate) mod query;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

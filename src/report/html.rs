@@ -108,6 +108,26 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
     let mut workloads: BTreeMap<String, Vec<(i64, Option<WorkloadState>)>> = BTreeMap::new();
     let mut pod_order: Vec<(String, String, String)> = Vec::new();
     let mut probes: BTreeMap<String, Changes<(bool, String)>> = BTreeMap::new();
+    let mut api: Changes<(bool, String)> = Vec::new();
+    let mut queries: BTreeMap<String, Changes<(bool, String)>> = BTreeMap::new();
+    let bad_side = |name: &str, value: Option<f64>| -> bool {
+        let threshold = record
+            .experiment
+            .abort
+            .conditions
+            .iter()
+            .find_map(|c| match &c.kind {
+                crate::experiment::model::AbortKind::Query { threshold, .. } if c.name == name => {
+                    Some(*threshold)
+                }
+                _ => None,
+            });
+        match (value, threshold) {
+            (Some(v), Some(t)) => t.crossed(v),
+            (Some(_), None) => false,
+            (None, _) => true,
+        }
+    };
     for e in &record.timeline.entries {
         match &e.event {
             Event::Node { name, after, .. } => nodes
@@ -133,6 +153,21 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
                 .entry(name.clone())
                 .or_default()
                 .push((e.offset_ms, Some((*up, detail.clone())))),
+            Event::Api { up, detail } => api.push((e.offset_ms, Some((*up, detail.clone())))),
+            Event::Query {
+                name,
+                value,
+                detail,
+            } => {
+                let said = match value {
+                    Some(v) => format!("{v}: {detail}"),
+                    None => format!("no data: {detail}"),
+                };
+                queries
+                    .entry(name.clone())
+                    .or_default()
+                    .push((e.offset_ms, Some((!bad_side(name, *value), said))));
+            }
             _ => {}
         }
     }
@@ -167,6 +202,20 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
             segments: segments(changes, end, probe_colour, |(up, detail)| {
                 format!("{} ({detail})", labels::probe_label(Some(up)))
             }),
+        });
+    }
+    if !api.is_empty() {
+        out.push(Lane {
+            label: "API server".to_string(),
+            segments: segments(&api, end, probe_colour, |(up, detail)| {
+                format!("{} ({detail})", if *up { "answers" } else { "unreachable" })
+            }),
+        });
+    }
+    for (name, changes) in &queries {
+        out.push(Lane {
+            label: format!("query {name}"),
+            segments: segments(changes, end, probe_colour, |(_, said)| said.clone()),
         });
     }
     out
@@ -301,6 +350,16 @@ pub(crate) fn timeline_svg_in(record: &RunRecord, frame: Frame) -> String {
                     esc(to)
                 );
             }
+            Event::Abort { condition, value } => {
+                let px = x(e.offset_ms);
+                let _ = write!(
+                    s,
+                    "<g class=\"abort\"><line x1=\"{px:.1}\" y1=\"{TOP:.1}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#c0392b\" stroke-width=\"3\"/>\
+<title>ABORT {}: {}</title></g>",
+                    esc(condition),
+                    esc(value)
+                );
+            }
             Event::Run {
                 phase: RunPhase::ObservationEnded { reason, .. },
             } => {
@@ -427,6 +486,22 @@ pub fn render(record: &RunRecord) -> String {
         h.push_str("<h2>Errors</h2><ul>");
         for e in &record.errors {
             let _ = write!(h, "<li class=\"Error\">{}</li>", esc(e));
+        }
+        h.push_str("</ul>");
+    }
+    let safety = super::safety_lines(record);
+    if !safety.is_empty() {
+        h.push_str("<h2>Safety</h2><ul class=\"safety\">");
+        for line in &safety {
+            let bad = ["ABORTED", "NOT restored", "DID NOT", "UNDONE BY"]
+                .iter()
+                .any(|w| line.contains(w));
+            let _ = write!(
+                h,
+                "<li class=\"{}\">{}</li>",
+                if bad { "Error" } else { "Passed" },
+                esc(line)
+            );
         }
         h.push_str("</ul>");
     }

@@ -57,6 +57,50 @@ pub fn render(record: &RunRecord) -> String {
         case.set_system_out(&cdata(&out));
         suite.add_testcase(case);
     }
+    if let Some(t) = &record.aborted {
+        let mut case = TestCase::error(
+            &cdata(&format!("abort: {}", t.condition)),
+            JDuration::ZERO,
+            "aborted",
+            &cdata(&format!(
+                "tripped at {}: {}; the run stopped and every fault was undone at once",
+                crate::timeline::format_offset_ms(t.at_ms),
+                t.value
+            )),
+        );
+        case.set_classname(&suite_name);
+        suite.add_testcase(case);
+    }
+    if let Some(r) = &record.restored {
+        let name = "cluster restored";
+        let waited = format!(
+            "waited {:.1}s for the cluster to settle",
+            r.waited_ms as f64 / 1000.0
+        );
+        let mut case = if r.ok {
+            TestCase::success(name, JDuration::milliseconds(r.waited_ms as i64))
+        } else {
+            TestCase::failure(
+                name,
+                JDuration::milliseconds(r.waited_ms as i64),
+                "not restored",
+                &cdata(&format!("{}; {waited}", r.differences.join("; "))),
+            )
+        };
+        case.set_classname(&suite_name);
+        let mut out = format!(
+            "compared with before the first fault: {}\n{waited}\n",
+            r.compared
+        );
+        for d in &r.differences {
+            out.push_str(&format!("  differs: {d}\n"));
+        }
+        for line in super::safety_lines(record) {
+            out.push_str(&format!("{line}\n"));
+        }
+        case.set_system_out(&cdata(&out));
+        suite.add_testcase(case);
+    }
     for (i, err) in record.errors.iter().enumerate() {
         let name = match err.split_once(':') {
             Some((head, _)) if head.starts_with("step") => cdata(head),
@@ -82,6 +126,7 @@ pub fn render(record: &RunRecord) -> String {
     }
     if let RunOutcome::Error { message } = &record.outcome
         && record.errors.is_empty()
+        && record.aborted.is_none()
     {
         let mut case = TestCase::error("run", JDuration::ZERO, "error", &cdata(message));
         case.set_classname(&suite_name);

@@ -109,6 +109,14 @@ pub fn render(record: &RunRecord) -> String {
     }
     expectations(&mut m, record);
     figures(&mut m, record);
+    let safety = super::safety_lines(record);
+    if !safety.is_empty() {
+        m.push_str("**Safety**\n\n");
+        for line in safety {
+            let _ = writeln!(m, "- {}", md(&line));
+        }
+        m.push('\n');
+    }
     if !record.errors.is_empty() {
         m.push_str("**Errors**\n\n");
         for e in &record.errors {

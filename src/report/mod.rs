@@ -71,6 +71,60 @@ pub fn tally(record: &RunRecord) -> String {
     )
 }
 
+/// The safety of the run in words, one line each: the abort condition that stopped it,
+/// each fault's proof that it took effect (or not), and whether the cluster was left as
+/// it was found. Every reporter shows these.
+pub fn safety_lines(record: &RunRecord) -> Vec<String> {
+    use crate::timeline::{Event, StepPhase, format_offset_ms};
+    let mut out = Vec::new();
+    if let Some(t) = &record.aborted {
+        out.push(format!(
+            "ABORTED at {}: {} ({}); every fault was undone at once",
+            format_offset_ms(t.at_ms),
+            t.condition,
+            t.value
+        ));
+    }
+    for e in &record.timeline.entries {
+        let Event::Step {
+            step, node, phase, ..
+        } = &e.event
+        else {
+            continue;
+        };
+        let on = node
+            .as_deref()
+            .map(|n| format!(" on {n}"))
+            .unwrap_or_default();
+        let said = match phase {
+            StepPhase::Confirmed { evidence } => format!("took effect: {evidence}"),
+            StepPhase::NotConfirmed { evidence } => format!("DID NOT TAKE EFFECT: {evidence}"),
+            StepPhase::Reverted { evidence } => {
+                format!("UNDONE BY SOMETHING ELSE: {evidence}")
+            }
+            _ => continue,
+        };
+        out.push(format!(
+            "{} fault of `{step}`{on} {said}",
+            format_offset_ms(e.offset_ms)
+        ));
+    }
+    match &record.restored {
+        Some(r) if r.ok => out.push(format!(
+            "cluster restored: {} (settled after {:.1}s)",
+            r.compared,
+            r.waited_ms as f64 / 1000.0
+        )),
+        Some(r) => out.push(format!(
+            "cluster NOT restored after waiting {:.1}s: {}",
+            r.waited_ms as f64 / 1000.0,
+            r.differences.join("; ")
+        )),
+        None => {}
+    }
+    out
+}
+
 /// Writing a report failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {

@@ -74,6 +74,13 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
         ));
     }
     out.push_str(&figures_text(record));
+    let safety = super::safety_lines(record);
+    if !safety.is_empty() {
+        out.push_str("safety:\n");
+        for line in safety {
+            out.push_str(&format!("  {}\n", clean(&line)));
+        }
+    }
     for err in &record.errors {
         out.push_str(&format!(
             "{} {}\n",
@@ -191,6 +198,13 @@ pub fn entry_line(entry: &Entry) -> String {
                     }
                 }
                 StepPhase::Failed { error } => format!("FAILED: {error}"),
+                StepPhase::Confirmed { evidence } => format!("took effect: {evidence}"),
+                StepPhase::NotConfirmed { evidence } => {
+                    format!("DID NOT TAKE EFFECT: {evidence}")
+                }
+                StepPhase::Reverted { evidence } => {
+                    format!("UNDONE BY SOMETHING ELSE: {evidence}")
+                }
                 StepPhase::Undo { ok, detail } => {
                     format!("undo {}: {detail}", if *ok { "ok" } else { "FAILED" })
                 }
@@ -241,6 +255,40 @@ pub fn entry_line(entry: &Entry) -> String {
             outcome,
             message,
         } => format!("{outcome} {name}: {message}"),
+        Event::Api { up, detail } => format!(
+            "API {} ({detail})",
+            if *up { "answers" } else { "unreachable" }
+        ),
+        Event::Query {
+            name,
+            value: Some(v),
+            detail,
+        } => format!("query {name}: {v} ({detail})"),
+        Event::Query {
+            name,
+            value: None,
+            detail,
+        } => format!("query {name}: no data ({detail})"),
+        Event::Abort { condition, value } => {
+            format!("ABORT: {condition}: {value}; every fault is undone now")
+        }
+        Event::Restored {
+            ok: true,
+            waited_ms,
+            ..
+        } => format!(
+            "cluster restored: as before the first fault (settled after {:.1}s)",
+            *waited_ms as f64 / 1000.0
+        ),
+        Event::Restored {
+            ok: false,
+            differences,
+            waited_ms,
+        } => format!(
+            "cluster NOT restored after {:.1}s: {}",
+            *waited_ms as f64 / 1000.0,
+            differences.join("; ")
+        ),
         Event::Note { message } => format!("note: {message}"),
     };
     clean(&format!("{at} {what}"))

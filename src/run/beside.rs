@@ -45,6 +45,74 @@ pub(super) fn start_probes(
     .map_err(|e| format!("probes: {e}"))
 }
 
+/// How often faultline asks the API server whether it answers, for the `apiUnreachable`
+/// abort condition.
+const API_EVERY: Duration = Duration::from_secs(2);
+/// Longest one such question may take.
+const API_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Starts asking Prometheus the experiment's abort queries; `None` when it has none.
+pub(super) fn start_queries(
+    exp: &Experiment,
+    inventory: &crate::inventory::Inventory,
+    timeline: &SharedTimeline,
+) -> Result<Option<crate::probe::query::Queries>, String> {
+    let sink = timeline.clone();
+    crate::probe::query::Queries::start(
+        &exp.abort,
+        inventory.prometheus(),
+        Arc::new(move |event| {
+            sink.record(event);
+        }),
+    )
+}
+
+/// Asks the API server (`/readyz`, through every endpoint the client knows) every
+/// [`API_EVERY`] while the run goes on, when an `apiUnreachable` abort condition is on;
+/// each change of answer is an `api` entry.
+pub(super) fn watch_api(
+    exp: &Experiment,
+    client: &kube::Client,
+    timeline: &SharedTimeline,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let wanted = exp
+        .abort
+        .conditions
+        .iter()
+        .any(|c| c.kind == crate::experiment::model::AbortKind::ApiUnreachable);
+    if !wanted {
+        return None;
+    }
+    let client = client.clone();
+    let sink = timeline.clone();
+    Some(tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(API_EVERY);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last: Option<bool> = None;
+        loop {
+            ticks.tick().await;
+            let request = http::Request::get("/readyz").body(Vec::new());
+            let answer = match request {
+                Ok(r) => tokio::time::timeout(API_TIMEOUT, client.request_text(r)).await,
+                Err(_) => continue,
+            };
+            let (up, detail) = match answer {
+                Ok(Ok(text)) => (true, format!("/readyz: {}", text.trim())),
+                Ok(Err(e)) => (false, format!("/readyz: {e}")),
+                Err(_) => (
+                    false,
+                    format!("/readyz: no answer within {}s", API_TIMEOUT.as_secs()),
+                ),
+            };
+            if last != Some(up) {
+                let detail: String = detail.chars().take(160).collect();
+                sink.record(Event::Api { up, detail });
+                last = Some(up);
+            }
+        }
+    }))
+}
+
 /// Notes the API endpoints on the timeline, then every switch between them as it
 /// happens: a switch explains the observation gap next to it.
 pub(super) fn record_switches(

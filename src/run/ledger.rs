@@ -139,8 +139,14 @@ impl Ledger {
                     .arm_restore(&entry.node, op, restore_after, &entry.id)
                     .await
                     .map(Some),
-                // Power-on is out of band and API undos need the API: `restore` does them.
-                Undo::PowerOn | Undo::Api(_) => Ok(None),
+                // Power-on is out of band: armed where faultline runs, when it can be.
+                Undo::PowerOn => {
+                    executor
+                        .arm_power_on(&entry.node, restore_after, &entry.id)
+                        .await
+                }
+                // API undos need the API: `restore` does them.
+                Undo::Api(_) => Ok(None),
             }
         }))
         .await;
@@ -216,9 +222,10 @@ impl Ledger {
         done
     }
 
-    /// The safety net: undoes every fault still active, newest first, retrying as
-    /// `restore` does ([`RetryPolicy::default`], each try limited to `timeout`); a fault
-    /// whose undo keeps failing stays in the journal for `restore`.
+    /// The safety net: undoes every fault still active, all nodes at once and each node's
+    /// faults newest first, retrying as `restore` does ([`RetryPolicy::default`], each try
+    /// limited to `timeout`); a fault whose undo keeps failing stays in the journal for
+    /// `restore`. Reports come back node by node, newest fault first.
     pub(crate) async fn undo_all(
         &mut self,
         actor: &Actor<'_>,
@@ -228,29 +235,45 @@ impl Ledger {
             timeout,
             ..RetryPolicy::default()
         };
-        let mut reports = Vec::new();
+        let mut by_node: Vec<(String, Vec<ActiveFault>)> = Vec::new();
         while let Some(fault) = self.active.pop() {
-            let Some(undo) = inverse(&fault.fault) else {
-                continue;
-            };
-            let attempt = async || {
-                actor
-                    .act(&undo, Some(&fault.node), policy.timeout)
-                    .await
-                    .map_err(|e| e.to_string())
-            };
-            let name = action_name(&fault.fault);
-            let (result, attempts) = undo_with_retries(&policy, &fault.node, name, attempt).await;
-            if result.is_ok() {
-                self.settle(actor.executor, std::slice::from_ref(&fault))
-                    .await;
+            match by_node.iter_mut().find(|(n, _)| *n == fault.node) {
+                Some((_, faults)) => faults.push(fault),
+                None => by_node.push((fault.node.clone(), vec![fault])),
             }
-            reports.push(UndoReport {
-                fault,
-                result,
-                attempts,
-            });
         }
+        let policy = &policy;
+        let per_node = join_all(by_node.into_iter().map(|(_, faults)| async move {
+            let mut reports = Vec::new();
+            for fault in faults {
+                let Some(undo) = inverse(&fault.fault) else {
+                    continue;
+                };
+                let attempt = async || {
+                    actor
+                        .act(&undo, Some(&fault.node), policy.timeout)
+                        .await
+                        .map_err(|e| e.to_string())
+                };
+                let name = action_name(&fault.fault);
+                let (result, attempts) =
+                    undo_with_retries(policy, &fault.node, name, attempt).await;
+                reports.push(UndoReport {
+                    fault,
+                    result,
+                    attempts,
+                });
+            }
+            reports
+        }))
+        .await;
+        let reports: Vec<UndoReport> = per_node.into_iter().flatten().collect();
+        let undone: Vec<ActiveFault> = reports
+            .iter()
+            .filter(|r| r.result.is_ok())
+            .map(|r| r.fault.clone())
+            .collect();
+        self.settle(actor.executor, &undone).await;
         reports
     }
 

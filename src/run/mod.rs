@@ -14,7 +14,9 @@ mod beside;
 mod context_tests;
 pub(crate) mod ledger;
 pub(crate) mod prepare;
+mod proofs;
 pub mod rehearse;
+pub(crate) mod restored;
 pub(crate) mod safety;
 pub(crate) mod schedule;
 mod settings;
@@ -63,6 +65,12 @@ pub async fn run_experiment(
     let started_at = Utc::now();
     let run_id = format!("{}-{}", exp.name, started_at.format("%Y%m%dT%H%M%S%.3fZ"));
     let token_id = format!("fl{}", started_at.format("%Y%m%d%H%M%S%3f"));
+    if let Err(e) =
+        crate::probe::query::Queries::can_ask(&exp.abort, settings.inventory.prometheus())
+    {
+        let cluster = setup::unread_cluster(settings);
+        return setup::not_run(exp, cluster, run_id, started_at, e);
+    }
     let mut prepared = match prepare::prepare(exp, settings).await {
         Ok(p) => p,
         Err(e) => {
@@ -126,6 +134,8 @@ pub async fn run_experiment(
         steps: steps::Steps::new(exp, &prepared.targets, timeline.clone()),
         published: Published::default(),
         costs: Costs::default(),
+        aborted: None,
+        restored: None,
     };
     run.go(&token_id, &applied).await;
     let Run {
@@ -136,6 +146,8 @@ pub async fn run_experiment(
         cancel,
         published,
         costs,
+        aborted,
+        restored,
         ..
     } = run;
 
@@ -160,8 +172,16 @@ pub async fn run_experiment(
     );
     let figures = judge::figures(exp, &prepared.targets, &observed);
     let mut outcome = RunOutcome::from_verdicts(&verdicts, &errors);
+    if let Some(t) = &aborted {
+        outcome = RunOutcome::Error {
+            message: format!("aborted: {} ({})", t.condition, t.value),
+        };
+    }
     if cancel.is_cancelled() {
         outcome = RunOutcome::Interrupted;
+    }
+    if outcome == RunOutcome::Passed && restored.as_ref().is_some_and(|r| !r.ok) {
+        outcome = RunOutcome::Failed;
     }
     let mut published = published;
     for v in &verdicts {
@@ -170,7 +190,8 @@ pub async fn run_experiment(
     timeline.record(Event::Run {
         phase: RunPhase::Ended {
             outcome: outcome.word().to_string(),
-            exit_code: crate::record::exit_code(&outcome, &verdicts, &errors),
+            exit_code: crate::record::exit_code(&outcome, &verdicts, &errors)
+                .max(restored.as_ref().map_or(0, |r| i32::from(!r.ok))),
         },
     });
     let snapshot = timeline.snapshot();
@@ -190,6 +211,8 @@ pub async fn run_experiment(
         figures,
         outcome,
         errors,
+        aborted,
+        restored,
         costs: Some(
             RunCosts {
                 initial_sync_ms: costs.initial_sync_ms,
@@ -271,6 +294,10 @@ struct Run<'a> {
     published: Published,
     /// What observing and judging cost so far.
     costs: Costs,
+    /// The abort condition that stopped the run, if one did.
+    aborted: Option<judge::Tripped>,
+    /// The cluster after the last undo compared with before the first fault.
+    restored: Option<crate::record::RestoredCheck>,
 }
 
 /// The raw measures behind [`RunCosts`]: the sync time and each tick's judging time.
@@ -331,6 +358,46 @@ impl Run<'_> {
                 None
             }
         };
+        // Guards that cannot see must not let faults in: no run without its queries.
+        let queries =
+            match beside::start_queries(self.exp, &self.settings.inventory, &self.timeline) {
+                Ok(q) => q,
+                Err(e) => {
+                    self.errors.push(format!("abort conditions: {e}"));
+                    if let Some(probes) = probes {
+                        probes.stop().await;
+                    }
+                    observer.abort();
+                    if let Some(forwarder) = switches {
+                        forwarder.abort();
+                    }
+                    return;
+                }
+            };
+        let api_watch = beside::watch_api(self.exp, &p.client, &self.timeline);
+        // What the run promises to leave as it found it, read before the first fault and
+        // kept beside the journal for `restore` should the run be killed.
+        let before = match self.snapshot().await {
+            Ok(s) => s,
+            Err(e) => {
+                self.errors
+                    .push(format!("cluster snapshot before the first fault: {e}"));
+                if let Some(probes) = probes {
+                    probes.stop().await;
+                }
+                if let Some(queries) = queries {
+                    queries.stop().await;
+                }
+                if let Some(api_watch) = api_watch {
+                    api_watch.abort();
+                }
+                observer.abort();
+                if let Some(forwarder) = switches {
+                    forwarder.abort();
+                }
+                return;
+            }
+        };
         self.timeline.record(Event::Run {
             phase: RunPhase::Started,
         });
@@ -351,6 +418,7 @@ impl Run<'_> {
         let end = self
             .drive(&mut scheduler, &actor, &mut ledger, restore_at)
             .await;
+        self.steps.stop_proofs().await;
         self.observed_until = Some(self.timeline.offset_ms());
         self.conclude(&end, &scheduler);
         self.steps.disarm_unissued(&actor, &mut ledger).await;
@@ -359,6 +427,7 @@ impl Run<'_> {
             self.timeline.note(problem.clone());
             self.errors.push(problem);
         }
+        self.check_restored(&before, &actor).await;
         if self.exp.teardown.delete_manifests {
             match setup::teardown(&p.client, applied).await {
                 Ok(()) => self.timeline.note("teardown: setup objects deleted"),
@@ -367,6 +436,12 @@ impl Run<'_> {
         }
         if let Some(probes) = probes {
             probes.stop().await;
+        }
+        if let Some(queries) = queries {
+            queries.stop().await;
+        }
+        if let Some(api_watch) = api_watch {
+            api_watch.abort();
         }
         observer.abort();
         if let Some(forwarder) = switches {
@@ -462,16 +537,41 @@ impl Run<'_> {
         if !end.is_early() {
             return;
         }
-        if let End::StepTimedOut {
-            step,
-            what,
-            waited_ms,
-        } = end
-        {
-            self.errors.push(format!(
+        match end {
+            End::StepTimedOut {
+                step,
+                what,
+                waited_ms,
+            } => self.errors.push(format!(
                 "step `{step}`: waited {} for {what}, which was not observed: the step timed out",
                 crate::timeline::format_offset_ms(*waited_ms).trim_start_matches('+')
-            ));
+            )),
+            End::FaultNotInEffect {
+                step,
+                node,
+                evidence,
+                reverted,
+            } => {
+                let on = node
+                    .as_ref()
+                    .map(|n| format!(" on {n}"))
+                    .unwrap_or_default();
+                let what = if *reverted {
+                    "its fault was undone by something other than faultline"
+                } else {
+                    "its fault did not take effect"
+                };
+                self.errors
+                    .push(format!("step `{step}`{on}: {what}: {evidence}"));
+            }
+            End::Aborted(tripped) => {
+                self.timeline.record(Event::Abort {
+                    condition: tripped.condition.clone(),
+                    value: tripped.value.clone(),
+                });
+                self.aborted = Some(tripped.clone());
+            }
+            _ => {}
         }
         for step in scheduler.never_issued() {
             self.timeline.note(format!(
@@ -507,6 +607,76 @@ impl Run<'_> {
                 seen.announce(&self.timeline, v);
             }
         }
+    }
+
+    /// Reads the cluster before the first fault and saves it beside the journal.
+    async fn snapshot(&self) -> Result<crate::cluster::snapshot::Snapshot, String> {
+        let p = self.prepared;
+        let namespaces = match &p.scope.namespaces {
+            observe::Namespaces::All => None,
+            observe::Namespaces::Only(list) => Some(list.as_slice()),
+        };
+        let inventory = p.executor.inventory();
+        let mut kubelet_nodes: Vec<String> = self
+            .exp
+            .steps
+            .iter()
+            .filter(|s| faults::info(&s.action).via.needs_node_access())
+            .flat_map(|s| s.nodes(&p.targets).iter().cloned())
+            .filter(|n| {
+                inventory
+                    .node(n)
+                    .is_some_and(|a| a.commands.kubelet_status.is_some())
+            })
+            .collect();
+        kubelet_nodes.sort();
+        kubelet_nodes.dedup();
+        let before = restored::take(
+            &p.client,
+            &p.executor,
+            &p.cluster.name,
+            namespaces,
+            &kubelet_nodes,
+        )
+        .await?;
+        let path =
+            crate::cluster::snapshot::path_beside(&self.settings.journal_path, &p.cluster.name);
+        if let Err(e) = crate::cluster::snapshot::save(&before, &path) {
+            self.timeline.note(format!(
+                "could not keep the cluster snapshot at {} for `faultline restore`: {e}",
+                path.display()
+            ));
+        }
+        Ok(before)
+    }
+
+    /// After the last undo: compares the cluster with `before`, waiting for it to settle,
+    /// and drops the saved snapshot when nothing differs.
+    async fn check_restored(
+        &mut self,
+        before: &crate::cluster::snapshot::Snapshot,
+        actor: &Actor<'_>,
+    ) {
+        // Interrupted: one look, no wait (whoever pressed Ctrl-C wants the prompt back).
+        let settle = if self.cancel.is_cancelled() {
+            Duration::ZERO
+        } else {
+            restored::settle_bound(self.settings.restore_margin, &self.prepared.cluster.timers)
+        };
+        let check = restored::check(before, actor.client, actor.executor, settle).await;
+        self.timeline.record(Event::Restored {
+            ok: check.ok,
+            differences: check.differences.clone(),
+            waited_ms: check.waited_ms,
+        });
+        if check.ok {
+            let path = crate::cluster::snapshot::path_beside(
+                &self.settings.journal_path,
+                &self.prepared.cluster.name,
+            );
+            let _ = std::fs::remove_file(path);
+        }
+        self.restored = Some(check);
     }
 
     /// Undoes every fault still active, with retries, recording each outcome.

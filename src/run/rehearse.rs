@@ -266,6 +266,8 @@ fn is_observation(event: &Event) -> bool {
             | Event::Workload { .. }
             | Event::Probe { .. }
             | Event::Gap { .. }
+            | Event::Api { .. }
+            | Event::Query { .. }
     )
 }
 
@@ -289,7 +291,11 @@ fn step_durations(timeline: &Timeline) -> BTreeMap<String, (i64, bool)> {
                     span.2 &= matches!(phase, StepPhase::Finished { .. });
                 }
             }
-            StepPhase::Armed { .. } | StepPhase::Undo { .. } => {}
+            StepPhase::Armed { .. }
+            | StepPhase::Undo { .. }
+            | StepPhase::Confirmed { .. }
+            | StepPhase::NotConfirmed { .. }
+            | StepPhase::Reverted { .. } => {}
         }
     }
     spans

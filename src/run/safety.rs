@@ -170,6 +170,7 @@ mod tests {
             steps,
             expectations: Vec::new(),
             probes: Vec::new(),
+            abort: Default::default(),
             observe: ObserveSpec {
                 after_last_step: None,
                 namespaces: Vec::new(),

@@ -227,6 +227,20 @@ pub(crate) enum End {
     },
     /// A signal arrived.
     Cancelled,
+    /// An abort condition tripped: the cluster was hurt more than the experiment planned.
+    Aborted(judge::Tripped),
+    /// A fault did not take effect on its node, or something other than faultline undid
+    /// it: what the expectations would judge is not what the experiment meant.
+    FaultNotInEffect {
+        /// The step that injected it.
+        step: String,
+        /// Its node.
+        node: Option<String>,
+        /// What was checked and what it said.
+        evidence: String,
+        /// It took effect and was undone later (rather than never taking effect).
+        reverted: bool,
+    },
 }
 
 impl End {
@@ -262,6 +276,35 @@ impl std::fmt::Display for End {
             ),
             End::StepFailed { step } => write!(f, "the run stopped after step `{step}` failed"),
             End::Cancelled => f.write_str("interrupted by a signal"),
+            End::Aborted(t) => write!(
+                f,
+                "aborted at {}: {} ({})",
+                crate::timeline::format_offset_ms(t.at_ms),
+                t.condition,
+                t.value
+            ),
+            End::FaultNotInEffect {
+                step,
+                node,
+                evidence,
+                reverted,
+            } => {
+                let on = node
+                    .as_ref()
+                    .map(|n| format!(" on {n}"))
+                    .unwrap_or_default();
+                if *reverted {
+                    write!(
+                        f,
+                        "the fault of step `{step}`{on} was undone by something other than faultline: {evidence}"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "the fault of step `{step}`{on} did not take effect: {evidence}"
+                    )
+                }
+            }
         }
     }
 }
@@ -419,6 +462,27 @@ impl<'a> Scheduler<'a> {
             });
             return tick;
         }
+        if let Some(problem) = index.fault_problem() {
+            tick.end = Some(End::FaultNotInEffect {
+                step: problem.step.clone(),
+                node: problem.node.clone(),
+                evidence: problem.evidence.clone(),
+                reverted: problem.reverted,
+            });
+            return tick;
+        }
+        let aborts = judge::check_aborts(
+            &p.exp.abort,
+            p.targets,
+            p.timers,
+            index,
+            self.start_ms,
+            now_ms,
+        );
+        if let Some(tripped) = aborts.tripped {
+            tick.end = Some(End::Aborted(tripped));
+            return tick;
+        }
         if !p.keep_going
             && let Some(v) = tick.verdicts.iter().find(|v| v.outcome == Outcome::Failed)
         {
@@ -427,7 +491,10 @@ impl<'a> Scheduler<'a> {
             });
             return tick;
         }
-        tick.wake_at_ms = self.next_bound_ms(now_ms, &tick.verdicts);
+        tick.wake_at_ms = earliest(
+            self.next_bound_ms(now_ms, &tick.verdicts),
+            aborts.wake_at_ms,
+        );
         let running = self.slots.iter().any(|s| matches!(s, Slot::Running { .. }));
         let mut due: Vec<(i64, usize)> = Vec::new();
         for (i, step) in p.exp.steps.iter().enumerate() {

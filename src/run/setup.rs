@@ -51,6 +51,8 @@ pub(super) fn not_run(
         })
         .collect();
     RunRecord {
+        aborted: None,
+        restored: None,
         faultline_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id,
         experiment: exp.clone(),

@@ -13,6 +13,7 @@ use futures::future::join_all;
 use super::act::Actor;
 use super::addresses::MachineAddresses;
 use super::ledger::Ledger;
+use super::proofs::{self, Baseline, Proofs};
 use super::safety::ResolvedTargets;
 use super::schedule::{Scheduler, Tick, Wait};
 use super::shared_timeline::SharedTimeline;
@@ -52,6 +53,11 @@ pub(super) struct Steps<'a> {
     addresses: MachineAddresses,
     /// Timed steps armed ahead of their due offset.
     armed_ahead: ArmedAhead,
+    /// What each node's proof compares with after the step, read when it was armed:
+    /// `(step index, node)` → the reading.
+    baselines: BTreeMap<(usize, String), Baseline>,
+    /// Each fault's proof that it took effect, under way.
+    proofs: Proofs,
 }
 
 impl<'a> Steps<'a> {
@@ -67,7 +73,14 @@ impl<'a> Steps<'a> {
             timeline,
             addresses: MachineAddresses::default(),
             armed_ahead: ArmedAhead::new(),
+            baselines: BTreeMap::new(),
+            proofs: Proofs::default(),
         }
+    }
+
+    /// Observation ended: every proof stops (what is left is the safety net's).
+    pub(super) async fn stop_proofs(&mut self) {
+        self.proofs.stop_all().await;
     }
 
     /// The first offset at which a timed step not armed yet should be armed.
@@ -133,7 +146,16 @@ impl<'a> Steps<'a> {
             &step.action,
             restore_after,
         );
-        let ((), armed) = tokio::join!(remember, arm);
+        let read_before = join_all(named.iter().map(|node| async move {
+            let baseline = proofs::baseline(actor.executor, &step.action, node).await;
+            (node.to_string(), baseline)
+        }));
+        let ((), armed, before) = tokio::join!(remember, arm, read_before);
+        for (node, baseline) in before {
+            if let Some(b) = baseline {
+                self.baselines.insert((index, node), b);
+            }
+        }
         match armed {
             Ok(armed) => {
                 let mut ids = Vec::with_capacity(armed.len());
@@ -192,6 +214,9 @@ impl<'a> Steps<'a> {
         let exp = self.exp;
         let step = &exp.steps[index];
         let nodes = self.step_nodes(index);
+        // The planned undo is not something else undoing the fault.
+        let named: Vec<&str> = nodes.iter().flatten().map(String::as_str).collect();
+        self.proofs.settle(&step.action, &named).await;
         let this = &*self;
         let acted = join_all(nodes.iter().map(|node| async move {
             let node = node.as_deref();
@@ -231,6 +256,17 @@ impl<'a> Steps<'a> {
                     ok = false;
                 }
             }
+        }
+        for node in &succeeded {
+            let baseline = self.baselines.remove(&(index, node.to_string()));
+            self.proofs.start(
+                actor,
+                &self.timeline,
+                &step.name,
+                &step.action,
+                node,
+                baseline,
+            );
         }
         for undone in ledger
             .undone_by(actor.executor, &step.action, &succeeded)

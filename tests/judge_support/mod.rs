@@ -191,6 +191,7 @@ pub fn experiment(expectations: Vec<Expectation>) -> Experiment {
         },
         safety: SafetySpec::default(),
         probes: Vec::new(),
+        abort: Default::default(),
     }
 }
 
@@ -245,6 +246,8 @@ pub fn record() -> RunRecord {
     let figures = figures(&exp, &targets(), &timeline);
     let outcome = RunOutcome::from_verdicts(&verdicts, &[]);
     RunRecord {
+        aborted: None,
+        restored: None,
         faultline_version: "0.1.0".into(),
         run_id: "run-20261122-100000".into(),
         cluster: ClusterInfo {

@@ -126,6 +126,23 @@ impl Scratch {
         std::fs::write(&path, swapped.join("\n") + "\n").expect("write the inventory");
         path
     }
+    /// The lab's inventory without `commands.kubeletUnit`: the kubelet's service manager
+    /// cannot be asked, as with a supervisor that is not systemd, so `doctor` and the
+    /// pre-flight checks cannot see a restart policy and only the fault's proof can.
+    pub fn inventory_without_kubelet_unit(&self) -> PathBuf {
+        let text = std::fs::read_to_string(inventory()).expect("the lab's inventory");
+        let kept: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("kubeletUnit:"))
+            .collect();
+        assert!(
+            kept.len() < text.lines().count(),
+            "the lab's inventory names kubeletUnit"
+        );
+        let path = self.dir.join("inventory-no-unit.yaml");
+        std::fs::write(&path, kept.join("\n") + "\n").expect("write the inventory");
+        path
+    }
     /// A copy of the lab's inventory in which `node` is reached at `address` (e.g. one
     /// nothing answers at), for tests of a node faultline cannot reach.
     pub fn inventory_with_address(&self, node: &str, address: &str) -> PathBuf {
@@ -144,6 +161,41 @@ impl Scratch {
         let path = self.dir.join("inventory.yaml");
         std::fs::write(&path, lines.join("\n") + "\n").expect("write the inventory");
         path
+    }
+    /// A copy of the lab's inventory that names a Prometheus server for the abort
+    /// conditions' queries.
+    pub fn inventory_with_prometheus(&self, url: &str) -> PathBuf {
+        let text = std::fs::read_to_string(inventory()).expect("the lab's inventory");
+        let with = text.replacen(
+            "nodes:\n",
+            &format!("prometheus: {{url: {url}}}\nnodes:\n"),
+            1,
+        );
+        assert_ne!(with, text, "the inventory has a nodes: list");
+        let path = self.dir.join("inventory-prometheus.yaml");
+        std::fs::write(&path, with).expect("write the inventory");
+        path
+    }
+    /// `faultline run --yes` started in the background, its output lines (echoed) sent to
+    /// the returned receiver as they come.
+    pub fn spawn_lines(
+        &self,
+        experiment: &str,
+        extra: &[&str],
+    ) -> (Child, std::sync::mpsc::Receiver<String>) {
+        use std::io::{BufRead, BufReader};
+        let mut child = self.spawn(experiment, extra);
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                println!("{line}");
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        (child, rx)
     }
     /// The JUnit file a run of `name` wrote.
     pub fn junit(&self, name: &str) -> String {
@@ -305,6 +357,77 @@ pub fn wait_for(
     rx.recv_timeout(limit).is_ok()
 }
 
+/// Waits for a line of `lines` that satisfies `wanted`; returns it, or `None` after `limit`
+/// or when the output ended.
+pub fn wait_line(
+    lines: &std::sync::mpsc::Receiver<String>,
+    wanted: impl Fn(&str) -> bool,
+    limit: Duration,
+) -> Option<String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        match lines.recv_timeout(left) {
+            Ok(line) if wanted(&line) => return Some(line),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Whether the line is the live view's entry of `step` being issued.
+pub fn is_issued(line: &str, step: &str) -> bool {
+    line.contains(&format!("step `{step}` ")) && line.ends_with(" issued")
+}
+
+/// Runs a node operation over SSH exactly as faultline does (out of band, for tests that
+/// break what faultline does not know about).
+pub async fn node_op(node: &str, op: faultline::execute::NodeOp) -> String {
+    let inv = faultline::inventory::Inventory::load(inventory()).expect("lab inventory");
+    let exec = faultline::execute::Executor::new(inv);
+    match exec.perform(node, &op, Duration::from_secs(30)).await {
+        Ok(out) => out.output.trim().to_string(),
+        Err(e) => panic!("{op:?} on {node}: {e}"),
+    }
+}
+
+/// The lab's `kubelet-restart=always` switch on a node for as long as the value lives
+/// (`ci/lab/switch`): a kubelet stop there is undone by the node itself a second later, as
+/// systemd's `Restart=always` would. Dropped (also on a panic), the node's switches are reset.
+pub struct RestartAlways {
+    node: String,
+}
+
+impl RestartAlways {
+    /// Turns the switch on for `node`.
+    pub fn on(node: &str) -> Self {
+        lab_switch(node, "kubelet-restart=always");
+        RestartAlways { node: node.into() }
+    }
+}
+
+impl Drop for RestartAlways {
+    fn drop(&mut self) {
+        lab_switch(&self.node, "reset");
+    }
+}
+
+fn lab_switch(node: &str, setting: &str) {
+    let ok = std::process::Command::new(repo().join("ci/lab/switch"))
+        .args([node, setting])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "ci/lab/switch {node} {setting}");
+}
+
+/// The names of the lab's workers.
+pub fn workers() -> Vec<String> {
+    lab_nodes()
+        .into_iter()
+        .filter(|n| n.starts_with("lab-worker"))
+        .collect()
+}
+
 /// Whether a path exists relative to the repository.
 pub fn exists(rel: &str) -> bool {
     Path::new(&repo()).join(rel).exists()
@@ -331,4 +454,17 @@ pub async fn kubelet_status(node: &str) -> String {
         Ok(out) => out.output.trim().to_string(),
         Err(e) => format!("unreachable: {e}"),
     }
+}
+
+/// The node-monitor grace period the lab's controller-manager runs with, as `ci/lab/up`
+/// wrote it in `target/lab/env` (the lab's inventory states no timers: runs read them from
+/// the cluster).
+pub fn lab_grace() -> Duration {
+    let env = std::fs::read_to_string(lab_dir().join("env")).expect("target/lab/env");
+    let value = env
+        .lines()
+        .find_map(|l| l.strip_prefix("NODE_MONITOR_GRACE_PERIOD="))
+        .expect("NODE_MONITOR_GRACE_PERIOD in target/lab/env");
+    faultline::experiment::parse_duration(value.trim())
+        .unwrap_or_else(|e| panic!("NODE_MONITOR_GRACE_PERIOD={value}: {e}"))
 }

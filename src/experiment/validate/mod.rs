@@ -16,6 +16,7 @@ use super::model::*;
 use super::raw::*;
 use super::suggest::closest;
 
+mod abort;
 mod expectations;
 mod probes;
 mod steps;
@@ -156,6 +157,7 @@ impl<'a> Validator<'a> {
         let safety = self.safety(&raw);
         let steps = self.steps(&raw);
         let expectations = self.expectations(&raw);
+        let abort = self.abort(&raw);
         if !self.diags.is_empty() {
             self.diags.sort_by_key(|d| (d.line, d.column));
             return Err(self.diags);
@@ -180,6 +182,7 @@ impl<'a> Validator<'a> {
             observe,
             safety,
             probes,
+            abort,
         })
     }
 

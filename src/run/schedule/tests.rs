@@ -504,3 +504,85 @@ fn the_planned_length_counts_every_wait_at_its_longest() {
         Duration::from_secs(2 + 60 + 10 + 20)
     );
 }
+
+#[test]
+fn a_tripped_abort_condition_ends_the_run_and_its_hold_sets_the_wake_up() {
+    let b = Bench::new(&format!(
+        "{TWO_AT_STEPS}abort:\n  nodeNotReady: 10s\n  apiUnreachable: off\n"
+    ));
+    let mut t = timeline();
+    let mut s = Scheduler::new(b.plan(false), 0);
+    s.started(0, 0);
+    s.finished(0, 500, true);
+    let bystander = |t: &mut Timeline, at, ready| {
+        push(
+            t,
+            at,
+            Event::Node {
+                name: "bystander".into(),
+                before: None,
+                after: Some(NodeState {
+                    ready,
+                    ready_since: None,
+                    taints: Vec::new(),
+                    unschedulable: false,
+                }),
+            },
+        )
+    };
+    bystander(&mut t, 0, ConditionStatus::True);
+    bystander(&mut t, 3_000, ConditionStatus::Unknown);
+    let tick = s.poll(5_000, &TimelineIndex::of(&t));
+    assert_eq!(tick.end, None);
+    assert_eq!(
+        tick.wake_at_ms,
+        Some(13_000),
+        "the hold passes before `start`"
+    );
+    let tick = s.poll(13_000, &TimelineIndex::of(&t));
+    match tick.end {
+        Some(End::Aborted(tripped)) => {
+            assert_eq!(
+                tripped.condition,
+                "a node that is not a target goes NotReady for 10s"
+            );
+            assert_eq!(tripped.at_ms, 13_000);
+        }
+        other => panic!("expected an abort, got {other:?}"),
+    }
+    assert_eq!(
+        s.never_issued().len(),
+        1,
+        "`start` is left for the safety net"
+    );
+}
+
+#[test]
+fn a_fault_that_did_not_take_effect_ends_the_run_as_a_step_error() {
+    let b = Bench::new(TWO_AT_STEPS);
+    let mut t = timeline();
+    let mut s = Scheduler::new(b.plan(false), 0);
+    issued(&mut t, 0, "stop");
+    s.started(0, 0);
+    s.finished(0, 500, true);
+    push(
+        &mut t,
+        4_000,
+        Event::Step {
+            step: "stop".into(),
+            action: "kubelet-stop".into(),
+            node: Some(N.into()),
+            phase: StepPhase::Reverted {
+                evidence: "kubelet status: `running` (exit 0)".into(),
+            },
+        },
+    );
+    let tick = s.poll(4_100, &TimelineIndex::of(&t));
+    let end = tick.end.expect("the run ends");
+    assert!(end.is_early());
+    assert_eq!(
+        end.to_string(),
+        "the fault of step `stop` on node-1 was undone by something other than faultline: \
+         kubelet status: `running` (exit 0)"
+    );
+}
