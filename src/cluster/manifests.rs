@@ -74,6 +74,19 @@ pub(crate) fn parse_manifest(path: &Path, text: &str) -> Result<Vec<DynamicObjec
     Ok(out)
 }
 
+/// How long an apply waits for a new namespace's `default` service account.
+const SERVICE_ACCOUNT_WAIT: Duration = Duration::from_secs(30);
+/// How often it asks again meanwhile.
+const SERVICE_ACCOUNT_RETRY: Duration = Duration::from_millis(250);
+
+/// Whether the API server refused an object only because its namespace's service account
+/// does not exist yet (ServiceAccount admission, 403).
+fn waits_for_service_account(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 403
+        && s.message.contains("error looking up service account")
+        && s.message.contains("not found"))
+}
+
 /// Server-side applies every object of the files, in order, with field manager
 /// `faultline` and force (faultline owns its setup objects), discovering each kind so
 /// any resource the cluster serves works. Namespaced objects without a namespace go to
@@ -124,11 +137,21 @@ pub async fn apply_manifests(
                 namespace,
                 name,
             };
-            target
-                .api(client)
-                .patch(&target.name, &params, &Patch::Apply(&obj))
-                .await
-                .map_err(ClusterError::api(format!("applying {target}")))?;
+            let api = target.api(client);
+            let mut waited = Duration::ZERO;
+            loop {
+                match api.patch(&target.name, &params, &Patch::Apply(&obj)).await {
+                    Ok(_) => break,
+                    // A pod applied right after its new namespace: the ServiceAccount
+                    // controller has not made the namespace's `default` account yet, and
+                    // admission refuses the pod until it has (a second at most, usually).
+                    Err(e) if waits_for_service_account(&e) && waited < SERVICE_ACCOUNT_WAIT => {
+                        tokio::time::sleep(SERVICE_ACCOUNT_RETRY).await;
+                        waited += SERVICE_ACCOUNT_RETRY;
+                    }
+                    Err(e) => return Err(ClusterError::api(format!("applying {target}"))(e)),
+                }
+            }
             applied.push(target);
         }
     }
@@ -300,6 +323,27 @@ pub async fn delete_objects(
 mod tests {
     use super::*;
     use crate::fixtures::load;
+
+    /// The refusal the lab's API server gave a pod applied right after its namespace.
+    fn refused(code: u16, message: &str) -> kube::Error {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "code": code, "reason": "Forbidden", "message": message,
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn only_a_missing_service_account_is_waited_for() {
+        let sa = "pods \"keep\" is forbidden: error looking up service account \
+                  faultline-gap-poll-19059/default: serviceaccount \"default\" not found";
+        assert!(waits_for_service_account(&refused(403, sa)));
+        assert!(!waits_for_service_account(&refused(
+            403,
+            "pods \"keep\" is forbidden: User \"x\" cannot create resource \"pods\""
+        )));
+        assert!(!waits_for_service_account(&refused(404, sa)));
+    }
 
     #[test]
     fn parses_multi_document_yaml_and_skips_empty_documents() {
