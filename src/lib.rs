@@ -18,6 +18,7 @@ pub mod compare;
 pub mod doctor;
 pub mod execute;
 pub mod experiment;
+pub(crate) mod file_names;
 #[cfg(test)]
 mod fixtures;
 pub mod inventory;

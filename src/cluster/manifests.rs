@@ -122,15 +122,7 @@ pub async fn apply_manifests(
                         kind: types.kind.clone(),
                         source: Box::new(source),
                     })?;
-            let namespace = match caps.scope {
-                Scope::Namespaced => Some(
-                    obj.metadata
-                        .namespace
-                        .clone()
-                        .unwrap_or_else(|| "default".to_string()),
-                ),
-                Scope::Cluster => None,
-            };
+            let namespace = namespace_of(&obj, &caps.scope);
             let name = obj.metadata.name.clone().unwrap_or_default();
             let target = AppliedObject {
                 resource,
@@ -317,6 +309,20 @@ pub async fn delete_objects(
         }
     }
     Ok(deleted)
+}
+
+/// The namespace a manifest's object lands in: its own, `default` when a namespaced object
+/// names none (as `kubectl apply` does), none for a cluster-scoped kind.
+pub(crate) fn namespace_of(obj: &DynamicObject, scope: &Scope) -> Option<String> {
+    match scope {
+        Scope::Namespaced => Some(
+            obj.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+        ),
+        Scope::Cluster => None,
+    }
 }
 
 #[cfg(test)]

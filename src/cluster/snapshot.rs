@@ -272,16 +272,7 @@ pub fn summary(s: &Snapshot) -> String {
 /// Where a run keeps its snapshot for `restore`: beside the fault journal, one file per
 /// cluster.
 pub fn path_beside(journal: &Path, cluster: &str) -> PathBuf {
-    let safe: String = cluster
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe = crate::file_names::safe(cluster);
     journal.with_file_name(format!("snapshot-{safe}.json"))
 }
 

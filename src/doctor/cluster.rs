@@ -5,7 +5,6 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::Client;
 use kube::api::{Api, GroupVersionKind, PostParams};
-use kube::discovery::Scope;
 
 use super::access::{self, Access};
 use super::{CheckKind, Finding, Status};
@@ -185,15 +184,7 @@ async fn manifest_access(client: &Client, exp: &Experiment) -> Result<Vec<Access
                             path.display()
                         )
                     })?;
-            let namespace = match caps.scope {
-                Scope::Namespaced => Some(
-                    obj.metadata
-                        .namespace
-                        .clone()
-                        .unwrap_or_else(|| "default".into()),
-                ),
-                Scope::Cluster => None,
-            };
+            let namespace = cluster::manifests::namespace_of(&obj, &caps.scope);
             let why = format!("setup of {} ({})", exp.name, path.display());
             let mut verbs = vec!["patch", "get"];
             if exp.teardown.delete_manifests {

@@ -143,16 +143,7 @@ pub enum ReportError {
 
 /// A file-name-safe form of the experiment name.
 fn file_stem(name: &str) -> String {
-    let stem: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let stem = crate::file_names::safe(name);
     let stem = stem.trim_start_matches('.');
     if stem.is_empty() {
         "experiment".to_string()

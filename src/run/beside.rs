@@ -151,6 +151,40 @@ pub(super) fn record_switches(
     })
 }
 
+/// The tasks that feed the timeline beside the steps, stopped together when the run ends
+/// (or gives up before its first fault).
+pub(super) struct Companions {
+    /// The observer's stream into the timeline.
+    pub observer: tokio::task::JoinHandle<()>,
+    /// API endpoint switches onto the timeline, with failover configured.
+    pub switches: Option<tokio::task::JoinHandle<()>>,
+    /// The experiment's probes.
+    pub probes: Option<crate::probe::Probes>,
+    /// The abort conditions' queries.
+    pub queries: Option<crate::probe::query::Queries>,
+    /// The API server's own health, watched for the abort conditions.
+    pub api_watch: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Companions {
+    /// Stops every task: probes and queries finish their last round, the rest end now.
+    pub(super) async fn stop(self) {
+        if let Some(probes) = self.probes {
+            probes.stop().await;
+        }
+        if let Some(queries) = self.queries {
+            queries.stop().await;
+        }
+        if let Some(api_watch) = self.api_watch {
+            api_watch.abort();
+        }
+        self.observer.abort();
+        if let Some(switches) = self.switches {
+            switches.abort();
+        }
+    }
+}
+
 /// Whether `event` is the observer's word that its first lists are all on the timeline.
 pub(super) fn is_observer_ready(event: &Event) -> bool {
     matches!(

@@ -364,17 +364,24 @@ impl Run<'_> {
                 Ok(q) => q,
                 Err(e) => {
                     self.errors.push(format!("abort conditions: {e}"));
-                    if let Some(probes) = probes {
-                        probes.stop().await;
-                    }
-                    observer.abort();
-                    if let Some(forwarder) = switches {
-                        forwarder.abort();
-                    }
+                    let companions = beside::Companions {
+                        observer,
+                        switches,
+                        probes,
+                        queries: None,
+                        api_watch: None,
+                    };
+                    companions.stop().await;
                     return;
                 }
             };
-        let api_watch = beside::watch_api(self.exp, &p.client, &self.timeline);
+        let companions = beside::Companions {
+            observer,
+            switches,
+            probes,
+            queries,
+            api_watch: beside::watch_api(self.exp, &p.client, &self.timeline),
+        };
         // What the run promises to leave as it found it, read before the first fault and
         // kept beside the journal for `restore` should the run be killed.
         let before = match self.snapshot().await {
@@ -382,19 +389,7 @@ impl Run<'_> {
             Err(e) => {
                 self.errors
                     .push(format!("cluster snapshot before the first fault: {e}"));
-                if let Some(probes) = probes {
-                    probes.stop().await;
-                }
-                if let Some(queries) = queries {
-                    queries.stop().await;
-                }
-                if let Some(api_watch) = api_watch {
-                    api_watch.abort();
-                }
-                observer.abort();
-                if let Some(forwarder) = switches {
-                    forwarder.abort();
-                }
+                companions.stop().await;
                 return;
             }
         };
@@ -434,19 +429,7 @@ impl Run<'_> {
                 Err(e) => self.errors.push(format!("teardown: {e}")),
             }
         }
-        if let Some(probes) = probes {
-            probes.stop().await;
-        }
-        if let Some(queries) = queries {
-            queries.stop().await;
-        }
-        if let Some(api_watch) = api_watch {
-            api_watch.abort();
-        }
-        observer.abort();
-        if let Some(forwarder) = switches {
-            forwarder.abort();
-        }
+        companions.stop().await;
     }
 
     /// The run's loop: asks the scheduler what is due, issues it, and sleeps until the
@@ -538,31 +521,10 @@ impl Run<'_> {
             return;
         }
         match end {
-            End::StepTimedOut {
-                step,
-                what,
-                waited_ms,
-            } => self.errors.push(format!(
-                "step `{step}`: waited {} for {what}, which was not observed: the step timed out",
-                crate::timeline::format_offset_ms(*waited_ms).trim_start_matches('+')
-            )),
-            End::FaultNotInEffect {
-                step,
-                node,
-                evidence,
-                reverted,
-            } => {
-                let on = node
-                    .as_ref()
-                    .map(|n| format!(" on {n}"))
-                    .unwrap_or_default();
-                let what = if *reverted {
-                    "its fault was undone by something other than faultline"
-                } else {
-                    "its fault did not take effect"
-                };
-                self.errors
-                    .push(format!("step `{step}`{on}: {what}: {evidence}"));
+            // A step that gave up waiting, or whose fault did not hold, is a step error,
+            // said in the same words as the run's end.
+            End::StepTimedOut { .. } | End::FaultNotInEffect { .. } => {
+                self.errors.push(reason.clone());
             }
             End::Aborted(tripped) => {
                 self.timeline.record(Event::Abort {
