@@ -113,6 +113,138 @@ async fn kind_power_off_service_outage() {
     }
 }
 
+/// Whether the kubelet unit inside a kind node container is active, asked with systemd's
+/// own words (`active`, `inactive`, ...), out of band from faultline.
+fn kubelet_unit_state(node: &str) -> String {
+    let out = std::process::Command::new("docker")
+        .args(["exec", node, "systemctl", "is-active", "kubelet"])
+        .output()
+        .expect("run docker exec");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The kind workers whose kubelet unit is not active.
+fn workers_with_kubelet_down() -> Vec<String> {
+    docker(&[
+        "ps",
+        "--filter",
+        "label=io.x-k8s.kind.role=worker",
+        "--format",
+        "{{.Names}}",
+    ])
+    .lines()
+    .filter(|n| kubelet_unit_state(n) != "active")
+    .map(str::to_string)
+    .collect()
+}
+
+/// Waits, polling every second, until `done` holds; how long it took.
+async fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Duration {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    started.elapsed()
+}
+
+/// `kill -9` while a kind node's kubelet is stopped: the self-restore armed inside the node
+/// container (a detached process started through `docker exec`, which must outlive the
+/// exec) starts the kubelet by itself after the planned end plus the restore margin, the
+/// node is Ready again without help, and `restore` then finds nothing left to undo.
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_kill_9_during_a_kubelet_stop_the_node_restores_itself() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let mut child = s
+        .spawn_until_step(
+            "fixtures/experiments/lab/kubelet-stop-short.yaml",
+            &["--restore-margin", "10s"],
+            "stop kubelet",
+        )
+        .await;
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let down = workers_with_kubelet_down();
+    assert_eq!(
+        down.len(),
+        1,
+        "exactly the victim's kubelet is down: {down:?}"
+    );
+    let victim = &down[0];
+    wait_not_ready(&client, victim, Duration::from_secs(120)).await;
+    // The experiment's planned length (about three grace periods) plus the 10 s margin.
+    let took = wait_until("the kubelet started by the node itself", BACK * 2, || {
+        kubelet_unit_state(victim) == "active"
+    })
+    .await;
+    println!("kubelet on {victim} active again {took:?} after the kill, with no help");
+    wait_ready(&client, victim, BACK).await;
+    let out = s.faultline(&["restore"]).output().expect("restore");
+    echo(&out);
+    assert_eq!(out.status.code(), Some(0));
+    let again = s.faultline(&["restore"]).output().expect("restore");
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
+    all_nodes_ready(&client, BACK).await;
+}
+
+/// `kill -9` while a kind node is powered off (its container stopped): the power-on armed
+/// where faultline runs (a detached process outliving faultline) starts the container again
+/// after the planned end plus the restore margin, the node is Ready again without help, and
+/// `restore` then finds nothing left to undo.
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_kill_9_during_a_power_off_the_node_is_powered_on_without_help() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let mut child = s
+        .spawn_until_step(
+            "fixtures/experiments/lab/power-off-short.yaml",
+            &["--restore-margin", "10s"],
+            "power off",
+        )
+        .await;
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let exited = || {
+        docker(&[
+            "ps",
+            "-a",
+            "--filter",
+            "label=io.x-k8s.kind.role=worker",
+            "--filter",
+            "status=exited",
+            "--format",
+            "{{.Names}}",
+        ])
+    };
+    // `docker stop` gives systemd up to 10 s to shut the node down.
+    wait_until(
+        "the victim's container stopped",
+        Duration::from_secs(30),
+        || !exited().is_empty(),
+    )
+    .await;
+    let off: Vec<String> = exited().lines().map(str::to_string).collect();
+    assert_eq!(off.len(), 1, "exactly the victim is off: {off:?}");
+    let victim = &off[0];
+    let took = wait_until("the container started again", BACK * 2, || {
+        docker(&["inspect", "-f", "{{.State.Status}}", victim]) == "running"
+    })
+    .await;
+    println!("{victim} running again {took:?} after the kill, with no help");
+    wait_ready(&client, victim, BACK).await;
+    let out = s.faultline(&["restore"]).output().expect("restore");
+    echo(&out);
+    assert_eq!(out.status.code(), Some(0));
+    let again = s.faultline(&["restore"]).output().expect("restore");
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
+    all_nodes_ready(&client, BACK).await;
+}
+
 /// `docker` with arguments; its trimmed stdout, panicking with its stderr on failure.
 fn docker(args: &[&str]) -> String {
     let out = std::process::Command::new("docker")

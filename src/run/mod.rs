@@ -521,10 +521,32 @@ impl Run<'_> {
             return;
         }
         match end {
-            // A step that gave up waiting, or whose fault did not hold, is a step error,
-            // said in the same words as the run's end.
-            End::StepTimedOut { .. } | End::FaultNotInEffect { .. } => {
-                self.errors.push(reason.clone());
+            // Step errors start with `step `NAME` [on NODE]:`, which names their JUnit case.
+            End::StepTimedOut {
+                step,
+                what,
+                waited_ms,
+            } => self.errors.push(format!(
+                "step `{step}`: waited {} for {what}, which was not observed: the step timed out",
+                crate::timeline::format_offset_ms(*waited_ms).trim_start_matches('+')
+            )),
+            End::FaultNotInEffect {
+                step,
+                node,
+                evidence,
+                reverted,
+            } => {
+                let on = node
+                    .as_ref()
+                    .map(|n| format!(" on {n}"))
+                    .unwrap_or_default();
+                let what = if *reverted {
+                    "its fault was undone by something other than faultline"
+                } else {
+                    "its fault did not take effect"
+                };
+                self.errors
+                    .push(format!("step `{step}`{on}: {what}: {evidence}"));
             }
             End::Aborted(tripped) => {
                 self.timeline.record(Event::Abort {
