@@ -136,6 +136,15 @@ async fn one_run(
     let window = (planned_end - issued).num_milliseconds().max(0) as f64;
     let kill_after = Duration::from_millis((window * rng.fraction()) as u64);
     tokio::time::sleep(kill_after).await;
+    // A run that ended by itself before the kill instant tests nothing of the kill: say so
+    // rather than judge what `restore` finds after a clean end.
+    if let Ok(Some(status)) = child.try_wait() {
+        out.problems.push(format!(
+            "the run ended by itself ({status}) before the kill instant, {:.1}s after `{name}`",
+            kill_after.as_secs_f64()
+        ));
+        return out;
+    }
     child.kill().expect("SIGKILL faultline");
     let _ = child.wait();
     let killed = Instant::now();
