@@ -1,9 +1,10 @@
 //! The kill soak (issue 16), run by `ci/soak` on the lab, not in CI (about half an hour for
 //! twenty runs): runs of kubelet-stop, partition and power-off experiments, each faultline
-//! killed with SIGKILL at a random instant between its first fault and its planned end.
+//! killed with SIGKILL at a random instant between its first fault and its planned end
+//! (where `faultline plan` says observation ends).
 //! After each kill, with no help from anyone:
 //! - every node is Ready and schedulable again by the self-restore's deadline (the run's
-//!   planned end plus its restore margin, written in the journal) plus a grace period for
+//!   longest planned length plus its restore margin, written in the journal) plus a grace period for
 //!   the node to report Ready once its fault is undone;
 //! - `faultline restore` then leaves the journal empty;
 //! - and its comparison with the snapshot the killed run took before its first fault
@@ -99,6 +100,23 @@ fn journal_deadline(s: &Scratch) -> Option<chrono::DateTime<Utc>> {
         .min()
 }
 
+/// Where `faultline plan` says the experiment's observation ends, from its start (its line
+/// `observation: ends at +50.0s ...`): the planned end a kill instant is drawn before.
+fn observation_end(s: &Scratch, file: &str) -> Duration {
+    let out = s
+        .faultline(&["plan", file])
+        .output()
+        .expect("faultline plan");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let secs = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("observation: ends at +"))
+        .and_then(|rest| rest.split_once('s'))
+        .and_then(|(n, _)| n.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no observation end in `faultline plan {file}`:\n{text}"));
+    Duration::from_secs_f64(secs)
+}
+
 async fn one_run(
     client: &kube::Client,
     rng: &mut Rng,
@@ -131,8 +149,11 @@ async fn one_run(
             .push("no self-restore deadline in the journal".into());
         return out;
     };
-    // The planned end: the deadline less the margin the run was given.
-    let planned_end = deadline - chrono::Duration::from_std(margin).unwrap_or_default();
+    // The planned end: where `faultline plan` says observation ends (the run's own end
+    // when nothing stops it early), counted from the first fault, issued at +0s. The
+    // self-restore deadline is later: it allows one more grace period, and the margin.
+    let planned_end =
+        issued + chrono::Duration::from_std(observation_end(&s, file)).unwrap_or_default();
     let window = (planned_end - issued).num_milliseconds().max(0) as f64;
     let kill_after = Duration::from_millis((window * rng.fraction()) as u64);
     tokio::time::sleep(kill_after).await;
