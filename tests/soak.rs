@@ -177,6 +177,15 @@ async fn one_run(
         (deadline - killed_at).num_milliseconds() as f64 / 1000.0
     );
     let limit = (deadline - killed_at).to_std().unwrap_or_default() + grace;
+    // A fault still in the journal is still in place (the kill came before faultline undid
+    // it): the node may not even be NotReady yet, so it counts as back only once the
+    // self-restore's deadline has passed. A fault faultline undid before the kill needs no
+    // wait.
+    if journal_deadline(&s).is_some()
+        && let Ok(wait) = (deadline - Utc::now()).to_std()
+    {
+        tokio::time::sleep(wait).await;
+    }
     loop {
         if all_back(client).await {
             out.recovered = Some(killed.elapsed());
