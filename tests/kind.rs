@@ -158,15 +158,12 @@ async fn kind_kill_9_during_a_kubelet_stop_the_node_restores_itself() {
     let client = client().await;
     all_nodes_ready(&client, BACK).await;
     let s = Scratch::new();
-    let mut child = s
-        .spawn_until_step(
-            "fixtures/experiments/lab/kubelet-stop-short.yaml",
-            &["--restore-margin", "10s"],
-            "stop kubelet",
-        )
-        .await;
-    child.kill().expect("kill -9");
-    let _ = child.wait();
+    s.kill_9_after_step(
+        "fixtures/experiments/lab/kubelet-stop-short.yaml",
+        &["--restore-margin", "10s"],
+        "stop kubelet",
+    )
+    .await;
     let down = workers_with_kubelet_down();
     assert_eq!(
         down.len(),
@@ -182,11 +179,7 @@ async fn kind_kill_9_during_a_kubelet_stop_the_node_restores_itself() {
     .await;
     println!("kubelet on {victim} active again {took:?} after the kill, with no help");
     wait_ready(&client, victim, BACK).await;
-    let out = s.faultline(&["restore"]).output().expect("restore");
-    echo(&out);
-    assert_eq!(out.status.code(), Some(0));
-    let again = s.faultline(&["restore"]).output().expect("restore");
-    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
+    s.restore_leaves_nothing();
     all_nodes_ready(&client, BACK).await;
 }
 
@@ -200,15 +193,12 @@ async fn kind_kill_9_during_a_power_off_the_node_is_powered_on_without_help() {
     let client = client().await;
     all_nodes_ready(&client, BACK).await;
     let s = Scratch::new();
-    let mut child = s
-        .spawn_until_step(
-            "fixtures/experiments/lab/power-off-short.yaml",
-            &["--restore-margin", "10s"],
-            "power off",
-        )
-        .await;
-    child.kill().expect("kill -9");
-    let _ = child.wait();
+    s.kill_9_after_step(
+        "fixtures/experiments/lab/power-off-short.yaml",
+        &["--restore-margin", "10s"],
+        "power off",
+    )
+    .await;
     let exited = || {
         docker(&[
             "ps",
@@ -237,11 +227,7 @@ async fn kind_kill_9_during_a_power_off_the_node_is_powered_on_without_help() {
     .await;
     println!("{victim} running again {took:?} after the kill, with no help");
     wait_ready(&client, victim, BACK).await;
-    let out = s.faultline(&["restore"]).output().expect("restore");
-    echo(&out);
-    assert_eq!(out.status.code(), Some(0));
-    let again = s.faultline(&["restore"]).output().expect("restore");
-    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
+    s.restore_leaves_nothing();
     all_nodes_ready(&client, BACK).await;
 }
 

@@ -113,15 +113,12 @@ async fn a_context_not_on_the_allow_list_refuses_to_start() {
 async fn kill_9_during_a_kubelet_stop_the_node_restores_itself() {
     let (client, s) = ready_lab().await;
     // Let the stop land, then kill faultline without any chance to clean up.
-    let mut child = s
-        .spawn_until_step(
-            "fixtures/experiments/lab/kubelet-stop-short.yaml",
-            &["--restore-margin", "10s"],
-            "stop kubelet",
-        )
-        .await;
-    child.kill().expect("kill -9");
-    let _ = child.wait();
+    s.kill_9_after_step(
+        "fixtures/experiments/lab/kubelet-stop-short.yaml",
+        &["--restore-margin", "10s"],
+        "stop kubelet",
+    )
+    .await;
     let victim = stopped_node().await;
     assert_eq!(
         kubelet_status(&victim).await,
@@ -133,11 +130,7 @@ async fn kill_9_during_a_kubelet_stop_the_node_restores_itself() {
     let took = wait_ready(&client, &victim, Duration::from_secs(240)).await;
     println!("node {victim} Ready again {took:?} after the kill, with no help");
     assert_eq!(kubelet_status(&victim).await, "running");
-    let out = s.faultline(&["restore"]).output().expect("restore");
-    echo(&out);
-    assert_eq!(out.status.code(), Some(0));
-    let again = s.faultline(&["restore"]).output().expect("restore");
-    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
+    s.restore_leaves_nothing();
 }
 
 /// `kill -9` during a power-off: the node cannot power itself on; `faultline restore`
@@ -146,26 +139,19 @@ async fn kill_9_during_a_kubelet_stop_the_node_restores_itself() {
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn kill_9_during_a_power_off_restore_powers_the_node_on() {
     let (client, s) = ready_lab().await;
-    let mut child = s
-        .spawn_until_step(
-            "fixtures/experiments/lab/power-off-short.yaml",
-            &[],
-            "power off",
-        )
-        .await;
-    child.kill().expect("kill -9");
-    let _ = child.wait();
+    s.kill_9_after_step(
+        "fixtures/experiments/lab/power-off-short.yaml",
+        &[],
+        "power off",
+    )
+    .await;
     let off: Vec<String> = lab_nodes()
         .into_iter()
         .filter(|n| lab_script("power", &["status", n]) == "off")
         .collect();
     assert_eq!(off.len(), 1, "exactly the victim is off: {off:?}");
-    let out = s.faultline(&["restore"]).output().expect("restore");
-    echo(&out);
-    assert_eq!(out.status.code(), Some(0));
+    s.restore_leaves_nothing();
     assert_eq!(lab_script("power", &["status", &off[0]]), "on");
-    let again = s.faultline(&["restore"]).output().expect("restore");
-    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
     wait_ready(&client, &off[0], BACK).await;
 }
 

@@ -103,6 +103,21 @@ impl Scratch {
         tokio::time::sleep(Duration::from_secs(3)).await;
         child
     }
+    /// Starts `faultline run`, waits until `step` is issued (and has landed), then kills
+    /// faultline with SIGKILL: no chance to undo anything or clean up.
+    pub async fn kill_9_after_step(&self, experiment: &str, extra: &[&str], step: &str) {
+        let mut child = self.spawn_until_step(experiment, extra, step).await;
+        child.kill().expect("kill -9");
+        let _ = child.wait();
+    }
+    /// `faultline restore` exits 0, and a second one finds nothing left to restore.
+    pub fn restore_leaves_nothing(&self) {
+        let out = self.faultline(&["restore"]).output().expect("restore");
+        echo(&out);
+        assert_eq!(out.status.code(), Some(0));
+        let again = self.faultline(&["restore"]).output().expect("restore");
+        assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
+    }
     /// A copy of the lab's inventory whose kubeconfig is `kubeconfig` (e.g. one that goes
     /// through a control-plane node's own API server).
     pub fn inventory_through(&self, kubeconfig: &Path) -> PathBuf {
