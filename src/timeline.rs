@@ -123,9 +123,10 @@ pub enum Event {
     Verdict {
         /// The expectation.
         name: String,
-        /// The outcome, as the reports write it (`PASS`, `FAIL`, `UNDECIDABLE`, `SKIP`,
-        /// `ERROR`).
-        outcome: String,
+        /// The outcome, written as the reports write it (`PASS`, `FAIL`, `UNDECIDABLE`,
+        /// `SKIP`, `ERROR`).
+        #[serde(with = "crate::outcome::as_word")]
+        outcome: crate::outcome::Outcome,
         /// Why.
         message: String,
     },

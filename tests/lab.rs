@@ -1361,3 +1361,110 @@ async fn the_restored_check_fails_when_something_is_left_cordoned_or_tainted() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("cluster restored:"));
 }
+
+/// `faultline run … | head -5`: the reader goes away after five lines. The run goes on
+/// without its terminal view, undoes its fault at the planned step, writes its reports
+/// and exits with its own code; nothing panics and nothing is left cordoned or journaled.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn output_piped_into_head_the_run_goes_on_and_undoes() {
+    let (client, s) = ready_lab().await;
+    let script = format!(
+        "\"$0\" run fixtures/experiments/lab/cordon-short.yaml --yes --reports '{}' | head -5; \
+         echo \"faultline exited ${{PIPESTATUS[0]}}\" >&2",
+        s.reports().display()
+    );
+    let out = s.piped(&script).output().expect("run the pipeline");
+    echo(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout.lines().count(), 5, "head kept five lines");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("faultline exited 0"), "{stderr}");
+    assert!(
+        stderr.contains("the terminal reporter stopped"),
+        "the closed pipe ended the terminal view alone: {stderr}"
+    );
+    let cases = junit_cases(&s.junit("cordon-short"));
+    assert!(
+        cases
+            .iter()
+            .any(|(name, kind, _)| name == "cluster restored" && kind == "passed"),
+        "{cases:?}"
+    );
+    no_node_cordoned(&client).await;
+    s.restore_leaves_nothing();
+}
+
+/// `faultline run … | tee log`, then Ctrl-C to the whole process group (which ends `tee`
+/// too): faultline cancels, undoes the kubelet stop at once (not at the self-restore
+/// deadline), exits 2 with its reports written, and leaves the journal empty.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn tee_and_sigint_to_the_process_group_undo_within_seconds() {
+    use std::os::unix::process::CommandExt;
+    let (client, s) = ready_lab().await;
+    let log = s.reports().with_file_name("tee.log");
+    let status_file = s.reports().with_file_name("status");
+    let script = format!(
+        "\"$0\" run fixtures/experiments/lab/kubelet-stop-short.yaml --yes --reports '{}' | tee '{}'; \
+         echo ${{PIPESTATUS[0]}} > '{}'",
+        s.reports().display(),
+        log.display(),
+        status_file.display()
+    );
+    let mut child = s
+        .piped(&script)
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the pipeline");
+    let issued = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| is_issued(l, "stop kubelet"))
+    };
+    let started = std::time::Instant::now();
+    while !issued() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the stop was never issued"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let victim = stopped_node().await;
+    let group = format!("-{}", child.id());
+    let signalled = std::time::Instant::now();
+    std::process::Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .expect("kill -INT the process group");
+    child.wait().expect("wait for the pipeline");
+    let took = signalled.elapsed();
+    println!("the pipeline ended {took:?} after SIGINT");
+    let status = std::fs::read_to_string(&status_file).expect("faultline's exit status");
+    assert_eq!(status.trim(), "2", "interrupted");
+    assert!(
+        took < Duration::from_secs(60),
+        "undone within seconds: {took:?}"
+    );
+    assert_eq!(kubelet_status(&victim).await, "running", "undone on SIGINT");
+    s.record("kubelet-stop-short");
+    s.restore_leaves_nothing();
+    wait_ready(&client, &victim, BACK).await;
+}
+
+/// Fails when any node is cordoned.
+async fn no_node_cordoned(client: &kube::Client) {
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    for node in nodes.list(&Default::default()).await.expect("list nodes") {
+        assert_ne!(
+            node.spec.and_then(|s| s.unschedulable),
+            Some(true),
+            "{:?} is cordoned",
+            node.metadata.name
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! compare, print, write the reports asked for; the exit code says whether anything
 //! regressed.
 
+use std::io::Write;
 use std::path::Path;
 
 use super::{CompareArgs, EXIT_ERROR};
@@ -67,21 +68,25 @@ pub(super) fn compare_and_report(
 ) -> i32 {
     let names = crate::compare::expectation_names(&[baseline, now]);
     if let Err(e) = tolerance.check_keys(names.iter().map(String::as_str)) {
-        eprintln!("{e}");
+        let _ = writeln!(std::io::stderr(), "{e}");
         return EXIT_ERROR;
     }
     let cmp: Comparison = compare_sets(baseline, now, tolerance, labels);
-    print!("{}", report::compare::terminal::render(&cmp));
+    let _ = write!(
+        std::io::stdout(),
+        "{}",
+        report::compare::terminal::render(&cmp)
+    );
     let mut code = cmp.exit_code();
     if let Some(dir) = out {
         match report::compare::write_all(&cmp, baseline, now, dir) {
             Ok(paths) => {
                 for p in paths {
-                    println!("wrote {}", p.display());
+                    let _ = writeln!(std::io::stdout(), "wrote {}", p.display());
                 }
             }
             Err(e) => {
-                eprintln!("cannot write the comparison: {e}");
+                let _ = writeln!(std::io::stderr(), "cannot write the comparison: {e}");
                 code = code.max(EXIT_ERROR);
             }
         }
@@ -89,9 +94,15 @@ pub(super) fn compare_and_report(
     if let Some(path) = summary {
         let section = report::compare::markdown::render(&cmp);
         match report::markdown::append_section(&section, path) {
-            Ok(()) => println!("appended the comparison to {}", path.display()),
+            Ok(()) => {
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "appended the comparison to {}",
+                    path.display()
+                );
+            }
             Err(e) => {
-                eprintln!("cannot write the summary: {e}");
+                let _ = writeln!(std::io::stderr(), "cannot write the summary: {e}");
                 code = code.max(EXIT_ERROR);
             }
         }

@@ -319,8 +319,29 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// Whether the command only reads and prints: such a command ends quietly, as `cat` does,
+/// when the reader of its output goes away (`faultline validate … | head`). `run` and
+/// `restore` never do: they keep going, without their output, until their faults are
+/// undone (`report::subscribe`).
+fn only_reads(command: &Command) -> bool {
+    !matches!(command, Command::Run(_) | Command::Restore { .. })
+}
+
+/// Gives SIGPIPE its default action back (Rust ignores it), so that a write to a closed
+/// pipe ends the process silently instead of panicking in `println!`.
+fn die_quietly_on_closed_pipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL at start-up, before any thread of
+    // ours writes anything; no handler code runs.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Runs the parsed command line and returns the process exit code.
 pub async fn main(cli: Cli) -> i32 {
+    if only_reads(&cli.command) {
+        die_quietly_on_closed_pipe();
+    }
     match cli.command {
         Command::Run(args) => run::run(*args).await,
         Command::Validate { paths } => validate::validate(&paths),

@@ -7,8 +7,9 @@ use std::path::Path;
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
 use crate::judge::Outcome;
 use crate::record::RunRecord;
-use crate::report::{measured_text, outcome_word, sanitize::clean};
+use crate::report::{measured_text, outcome_word};
 use crate::run::rehearse::{Rehearsal, rehearse};
+use crate::sanitize::clean;
 use crate::series::Series;
 use crate::timeline::format_offset_ms;
 

@@ -1,15 +1,16 @@
 //! `faultline run`: interlocks, confirmation, the run itself, reports, exit code.
 
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use super::{EXIT_ERROR, EXIT_OK, ObserveArg, RunArgs};
 use crate::compare::Tolerance;
+use crate::events::RunEvent;
 use crate::experiment::model::Experiment;
 use crate::observe::ObserveMode;
-use crate::report;
+use crate::report::subscribe::{self, Reporter, Reporters};
 use crate::run::{RunSettings, run_experiment, signals};
 use crate::series::Series;
 
@@ -118,17 +119,12 @@ pub(super) async fn run(args: RunArgs) -> i32 {
         eprintln!("cannot install signal handlers, refusing to run without them: {e}");
         return EXIT_ERROR;
     }
-    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let events = match &args.events {
-        Some(path) => match report::events::EventsFile::create(path) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                eprintln!("{}: cannot write the events file: {e}", path.display());
-                return EXIT_ERROR;
-            }
-        },
-        None => None,
+    let Some(reporters) = reporters(&args) else {
+        return EXIT_ERROR;
     };
+    // From here on nothing writes to stdout but the terminal reporter, on its own thread:
+    // a pipe that closes or a terminal that hangs up ends that reporter, never the run.
+    let sink = reporters.sink();
     let mut worst = EXIT_OK;
     let mut done: Vec<Series> = Vec::new();
     let repeat = args.repeat;
@@ -138,66 +134,39 @@ pub(super) async fn run(args: RunArgs) -> i32 {
             if cancel.is_cancelled() {
                 break;
             }
-            let events = events.clone();
-            let name = exp.name.clone();
             let index = (repeat > 1).then_some(i);
-            let live: crate::run::shared_timeline::LiveView = Arc::new(move |entry| {
-                println!("  {}", report::terminal::entry_line(entry));
-                if let Some(events) = &events {
-                    events.write(&name, index, entry);
-                }
+            sink.send(RunEvent::RunStarted {
+                experiment: exp.name.clone(),
+                source: exp.source.clone(),
+                run: index,
+                of: repeat,
             });
-            match index {
-                Some(i) => println!(
-                    "== {} (run {i} of {repeat}; {})",
-                    exp.name,
-                    exp.source.display()
-                ),
-                None => println!("== {} ({})", exp.name, exp.source.display()),
-            }
-            let record = run_experiment(exp, &settings, cancel.clone(), Some(live.clone())).await;
-            println!("{}", report::terminal::summary(&record, colour));
-            runs.push(record);
+            let events = sink.for_run(&exp.name, index);
+            runs.push(run_experiment(exp, &settings, cancel.clone(), events).await);
         }
         let Some(series) = Series::new(runs) else {
             break;
         };
-        if series.is_repeated() {
-            println!("== {}: {} runs", exp.name, series.runs().len());
-            println!("{}", report::series::terminal::summary(&series));
-        }
-        match report::write_series(&series, &args.reports) {
-            Ok(paths) => {
-                for p in paths {
-                    println!("wrote {}", p.display());
-                }
-            }
-            Err(e) => {
-                eprintln!("cannot write reports: {e}");
-                worst = worst.max(EXIT_ERROR);
-            }
-        }
-        if let Some(summary) = &args.summary {
-            let section = if series.is_repeated() {
-                report::series::markdown::render(&series)
-            } else {
-                report::markdown::render(series.first())
-            };
-            match report::markdown::append_section(&section, summary) {
-                Ok(()) => println!("appended the summary to {}", summary.display()),
-                Err(e) => {
-                    eprintln!("cannot write the summary: {e}");
-                    worst = worst.max(EXIT_ERROR);
-                }
-            }
-        }
         worst = worst.max(series.exit_code());
+        sink.send(RunEvent::SeriesFinished(Box::new(series.clone())));
         done.push(series);
+    }
+    drop(sink);
+    for ended in reporters.finish(REPORTERS_WAIT) {
+        match ended.result {
+            Ok(lines) => {
+                for line in lines {
+                    say(&line);
+                }
+            }
+            Err(_) if ended.required => worst = worst.max(EXIT_ERROR),
+            Err(_) => {}
+        }
     }
     if let Some(b) = baseline
         && !done.is_empty()
     {
-        println!("== compared with the baseline {}", b.label);
+        say(&format!("== compared with the baseline {}", b.label));
         let code = super::compare::compare_and_report(
             &b.sets,
             &done,
@@ -209,6 +178,39 @@ pub(super) async fn run(args: RunArgs) -> i32 {
         worst = worst.max(code);
     }
     worst
+}
+
+/// How long, after the last run, the reporters get to finish what is queued (a terminal
+/// nobody reads any more is left behind after that).
+const REPORTERS_WAIT: Duration = Duration::from_secs(30);
+
+/// The reporters this run's arguments ask for, started; `None` (said why) when one cannot
+/// be created.
+fn reporters(args: &RunArgs) -> Option<Reporters> {
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut list: Vec<Box<dyn Reporter>> = vec![Box::new(subscribe::Terminal::new(
+        std::io::stdout(),
+        colour,
+    ))];
+    if let Some(path) = &args.events {
+        match subscribe::EventsFile::create(path) {
+            Ok(f) => list.push(Box::new(f)),
+            Err(e) => {
+                eprintln!("{}: cannot write the events file: {e}", path.display());
+                return None;
+            }
+        }
+    }
+    list.push(Box::new(subscribe::Files::new(args.reports.clone())));
+    if let Some(summary) = &args.summary {
+        list.push(Box::new(subscribe::Summary::new(summary.clone())));
+    }
+    Some(Reporters::start(list))
+}
+
+/// One line to stdout after the runs, dropped if stdout is gone.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stdout(), "{line}");
 }
 
 /// Asks on a terminal; without one, only `--yes` proceeds.
@@ -232,4 +234,74 @@ async fn confirmed(experiments: &[Experiment], settings: &RunSettings, yes: bool
         return false;
     }
     matches!(answer.trim(), "y" | "Y" | "yes")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
+
+    use crate::report::subscribe::{Reporters, Terminal};
+    use crate::run::scripted::{Harness, LoopEnd, STOP_START, Scripted, index_of};
+    use crate::timeline::Event;
+
+    #[tokio::test(start_paused = true)]
+    async fn output_that_fails_at_the_first_or_hundredth_line_does_not_stop_the_undo() {
+        /// Stdout whose reader left after `lines` lines.
+        struct ClosedAfter(usize);
+        impl std::io::Write for ClosedAfter {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+                }
+                self.0 = self
+                    .0
+                    .saturating_sub(buf.iter().filter(|b| **b == b'\n').count());
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        for lines in [0, 99] {
+            let h = Harness::new(STOP_START);
+            let reporters =
+                Reporters::start(vec![Box::new(Terminal::new(ClosedAfter(lines), false))]);
+            let events = reporters.sink().for_run("scripted", None);
+            let mut world = Scripted::default();
+            // Enough entries for a hundredth line while the kubelet is away.
+            world.during.insert(
+                "stop".into(),
+                (0..120)
+                    .map(|i| Event::Note {
+                        message: format!("line {i}"),
+                    })
+                    .collect(),
+            );
+            let out = h.run(&mut world, CancellationToken::new(), events).await;
+            let ended = reporters.finish(Duration::from_secs(10));
+            assert!(
+                ended[0].result.is_err(),
+                "{lines}: the terminal reporter saw its pipe close"
+            );
+            let calls = world.calls();
+            assert_eq!(
+                out.end,
+                Some(LoopEnd::Observed { all_decided: false }),
+                "{lines}: {:?}",
+                out.errors
+            );
+            assert!(
+                index_of(&calls, "act start on a") < index_of(&calls, "disarm a"),
+                "{lines}"
+            );
+            assert_eq!(
+                out.end,
+                Some(LoopEnd::Observed { all_decided: false }),
+                "{lines}"
+            );
+            assert_eq!(h.journaled(), 0, "{lines}");
+        }
+    }
 }

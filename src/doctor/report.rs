@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::{Examination, Finding, Status};
-use crate::report::sanitize::clean;
+use crate::sanitize::clean;
 use crate::timers::TimerSource;
 
 /// The table: one row per check, cluster first, then node by node; the failures again at

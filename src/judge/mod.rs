@@ -57,22 +57,7 @@ use members::{Member, member_toleration, state_at};
 pub use states::state_name;
 use states::{rel, secs, truth};
 
-/// What became of one expectation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Outcome {
-    /// The expectation held.
-    Passed,
-    /// The expectation was violated.
-    Failed,
-    /// An observation gap hides the deciding moment; neither pass nor fail can be claimed.
-    Undecidable,
-    /// The cluster lacks a capability the expectation needs.
-    Skipped,
-    /// The expectation could not be evaluated (its `since` step never ran, a bound has no value).
-    Error,
-    /// Not decided yet: the run is still going.
-    Pending,
-}
+pub use crate::outcome::Outcome;
 
 /// The judgement of one expectation: one JUnit test case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::execute::Executor;
 use crate::experiment::model::{ProbeKind, ProbeSpec};
 use crate::experiment::url_template;
-use crate::report::sanitize::clean;
+use crate::sanitize::clean;
 use crate::timeline::Event;
 
 /// Longest detail kept on the timeline: enough for an exit status or an error's gist.

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::ProbeSink;
 use crate::experiment::model::{AbortKind, AbortSpec, Threshold};
 use crate::inventory::PrometheusAccess;
-use crate::report::sanitize::clean;
+use crate::sanitize::clean;
 use crate::timeline::Event;
 
 /// Largest answer read from Prometheus: a query with more series than this is not a

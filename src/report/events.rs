@@ -40,22 +40,19 @@ impl EventsFile {
     }
 
     /// Writes one entry of `experiment`'s run (`run`: which one, when repeated) and flushes
-    /// it. A write that fails is reported once on stderr and the run goes on: the file is a
-    /// view, not the record.
-    pub fn write(&self, experiment: &str, run: Option<u32>, entry: &Entry) {
+    /// it. A write that fails ends the reporter writing it (`report::subscribe`); the run
+    /// goes on: the file is a view, not the record.
+    pub fn write(&self, experiment: &str, run: Option<u32>, entry: &Entry) -> std::io::Result<()> {
         let line = EventLine {
             experiment: experiment.to_string(),
             run,
             entry: entry.clone(),
         };
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        let written = serde_json::to_writer(&mut *out, &line)
+        serde_json::to_writer(&mut *out, &line)
             .map_err(std::io::Error::other)
             .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush());
-        if let Err(e) = written {
-            eprintln!("events file: {e}");
-        }
+            .and_then(|()| out.flush())
     }
 }
 
@@ -80,7 +77,7 @@ mod tests {
                 phase: RunPhase::Started,
             },
         );
-        file.write("reboot", None, &started);
+        file.write("reboot", None, &started).unwrap();
         // Flushed: readable before the writer is dropped.
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 1);
@@ -88,11 +85,11 @@ mod tests {
             20,
             Event::Verdict {
                 name: "node unknown".into(),
-                outcome: "PASS".into(),
+                outcome: crate::judge::Outcome::Passed,
                 message: "at +41.2s".into(),
             },
         );
-        file.write("reboot", None, &verdict);
+        file.write("reboot", None, &verdict).unwrap();
         let lines: Vec<EventLine> = std::fs::read_to_string(&path)
             .unwrap()
             .lines()
@@ -120,7 +117,7 @@ mod tests {
                 },
             },
         );
-        file.write("reboot", None, &ended);
+        file.write("reboot", None, &ended).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let last = text.lines().last().unwrap();
         let raw: serde_json::Value = serde_json::from_str(last).unwrap();
@@ -132,7 +129,7 @@ mod tests {
             raw.get("run").is_none(),
             "no run number unless repeated: {last}"
         );
-        file.write("reboot", Some(2), &ended);
+        file.write("reboot", Some(2), &ended).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let last = text.lines().last().unwrap();
         let raw: serde_json::Value = serde_json::from_str(last).unwrap();

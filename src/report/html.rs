@@ -11,7 +11,7 @@ use crate::timeline::{
     ConditionStatus, Event, GapPhase, NodeState, PodState, RunPhase, StepPhase, WorkloadState,
 };
 
-use super::sanitize::html as esc;
+use crate::sanitize::html as esc;
 
 const LABEL_W: f64 = 280.0;
 const PLOT_W: f64 = 1000.0;

@@ -6,10 +6,10 @@ use std::path::Path;
 use junit_report::{Duration as JDuration, OffsetDateTime, Report, TestCase, TestSuite};
 
 use super::ReportError;
-use super::sanitize::cdata;
 use super::terminal;
 use crate::judge::Outcome;
 use crate::record::{RunOutcome, RunRecord};
+use crate::sanitize::cdata;
 
 /// Renders the record as JUnit XML.
 pub fn render(record: &RunRecord) -> String {
@@ -166,8 +166,8 @@ pub(crate) fn xml(report: &Report, name: &str) -> String {
         Ok(()) => String::from_utf8_lossy(&buf).into_owned(),
         Err(e) => format!(
             "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<testsuites><testsuite name=\"{name}\" tests=\"1\" errors=\"1\" failures=\"0\"><testcase name=\"report\" classname=\"{name}\"><error type=\"error\" message=\"{msg}\"/></testcase></testsuite></testsuites>\n",
-            name = super::sanitize::html(name),
-            msg = super::sanitize::html(&format!("could not write JUnit XML: {e}")),
+            name = crate::sanitize::html(name),
+            msg = crate::sanitize::html(&format!("could not write JUnit XML: {e}")),
         ),
     }
 }
@@ -195,8 +195,8 @@ pub(crate) fn with_properties(xml: String, props: &[(usize, Vec<(String, String)
             .map(|(n, v)| {
                 format!(
                     "<property name=\"{}\" value=\"{}\"/>",
-                    super::sanitize::html(n),
-                    super::sanitize::html(v)
+                    crate::sanitize::html(n),
+                    crate::sanitize::html(v)
                 )
             })
             .collect();

@@ -10,10 +10,10 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use super::sanitize::markdown as md;
 use super::{ReportError, figure_text, measured_text, outcome_word, tally, terminal};
 use crate::judge::{Outcome, describe_check};
 use crate::record::{RunOutcome, RunRecord};
+use crate::sanitize::markdown as md;
 
 /// Timeline lines shown at most; a longer timeline is in the JSON and HTML reports.
 const TIMELINE_LINES: usize = 200;

@@ -7,8 +7,9 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
-pub(crate) mod sanitize;
+
 pub mod series;
+pub mod subscribe;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
@@ -19,14 +20,7 @@ use crate::series::Series;
 
 /// An expectation's outcome as one upper-case word, the same in every report.
 pub fn outcome_word(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Passed => "PASS",
-        Outcome::Failed => "FAIL",
-        Outcome::Undecidable => "UNDECIDABLE",
-        Outcome::Skipped => "SKIP",
-        Outcome::Error => "ERROR",
-        Outcome::Pending => "PENDING",
-    }
+    o.word()
 }
 
 /// A verdict's message, with the mark of an expectation whose bounds rest on an assumed

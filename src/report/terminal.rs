@@ -8,8 +8,8 @@ use crate::timeline::{
     WorkloadState, format_offset_ms,
 };
 
-use super::sanitize::clean;
 use super::{figure_text, measured_text, outcome_word, tally};
+use crate::sanitize::clean;
 
 const RESET: &str = "\u{1b}[0m";
 
@@ -254,7 +254,7 @@ pub fn entry_line(entry: &Entry) -> String {
             name,
             outcome,
             message,
-        } => format!("{outcome} {name}: {message}"),
+        } => format!("{} {name}: {message}", outcome.word()),
         Event::Api { up, detail } => format!(
             "API {} ({detail})",
             if *up { "answers" } else { "unreachable" }

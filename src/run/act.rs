@@ -52,6 +52,9 @@ pub(crate) enum ActError {
     /// The action took longer than its step's timeout.
     #[error("did not finish within {0:?}")]
     Timeout(Duration),
+    /// A rehearsed step that failed in the record it replays.
+    #[error("failed in the record")]
+    Recorded,
 }
 
 /// Everything an action may need to reach the cluster and its nodes.
@@ -65,26 +68,34 @@ pub(crate) struct Actor<'a> {
 }
 
 impl Actor<'_> {
-    /// Performs `action` on `node` (`None` for actions that act on pods or claims).
+    /// Performs `action` on `node` (`None` for actions that act on pods or claims). Node
+    /// operations and power are limited by the executor itself, which ends the command
+    /// at `timeout` rather than leaving it to run on after faultline stopped waiting (an
+    /// undo must never come before the fault it undoes); API actions are limited here.
     pub(crate) async fn act(
         &self,
         action: &Action,
         node: Option<&str>,
         timeout: Duration,
     ) -> Result<ActResult, ActError> {
-        match tokio::time::timeout(timeout, self.act_inner(action, node, timeout)).await {
-            Ok(result) => result,
-            Err(_) => Err(ActError::Timeout(timeout)),
+        let node_name = node.unwrap_or_default();
+        match fault::info(action).via {
+            Via::NodeApi | Via::ClusterApi => {
+                match tokio::time::timeout(timeout, self.api(action, node_name, timeout)).await {
+                    Ok(result) => result,
+                    Err(_) => Err(ActError::Timeout(timeout)),
+                }
+            }
+            _ => self.on_node(action, node_name, timeout).await,
         }
     }
 
-    async fn act_inner(
+    async fn on_node(
         &self,
         action: &Action,
-        node: Option<&str>,
+        node_name: &str,
         timeout: Duration,
     ) -> Result<ActResult, ActError> {
-        let node_name = node.unwrap_or_default();
         let info = fault::info(action);
         match info.via {
             Via::Power(power) => {
@@ -107,7 +118,7 @@ impl Actor<'_> {
                 let out = self.executor.perform(node_name, &op, timeout).await?;
                 Ok(ActResult::from_outcome(out))
             }
-            Via::NodeApi | Via::ClusterApi => self.api(action, node_name, timeout).await,
+            Via::NodeApi | Via::ClusterApi => Err(ActError::NotANodeOperation(info.name)),
         }
     }
 

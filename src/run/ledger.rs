@@ -7,13 +7,14 @@ use std::time::Duration;
 use chrono::Utc;
 use futures::future::join_all;
 
-use crate::execute::{ArmedRestore, Executor, PowerAction};
+use crate::execute::{ArmedRestore, PowerAction};
 use crate::experiment::fault::{self, Via, action_name, inverse, undoes};
 use crate::experiment::model::Action;
 use crate::journal::{
     Entry as JournalEntry, Journal, JournalError, RetryPolicy, Undo, undo_with_retries,
 };
-use crate::run::act::{ActResult, Actor};
+use crate::run::act::ActResult;
+use crate::run::world::World;
 
 /// One fault faultline has injected and not yet undone.
 #[derive(Debug, Clone)]
@@ -28,6 +29,10 @@ pub(crate) struct ActiveFault {
     pub fault: Action,
     /// The self-restore armed on the node, if any.
     pub armed: Option<ArmedRestore>,
+    /// The step's command did not come back within its timeout: it may still be running
+    /// on the node, so an undo now may come before it. Its journal entry and self-restore
+    /// are kept even after a successful undo, for `restore` and the node to finish.
+    pub may_still_run: bool,
 }
 
 /// What the safety net did for one fault.
@@ -48,18 +53,19 @@ pub(crate) enum LedgerError {
     #[error("cannot write the fault journal, so the fault is not injected: {0}")]
     Journal(#[from] JournalError),
     /// Arming the self-restore on the node failed.
-    #[error("cannot arm the self-restore on {node}, so the fault is not injected: {source}")]
+    #[error("cannot arm the self-restore on {node}, so the fault is not injected: {reason}")]
     Arm {
         /// Node.
         node: String,
         /// Cause.
-        source: crate::execute::ExecError,
+        reason: String,
     },
 }
 
 /// The active faults of one run.
 pub(crate) struct Ledger {
-    journal: Journal,
+    /// `None` for a rehearsal, which injects nothing.
+    journal: Option<Journal>,
     cluster: String,
     run_id: String,
     seq: u32,
@@ -79,8 +85,9 @@ pub(crate) fn journal_undo(fault: &Action) -> Option<Undo> {
 }
 
 impl Ledger {
-    /// A ledger writing to `journal` for the cluster named `cluster`.
-    pub(crate) fn new(journal: Journal, cluster: &str, run_id: &str) -> Self {
+    /// A ledger writing to `journal` (`None`: nothing is kept on disk, for a rehearsal)
+    /// for the cluster named `cluster`.
+    pub(crate) fn new(journal: Option<Journal>, cluster: &str, run_id: &str) -> Self {
         Ledger {
             journal,
             cluster: cluster.to_string(),
@@ -105,7 +112,7 @@ impl Ledger {
     /// of `nodes`; empty for actions that are not faults.
     pub(crate) async fn before_faults(
         &mut self,
-        executor: &Executor,
+        world: &impl World,
         step: &str,
         nodes: &[&str],
         fault: &Action,
@@ -132,23 +139,12 @@ impl Ledger {
                 }
             })
             .collect();
-        self.journal.record_all(entries.clone())?;
-        let results = join_all(entries.iter().map(|entry| async {
-            match &undo {
-                Undo::Node(op) => executor
-                    .arm_restore(&entry.node, op, restore_after, &entry.id)
-                    .await
-                    .map(Some),
-                // Power-on is out of band: armed where faultline runs, when it can be.
-                Undo::PowerOn => {
-                    executor
-                        .arm_power_on(&entry.node, restore_after, &entry.id)
-                        .await
-                }
-                // API undos need the API: `restore` does them.
-                Undo::Api(_) => Ok(None),
-            }
-        }))
+        self.record(entries.clone())?;
+        let results = join_all(
+            entries
+                .iter()
+                .map(|entry| world.arm_restore(&entry.node, &undo, restore_after, &entry.id)),
+        )
         .await;
         let mut failure = None;
         for (entry, result) in entries.iter_mut().zip(results) {
@@ -157,20 +153,20 @@ impl Ledger {
                 Err(source) => {
                     failure.get_or_insert(LedgerError::Arm {
                         node: entry.node.clone(),
-                        source,
+                        reason: source,
                     });
                 }
             }
         }
         if let Some(failure) = failure {
-            self.withdraw(executor, &entries).await;
+            self.withdraw(world, &entries).await;
             return Err(failure);
         }
         if entries.iter().any(|e| e.armed_restore.is_some())
-            && let Err(e) = self.journal.record_all(entries.clone())
+            && let Err(e) = self.record(entries.clone())
         {
             // Without the restores in the journal, `restore` could not disarm them.
-            self.withdraw(executor, &entries).await;
+            self.withdraw(world, &entries).await;
             return Err(e.into());
         }
         let mut out = Vec::with_capacity(entries.len());
@@ -182,6 +178,7 @@ impl Ledger {
                 node: entry.node,
                 fault: fault.clone(),
                 armed: entry.armed_restore,
+                may_still_run: false,
             });
         }
         Ok(out)
@@ -189,36 +186,71 @@ impl Ledger {
 
     /// A step could not be armed everywhere: disarms the nodes that were and clears every
     /// entry, since none of the faults is injected.
-    async fn withdraw(&mut self, executor: &Executor, entries: &[JournalEntry]) {
+    async fn withdraw(&mut self, world: &impl World, entries: &[JournalEntry]) {
         let parts = entries
             .iter()
             .map(|e| (e.node.as_str(), e.armed_restore.as_ref(), e.id.as_str()));
-        self.release(executor, parts.collect()).await;
+        self.release(world, parts.collect()).await;
+    }
+
+    /// Writes entries to the journal, when there is one.
+    fn record(&mut self, entries: Vec<JournalEntry>) -> Result<(), JournalError> {
+        match &mut self.journal {
+            Some(journal) => journal.record_all(entries),
+            None => Ok(()),
+        }
+    }
+
+    /// The step that injected the faults `ids` did not come back in time: its command may
+    /// still run on the node. They stay journaled and armed until `restore` (see
+    /// [`ActiveFault::may_still_run`]).
+    pub(crate) fn may_still_run(&mut self, ids: &[String]) {
+        for f in &mut self.active {
+            if ids.contains(&f.id) {
+                f.may_still_run = true;
+            }
+        }
+    }
+
+    /// The journal ids of the active faults a step put on `node`.
+    pub(crate) fn ids_of(&self, step: &str, node: &str) -> Vec<String> {
+        self.active
+            .iter()
+            .filter(|f| f.step == step && f.node == node)
+            .map(|f| f.id.clone())
+            .collect()
     }
 
     /// Faults armed but never injected (their step was not issued): disarmed, cleared and
     /// dropped from the ledger, so the safety net does not undo what never happened.
-    pub(crate) async fn forget(&mut self, executor: &Executor, ids: &[String]) {
+    pub(crate) async fn forget(&mut self, world: &impl World, ids: &[String]) {
         let (gone, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.active)
             .into_iter()
             .partition(|f| ids.contains(&f.id));
         self.active = keep;
-        self.settle(executor, &gone).await;
+        self.settle(world, &gone).await;
     }
 
     /// A planned step ran `action` on `nodes` successfully: every fault there that it
     /// undoes is settled (self-restores disarmed, at once; journal cleared). Returns them.
     pub(crate) async fn undone_by(
         &mut self,
-        executor: &Executor,
+        world: &impl World,
         action: &Action,
         nodes: &[&str],
     ) -> Vec<ActiveFault> {
         let (done, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.active)
             .into_iter()
             .partition(|f| nodes.contains(&f.node.as_str()) && undoes(action, &f.fault));
+        // A fault whose command may still run is undone but stays journaled and armed.
+        let (settled, kept): (Vec<_>, Vec<_>) =
+            done.iter().cloned().partition(|f| !f.may_still_run);
         self.active = keep;
-        self.settle(executor, &done).await;
+        self.active.extend(kept.into_iter().map(|f| ActiveFault {
+            may_still_run: true,
+            ..f
+        }));
+        self.settle(world, &settled).await;
         done
     }
 
@@ -228,7 +260,7 @@ impl Ledger {
     /// `restore`. Reports come back node by node, newest fault first.
     pub(crate) async fn undo_all(
         &mut self,
-        actor: &Actor<'_>,
+        world: &impl World,
         timeout: Duration,
     ) -> Vec<UndoReport> {
         let policy = RetryPolicy {
@@ -249,9 +281,10 @@ impl Ledger {
                 let Some(undo) = inverse(&fault.fault) else {
                     continue;
                 };
+                let step = format!("undo {}", fault.step);
                 let attempt = async || {
-                    actor
-                        .act(&undo, Some(&fault.node), policy.timeout)
+                    world
+                        .act(&step, &undo, Some(&fault.node), policy.timeout)
                         .await
                         .map_err(|e| e.to_string())
                 };
@@ -268,22 +301,27 @@ impl Ledger {
         }))
         .await;
         let reports: Vec<UndoReport> = per_node.into_iter().flatten().collect();
-        let undone: Vec<ActiveFault> = reports
-            .iter()
-            .filter(|r| r.result.is_ok())
-            .map(|r| r.fault.clone())
-            .collect();
-        self.settle(actor.executor, &undone).await;
+        // What failed stays journaled and armed: `restore`, or the node itself, brings
+        // it back. What may still be running on its node stays too, undone or not.
+        let mut undone = Vec::new();
+        for r in &reports {
+            if r.result.is_ok() && !r.fault.may_still_run {
+                undone.push(r.fault.clone());
+            } else {
+                self.active.push(r.fault.clone());
+            }
+        }
+        self.settle(world, &undone).await;
         reports
     }
 
     /// Faults that were undone: their self-restores disarmed (at once) and their journal
     /// entries cleared (one write).
-    async fn settle(&mut self, executor: &Executor, faults: &[ActiveFault]) {
+    async fn settle(&mut self, world: &impl World, faults: &[ActiveFault]) {
         let parts = faults
             .iter()
             .map(|f| (f.node.as_str(), f.armed.as_ref(), f.id.as_str()));
-        self.release(executor, parts.collect()).await;
+        self.release(world, parts.collect()).await;
     }
 
     /// Disarms the self-restores of `(node, restore, journal id)` on their nodes, all at
@@ -291,13 +329,13 @@ impl Ledger {
     /// is logged: its restore then fires on its own and undoes what is already undone.
     async fn release(
         &mut self,
-        executor: &Executor,
+        world: &impl World,
         parts: Vec<(&str, Option<&ArmedRestore>, &str)>,
     ) {
         join_all(parts.iter().filter_map(|(node, restore, _)| {
             let restore = (*restore)?;
             Some(async move {
-                if let Err(e) = executor.disarm(node, restore).await {
+                if let Err(e) = world.disarm(node, restore).await {
                     tracing::warn!(node = %node, "could not disarm the self-restore: {e}");
                 }
             })
@@ -305,7 +343,8 @@ impl Ledger {
         .await;
         let ids: Vec<&str> = parts.iter().map(|(_, _, id)| *id).collect();
         if !ids.is_empty()
-            && let Err(e) = self.journal.clear_all(&ids)
+            && let Some(journal) = &mut self.journal
+            && let Err(e) = journal.clear_all(&ids)
         {
             tracing::warn!("could not clear faults {ids:?} from the journal: {e}");
         }

@@ -19,7 +19,6 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::act::Actor;
 use super::shared_timeline::SharedTimeline;
 use crate::execute::{Executor, NodeOp, PowerState};
 use crate::experiment::fault::{self, Proof};
@@ -103,24 +102,24 @@ struct Running {
 }
 
 impl Proofs {
-    /// Starts proving that step `step`'s `action` took effect on `node`.
+    /// Starts proving that `fault` took effect on its node.
     pub(super) fn start(
         &mut self,
-        actor: &Actor<'_>,
+        executor: &Executor,
+        client: &kube::Client,
         timeline: &SharedTimeline,
-        step: &str,
-        action: &Action,
-        node: &str,
+        fault: super::world::FaultAt<'_>,
         baseline: Option<Baseline>,
     ) {
+        let (step, action, node) = (fault.name, fault.action, fault.node);
         let proof = fault::proof(action);
         if proof == Proof::None {
             return;
         }
         let stop = CancellationToken::new();
         let checker = Checker {
-            executor: actor.executor.clone(),
-            client: actor.client.clone(),
+            executor: executor.clone(),
+            client: client.clone(),
             node: node.to_string(),
             proof,
             taint: match action {

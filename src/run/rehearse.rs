@@ -10,14 +10,23 @@
 //! the cluster did.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use crate::experiment::model::Experiment;
-use crate::judge::{TimelineIndex, Verdict};
+use tokio_util::sync::CancellationToken;
+
+use crate::execute::ArmedRestore;
+use crate::experiment::model::{Action, Experiment};
+use crate::journal::Undo;
+use crate::judge::Verdict;
 use crate::record::RunRecord;
 use crate::timeline::{Entry, Event, StepPhase, Timeline};
 
-use super::faults::action_name;
-use super::schedule::{self, End, Plan, Scheduler};
+use super::act::{ActError, ActResult};
+use super::drive::{self, LoopPlan};
+use super::ledger::Ledger;
+use super::schedule::End;
+use super::shared_timeline::SharedTimeline;
+use super::world::{AfterUndo, FaultAt, World};
 
 /// Why a rehearsal cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -35,6 +44,9 @@ pub enum RehearseError {
     /// The record holds no observation window (a run that never started).
     #[error("the record has no observations: its run never started ({0})")]
     NothingObserved(String),
+    /// The rehearsal's own clock could not be made (no thread could be started).
+    #[error("cannot start the rehearsal's clock: {0}")]
+    Clock(String),
 }
 
 /// One rehearsed step.
@@ -65,150 +77,199 @@ pub struct Rehearsal {
     pub verdicts: Vec<Verdict>,
 }
 
-/// Rehearses `exp` against `record`.
+/// Rehearses `exp` against `record`: the run's own loop, in a world that replays the
+/// record's observations on a paused clock (each step taking as long as it took there).
 pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, RehearseError> {
     check_targets(exp, record)?;
     let start_ms =
         start_of(record).ok_or_else(|| RehearseError::NothingObserved(record.run_id.clone()))?;
+    // Its own thread and runtime: the clock is paused there (time jumps to the next
+    // timer whenever everything waits), whatever runtime the caller is on.
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .start_paused(true)
+                    .build()
+                    .map_err(|e| RehearseError::Clock(e.to_string()))?;
+                Ok(runtime.block_on(rehearse_paused(exp, record, start_ms)))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(RehearseError::Clock("the rehearsal panicked".into())))
+    })
+}
+
+async fn rehearse_paused(exp: &Experiment, record: &RunRecord, start_ms: i64) -> Rehearsal {
     let record_end = observed_until(record);
-    let observations: Vec<&Entry> = record
-        .timeline
-        .entries
-        .iter()
-        .filter(|e| e.offset_ms <= record_end && is_observation(&e.event))
-        .collect();
-    let durations = step_durations(&record.timeline);
-    let plan = Plan {
+    let timeline = SharedTimeline::start_at(
+        record.timeline.zero.unwrap_or_default(),
+        crate::events::RunEvents::default(),
+    );
+    let mut world = Recorded {
+        observations: record
+            .timeline
+            .entries
+            .iter()
+            .filter(|e| e.offset_ms <= record_end && is_observation(&e.event))
+            .cloned()
+            .collect(),
+        durations: step_durations(&record.timeline),
+        start_ms,
+        record_end,
+        feeder: None,
+    };
+    let plan = LoopPlan {
         exp,
         targets: &record.targets,
         timers: &record.cluster.timers,
         capabilities: &record.cluster.capabilities,
         keep_going: false,
+        restore_margin: Duration::ZERO,
     };
-    let mut scheduler = Scheduler::new(plan, start_ms);
-    let mut timeline = Timeline {
-        zero: record.timeline.zero,
-        entries: Vec::new(),
-    };
-    // The judge's view of the rehearsed timeline, filed entry by entry as in a run.
-    let mut filed = TimelineIndex::new();
-    let mut next = 0;
-    let mut now = start_ms;
-    let end = loop {
-        while next < observations.len() && observations[next].offset_ms <= now {
-            filed.insert(observations[next]);
-            timeline.entries.push(observations[next].clone());
-            next += 1;
-        }
-        if now > record_end {
-            break None;
-        }
-        let tick = scheduler.poll(now, &filed);
-        if let Some(end) = tick.end {
-            break Some(end);
-        }
-        if let Some(&index) = tick.due.first() {
-            let step = &exp.steps[index];
-            let (takes_ms, ok) = durations.get(&step.name).copied().unwrap_or((0, true));
-            let nodes = step.nodes(&record.targets);
-            let record_step =
-                |timeline: &mut Timeline, index: &mut TimelineIndex, at: i64, phase: StepPhase| {
-                    let event = |node: Option<String>| Event::Step {
-                        step: step.name.clone(),
-                        action: action_name(&step.action).to_string(),
-                        node,
-                        phase: phase.clone(),
-                    };
-                    let wall = wall_at(&timeline.zero, at);
-                    let mut put = |event| {
-                        let entry = Entry {
-                            offset_ms: at,
-                            wall,
-                            event,
-                        };
-                        index.insert(&entry);
-                        timeline.insert(entry);
-                    };
-                    if nodes.is_empty() {
-                        put(event(None));
-                    }
-                    for n in nodes {
-                        put(event(Some(n.clone())));
-                    }
-                };
-            record_step(&mut timeline, &mut filed, now, StepPhase::Issued);
-            scheduler.started(index, now);
-            // Steps run one at a time: the cluster goes on meanwhile.
-            let done = now + takes_ms;
-            while next < observations.len() && observations[next].offset_ms <= done {
-                filed.insert(observations[next]);
-                timeline.entries.push(observations[next].clone());
-                next += 1;
-            }
-            let phase = if ok {
-                StepPhase::Finished {
-                    exit_status: None,
-                    output: "rehearsed".into(),
-                }
-            } else {
-                StepPhase::Failed {
-                    error: "failed in the record".into(),
-                }
-            };
-            record_step(&mut timeline, &mut filed, done, phase);
-            scheduler.finished(index, done, ok);
-            now = done;
-            continue;
-        }
-        let after_entry = observations
-            .get(next)
-            .map(|e| e.offset_ms + super::BURST_MS);
-        now = match (tick.wake_at_ms, after_entry) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b).unwrap_or(record_end + 1),
-        }
-        .max(now + 1);
-    };
-    let observed_until_ms = now.min(record_end);
-    let (ended, early) = match &end {
-        Some(end) => (end.to_string(), end.is_early()),
-        None => (
-            format!(
-                "the record ends at {}: the rehearsal could not observe further",
-                crate::timeline::format_offset_ms(record_end - start_ms)
-            ),
-            true,
-        ),
-    };
-    let observed = timeline.until(observed_until_ms);
-    let verdicts = schedule::final_verdicts(
+    let ledger = Ledger::new(None, &record.cluster.name, "rehearsal");
+    let done = drive::run_loop(
         plan,
-        &observed,
-        observed_until_ms,
-        early.then_some(ended.as_str()),
-        matches!(end, Some(End::Cancelled)),
-    );
+        &mut world,
+        ledger,
+        &timeline,
+        CancellationToken::new(),
+    )
+    .await;
+    let end = done
+        .end
+        .unwrap_or(End::OutOfObservations { at_ms: record_end });
+    let observed_until_ms = done.observed_until.unwrap_or(record_end).min(record_end);
     let steps = exp
         .steps
         .iter()
         .enumerate()
         .map(|(i, s)| RehearsedStep {
             name: s.name.clone(),
-            at_ms: scheduler.issued_ms(i).map(|t| t - start_ms),
+            at_ms: done
+                .issued_ms
+                .get(i)
+                .copied()
+                .flatten()
+                .map(|t| t - start_ms),
             recorded_ms: record
                 .timeline
                 .step_issued_ms(&s.name)
                 .map(|t| t - start_ms),
         })
         .collect();
-    Ok(Rehearsal {
+    // What the rehearsal did, without what only a live run says about itself.
+    let mut rehearsed = timeline.snapshot();
+    rehearsed.entries.retain(|e| {
+        is_observation(&e.event)
+            || matches!(
+                &e.event,
+                Event::Step {
+                    phase: StepPhase::Issued
+                        | StepPhase::Finished { .. }
+                        | StepPhase::Failed { .. },
+                    ..
+                }
+            )
+    });
+    Rehearsal {
         steps,
-        ended,
-        ended_early: early,
-        timeline,
+        ended: end.to_string(),
+        ended_early: end.is_early(),
+        timeline: rehearsed,
         observed_until_ms,
-        verdicts,
-    })
+        verdicts: done.verdicts,
+    }
+}
+
+/// A recorded run as a world: its observations land on the timeline at their recorded
+/// offsets, a step takes as long as the step of that name took in the record (no time for
+/// one it does not have) and fails if it failed there; nothing is armed, proved or undone
+/// for real.
+struct Recorded {
+    observations: Vec<Entry>,
+    durations: BTreeMap<String, (i64, bool)>,
+    start_ms: i64,
+    record_end: i64,
+    feeder: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl World for Recorded {
+    async fn begin(
+        &mut self,
+        timeline: &SharedTimeline,
+        _cancel: &CancellationToken,
+    ) -> Result<Vec<String>, String> {
+        let observations = std::mem::take(&mut self.observations);
+        let sink = timeline.clone();
+        self.feeder = Some(tokio::spawn(async move {
+            for entry in observations {
+                tokio::time::sleep_until(sink.instant_at(entry.offset_ms)).await;
+                sink.push(entry);
+            }
+        }));
+        tokio::time::sleep_until(timeline.instant_at(self.start_ms)).await;
+        Ok(Vec::new())
+    }
+
+    fn observable_until_ms(&self) -> Option<i64> {
+        Some(self.record_end)
+    }
+
+    async fn before_fault(&mut self, _: usize, _: &Action, _: &[&str]) {}
+
+    async fn arm_restore(
+        &self,
+        _: &str,
+        _: &Undo,
+        _: Duration,
+        _: &str,
+    ) -> Result<Option<ArmedRestore>, String> {
+        Ok(None)
+    }
+
+    async fn disarm(&self, _: &str, _: &ArmedRestore) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn act(
+        &self,
+        step: &str,
+        _: &Action,
+        _: Option<&str>,
+        _: Duration,
+    ) -> Result<ActResult, ActError> {
+        let (takes_ms, ok) = self.durations.get(step).copied().unwrap_or((0, true));
+        // Steps run one at a time: the cluster goes on meanwhile.
+        tokio::time::sleep(Duration::from_millis(takes_ms.max(0).unsigned_abs())).await;
+        if ok {
+            Ok(ActResult {
+                exit_status: None,
+                output: "rehearsed".into(),
+            })
+        } else {
+            Err(ActError::Recorded)
+        }
+    }
+
+    async fn after_fault(&mut self, _: FaultAt<'_>, _: &SharedTimeline) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn before_undo(&mut self, _: &Action, _: &[&str]) {}
+
+    async fn stop_proofs(&mut self) {}
+
+    async fn after_undo(&mut self, _: &SharedTimeline, _: bool) -> AfterUndo {
+        AfterUndo::default()
+    }
+
+    async fn end(&mut self, _: &SharedTimeline) -> Vec<String> {
+        if let Some(feeder) = self.feeder.take() {
+            feeder.abort();
+        }
+        Vec::new()
+    }
 }
 
 fn check_targets(exp: &Experiment, record: &RunRecord) -> Result<(), RehearseError> {
@@ -302,11 +363,4 @@ fn step_durations(timeline: &Timeline) -> BTreeMap<String, (i64, bool)> {
         .into_iter()
         .map(|(name, (from, to, ok))| (name, (to - from, ok)))
         .collect()
-}
-
-fn wall_at(
-    zero: &Option<chrono::DateTime<chrono::Utc>>,
-    offset_ms: i64,
-) -> chrono::DateTime<chrono::Utc> {
-    zero.unwrap_or_default() + chrono::Duration::milliseconds(offset_ms)
 }

@@ -227,6 +227,11 @@ pub(crate) enum End {
     },
     /// A signal arrived.
     Cancelled,
+    /// The world can show nothing past this offset (a rehearsal's record ends there).
+    OutOfObservations {
+        /// The last offset observed.
+        at_ms: i64,
+    },
     /// An abort condition tripped: the cluster was hurt more than the experiment planned.
     Aborted(judge::Tripped),
     /// A fault did not take effect on its node, or something other than faultline undid
@@ -276,6 +281,11 @@ impl std::fmt::Display for End {
             ),
             End::StepFailed { step } => write!(f, "the run stopped after step `{step}` failed"),
             End::Cancelled => f.write_str("interrupted by a signal"),
+            End::OutOfObservations { at_ms } => write!(
+                f,
+                "the record ends at {}: the rehearsal could not observe further",
+                crate::timeline::format_offset_ms(*at_ms)
+            ),
             End::Aborted(t) => write!(
                 f,
                 "aborted at {}: {} ({})",

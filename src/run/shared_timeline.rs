@@ -1,5 +1,6 @@
 //! The run's shared timeline: the observer and the runner append to it, the judge reads
-//! snapshots of it while the run goes on, and a live view sees every entry as it lands.
+//! snapshots of it while the run goes on, and every entry is sent to the run's events as
+//! it lands (never to a reporter directly: sending cannot block or fail).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -7,11 +8,13 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::events::RunEvents;
 use crate::judge::TimelineIndex;
 use crate::timeline::{Entry, Event, Timeline};
 
-/// A live-view callback: called once per entry, in order.
-pub(crate) type LiveView = Arc<dyn Fn(&Entry) + Send + Sync>;
+/// The farthest ahead of time zero an offset is turned into an instant: offsets from a
+/// cluster or a record that reach past it are held there instead of overflowing the clock.
+const FAR_FUTURE_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
 
 /// The timeline and the judge's index of it, updated together.
 #[derive(Default)]
@@ -28,13 +31,18 @@ pub(crate) struct SharedTimeline {
     grew: Arc<Notify>,
     zero: Instant,
     wall_zero: DateTime<Utc>,
-    live: Option<LiveView>,
+    events: RunEvents,
 }
 
 impl SharedTimeline {
-    /// A recorder whose time zero is now.
-    pub(crate) fn start(live: Option<LiveView>) -> Self {
-        let wall_zero = Utc::now();
+    /// A recorder whose time zero is now, sending each entry to `events`.
+    pub(crate) fn start(events: RunEvents) -> Self {
+        Self::start_at(Utc::now(), events)
+    }
+
+    /// A recorder whose time zero is now on tokio's clock and `wall_zero` on the wall
+    /// (a rehearsal's is the record's).
+    pub(crate) fn start_at(wall_zero: DateTime<Utc>, events: RunEvents) -> Self {
         SharedTimeline {
             inner: Arc::new(Mutex::new(Filed {
                 timeline: Timeline::new(wall_zero),
@@ -43,8 +51,14 @@ impl SharedTimeline {
             grew: Arc::new(Notify::new()),
             zero: Instant::now(),
             wall_zero,
-            live,
+            events,
         }
+    }
+
+    /// The instant of offset `ms` (clamped between time zero and far in the future).
+    pub(crate) fn instant_at(&self, ms: i64) -> Instant {
+        let ms = ms.max(0).unsigned_abs().min(FAR_FUTURE_MS);
+        self.zero + std::time::Duration::from_millis(ms)
     }
 
     /// Monotonic time zero.
@@ -67,7 +81,7 @@ impl SharedTimeline {
         let offset_ms = self.offset_ms();
         let entry = Entry {
             offset_ms,
-            wall: Utc::now(),
+            wall: self.wall_zero + chrono::Duration::milliseconds(offset_ms),
             event,
         };
         self.push(entry);
@@ -76,9 +90,7 @@ impl SharedTimeline {
 
     /// Records an entry stamped elsewhere (by the observer), keeping the order of offsets.
     pub(crate) fn push(&self, entry: Entry) {
-        if let Some(live) = &self.live {
-            live(&entry);
-        }
+        self.events.entry(&entry);
         let mut filed = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         filed.index.insert(&entry);
         filed.timeline.insert(entry);
@@ -135,7 +147,7 @@ mod tests {
 
     #[test]
     fn late_stamped_entries_are_placed_in_offset_order() {
-        let rec = SharedTimeline::start(None);
+        let rec = SharedTimeline::start(RunEvents::default());
         rec.push(note_at(10, "a"));
         rec.push(note_at(30, "c"));
         rec.push(note_at(20, "b"));
@@ -153,13 +165,20 @@ mod tests {
     }
 
     #[test]
-    fn live_view_sees_every_entry() {
-        let seen = Arc::new(Mutex::new(0));
-        let counter = seen.clone();
-        let rec = SharedTimeline::start(Some(Arc::new(move |_| *counter.lock().unwrap() += 1)));
+    fn every_entry_is_sent_to_the_events() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let events = crate::events::EventSink::new(vec![tx]).for_run("e", None);
+        let rec = SharedTimeline::start(events);
         rec.note("one");
         rec.note("two");
-        assert_eq!(*seen.lock().unwrap(), 2);
+        assert_eq!(rx.try_iter().count(), 2);
         assert_eq!(rec.snapshot().entries.len(), 2);
+    }
+
+    #[test]
+    fn offsets_far_away_or_before_zero_become_instants_without_overflow() {
+        let rec = SharedTimeline::start(RunEvents::default());
+        assert_eq!(rec.instant_at(-5), rec.zero());
+        assert!(rec.instant_at(i64::MAX) > rec.zero());
     }
 }

@@ -3,20 +3,19 @@
 //! A step on twenty nodes must hit them together and on time: its nodes are armed (fault
 //! journaled, self-restore set) all at once and, for a step due at a known offset, ahead
 //! of that offset; then the action starts on every node together. What each node did then
-//! settles the ledger.
+//! settles the ledger. Every effect goes through the run's [`World`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::future::join_all;
 
-use super::act::Actor;
-use super::addresses::MachineAddresses;
+use super::act::ActError;
 use super::ledger::Ledger;
-use super::proofs::{self, Baseline, Proofs};
 use super::safety::ResolvedTargets;
 use super::schedule::{Scheduler, Tick, Wait};
 use super::shared_timeline::SharedTimeline;
+use super::world::{FaultAt, World};
 use crate::experiment::fault as faults;
 use crate::experiment::model::Experiment;
 use crate::timeline::{Event, StepPhase};
@@ -26,6 +25,12 @@ use crate::timeline::{Event, StepPhase};
 /// self-restore's deadline is absolute, and undoing a fault that was never injected (a
 /// kubelet start on a running kubelet) changes nothing if faultline dies in between.
 pub(super) const ARM_AHEAD_MS: i64 = 3_000;
+
+/// How long past its step's timeout the loop waits for an action to come back before it
+/// stops waiting. A world ends its command at the timeout (the executor ends it on the
+/// node); this is the last guard against one that does not, whose fault then stays
+/// journaled and armed however its undo goes ([`super::ledger::ActiveFault::may_still_run`]).
+pub(super) const ACT_GRACE: Duration = Duration::from_secs(15);
 
 /// Steps armed ahead of their due offset: step index → the journal ids of its faults, or
 /// `Err` when arming failed (the step then fails when it comes due).
@@ -42,22 +47,14 @@ fn arm_times<'t>(tick: &'t Tick, armed: &'t ArmedAhead) -> impl Iterator<Item = 
         })
 }
 
-/// What carrying out the steps keeps from one step to the next: the machine addresses
-/// recorded before the first fault on each node, and the steps armed ahead. Errors go to
-/// the run's list, passed in.
+/// What carrying out the steps keeps from one step to the next: the steps armed ahead.
+/// Errors go to the run's list, passed in.
 pub(super) struct Steps<'a> {
     exp: &'a Experiment,
     targets: &'a ResolvedTargets,
     timeline: SharedTimeline,
-    /// Target machines' addresses before their first fault.
-    addresses: MachineAddresses,
     /// Timed steps armed ahead of their due offset.
     armed_ahead: ArmedAhead,
-    /// What each node's proof compares with after the step, read when it was armed:
-    /// `(step index, node)` → the reading.
-    baselines: BTreeMap<(usize, String), Baseline>,
-    /// Each fault's proof that it took effect, under way.
-    proofs: Proofs,
 }
 
 impl<'a> Steps<'a> {
@@ -71,16 +68,8 @@ impl<'a> Steps<'a> {
             exp,
             targets,
             timeline,
-            addresses: MachineAddresses::default(),
             armed_ahead: ArmedAhead::new(),
-            baselines: BTreeMap::new(),
-            proofs: Proofs::default(),
         }
-    }
-
-    /// Observation ended: every proof stops (what is left is the safety net's).
-    pub(super) async fn stop_proofs(&mut self) {
-        self.proofs.stop_all().await;
     }
 
     /// The first offset at which a timed step not armed yet should be armed.
@@ -94,7 +83,7 @@ impl<'a> Steps<'a> {
         &mut self,
         tick: &Tick,
         now: i64,
-        actor: &Actor<'_>,
+        world: &mut impl World,
         ledger: &mut Ledger,
         restore_after: impl Fn() -> Duration,
         errors: &mut Vec<String>,
@@ -105,27 +94,20 @@ impl<'a> Steps<'a> {
             .collect();
         for &index in &soon {
             let armed = self
-                .arm_step(index, actor, ledger, restore_after(), errors)
+                .arm_step(index, world, ledger, restore_after(), errors)
                 .await;
             self.armed_ahead.insert(index, armed);
         }
         !soon.is_empty()
     }
 
-    /// After the run: each node that came back with another machine address, one message
-    /// per node.
-    pub(super) async fn address_problems(&mut self, actor: &Actor<'_>) -> Vec<String> {
-        self.addresses.check_all(actor.executor).await
-    }
-
-    /// Records the machine addresses of the step's nodes (when its fault takes a node
-    /// down) and arms its fault on all of them at once, all or nothing; the timeline gets
-    /// an `armed` entry per node, or a `failed` one with the reason. Returns the faults'
-    /// journal ids.
+    /// Arms the step's fault on all of its nodes at once, all or nothing, after the world
+    /// read what it needs before the fault; the timeline gets an `armed` entry per node,
+    /// or a `failed` one with the reason. Returns the faults' journal ids.
     async fn arm_step(
         &mut self,
         index: usize,
-        actor: &Actor<'_>,
+        world: &mut impl World,
         ledger: &mut Ledger,
         restore_after: Duration,
         errors: &mut Vec<String>,
@@ -134,28 +116,10 @@ impl<'a> Steps<'a> {
         let step = &exp.steps[index];
         let nodes = self.step_nodes(index);
         let named: Vec<&str> = nodes.iter().flatten().map(String::as_str).collect();
-        let remember = async {
-            if faults::takes_node_down(&step.action) {
-                self.addresses.remember(actor.executor, &named).await;
-            }
-        };
-        let arm = ledger.before_faults(
-            actor.executor,
-            &step.name,
-            &named,
-            &step.action,
-            restore_after,
-        );
-        let read_before = join_all(named.iter().map(|node| async move {
-            let baseline = proofs::baseline(actor.executor, &step.action, node).await;
-            (node.to_string(), baseline)
-        }));
-        let ((), armed, before) = tokio::join!(remember, arm, read_before);
-        for (node, baseline) in before {
-            if let Some(b) = baseline {
-                self.baselines.insert((index, node), b);
-            }
-        }
+        world.before_fault(index, &step.action, &named).await;
+        let armed = ledger
+            .before_faults(&*world, &step.name, &named, &step.action, restore_after)
+            .await;
         match armed {
             Ok(armed) => {
                 let mut ids = Vec::with_capacity(armed.len());
@@ -194,7 +158,7 @@ impl<'a> Steps<'a> {
         &mut self,
         index: usize,
         scheduler: &mut Scheduler<'_>,
-        actor: &Actor<'_>,
+        world: &mut impl World,
         ledger: &mut Ledger,
         restore_after: Duration,
         errors: &mut Vec<String>,
@@ -202,7 +166,7 @@ impl<'a> Steps<'a> {
         let armed = match self.armed_ahead.remove(&index) {
             Some(armed) => armed,
             None => {
-                self.arm_step(index, actor, ledger, restore_after, errors)
+                self.arm_step(index, world, ledger, restore_after, errors)
                     .await
             }
         };
@@ -216,18 +180,34 @@ impl<'a> Steps<'a> {
         let nodes = self.step_nodes(index);
         // The planned undo is not something else undoing the fault.
         let named: Vec<&str> = nodes.iter().flatten().map(String::as_str).collect();
-        self.proofs.settle(&step.action, &named).await;
+        world.before_undo(&step.action, &named).await;
         let this = &*self;
+        let shared = &*world;
         let acted = join_all(nodes.iter().map(|node| async move {
             let node = node.as_deref();
             let issued_ms = this
                 .timeline
                 .record(this.step_event(index, node, StepPhase::Issued));
-            let result = actor.act(&step.action, node, step.timeout).await;
+            let limit = step.timeout.saturating_add(ACT_GRACE);
+            let (result, came_back) = match tokio::time::timeout(
+                limit,
+                shared.act(&step.name, &step.action, node, step.timeout),
+            )
+            .await
+            {
+                Ok(result) => (result, true),
+                Err(_) => (Err(ActError::Timeout(step.timeout)), false),
+            };
             let phase = match &result {
                 Ok(done) => StepPhase::Finished {
                     exit_status: done.exit_status,
                     output: done.output.clone(),
+                },
+                Err(e) if !came_back => StepPhase::Failed {
+                    error: format!(
+                        "{e}, and had not come back {}s later: it may still be running",
+                        ACT_GRACE.as_secs()
+                    ),
                 },
                 Err(e) => StepPhase::Failed {
                     error: e.to_string(),
@@ -235,10 +215,10 @@ impl<'a> Steps<'a> {
             };
             this.timeline.record(this.step_event(index, node, phase));
             let result = result.map(drop);
-            (node, issued_ms, result)
+            (node, issued_ms, result, came_back)
         }))
         .await;
-        if let Some(first_ms) = acted.iter().map(|(_, ms, _)| *ms).min()
+        if let Some(first_ms) = acted.iter().map(|(_, ms, _, _)| *ms).min()
             && scheduler.issued_ms(index).is_none()
         {
             scheduler.started(index, first_ms);
@@ -246,7 +226,15 @@ impl<'a> Steps<'a> {
 
         let mut ok = true;
         let mut succeeded = Vec::new();
-        for (node, _, result) in acted {
+        for (node, _, result, came_back) in acted {
+            if !came_back && let Some(node) = node {
+                let ids = ledger.ids_of(&step.name, node);
+                ledger.may_still_run(&ids);
+                self.timeline.note(format!(
+                    "step `{}` on {node} may still be running: its fault stays journaled and its self-restore armed, whatever its undo does",
+                    step.name
+                ));
+            }
             match result {
                 Ok(()) => succeeded.extend(node),
                 // A fault that may be half-injected stays in the ledger for the safety net.
@@ -257,33 +245,23 @@ impl<'a> Steps<'a> {
                 }
             }
         }
-        for node in &succeeded {
-            let baseline = self.baselines.remove(&(index, node.to_string()));
-            self.proofs.start(
-                actor,
-                &self.timeline,
-                &step.name,
-                &step.action,
-                node,
-                baseline,
-            );
-        }
-        for undone in ledger
-            .undone_by(actor.executor, &step.action, &succeeded)
-            .await
-        {
+        for undone in ledger.undone_by(&*world, &step.action, &succeeded).await {
             self.timeline.note(format!(
                 "`{}` undid `{}` on {}",
                 step.name, undone.step, undone.node
             ));
         }
-        if faults::restarts_machine(&step.action) {
-            for n in succeeded {
-                if let Err(e) = self.addresses.check(actor.executor, n).await {
-                    self.timeline.note(e.clone());
-                    errors.push(format!("step `{}`: {e}", step.name));
-                    ok = false;
-                }
+        for node in succeeded {
+            let fault = FaultAt {
+                step: index,
+                name: &step.name,
+                action: &step.action,
+                node,
+            };
+            if let Err(e) = world.after_fault(fault, &self.timeline).await {
+                self.timeline.note(e.clone());
+                errors.push(format!("step `{}`: {e}", step.name));
+                ok = false;
             }
         }
         scheduler.finished(index, self.timeline.offset_ms(), ok);
@@ -292,13 +270,13 @@ impl<'a> Steps<'a> {
 
     /// Steps armed ahead and never issued (the run stopped first): their self-restores
     /// are disarmed and their journal entries cleared, since no fault was injected.
-    pub(super) async fn disarm_unissued(&mut self, actor: &Actor<'_>, ledger: &mut Ledger) {
+    pub(super) async fn disarm_unissued(&mut self, world: &impl World, ledger: &mut Ledger) {
         for (index, armed) in std::mem::take(&mut self.armed_ahead) {
             let Ok(ids) = armed else { continue };
             if ids.is_empty() {
                 continue;
             }
-            ledger.forget(actor.executor, &ids).await;
+            ledger.forget(world, &ids).await;
             self.timeline.note(format!(
                 "step `{}` was armed but never issued: its {} fault(s) withdrawn",
                 self.exp.steps[index].name,

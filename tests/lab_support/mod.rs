@@ -61,6 +61,18 @@ impl Scratch {
             .current_dir(repo());
         cmd
     }
+    /// `bash -c SCRIPT` with `$0` the faultline binary, in the repository, with this
+    /// scratch's journal and the lab's inventory: a pipeline as a user types it.
+    pub fn piped(&self, script: &str) -> Command {
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c")
+            .arg(script)
+            .arg(env!("CARGO_BIN_EXE_faultline"))
+            .env("FAULTLINE_JOURNAL", self.journal())
+            .env("FAULTLINE_INVENTORY", inventory())
+            .current_dir(repo());
+        cmd
+    }
     /// The arguments of `faultline run --yes` for one experiment, reporting here.
     fn run_args(&self, experiment: &str, extra: &[&str]) -> Vec<String> {
         let mut args: Vec<String> = ["run", experiment, "--yes", "--reports"]

@@ -8,7 +8,7 @@ use junit_report::{Duration as JDuration, Report, TestCase, TestSuite};
 
 use crate::compare::{Change, Comparison, ExperimentDiff, FigureDiff, FigureKind, Presence};
 use crate::report::junit::{with_properties, xml};
-use crate::report::sanitize::cdata;
+use crate::sanitize::cdata;
 
 use super::{change_text, side_text, verdict_line};
 

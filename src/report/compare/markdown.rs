@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::compare::{
     Change, Comparison, ExperimentDiff, FigureDiff, Presence, TIMER_LABELS, timer_rows,
 };
-use crate::report::sanitize::markdown as md;
+use crate::sanitize::markdown as md;
 
 use super::{change_text, verdict_line};
 

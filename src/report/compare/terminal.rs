@@ -3,7 +3,7 @@
 //! delta %, and one last line with every regression.
 
 use crate::compare::{Change, Comparison, ExperimentDiff, FigureDiff, Presence};
-use crate::report::sanitize::clean;
+use crate::sanitize::clean;
 
 use super::{change_text, side_text, verdict_line};
 

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use crate::report::html::{CSS, Frame, timeline_svg_in};
-use crate::report::sanitize::html as esc;
 use crate::report::{measured_text, outcome_word};
+use crate::sanitize::html as esc;
 use crate::series::Series;
 
 use super::{SeriesVerdict, verdict_line};

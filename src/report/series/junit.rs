@@ -8,7 +8,7 @@ use junit_report::{Duration as JDuration, OffsetDateTime, Report, TestCase, Test
 
 use crate::judge::Outcome;
 use crate::report::junit::{with_properties, xml};
-use crate::report::sanitize::cdata;
+use crate::sanitize::cdata;
 use crate::series::{ExpectationSpread, Reliability, Series};
 
 use super::{outcomes_text, scores_text};

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::sanitize::markdown as md;
+use crate::sanitize::markdown as md;
 use crate::series::{Reliability, Series};
 
 use super::{SeriesVerdict, outcomes_text, scores_text, verdict_line};

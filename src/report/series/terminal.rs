@@ -2,7 +2,7 @@
 //! verdict per run with its measured time as min / median / max, the recovery figures as
 //! spreads, each run's score, and one line that names what was flaky.
 
-use crate::report::sanitize::clean;
+use crate::sanitize::clean;
 use crate::series::{Reliability, Series};
 
 use super::{outcomes_text, scores_text, verdict_line};

@@ -1,0 +1,334 @@
+//! The real world: the Kubernetes API, the nodes over their transports, power drivers.
+//!
+//! It owns what a run holds on the cluster beside the loop: the observer and the tasks
+//! that feed the timeline with it (probes, abort queries, the API's health, endpoint
+//! switches), the snapshot taken before the first fault, the machine addresses a node
+//! must come back with, and the proofs that each fault took effect.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::join_all;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::act::{ActError, ActResult, Actor};
+use super::addresses::MachineAddresses;
+use super::beside::{self, Companions};
+use super::prepare::Prepared;
+use super::proofs::{self, Baseline, Proofs};
+use super::restored;
+use super::setup;
+use super::shared_timeline::SharedTimeline;
+use super::world::{AfterUndo, FaultAt, World};
+use crate::cluster::AppliedObject;
+use crate::cluster::snapshot::Snapshot;
+use crate::execute::ArmedRestore;
+use crate::experiment::fault as faults;
+use crate::experiment::model::{Action, Experiment};
+use crate::journal::Undo;
+use crate::observe::{self, Clock};
+
+/// A run's handles on a real cluster.
+pub(crate) struct ClusterWorld<'a> {
+    exp: &'a Experiment,
+    settings: &'a super::RunSettings,
+    prepared: &'a Prepared,
+    /// What setup applied, deleted at the end when the experiment says so.
+    applied: Vec<AppliedObject>,
+    /// The tasks feeding the timeline, once begun.
+    companions: Option<Companions>,
+    /// The cluster before the first fault.
+    before: Option<Snapshot>,
+    /// Target machines' addresses before their first fault.
+    addresses: MachineAddresses,
+    /// What each node's proof compares with after the step: `(step, node)` → the reading.
+    baselines: BTreeMap<(usize, String), Baseline>,
+    /// Each fault's proof that it took effect, under way.
+    proofs: Proofs,
+    /// How long the observer's first lists took.
+    pub(crate) initial_sync_ms: u64,
+}
+
+impl<'a> ClusterWorld<'a> {
+    /// The world of a prepared run whose setup applied `applied`.
+    pub(crate) fn new(
+        exp: &'a Experiment,
+        settings: &'a super::RunSettings,
+        prepared: &'a Prepared,
+        applied: Vec<AppliedObject>,
+    ) -> Self {
+        ClusterWorld {
+            exp,
+            settings,
+            prepared,
+            applied,
+            companions: None,
+            before: None,
+            addresses: MachineAddresses::default(),
+            baselines: BTreeMap::new(),
+            proofs: Proofs::default(),
+            initial_sync_ms: 0,
+        }
+    }
+
+    fn actor(&self) -> Actor<'_> {
+        Actor {
+            executor: &self.prepared.executor,
+            client: &self.prepared.client,
+            targets: &self.prepared.targets,
+        }
+    }
+
+    /// Reads the cluster before the first fault and saves it beside the journal.
+    async fn snapshot(&self, timeline: &SharedTimeline) -> Result<Snapshot, String> {
+        let p = self.prepared;
+        let namespaces = match &p.scope.namespaces {
+            observe::Namespaces::All => None,
+            observe::Namespaces::Only(list) => Some(list.as_slice()),
+        };
+        let inventory = p.executor.inventory();
+        let mut kubelet_nodes: Vec<String> = self
+            .exp
+            .steps
+            .iter()
+            .filter(|s| faults::info(&s.action).via.needs_node_access())
+            .flat_map(|s| s.nodes(&p.targets).iter().cloned())
+            .filter(|n| {
+                inventory
+                    .node(n)
+                    .is_some_and(|a| a.commands.kubelet_status.is_some())
+            })
+            .collect();
+        kubelet_nodes.sort();
+        kubelet_nodes.dedup();
+        let before = restored::take(
+            &p.client,
+            &p.executor,
+            &p.cluster.name,
+            namespaces,
+            &kubelet_nodes,
+        )
+        .await?;
+        let path =
+            crate::cluster::snapshot::path_beside(&self.settings.journal_path, &p.cluster.name);
+        if let Err(e) = crate::cluster::snapshot::save(&before, &path) {
+            timeline.note(format!(
+                "could not keep the cluster snapshot at {} for `faultline restore`: {e}",
+                path.display()
+            ));
+        }
+        Ok(before)
+    }
+}
+
+impl World for ClusterWorld<'_> {
+    async fn begin(
+        &mut self,
+        timeline: &SharedTimeline,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<String>, String> {
+        let p = self.prepared;
+        let mut problems = Vec::new();
+        let clock = Clock::new(timeline.zero(), timeline.wall_zero());
+        let stream = observe::observe(
+            p.client.clone(),
+            &p.scope,
+            clock,
+            self.settings.observe_mode,
+        );
+        let sink = timeline.clone();
+        let (ready_tx, ready) = tokio::sync::watch::channel(false);
+        let observer = tokio::spawn(async move {
+            let mut stream = stream;
+            while let Some(entry) = stream.next().await {
+                let is_ready = beside::is_observer_ready(&entry.event);
+                sink.push(entry);
+                if is_ready {
+                    let _ = ready_tx.send(true);
+                }
+            }
+        });
+        let switches = p
+            .failover
+            .as_ref()
+            .map(|f| beside::record_switches(timeline, f));
+        let syncing = Instant::now();
+        beside::wait_for_initial_state(timeline, ready, cancel).await;
+        self.initial_sync_ms = u64::try_from(syncing.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let probes = match beside::start_probes(self.exp, p, timeline) {
+            Ok(probes) => probes,
+            // The run goes on without probes; the error is in the record.
+            Err(e) => {
+                problems.push(e);
+                None
+            }
+        };
+        let mut companions = Companions {
+            observer,
+            switches,
+            probes,
+            queries: None,
+            api_watch: None,
+        };
+        // Guards that cannot see must not let faults in: no run without its queries.
+        match beside::start_queries(self.exp, &self.settings.inventory, timeline) {
+            Ok(q) => companions.queries = q,
+            Err(e) => {
+                self.companions = Some(companions);
+                return Err(format!("abort conditions: {e}"));
+            }
+        }
+        companions.api_watch = beside::watch_api(self.exp, &p.client, timeline);
+        self.companions = Some(companions);
+        // What the run promises to leave as it found it, read before the first fault and
+        // kept beside the journal for `restore` should the run be killed.
+        let before = self
+            .snapshot(timeline)
+            .await
+            .map_err(|e| format!("cluster snapshot before the first fault: {e}"))?;
+        self.before = Some(before);
+        Ok(problems)
+    }
+
+    async fn before_fault(&mut self, step: usize, action: &Action, nodes: &[&str]) {
+        let executor = &self.prepared.executor;
+        let remember = async {
+            if faults::takes_node_down(action) {
+                self.addresses.remember(executor, nodes).await;
+            }
+        };
+        let read_before = join_all(nodes.iter().map(|node| async move {
+            (
+                node.to_string(),
+                proofs::baseline(executor, action, node).await,
+            )
+        }));
+        let ((), before) = tokio::join!(remember, read_before);
+        for (node, baseline) in before {
+            if let Some(b) = baseline {
+                self.baselines.insert((step, node), b);
+            }
+        }
+    }
+
+    async fn arm_restore(
+        &self,
+        node: &str,
+        undo: &Undo,
+        after: Duration,
+        token: &str,
+    ) -> Result<Option<ArmedRestore>, String> {
+        let executor = &self.prepared.executor;
+        let armed = match undo {
+            Undo::Node(op) => executor.arm_restore(node, op, after, token).await.map(Some),
+            // Power-on is out of band: armed where faultline runs, when it can be.
+            Undo::PowerOn => executor.arm_power_on(node, after, token).await,
+            // API undos need the API: `restore` does them.
+            Undo::Api(_) => Ok(None),
+        };
+        armed.map_err(|e| e.to_string())
+    }
+
+    async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), String> {
+        self.prepared
+            .executor
+            .disarm(node, armed)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    async fn act(
+        &self,
+        _step: &str,
+        action: &Action,
+        node: Option<&str>,
+        timeout: Duration,
+    ) -> Result<ActResult, ActError> {
+        self.actor().act(action, node, timeout).await
+    }
+
+    async fn after_fault(
+        &mut self,
+        fault: FaultAt<'_>,
+        timeline: &SharedTimeline,
+    ) -> Result<(), String> {
+        let baseline = self.baselines.remove(&(fault.step, fault.node.to_string()));
+        self.proofs.start(
+            &self.prepared.executor,
+            &self.prepared.client,
+            timeline,
+            fault,
+            baseline,
+        );
+        if faults::restarts_machine(fault.action) {
+            self.addresses
+                .check(&self.prepared.executor, fault.node)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn before_undo(&mut self, action: &Action, nodes: &[&str]) {
+        self.proofs.settle(action, nodes).await;
+    }
+
+    async fn stop_proofs(&mut self) {
+        self.proofs.stop_all().await;
+    }
+
+    async fn after_undo(&mut self, timeline: &SharedTimeline, interrupted: bool) -> AfterUndo {
+        let problems = self.addresses.check_all(&self.prepared.executor).await;
+        let Some(before) = &self.before else {
+            return AfterUndo {
+                problems,
+                restored: None,
+            };
+        };
+        // Interrupted: one look, no wait (whoever pressed Ctrl-C wants the prompt back).
+        let settle = if interrupted {
+            Duration::ZERO
+        } else {
+            restored::settle_bound(self.settings.restore_margin, &self.prepared.cluster.timers)
+        };
+        let check = restored::check(
+            before,
+            &self.prepared.client,
+            &self.prepared.executor,
+            settle,
+        )
+        .await;
+        timeline.record(crate::timeline::Event::Restored {
+            ok: check.ok,
+            differences: check.differences.clone(),
+            waited_ms: check.waited_ms,
+        });
+        if check.ok {
+            let path = crate::cluster::snapshot::path_beside(
+                &self.settings.journal_path,
+                &self.prepared.cluster.name,
+            );
+            let _ = std::fs::remove_file(path);
+        }
+        AfterUndo {
+            problems,
+            restored: Some(check),
+        }
+    }
+
+    async fn end(&mut self, timeline: &SharedTimeline) -> Vec<String> {
+        let mut errors = Vec::new();
+        if self.exp.teardown.delete_manifests {
+            match setup::teardown(&self.prepared.client, &self.applied).await {
+                Ok(()) => timeline.note("teardown: setup objects deleted"),
+                Err(e) => errors.push(format!("teardown: {e}")),
+            }
+        }
+        if let Some(companions) = self.companions.take() {
+            companions.stop().await;
+        }
+        errors
+    }
+}

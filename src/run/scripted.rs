@@ -1,0 +1,671 @@
+//! A scripted world for the run loop's offline tests: every call can succeed, fail, hang
+//! or be slow, and every call is logged, so each safety path (cancel at each phase, a
+//! closed output, an abort while an action runs, a proof that never comes, undo that
+//! fails, a step whose command outlives its timeout, two runs on one journal) is tested
+//! against the real loop, ledger and journal, on a paused clock, without a cluster.
+//!
+//! It is a double of faultline's own effect interface ([`World`]), not of the Kubernetes
+//! API: the end-to-end tests keep running against the real lab and kind.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::act::{ActError, ActResult};
+use super::drive::{LoopOutcome, LoopPlan, run_loop};
+use super::ledger::Ledger;
+pub(crate) use super::schedule::End as LoopEnd;
+use super::schedule::End;
+use super::shared_timeline::SharedTimeline;
+use super::world::{AfterUndo, FaultAt, World};
+use crate::events::RunEvents;
+use crate::execute::ArmedRestore;
+use crate::experiment::model::{Action, ClusterTimers, Experiment};
+use crate::journal::{Journal, Undo};
+use crate::timeline::{ConditionStatus, Event, NodeState, StepPhase};
+
+/// What one call does.
+#[derive(Debug, Clone)]
+enum Call {
+    /// Succeeds at once.
+    Ok,
+    /// Fails at once, saying this.
+    Fail(&'static str),
+    /// Never comes back.
+    Hang,
+    /// Succeeds after this long.
+    Slow(Duration),
+    /// Waits for the run's cancellation, then succeeds (a `begin` that is cut short).
+    UntilCancelled,
+}
+
+/// The scripted world: calls logged in order, behaviours taken from queues (an empty
+/// queue means `Ok`).
+#[derive(Default)]
+pub(crate) struct Scripted {
+    log: Arc<Mutex<Vec<String>>>,
+    begin: VecDeque<Call>,
+    /// Step name (an undo is `undo STEP`) → what its successive calls do.
+    acts: Mutex<BTreeMap<String, VecDeque<Call>>>,
+    /// Step name → what lands on the timeline while it runs (after its first second).
+    pub(crate) during: BTreeMap<String, Vec<Event>>,
+    /// What a fault's proof puts on its step's timeline after the fault.
+    proof: Option<StepPhase>,
+    /// What is on the timeline before the first step (the first full view).
+    initial: Vec<Event>,
+    timeline: Option<SharedTimeline>,
+}
+
+impl Scripted {
+    fn log(&self, line: String) {
+        self.log.lock().unwrap().push(line);
+    }
+
+    /// Every call made, in order.
+    pub(crate) fn calls(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn on(mut self, step: &str, calls: &[Call]) -> Self {
+        self.acts
+            .get_mut()
+            .unwrap()
+            .insert(step.to_string(), calls.iter().cloned().collect());
+        self
+    }
+
+    async fn perform(call: Call, cancel: Option<&CancellationToken>) -> Result<(), String> {
+        match call {
+            Call::Ok => Ok(()),
+            Call::Fail(why) => Err(why.to_string()),
+            Call::Hang => std::future::pending().await,
+            Call::Slow(d) => {
+                tokio::time::sleep(d).await;
+                Ok(())
+            }
+            Call::UntilCancelled => {
+                if let Some(cancel) = cancel {
+                    cancel.cancelled().await;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl World for Scripted {
+    async fn begin(
+        &mut self,
+        timeline: &SharedTimeline,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<String>, String> {
+        self.log("begin".into());
+        self.timeline = Some(timeline.clone());
+        for e in std::mem::take(&mut self.initial) {
+            timeline.record(e);
+        }
+        let call = self.begin.pop_front().unwrap_or(Call::Ok);
+        Self::perform(call, Some(cancel)).await.map(|()| Vec::new())
+    }
+
+    async fn before_fault(&mut self, step: usize, _: &Action, nodes: &[&str]) {
+        self.log(format!("before fault {step} on {}", nodes.join(",")));
+    }
+
+    async fn arm_restore(
+        &self,
+        node: &str,
+        _: &Undo,
+        after: Duration,
+        token: &str,
+    ) -> Result<Option<ArmedRestore>, String> {
+        self.log(format!("arm {node}"));
+        Ok(Some(ArmedRestore {
+            node: node.to_string(),
+            token: token.to_string(),
+            pid: Some(1),
+            after_secs: after.as_secs(),
+            local: false,
+        }))
+    }
+
+    async fn disarm(&self, node: &str, _: &ArmedRestore) -> Result<(), String> {
+        self.log(format!("disarm {node}"));
+        Ok(())
+    }
+
+    async fn act(
+        &self,
+        step: &str,
+        _: &Action,
+        node: Option<&str>,
+        _: Duration,
+    ) -> Result<ActResult, ActError> {
+        let on = node.unwrap_or("-");
+        self.log(format!("act {step} on {on}"));
+        let call = self
+            .acts
+            .lock()
+            .unwrap()
+            .get_mut(step)
+            .and_then(VecDeque::pop_front)
+            .unwrap_or(Call::Ok);
+        if let (Some(events), Some(timeline)) = (self.during.get(step), &self.timeline) {
+            let timeline = timeline.clone();
+            let events = events.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                for e in events {
+                    timeline.record(e);
+                }
+            });
+        }
+        let result = Self::perform(call, None).await;
+        self.log(format!("done {step} on {on}: {result:?}"));
+        result
+            .map(|()| ActResult {
+                exit_status: Some(0),
+                output: String::new(),
+            })
+            .map_err(|e| {
+                ActError::Exec(crate::execute::ExecError::CommandFailed {
+                    node: on.to_string(),
+                    command: step.to_string(),
+                    exit_status: Some(1),
+                    output: e,
+                })
+            })
+    }
+
+    async fn after_fault(
+        &mut self,
+        fault: FaultAt<'_>,
+        timeline: &SharedTimeline,
+    ) -> Result<(), String> {
+        if let Some(phase) = &self.proof
+            && crate::experiment::fault::inverse(fault.action).is_some()
+        {
+            timeline.record(Event::Step {
+                step: fault.name.to_string(),
+                action: crate::experiment::fault::action_name(fault.action).to_string(),
+                node: Some(fault.node.to_string()),
+                phase: phase.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn before_undo(&mut self, _: &Action, _: &[&str]) {}
+
+    async fn stop_proofs(&mut self) {}
+
+    async fn after_undo(&mut self, _: &SharedTimeline, interrupted: bool) -> AfterUndo {
+        self.log(format!("after undo (interrupted: {interrupted})"));
+        AfterUndo::default()
+    }
+
+    async fn end(&mut self, _: &SharedTimeline) -> Vec<String> {
+        self.log("end".into());
+        Vec::new()
+    }
+}
+
+/// An experiment from YAML, with timers that make the lab's numbers small.
+fn experiment(yaml: &str) -> Experiment {
+    crate::experiment::parse(yaml, Path::new("scripted.yaml"))
+        .unwrap_or_else(|d| panic!("scripted experiment: {d}"))
+}
+
+fn timers() -> ClusterTimers {
+    ClusterTimers {
+        node_monitor_period: Duration::from_secs(2),
+        node_monitor_grace_period: Duration::from_secs(20),
+        default_unreachable_toleration: Duration::from_secs(30),
+        default_not_ready_toleration: Duration::from_secs(30),
+    }
+}
+
+/// Stop the kubelet on `a` at 10 s, start it at 40 s; nothing expected but that the node
+/// is never deleted (open until the end).
+pub(crate) const STOP_START: &str = "
+name: scripted
+description: a scripted run
+targets:
+  victim: {names: [a]}
+steps:
+  - {name: stop, at: 10s, do: kubelet-stop, target: victim, timeout: 30s}
+  - {name: start, at: 40s, do: kubelet-start, target: victim}
+expect:
+  - {name: node stays, node: victim, never: Unknown}
+";
+
+/// Everything a scripted run needs, and what it left.
+pub(crate) struct Harness {
+    exp: Experiment,
+    targets: BTreeMap<String, Vec<String>>,
+    timers: ClusterTimers,
+    journal: std::path::PathBuf,
+    run_id: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    /// An experiment from `yaml` with its target `victim` on node `a`.
+    pub(crate) fn new(yaml: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Harness {
+            exp: experiment(yaml),
+            targets: BTreeMap::from([("victim".into(), vec!["a".into()])]),
+            timers: timers(),
+            journal: dir.path().join("journal.json"),
+            run_id: dir
+                .path()
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            _dir: dir,
+        }
+    }
+
+    /// Runs the loop in `world`, sending the timeline to `events`.
+    pub(crate) async fn run(
+        &self,
+        world: &mut Scripted,
+        cancel: CancellationToken,
+        events: RunEvents,
+    ) -> LoopOutcome {
+        let plan = LoopPlan {
+            exp: &self.exp,
+            targets: &self.targets,
+            timers: &self.timers,
+            capabilities: &[],
+            keep_going: false,
+            restore_margin: Duration::from_secs(60),
+        };
+        let journal = Journal::open(&self.journal).unwrap();
+        let ledger = Ledger::new(Some(journal), "c", &self.run_id);
+        let timeline = SharedTimeline::start(events);
+        run_loop(plan, world, ledger, &timeline, cancel).await
+    }
+
+    /// Faults left in the journal.
+    pub(crate) fn journaled(&self) -> usize {
+        Journal::open(&self.journal).unwrap().active("c").len()
+    }
+}
+
+/// Cancels `cancel` after `secs` on the (paused) clock.
+fn cancel_after(cancel: &CancellationToken, secs: u64) {
+    let cancel = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        cancel.cancel();
+    });
+}
+
+pub(crate) fn index_of(calls: &[String], line: &str) -> usize {
+    calls
+        .iter()
+        .position(|c| c == line)
+        .unwrap_or_else(|| panic!("no `{line}` in {calls:#?}"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_planned_run_injects_undoes_and_leaves_the_journal_empty() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted::default();
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    assert!(index_of(&calls, "arm a") < index_of(&calls, "act stop on a"));
+    assert!(index_of(&calls, "act start on a") < index_of(&calls, "disarm a"));
+    assert!(
+        !calls.iter().any(|c| c.starts_with("act undo")),
+        "{calls:#?}"
+    );
+    assert_eq!(out.end, Some(End::Observed { all_decided: false }));
+    assert_eq!((h.journaled(), out.left_journaled), (0, 0));
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelled_while_beginning_no_fault_is_injected() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted {
+        begin: VecDeque::from([Call::UntilCancelled]),
+        ..Scripted::default()
+    };
+    let cancel = CancellationToken::new();
+    cancel_after(&cancel, 5);
+    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let calls = world.calls();
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c.starts_with("act") || c.starts_with("arm")),
+        "{calls:#?}"
+    );
+    assert_eq!(out.end, Some(End::Cancelled));
+    assert!(out.cancelled);
+    assert_eq!(calls.last().map(String::as_str), Some("end"));
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_world_that_cannot_begin_injects_nothing_and_still_ends() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted {
+        begin: VecDeque::from([Call::Fail("snapshot: API down")]),
+        ..Scripted::default()
+    };
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    assert_eq!(world.calls(), ["begin", "end"]);
+    assert_eq!(out.errors, ["snapshot: API down"]);
+    assert_eq!(out.start_ms, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelled_before_the_first_step_nothing_is_armed_or_acted() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted::default();
+    let cancel = CancellationToken::new();
+    cancel_after(&cancel, 4);
+    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let calls = world.calls();
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c.starts_with("act") || c.starts_with("arm")),
+        "{calls:#?}"
+    );
+    assert_eq!(out.end, Some(End::Cancelled));
+    assert_eq!(out.issued_ms, [None, None]);
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelled_after_arming_ahead_the_armed_fault_is_withdrawn() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted::default();
+    let cancel = CancellationToken::new();
+    // Armed 3 s ahead of its 10 s offset, cancelled at 8 s: never issued.
+    cancel_after(&cancel, 8);
+    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let calls = world.calls();
+    assert!(index_of(&calls, "arm a") < index_of(&calls, "disarm a"));
+    assert!(!calls.iter().any(|c| c.starts_with("act")), "{calls:#?}");
+    assert_eq!(out.end, Some(End::Cancelled));
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelled_while_an_action_runs_it_finishes_and_is_undone() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted::default().on("stop", &[Call::Slow(Duration::from_secs(5))]);
+    let cancel = CancellationToken::new();
+    cancel_after(&cancel, 12);
+    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let calls = world.calls();
+    // The action is not dropped half-way: it ends, then the safety net undoes it.
+    assert!(index_of(&calls, "done stop on a: Ok(())") < index_of(&calls, "act undo stop on a"));
+    assert!(index_of(&calls, "act undo stop on a") < index_of(&calls, "disarm a"));
+    assert!(!calls.contains(&"act start on a".to_string()), "{calls:#?}");
+    assert!(calls.contains(&"after undo (interrupted: true)".to_string()));
+    assert_eq!(out.end, Some(End::Cancelled));
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelled_while_waiting_on_a_condition_the_fault_before_it_is_undone() {
+    let h = Harness::new(
+        "
+name: scripted
+description: a scripted run
+targets:
+  victim: {names: [a]}
+steps:
+  - {name: stop, at: 0s, do: kubelet-stop, target: victim}
+  - name: start
+    when: {node: victim, is: Unknown}
+    do: kubelet-start
+    target: victim
+    timeout: 10m
+expect:
+  - {name: node stays, node: victim, never: Unknown}
+",
+    );
+    let mut world = Scripted::default();
+    let cancel = CancellationToken::new();
+    cancel_after(&cancel, 30);
+    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let calls = world.calls();
+    assert!(index_of(&calls, "act stop on a") < index_of(&calls, "act undo stop on a"));
+    assert_eq!(out.end, Some(End::Cancelled));
+    assert_eq!(out.issued_ms[1], None);
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelled_while_the_planned_undo_runs_the_undo_completes() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted::default().on("start", &[Call::Slow(Duration::from_secs(5))]);
+    let cancel = CancellationToken::new();
+    cancel_after(&cancel, 42);
+    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let calls = world.calls();
+    assert!(index_of(&calls, "done start on a: Ok(())") < index_of(&calls, "disarm a"));
+    assert!(
+        !calls.iter().any(|c| c.starts_with("act undo")),
+        "{calls:#?}"
+    );
+    assert_eq!(out.end, Some(End::Cancelled));
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn sighup_with_a_dead_terminal_cancels_and_the_fault_is_undone() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted::default();
+    let cancel = CancellationToken::new();
+    let hangup = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        super::signals::tests_support::hangup_with_dead_terminal(&hangup);
+    });
+    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let calls = world.calls();
+    assert!(index_of(&calls, "act stop on a") < index_of(&calls, "act undo stop on a"));
+    assert_eq!(out.end, Some(End::Cancelled));
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_abort_that_trips_while_an_action_runs_ends_the_run_and_undoes() {
+    let h = Harness::new(
+        "
+name: scripted
+description: a scripted run
+targets:
+  victim: {names: [a]}
+abort:
+  nodeNotReady: 0s
+steps:
+  - {name: stop, at: 10s, do: kubelet-stop, target: victim}
+  - {name: start, at: 40s, do: kubelet-start, target: victim}
+expect:
+  - {name: node stays, node: victim, never: Unknown}
+",
+    );
+    let mut world = Scripted::default().on("stop", &[Call::Slow(Duration::from_secs(5))]);
+    let node_b = |ready| Event::Node {
+        name: "b".into(),
+        before: None,
+        after: Some(NodeState {
+            ready,
+            ready_since: None,
+            taints: Vec::new(),
+            unschedulable: false,
+        }),
+    };
+    // Another node, Ready at the start, goes Unknown while the kubelet stop runs.
+    world.initial = vec![node_b(ConditionStatus::True)];
+    world
+        .during
+        .insert("stop".into(), vec![node_b(ConditionStatus::Unknown)]);
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    assert!(matches!(out.end, Some(End::Aborted(_))), "{:?}", out.end);
+    assert!(out.aborted.is_some());
+    assert!(index_of(&calls, "done stop on a: Ok(())") < index_of(&calls, "act undo stop on a"));
+    assert!(!calls.contains(&"act start on a".to_string()), "{calls:#?}");
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_proof_that_never_arrives_does_not_hold_the_run() {
+    let h = Harness::new(STOP_START);
+    // No proof entry at all: the run goes to its planned end and undoes as planned.
+    let mut world = Scripted::default();
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    assert_eq!(out.end, Some(End::Observed { all_decided: false }));
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_proof_that_says_not_in_effect_ends_the_run_and_undoes() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted {
+        proof: Some(StepPhase::NotConfirmed {
+            evidence: "kubelet still active".into(),
+        }),
+        ..Scripted::default()
+    };
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    assert!(
+        matches!(out.end, Some(End::FaultNotInEffect { .. })),
+        "{:?}",
+        out.end
+    );
+    let calls = world.calls();
+    assert!(index_of(&calls, "act stop on a") < index_of(&calls, "act undo stop on a"));
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_undo_that_fails_twice_then_succeeds_is_retried_and_cleared() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted::default().on(
+        "undo stop",
+        &[
+            Call::Fail("ssh: connection refused"),
+            Call::Fail("ssh: connection refused"),
+            Call::Ok,
+        ],
+    );
+    let cancel = CancellationToken::new();
+    cancel_after(&cancel, 20);
+    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let calls = world.calls();
+    let undos = calls
+        .iter()
+        .filter(|c| c.starts_with("act undo stop"))
+        .count();
+    assert_eq!(undos, 3, "{calls:#?}");
+    assert!(calls.contains(&"disarm a".to_string()));
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_undo_that_always_fails_keeps_the_journal_entry_and_the_self_restore() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted::default().on(
+        "undo stop",
+        &[
+            Call::Fail("no route to host"),
+            Call::Fail("no route to host"),
+            Call::Fail("no route to host"),
+        ],
+    );
+    let cancel = CancellationToken::new();
+    cancel_after(&cancel, 20);
+    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let calls = world.calls();
+    assert!(
+        !calls.contains(&"disarm a".to_string()),
+        "the self-restore stays armed: {calls:#?}"
+    );
+    assert_eq!((h.journaled(), out.left_journaled), (1, 1));
+    assert!(
+        out.errors.iter().any(
+            |e| e.contains("undo of `stop` on a failed after 3 attempt(s)")
+                && e.contains("faultline restore")
+        ),
+        "{:?}",
+        out.errors
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_whose_command_outlives_its_timeout_stays_journaled_and_armed() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted::default().on("stop", &[Call::Hang]);
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    // The loop stopped waiting (timeout 30 s + grace), the undo was tried, and the fault
+    // stays for `restore`: the command may still land after the undo.
+    assert!(
+        matches!(out.end, Some(End::StepFailed { .. })),
+        "{:?}",
+        out.end
+    );
+    assert!(
+        calls.contains(&"act undo stop on a".to_string()),
+        "{calls:#?}"
+    );
+    assert!(!calls.contains(&"disarm a".to_string()), "{calls:#?}");
+    assert_eq!((h.journaled(), out.left_journaled), (1, 1));
+    assert!(
+        out.errors
+            .iter()
+            .any(|e| e.starts_with("step `stop` on a:")),
+        "{:?}",
+        out.errors
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_runs_sharing_a_journal_keep_each_others_faults() {
+    let one = Harness::new(STOP_START);
+    let mut two = Harness::new(STOP_START);
+    two.journal = one.journal.clone();
+    two.targets = BTreeMap::from([("victim".into(), vec!["b".into()])]);
+    let journal = one.journal.clone();
+    // While both kubelets are stopped (between 10 s and 40 s), both faults are journaled.
+    let seen = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        Journal::open(&journal).unwrap().active("c").len()
+    });
+    let (mut w1, mut w2) = (Scripted::default(), Scripted::default());
+    let (a, b) = tokio::join!(
+        one.run(&mut w1, CancellationToken::new(), RunEvents::default()),
+        two.run(&mut w2, CancellationToken::new(), RunEvents::default())
+    );
+    assert_eq!(seen.await.unwrap(), 2);
+    assert_eq!((a.left_journaled, b.left_journaled), (0, 0));
+    assert_eq!(one.journaled(), 0);
+}

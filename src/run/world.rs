@@ -1,0 +1,115 @@
+//! The effects of a run, behind one trait, so that the run's loop (`drive`) exists once.
+//!
+//! Three worlds drive the same loop: the cluster (`cluster_world`: the API, SSH, Docker,
+//! power drivers), a recorded run (`rehearse`: the record's observations replayed on a
+//! paused clock) and, in tests, a scripted world (`scripted`) that can fail, hang or be
+//! slow at any call. The decisions (what is due, what to journal, what to undo and in
+//! which order, what to keep when an undo fails) stay in the loop and its ledger, so every
+//! cancel, abort, timeout and undo path is tested without a cluster, the way
+//! cargo-nextest tests its dispatcher without running a process.
+//!
+//! Time is tokio's clock: the cluster runs on it as it is, a rehearsal and the tests pause
+//! it (it then jumps to the next timer whenever every task waits), so no world needs a
+//! clock of its own. What the world observes goes onto the run's `SharedTimeline`, whose
+//! growth wakes the loop.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::act::{ActError, ActResult};
+use super::shared_timeline::SharedTimeline;
+use crate::execute::ArmedRestore;
+use crate::experiment::model::Action;
+use crate::journal::Undo;
+use crate::record::RestoredCheck;
+
+/// One node of a fault step, as the world is told about it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FaultAt<'a> {
+    /// Index of the step in the experiment.
+    pub step: usize,
+    /// The step's name.
+    pub name: &'a str,
+    /// What the step does.
+    pub action: &'a Action,
+    /// The node.
+    pub node: &'a str,
+}
+
+/// What the world found once every fault was undone.
+#[derive(Debug, Default)]
+pub(crate) struct AfterUndo {
+    /// Problems to put in the record (a node that came back with another address).
+    pub problems: Vec<String>,
+    /// The cluster compared with how it was before the first fault, when the world can.
+    pub restored: Option<RestoredCheck>,
+}
+
+/// Everything a run does outside its own bookkeeping.
+#[allow(async_fn_in_trait)] // used generically inside the crate, never as `dyn`
+pub(crate) trait World {
+    /// Starts observing onto `timeline`, waits for the first full view (or `cancel`), and
+    /// reads what "restored" is compared with. `Ok` carries problems the run goes on with
+    /// (a probe that could not start); `Err` means no fault may be injected.
+    async fn begin(
+        &mut self,
+        timeline: &SharedTimeline,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<String>, String>;
+
+    /// The last offset this world can observe (a record ends there); `None`: no end.
+    fn observable_until_ms(&self) -> Option<i64> {
+        None
+    }
+
+    /// Before step `step` injects `action` on `nodes`: reads what its proofs compare with
+    /// and what a node that restarts must come back as.
+    async fn before_fault(&mut self, step: usize, action: &Action, nodes: &[&str]);
+
+    /// Arms `undo` on `node` (or beside it) to fire after `after` if faultline is gone;
+    /// `token` names it. `None`: this fault cannot restore itself there.
+    async fn arm_restore(
+        &self,
+        node: &str,
+        undo: &Undo,
+        after: Duration,
+        token: &str,
+    ) -> Result<Option<ArmedRestore>, String>;
+
+    /// Withdraws a self-restore armed by [`World::arm_restore`].
+    async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), String>;
+
+    /// Carries out `action` for step `step` (a safety-net undo is `undo STEP`) on `node`
+    /// (`None`: an action on pods or claims). Returns once the action is over, at the
+    /// latest about `timeout` after it began.
+    async fn act(
+        &self,
+        step: &str,
+        action: &Action,
+        node: Option<&str>,
+        timeout: Duration,
+    ) -> Result<ActResult, ActError>;
+
+    /// A fault took on its node: prove it, and check a restarted machine came back as
+    /// itself. `Err`: the step failed after all.
+    async fn after_fault(
+        &mut self,
+        fault: FaultAt<'_>,
+        timeline: &SharedTimeline,
+    ) -> Result<(), String>;
+
+    /// `action` is about to undo faults on `nodes`: their proofs stop, so a planned undo
+    /// is not taken for something else undoing them.
+    async fn before_undo(&mut self, action: &Action, nodes: &[&str]);
+
+    /// Observation ended: every proof stops (the safety net undoes what is left).
+    async fn stop_proofs(&mut self);
+
+    /// Every fault was undone (or left to `restore`): what the world looks like now,
+    /// waiting for it to settle unless `interrupted`.
+    async fn after_undo(&mut self, timeline: &SharedTimeline, interrupted: bool) -> AfterUndo;
+
+    /// The last call: stops what observes and deletes what setup created. Returns errors.
+    async fn end(&mut self, timeline: &SharedTimeline) -> Vec<String>;
+}
