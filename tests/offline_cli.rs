@@ -133,3 +133,41 @@ fn doctor_names_the_api_and_each_node_it_cannot_reach_and_exits_1() {
         "{text}"
     );
 }
+
+/// Issue 24: an experiment written node by node whose outages overlap in time (w1 down
+/// from 0 s to 5 min, w2 from 1 min) is refused before any fault by `validate` and by an
+/// offline `plan`, naming the steps and the interval; the file order alone would pass.
+#[test]
+fn overlapping_outages_written_node_by_node_are_refused_offline_with_the_interval() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = inventory(dir.path());
+    let file = "fixtures/experiments/refused/overlapping-outages.yaml";
+    let refusal = "steps `stop a` and `stop b` would have 2 nodes down at once (w1, w2) \
+                   from +60.0s to +300.0s; the experiment allows 1.";
+
+    let out = faultline(
+        &["plan", file, "-i", inv.to_str().expect("utf-8")],
+        dir.path(),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    println!("{stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(2), "a refused plan is an error");
+    assert!(
+        stderr.contains(&format!("overlapping-outages: refused: {refusal}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`safety.maxNodesDown`"), "{stderr}");
+    assert!(!stdout.contains("plan for"), "no plan is printed: {stdout}");
+
+    let out = faultline(&["validate", file], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout.contains(&format!("overlapping-outages.yaml: refused: {refusal}")),
+        "{stdout}"
+    );
+}

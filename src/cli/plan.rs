@@ -52,6 +52,10 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
         let mut prepared = match prepare(exp, settings).await {
             Ok(p) if p.cluster.server_version.is_some() => p,
             Ok(p) => {
+                if refused_offline(exp, settings) {
+                    code = EXIT_ERROR;
+                    continue;
+                }
                 print!(
                     "{}",
                     offline(exp, settings, &p.executor, "the API server does not answer")
@@ -59,6 +63,10 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
                 continue;
             }
             Err(RunError::Cluster(e)) => {
+                if refused_offline(exp, settings) {
+                    code = EXIT_ERROR;
+                    continue;
+                }
                 let executor = Executor::new(settings.inventory.clone());
                 print!("{}", offline(exp, settings, &executor, &e.to_string()));
                 continue;
@@ -88,6 +96,18 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
         }
     }
     code
+}
+
+/// Without the API, the interlocks the files alone decide (`safety::check_offline`):
+/// what a run would refuse is refused here too, and said on stderr.
+fn refused_offline(exp: &Experiment, settings: &RunSettings) -> bool {
+    match crate::run::safety::check_offline(exp, Some(&settings.inventory)) {
+        Ok(()) => false,
+        Err(e) => {
+            eprintln!("{}: refused: {e}", exp.name);
+            true
+        }
+    }
 }
 
 /// Targets as a plan shows them.

@@ -1,4 +1,5 @@
-//! `faultline validate`: check experiment files without a cluster.
+//! `faultline validate`: check experiment files without a cluster, and the blast-radius
+//! interlocks as far as a file alone decides them.
 
 use std::path::PathBuf;
 
@@ -14,13 +15,21 @@ pub(super) fn validate(paths: &[PathBuf]) -> i32 {
     let mut bad = 0;
     for (path, result) in &results {
         match result {
-            Ok(exp) => println!(
-                "{}: ok ({}: {} step(s), {} expectation(s))",
-                path.display(),
-                exp.name,
-                exp.steps.len(),
-                exp.expectations.len()
-            ),
+            // The blast radius as far as the file alone decides it: targets that name
+            // their nodes, step times without cluster timers.
+            Ok(exp) => match crate::run::safety::check_offline(exp, None) {
+                Ok(()) => println!(
+                    "{}: ok ({}: {} step(s), {} expectation(s))",
+                    path.display(),
+                    exp.name,
+                    exp.steps.len(),
+                    exp.expectations.len()
+                ),
+                Err(e) => {
+                    bad += 1;
+                    println!("{}: refused: {e}", path.display());
+                }
+            },
             Err(diagnostics) => {
                 bad += 1;
                 println!("{diagnostics}");

@@ -193,7 +193,7 @@ pub(crate) async fn resolve(
         .filter(|n| cluster::targets::is_control_plane(n))
         .filter_map(|n| n.metadata.name.clone())
         .collect();
-    safety::check_blast_radius(exp, &targets, &control_plane)?;
+    safety::check_blast_radius(exp, &targets, &control_plane, &prepared.cluster.timers)?;
     check_inventory_covers(exp, &targets, inv)?;
     prepared.exec_pods = exec_pods(exp, &targets, &prepared.client).await?;
     prepared.targets = targets;

@@ -41,7 +41,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_LEASE: Duration = Duration::from_secs(40);
 
 /// How long a fault has to show its evidence after its step finished.
-fn within(proof: Proof) -> Duration {
+pub(super) fn within(proof: Proof) -> Duration {
     match proof {
         Proof::None => Duration::ZERO,
         // `systemctl stop` returns once the unit stopped.

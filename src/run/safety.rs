@@ -1,10 +1,23 @@
 //! Interlocks checked before anything touches a cluster: the blast radius of the plan and
 //! the kube context it is about to run against.
+//!
+//! The blast radius is checked on the schedule as it runs, in time order: steps run when
+//! their time comes, not in the order they are written. Each fault gives its nodes an
+//! outage, from the moment its step may be issued to the moment the step that brings the
+//! node back may be issued at the latest (or the end of the run, when the safety net
+//! undoes what is left); at no moment may more nodes be out than the experiment allows,
+//! nor half or more of the control plane.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::experiment::fault;
-use crate::experiment::model::Experiment;
+use crate::experiment::fault::{self, Proof};
+use crate::experiment::model::{
+    BoundSymbol, ClusterTimers, Experiment, NodeRole, StepTime, TargetSpec,
+};
+use crate::inventory::Inventory;
+use crate::run::schedule::resolve_cluster_bound;
+use crate::timeline::format_offset_ms;
+use crate::timers::{ClusterReadings, TimersInForce};
 
 /// Target name → the node names it resolved to.
 pub(crate) type ResolvedTargets = BTreeMap<String, Vec<String>>;
@@ -14,18 +27,27 @@ pub(crate) type ResolvedTargets = BTreeMap<String, Vec<String>>;
 pub(crate) enum SafetyError {
     /// More nodes would be down at once than the experiment allows.
     #[error(
-        "step `{step}` would have {down} nodes down at once ({nodes}); the experiment allows {limit}. \
-         Raise `safety.maxNodesDown` in the experiment if that is really intended"
+        "{} would have {down} nodes down at once ({nodes}) {}; the experiment allows {limit}.{notes} \
+         Raise `safety.maxNodesDown` in the experiment if that is really intended",
+        step_list(.steps),
+        interval(*.from_ms, *.until_ms)
     )]
     TooManyNodesDown {
-        /// Step that crosses the limit.
-        step: String,
+        /// The steps whose faults are in effect then, in file order.
+        steps: Vec<String>,
         /// How many would be down.
         down: usize,
         /// Which.
         nodes: String,
         /// The limit.
         limit: u32,
+        /// Offset from the start at which too many are down first.
+        from_ms: i64,
+        /// Offset at which that ends; `None`: not before the end of the run.
+        until_ms: Option<i64>,
+        /// How the times were counted, when not as written: empty, or sentences each
+        /// starting with a space.
+        notes: String,
     },
     /// A fault on a control-plane node without the experiment's explicit permission.
     #[error(
@@ -42,16 +64,26 @@ pub(crate) enum SafetyError {
     },
     /// The plan would take down half or more of the control plane (and with it etcd quorum).
     #[error(
-        "step `{step}` would have {down} of {total} control-plane nodes down at once, losing etcd quorum; \
-         faultline never does that unless the experiment sets `safety.allowQuorumLoss: true`"
+        "{} would have {down} of {total} control-plane nodes down at once ({nodes}) {}, losing etcd quorum; \
+         faultline never does that unless the experiment sets `safety.allowQuorumLoss: true`.{notes}",
+        step_list(.steps),
+        interval(*.from_ms, *.until_ms)
     )]
     QuorumLoss {
-        /// Step.
-        step: String,
+        /// The steps whose faults are in effect on control-plane nodes then, in file order.
+        steps: Vec<String>,
         /// Control-plane nodes down.
         down: usize,
         /// Control-plane nodes in the cluster.
         total: usize,
+        /// Which are down.
+        nodes: String,
+        /// Offset from the start at which the majority is lost first.
+        from_ms: i64,
+        /// Offset at which that ends; `None`: not before the end of the run.
+        until_ms: Option<i64>,
+        /// How the times were counted, as in [`SafetyError::TooManyNodesDown`].
+        notes: String,
     },
     /// The kube context is not on the allow-list.
     #[error(
@@ -66,65 +98,568 @@ pub(crate) enum SafetyError {
     },
 }
 
+/// "step `a`", "steps `a` and `b`", "steps `a`, `b` and `c`".
+fn step_list(steps: &[String]) -> String {
+    let quoted: Vec<String> = steps.iter().map(|s| format!("`{s}`")).collect();
+    match quoted.as_slice() {
+        [] => "the plan".to_string(),
+        [one] => format!("step {one}"),
+        [init @ .., last] => format!("steps {} and {last}", init.join(", ")),
+    }
+}
+
+/// "from +20.0s to +60.0s", "at +60.0s", "from +60.0s to the end of the run".
+fn interval(from_ms: i64, until_ms: Option<i64>) -> String {
+    match until_ms {
+        Some(until) if until == from_ms => format!("at {}", format_offset_ms(from_ms)),
+        Some(until) => format!(
+            "from {} to {}",
+            format_offset_ms(from_ms),
+            format_offset_ms(until)
+        ),
+        None => format!(
+            "from {} to the end of the run (when the safety net undoes what is left)",
+            format_offset_ms(from_ms)
+        ),
+    }
+}
+
 /// Checks that the plan never has more nodes down at once than allowed, touches a
 /// control-plane node only with permission, and never takes the control plane's majority.
 ///
-/// `control_plane` holds the names of every control-plane node in the cluster.
+/// `control_plane` holds the names of every control-plane node in the cluster; `timers`
+/// are the cluster's, for step times such as `at: grace + 30s`. The schedule is
+/// simulated in time order, as [`outages`] describes.
 pub(crate) fn check_blast_radius(
     exp: &Experiment,
     targets: &ResolvedTargets,
     control_plane: &BTreeSet<String>,
+    timers: &ClusterTimers,
 ) -> Result<(), SafetyError> {
-    let limit = exp.safety.max_nodes_down.unwrap_or(1);
-    let mut down: BTreeSet<String> = BTreeSet::new();
-    for step in &exp.steps {
-        let nodes = step
-            .target
-            .as_ref()
-            .and_then(|t| targets.get(t))
+    check(exp, targets, control_plane, timers, true)
+}
+
+/// The interlocks as far as the files alone decide them, for `plan` without an API and
+/// `validate`: on the targets that name their nodes ([`resolve_named_targets`]; the
+/// others are left out, so what is refused here a run refuses too), with the inventory's
+/// control-plane nodes (its `roles`) for the permission. Quorum is not checked: the
+/// inventory need not list every control-plane node.
+///
+/// With an inventory the step times resolve against the timers it states (else the
+/// upstream defaults, as the offline plan shows them). Without one, an experiment whose
+/// step times use a timer (`grace`, `monitor`, `toleration`) is not checked: that is for
+/// `plan`, which knows the cluster's.
+pub(crate) fn check_offline(exp: &Experiment, inv: Option<&Inventory>) -> Result<(), SafetyError> {
+    let timers = match inv {
+        Some(inv) => {
+            TimersInForce::resolve(&ClusterReadings::default(), &inv.stated_timers(), None).timers
+        }
+        None if step_times_use_timers(exp) => return Ok(()),
+        None => ClusterTimers::default(),
+    };
+    let present = |name: &str, role: Option<NodeRole>| match inv {
+        None => true,
+        Some(inv) => inv.nodes().iter().any(|n| {
+            n.name == name
+                && match role {
+                    None => true,
+                    Some(_) if n.roles.is_empty() => true,
+                    Some(NodeRole::ControlPlane) => n.roles.iter().any(|r| r == "control-plane"),
+                    Some(NodeRole::Worker) => !n.roles.iter().any(|r| r == "control-plane"),
+                }
+        }),
+    };
+    let targets = resolve_named_targets(&exp.targets, &present);
+    let control_plane: BTreeSet<String> = inv
+        .map(|inv| {
+            inv.nodes()
+                .iter()
+                .filter(|n| n.roles.iter().any(|r| r == "control-plane"))
+                .map(|n| n.name.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    check(exp, &targets, &control_plane, &timers, false)
+}
+
+/// Whether any step's time refers to a cluster timer.
+fn step_times_use_timers(exp: &Experiment) -> bool {
+    exp.steps.iter().any(|s| {
+        let bound = match &s.at {
+            StepTime::Offset(b) => b,
+            StepTime::AfterStep { delay, .. } | StepTime::When { delay, .. } => delay,
+        };
+        bound
+            .terms
+            .iter()
+            .any(|t| !matches!(t.symbol, BoundSymbol::Fixed(_)))
+    })
+}
+
+/// The targets the experiment resolves without the API: those that name their nodes and
+/// select by nothing only the cluster knows (labels, running pods), resolved as a run
+/// resolves them: the named nodes `present` accepts (with the target's role), less those
+/// of the targets it excludes, the first `count` by name. A target that cannot be
+/// resolved so, or that would match too few nodes (a run refuses it), is left out, and
+/// with it every target that excludes it.
+pub(crate) fn resolve_named_targets(
+    specs: &[TargetSpec],
+    present: &dyn Fn(&str, Option<NodeRole>) -> bool,
+) -> ResolvedTargets {
+    let mut resolved = ResolvedTargets::new();
+    for spec in specs {
+        let sel = &spec.selector;
+        if sel.names.is_empty() || !sel.labels.is_empty() || sel.running_pods_of.is_some() {
+            continue;
+        }
+        let Some(excluded) = sel
+            .exclude_targets
+            .iter()
+            .map(|t| resolved.get(t))
+            .collect::<Option<Vec<_>>>()
+        else {
+            continue;
+        };
+        let mut nodes: Vec<String> = sel
+            .names
+            .iter()
+            .filter(|n| present(n, sel.role))
+            .filter(|n| !excluded.iter().any(|ex| ex.contains(n)))
             .cloned()
-            .unwrap_or_default();
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let needed = spec.count.map(|c| c as usize).unwrap_or(1).max(1);
+        if nodes.len() < needed {
+            continue;
+        }
+        if let Some(c) = spec.count {
+            nodes.truncate(c as usize);
+        }
+        resolved.insert(spec.name.clone(), nodes);
+    }
+    resolved
+}
+
+/// The control-plane permission, then the schedule walked in time order: at each moment a
+/// node may go out, how many are out and how much of the control plane (`quorum`: only
+/// when `control_plane` is the whole of it). The first moment refused is reported with
+/// the steps behind it and how long it lasts.
+fn check(
+    exp: &Experiment,
+    targets: &ResolvedTargets,
+    control_plane: &BTreeSet<String>,
+    timers: &ClusterTimers,
+    quorum: bool,
+) -> Result<(), SafetyError> {
+    for step in &exp.steps {
         let action = fault::info(&step.action);
-        if action.takes_node_down {
-            for node in &nodes {
-                if control_plane.contains(node) && !exp.safety.allow_control_plane {
-                    return Err(SafetyError::ControlPlaneNotAllowed {
-                        step: step.name.clone(),
-                        action: action.name,
-                        node: node.clone(),
-                    });
-                }
-                down.insert(node.clone());
-            }
-            if down.len() > limit as usize {
-                return Err(SafetyError::TooManyNodesDown {
-                    step: step.name.clone(),
-                    down: down.len(),
-                    nodes: down.iter().cloned().collect::<Vec<_>>().join(", "),
-                    limit,
-                });
-            }
-            let cp_down = down.iter().filter(|n| control_plane.contains(*n)).count();
-            if cp_down > 0 && cp_down * 2 >= control_plane.len() && !exp.safety.allow_quorum_loss {
-                return Err(SafetyError::QuorumLoss {
-                    step: step.name.clone(),
-                    down: cp_down,
-                    total: control_plane.len(),
-                });
-            }
-            if action.restarts_machine {
-                // A machine that restarts (a reboot) brings the node back by itself.
-                for node in &nodes {
-                    down.remove(node);
-                }
-            }
-        } else if action.brings_node_back {
-            for node in &nodes {
-                down.remove(node);
-            }
+        if !action.takes_node_down || exp.safety.allow_control_plane {
+            continue;
+        }
+        if let Some(node) = step
+            .nodes(targets)
+            .iter()
+            .find(|n| control_plane.contains(*n))
+        {
+            return Err(SafetyError::ControlPlaneNotAllowed {
+                step: step.name.clone(),
+                action: action.name,
+                node: node.clone(),
+            });
+        }
+    }
+    let limit = exp.safety.max_nodes_down.unwrap_or(1);
+    let outages = outages(exp, targets, timers);
+    let too_many = |down: &[&Outage]| nodes_of(down.iter().copied()).len() > limit as usize;
+    let loses_quorum = |down: &[&Outage]| {
+        let cp = nodes_of(on_control_plane(down, control_plane).into_iter()).len();
+        quorum && !exp.safety.allow_quorum_loss && cp > 0 && cp * 2 >= control_plane.len()
+    };
+    let mut starts: Vec<Moment> = outages.iter().map(|o| o.from).collect();
+    starts.sort();
+    starts.dedup();
+    for at in starts {
+        let down = down_at(&outages, at);
+        if too_many(&down) {
+            let until = until_ms(&outages, at, &too_many);
+            let nodes = nodes_of(down.iter().copied());
+            return Err(SafetyError::TooManyNodesDown {
+                steps: step_names(exp, &down),
+                down: nodes.len(),
+                nodes: nodes.into_iter().collect::<Vec<_>>().join(", "),
+                limit,
+                from_ms: at.ms,
+                until_ms: until,
+                notes: notes(&down),
+            });
+        }
+        if loses_quorum(&down) {
+            let until = until_ms(&outages, at, &loses_quorum);
+            let down = on_control_plane(&down, control_plane);
+            let nodes = nodes_of(down.iter().copied());
+            return Err(SafetyError::QuorumLoss {
+                steps: step_names(exp, &down),
+                down: nodes.len(),
+                total: control_plane.len(),
+                nodes: nodes.into_iter().collect::<Vec<_>>().join(", "),
+                from_ms: at.ms,
+                until_ms: until,
+                notes: notes(&down),
+            });
         }
     }
     Ok(())
+}
+
+/// A moment of the simulated schedule: an offset from the start, then, among things at
+/// the same offset, the order they happen in. The runner issues the steps due at one
+/// offset in file order, so a step with a fixed offset takes its index; a moment counted
+/// at its worst comes first (a fault) or last (a return) among those at its offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Moment {
+    ms: i64,
+    order: i64,
+}
+
+impl Moment {
+    /// Before anything else at `ms`.
+    fn first(ms: i64) -> Self {
+        Moment {
+            ms,
+            order: i64::MIN,
+        }
+    }
+
+    /// After everything else at `ms`.
+    fn last(ms: i64) -> Self {
+        Moment {
+            ms,
+            order: i64::MAX,
+        }
+    }
+}
+
+/// When a step may be issued, in milliseconds from the start.
+#[derive(Debug, Clone)]
+struct Issue {
+    /// At the earliest.
+    earliest: i64,
+    /// At the latest; `None`: no bound (it waits on a step that has none).
+    latest: Option<i64>,
+    /// Its time is written as an offset (`at:`): earliest and latest are that offset.
+    fixed: bool,
+    /// The steps it follows, directly or not (`after:`, and a `when:`'s `since`).
+    follows: BTreeSet<usize>,
+}
+
+/// When each step may be issued. An `at:` step is placed at its offset. A step
+/// `after:` another comes its delay after that step finished, and an action takes from
+/// no time to its `timeout`. A `when:` step comes its delay after its condition is first
+/// seen, which is from the moment its `since` step was issued (a condition that already
+/// holds counts) to that moment plus its own `timeout` (after which the step gives up and
+/// the run ends).
+///
+/// Not counted: the runner issues one step at a time, so a step may also wait for an
+/// earlier action still running. That moves later steps with it, in the same order, so it
+/// changes no overlap between steps placed in time by their offsets.
+fn issue_times(exp: &Experiment, timers: &ClusterTimers) -> Vec<Issue> {
+    let index: BTreeMap<&str, usize> = exp
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.as_str(), i))
+        .collect();
+    let mut issues: Vec<Option<Issue>> = vec![None; exp.steps.len()];
+    for i in 0..exp.steps.len() {
+        issue_of(exp, timers, &index, &mut issues, i, &mut BTreeSet::new());
+    }
+    issues
+        .into_iter()
+        .map(|i| i.expect("every step was placed"))
+        .collect()
+}
+
+/// Places step `i`, and first the steps it follows; `placing` guards against a cycle,
+/// which validation rules out (a step it cannot place has no latest time).
+fn issue_of(
+    exp: &Experiment,
+    timers: &ClusterTimers,
+    index: &BTreeMap<&str, usize>,
+    issues: &mut Vec<Option<Issue>>,
+    i: usize,
+    placing: &mut BTreeSet<usize>,
+) -> Issue {
+    if let Some(known) = &issues[i] {
+        return known.clone();
+    }
+    let unplaced = Issue {
+        earliest: 0,
+        latest: None,
+        fixed: false,
+        follows: BTreeSet::new(),
+    };
+    if !placing.insert(i) {
+        return unplaced;
+    }
+    let step = &exp.steps[i];
+    let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    let mut after = |name: &str, placing: &mut BTreeSet<usize>| {
+        index
+            .get(name)
+            .map(|&p| (p, issue_of(exp, timers, index, issues, p, placing)))
+    };
+    let issue = match &step.at {
+        StepTime::Offset(b) => {
+            let at = ms(resolve_cluster_bound(b, timers));
+            Issue {
+                earliest: at,
+                latest: Some(at),
+                fixed: true,
+                follows: BTreeSet::new(),
+            }
+        }
+        StepTime::AfterStep { step: prev, delay } => {
+            let delay = ms(resolve_cluster_bound(delay, timers));
+            match after(prev, placing) {
+                Some((p, prev)) => {
+                    let took = ms(exp.steps[p].timeout);
+                    let mut follows = prev.follows.clone();
+                    follows.insert(p);
+                    Issue {
+                        earliest: prev.earliest.saturating_add(delay),
+                        latest: prev
+                            .latest
+                            .map(|l| l.saturating_add(took).saturating_add(delay)),
+                        fixed: false,
+                        follows,
+                    }
+                }
+                None => unplaced,
+            }
+        }
+        StepTime::When { delay, since, .. } => {
+            let delay = ms(resolve_cluster_bound(delay, timers));
+            let waits = ms(step.timeout);
+            let from = match since {
+                None => Some((
+                    Issue {
+                        earliest: 0,
+                        latest: Some(0),
+                        fixed: true,
+                        follows: BTreeSet::new(),
+                    },
+                    None,
+                )),
+                Some(s) => after(s, placing).map(|(p, issue)| (issue, Some(p))),
+            };
+            match from {
+                Some((from, p)) => {
+                    let mut follows = from.follows.clone();
+                    follows.extend(p);
+                    Issue {
+                        earliest: from.earliest.saturating_add(delay),
+                        latest: from
+                            .latest
+                            .map(|l| l.saturating_add(waits).saturating_add(delay)),
+                        fixed: false,
+                        follows,
+                    }
+                }
+                None => unplaced,
+            }
+        }
+    };
+    placing.remove(&i);
+    issues[i] = Some(issue.clone());
+    issue
+}
+
+/// Whether step `later` is issued after step `earlier` whatever the timing: it follows
+/// it, or follows a step with a later offset (or the same offset, written after it), or
+/// cannot come before `earlier` may come at its latest.
+fn certainly_after(issues: &[Issue], later: usize, earlier: usize) -> bool {
+    let l = &issues[later];
+    let e = &issues[earlier];
+    let key = |i: usize| (issues[i].earliest, i);
+    l.follows.contains(&earlier)
+        || (e.fixed
+            && std::iter::once(later)
+                .chain(l.follows.iter().copied())
+                .any(|d| issues[d].fixed && key(d) > key(earlier)))
+        || e.latest.is_some_and(|latest| l.earliest > latest)
+}
+
+/// One node out of service because of one fault step, as planned at its worst.
+#[derive(Debug, Clone)]
+struct Outage {
+    /// The fault's step (index).
+    step: usize,
+    /// The node.
+    node: String,
+    /// When it may go out, at the earliest.
+    from: Moment,
+    /// When it is back, at the latest; `None`: at the end of the run.
+    to: Option<Moment>,
+    /// A time was counted at its worst (a step placed after another or an observed state).
+    worst_case: bool,
+    /// A reboot, counted as [`outages`] says.
+    reboot: bool,
+}
+
+/// How long faultline waits for a rebooted node to answer with a new boot id: a reboot
+/// not back by then is a step error that ends the run.
+fn reboot_bound() -> std::time::Duration {
+    super::proofs::within(Proof::BootIdChanged)
+}
+
+/// Every node's outages, at their worst. A fault takes its nodes out from the moment its
+/// step may be issued at the earliest. The node is back once a step that undoes that
+/// fault on it (`kubelet-start` after `kubelet-stop`, `heal` after `partition`, …; any
+/// step that brings a node back after a fault nothing undoes, such as `delete-node`), and
+/// that is certainly issued after the fault, is issued, at the latest; when none is, at
+/// the end of the run, when the safety net undoes what is left.
+///
+/// A reboot brings the node back by itself, but faultline cannot know when: it counts as
+/// down until faultline stops waiting for the node to answer with a new boot id, the
+/// step's `timeout` plus the reboot's proof bound (10 min) after its latest issue, when
+/// the run ends anyway if the node has not answered.
+fn outages(exp: &Experiment, targets: &ResolvedTargets, timers: &ClusterTimers) -> Vec<Outage> {
+    let issues = issue_times(exp, timers);
+    let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    let order = |i: usize| i64::try_from(i).unwrap_or(i64::MAX);
+    let mut out = Vec::new();
+    for (f, fault_step) in exp.steps.iter().enumerate() {
+        let info = fault::info(&fault_step.action);
+        if !info.takes_node_down {
+            continue;
+        }
+        let issue = &issues[f];
+        let from = if issue.fixed {
+            Moment {
+                ms: issue.earliest,
+                order: order(f),
+            }
+        } else {
+            Moment::first(issue.earliest)
+        };
+        for node in fault_step.nodes(targets) {
+            let (to, worst_case) = if info.restarts_machine {
+                let back = issue.latest.map(|l| {
+                    Moment::last(
+                        l.saturating_add(ms(fault_step.timeout))
+                            .saturating_add(ms(reboot_bound())),
+                    )
+                });
+                (back, !issue.fixed)
+            } else {
+                let no_inverse = fault::inverse(&fault_step.action).is_none();
+                let back = exp
+                    .steps
+                    .iter()
+                    .enumerate()
+                    .filter(|(b, step)| {
+                        fault::info(&step.action).brings_node_back
+                            && step.nodes(targets).contains(node)
+                            && (no_inverse || fault::undoes(&step.action, &fault_step.action))
+                            && certainly_after(&issues, *b, f)
+                    })
+                    .filter_map(|(b, _)| {
+                        let i = &issues[b];
+                        let at = i.latest?;
+                        Some(if i.fixed {
+                            (
+                                Moment {
+                                    ms: at,
+                                    order: order(b),
+                                },
+                                false,
+                            )
+                        } else {
+                            (Moment::last(at), true)
+                        })
+                    })
+                    .min();
+                (
+                    back.map(|(m, _)| m),
+                    !issue.fixed || back.is_some_and(|(_, worst)| worst),
+                )
+            };
+            out.push(Outage {
+                step: f,
+                node: node.clone(),
+                from,
+                to,
+                worst_case,
+                reboot: info.restarts_machine,
+            });
+        }
+    }
+    out
+}
+
+/// The outages in effect at `at`.
+fn down_at(outages: &[Outage], at: Moment) -> Vec<&Outage> {
+    outages
+        .iter()
+        .filter(|o| o.from <= at && o.to.is_none_or(|to| at < to))
+        .collect()
+}
+
+/// The offset at which `refused` stops holding after `at`, where it holds; `None`: it
+/// holds to the end of the run.
+fn until_ms(outages: &[Outage], at: Moment, refused: &dyn Fn(&[&Outage]) -> bool) -> Option<i64> {
+    let mut changes: Vec<Moment> = outages
+        .iter()
+        .flat_map(|o| [Some(o.from), o.to])
+        .flatten()
+        .filter(|m| *m > at)
+        .collect();
+    changes.sort();
+    changes
+        .into_iter()
+        .find(|m| !refused(&down_at(outages, *m)))
+        .map(|m| m.ms)
+}
+
+/// The outages of `down` on control-plane nodes.
+fn on_control_plane<'a>(down: &[&'a Outage], control_plane: &BTreeSet<String>) -> Vec<&'a Outage> {
+    down.iter()
+        .copied()
+        .filter(|o| control_plane.contains(&o.node))
+        .collect()
+}
+
+fn nodes_of<'a>(down: impl Iterator<Item = &'a Outage>) -> BTreeSet<String> {
+    down.map(|o| o.node.clone()).collect()
+}
+
+/// The names of the steps behind `down`, in file order.
+fn step_names(exp: &Experiment, down: &[&Outage]) -> Vec<String> {
+    let steps: BTreeSet<usize> = down.iter().map(|o| o.step).collect();
+    steps
+        .into_iter()
+        .map(|i| exp.steps[i].name.clone())
+        .collect()
+}
+
+/// How the times of `down` were counted, where not simply as written.
+fn notes(down: &[&Outage]) -> String {
+    let mut notes = String::new();
+    if down.iter().any(|o| o.worst_case) {
+        notes.push_str(
+            " Steps placed after another step or an observed state are counted at their worst: \
+             a fault as early as it can come, a return as late.",
+        );
+    }
+    if down.iter().any(|o| o.reboot) {
+        notes.push_str(&format!(
+            " A reboot counts as down until faultline stops waiting for the node to answer \
+             again: its step's timeout plus {}.",
+            crate::timeline::format_secs(reboot_bound())
+        ));
+    }
+    notes
 }
 
 /// Refuses a context that is not on a non-empty allow-list. An empty list allows any
@@ -198,7 +733,7 @@ mod tests {
             step("b", Action::PowerOff, "two"),
         ];
         let t = targets(&[("one", &["w1"]), ("two", &["w2"])]);
-        let err = check_blast_radius(
+        let err = check(
             &experiment(steps.clone(), SafetySpec::default()),
             &t,
             &cp(&[]),
@@ -218,10 +753,7 @@ mod tests {
             max_nodes_down: Some(2),
             ..SafetySpec::default()
         };
-        assert_eq!(
-            check_blast_radius(&experiment(steps, allowed), &t, &cp(&[])),
-            Ok(())
-        );
+        assert_eq!(check(&experiment(steps, allowed), &t, &cp(&[])), Ok(()));
     }
 
     #[test]
@@ -233,7 +765,7 @@ mod tests {
         ];
         let t = targets(&[("one", &["w1"]), ("two", &["w2"])]);
         assert_eq!(
-            check_blast_radius(&experiment(steps, SafetySpec::default()), &t, &cp(&[])),
+            check(&experiment(steps, SafetySpec::default()), &t, &cp(&[])),
             Ok(())
         );
     }
@@ -243,7 +775,7 @@ mod tests {
         let steps = vec![step("a", Action::KubeletStop, "cp")];
         let t = targets(&[("cp", &["c1"])]);
         let three = cp(&["c1", "c2", "c3"]);
-        let err = check_blast_radius(
+        let err = check(
             &experiment(steps.clone(), SafetySpec::default()),
             &t,
             &three,
@@ -257,12 +789,12 @@ mod tests {
             ..SafetySpec::default()
         };
         assert_eq!(
-            check_blast_radius(&experiment(steps.clone(), allow.clone()), &t, &three),
+            check(&experiment(steps.clone(), allow.clone()), &t, &three),
             Ok(())
         );
         // The only control-plane node: taking it down loses the majority.
         let one = cp(&["c1"]);
-        let err = check_blast_radius(&experiment(steps.clone(), allow.clone()), &t, &one);
+        let err = check(&experiment(steps.clone(), allow.clone()), &t, &one);
         assert!(
             matches!(
                 err,
@@ -278,10 +810,466 @@ mod tests {
             allow_quorum_loss: true,
             ..allow
         };
-        assert_eq!(
-            check_blast_radius(&experiment(steps, quorum), &t, &one),
-            Ok(())
+        assert_eq!(check(&experiment(steps, quorum), &t, &one), Ok(()));
+    }
+
+    /// The interlocks as a run and `plan` call them, with the upstream default timers.
+    fn check(
+        exp: &Experiment,
+        targets: &ResolvedTargets,
+        control_plane: &BTreeSet<String>,
+    ) -> Result<(), SafetyError> {
+        check_blast_radius(exp, targets, control_plane, &ClusterTimers::default())
+    }
+
+    /// A step at a fixed offset, in seconds, whose action may take a minute.
+    fn at(name: &str, secs: u64, action: Action, target: &str) -> Step {
+        Step {
+            at: StepTime::Offset(Bound::fixed(Duration::from_secs(secs))),
+            ..step(name, action, target)
+        }
+    }
+
+    /// A step `delay` seconds after `after` finished.
+    fn after(name: &str, after: &str, delay: u64, action: Action, target: &str) -> Step {
+        Step {
+            at: StepTime::AfterStep {
+                step: after.into(),
+                delay: Bound::fixed(Duration::from_secs(delay)),
+            },
+            ..step(name, action, target)
+        }
+    }
+
+    /// A step `delay` seconds after node target `node` is seen in `state`, judged from
+    /// the issue of `since`; it gives up after its timeout (`timeout` seconds).
+    fn when(
+        name: &str,
+        (node, state): (&str, NodeStateMatch),
+        since: &str,
+        (delay, timeout): (u64, u64),
+        action: Action,
+        target: &str,
+    ) -> Step {
+        Step {
+            at: StepTime::When {
+                subject: Subject::Node {
+                    target: node.into(),
+                },
+                state: StateMatch::Node(state),
+                delay: Bound::fixed(Duration::from_secs(delay)),
+                since: Some(since.into()),
+            },
+            timeout: Duration::from_secs(timeout),
+            ..step(name, action, target)
+        }
+    }
+
+    /// Targets `a`, `b` (and `c`) of one node each, with the node's name.
+    fn one_node_each() -> ResolvedTargets {
+        targets(&[("a", &["a"]), ("b", &["b"]), ("c", &["c"])])
+    }
+
+    fn refusal(steps: Vec<Step>, safety: SafetySpec, control_plane: &[&str]) -> String {
+        match check(
+            &experiment(steps, safety),
+            &one_node_each(),
+            &cp(control_plane),
+        ) {
+            Ok(()) => panic!("the plan passed the interlocks"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn passes(steps: Vec<Step>, safety: SafetySpec, control_plane: &[&str]) {
+        let result = check(
+            &experiment(steps, safety),
+            &one_node_each(),
+            &cp(control_plane),
         );
+        assert_eq!(result, Ok(()));
+    }
+
+    #[test]
+    fn written_node_by_node_the_outages_still_overlap_in_time() {
+        // The issue's example: a is down from 0 s to 5 min, b from 1 min on.
+        let text = refusal(
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                at("start a", 300, Action::KubeletStart, "a"),
+                at("stop b", 60, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        assert!(
+            text.starts_with(
+                "steps `stop a` and `stop b` would have 2 nodes down at once (a, b) \
+                 from +60.0s to +300.0s; the experiment allows 1."
+            ),
+            "{text}"
+        );
+        assert!(text.contains("`safety.maxNodesDown`"), "{text}");
+    }
+
+    #[test]
+    fn the_labs_overlap_is_refused_in_file_order_and_in_time_order() {
+        // Tried on the lab: a down 0-60 s, b down 20-80 s; both stopped from +20 s to +60 s.
+        let node_by_node = vec![
+            at("stop a", 0, Action::KubeletStop, "a"),
+            at("start a", 60, Action::KubeletStart, "a"),
+            at("stop b", 20, Action::KubeletStop, "b"),
+            at("start b", 80, Action::KubeletStart, "b"),
+        ];
+        let in_time_order = vec![
+            at("stop a", 0, Action::KubeletStop, "a"),
+            at("stop b", 20, Action::KubeletStop, "b"),
+            at("start a", 60, Action::KubeletStart, "a"),
+            at("start b", 80, Action::KubeletStart, "b"),
+        ];
+        for steps in [node_by_node, in_time_order] {
+            let text = refusal(steps, SafetySpec::default(), &[]);
+            assert!(
+                text.starts_with(
+                    "steps `stop a` and `stop b` would have 2 nodes down at once (a, b) \
+                     from +20.0s to +60.0s;"
+                ),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn outages_one_after_the_other_pass_in_any_written_order() {
+        let a = [
+            at("stop a", 0, Action::KubeletStop, "a"),
+            at("start a", 60, Action::KubeletStart, "a"),
+        ];
+        let b = [
+            at("stop b", 90, Action::PowerOff, "b"),
+            at("start b", 150, Action::PowerOn, "b"),
+        ];
+        let orders = [
+            [&a[0], &a[1], &b[0], &b[1]],
+            [&b[0], &b[1], &a[0], &a[1]],
+            [&a[0], &b[0], &a[1], &b[1]],
+            [&b[0], &a[0], &b[1], &a[1]],
+        ];
+        for order in orders {
+            passes(
+                order.into_iter().cloned().collect(),
+                SafetySpec::default(),
+                &[],
+            );
+        }
+    }
+
+    #[test]
+    fn a_reboot_counts_as_down_until_faultline_stops_waiting_for_the_node() {
+        // The reboot's timeout is 60 s, and the node has 10 min more to answer again.
+        let text = refusal(
+            vec![
+                at("reboot a", 0, Action::Reboot, "a"),
+                at("stop b", 300, Action::KubeletStop, "b"),
+                at("start b", 360, Action::KubeletStart, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        assert!(
+            text.starts_with(
+                "steps `reboot a` and `stop b` would have 2 nodes down at once (a, b) \
+                 from +300.0s to +360.0s;"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("A reboot counts as down"), "{text}");
+        passes(
+            vec![
+                at("reboot a", 0, Action::Reboot, "a"),
+                at("stop b", 661, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+    }
+
+    #[test]
+    fn a_step_after_another_gets_the_worst_case() {
+        // `start a` comes 30 s after `stop a` finished, which may take its whole minute:
+        // a may be down until +90 s.
+        let steps = |stop_b: u64| {
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                after("start a", "stop a", 30, Action::KubeletStart, "a"),
+                at("stop b", stop_b, Action::KubeletStop, "b"),
+            ]
+        };
+        let text = refusal(steps(60), SafetySpec::default(), &[]);
+        assert!(
+            text.starts_with(
+                "steps `stop a` and `stop b` would have 2 nodes down at once (a, b) \
+                 from +60.0s to +90.0s;"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("counted at their worst"), "{text}");
+        passes(steps(91), SafetySpec::default(), &[]);
+        // A fault after another step comes as early as it can: its delay after the
+        // other step was issued, the action taking no time.
+        let text = refusal(
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                at("start a", 60, Action::KubeletStart, "a"),
+                after("stop b", "stop a", 30, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        assert!(text.contains("from +30.0s to +60.0s;"), "{text}");
+    }
+
+    #[test]
+    fn a_step_that_waits_for_an_observed_state_gets_the_worst_case() {
+        // `start a` waits for a to go Unknown, judged from `stop a`, for at most 120 s:
+        // a return at its latest, +130 s.
+        let text = refusal(
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                when(
+                    "start a",
+                    ("a", NodeStateMatch::Unknown),
+                    "stop a",
+                    (10, 120),
+                    Action::KubeletStart,
+                    "a",
+                ),
+                at("stop b", 100, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        assert!(text.contains("from +100.0s to +130.0s;"), "{text}");
+        // `stop b` waits for a to be Ready, judged from `stop c`: a state that already
+        // holds then counts (a may still look Ready just after its kubelet stopped), so
+        // `stop b` may come 10 s after `stop c`, while a and c are down.
+        let text = refusal(
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                at("start a", 60, Action::KubeletStart, "a"),
+                at("stop c", 0, Action::KubeletStop, "c"),
+                when(
+                    "stop b",
+                    ("a", NodeStateMatch::Ready),
+                    "stop c",
+                    (10, 120),
+                    Action::KubeletStop,
+                    "b",
+                ),
+            ],
+            SafetySpec {
+                max_nodes_down: Some(2),
+                ..SafetySpec::default()
+            },
+            &[],
+        );
+        assert!(
+            text.starts_with(
+                "steps `stop a`, `stop c` and `stop b` would have 3 nodes down at once \
+                 (a, b, c) from +10.0s to +60.0s; the experiment allows 2."
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn two_of_three_control_plane_nodes_down_at_overlapping_times_lose_quorum() {
+        let allowed = SafetySpec {
+            max_nodes_down: Some(3),
+            allow_control_plane: true,
+            ..SafetySpec::default()
+        };
+        let text = refusal(
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                at("start a", 60, Action::KubeletStart, "a"),
+                at("stop b", 30, Action::KubeletStop, "b"),
+                at("start b", 90, Action::KubeletStart, "b"),
+            ],
+            allowed.clone(),
+            &["a", "b", "c"],
+        );
+        assert!(
+            text.starts_with(
+                "steps `stop a` and `stop b` would have 2 of 3 control-plane nodes down at \
+                 once (a, b) from +30.0s to +60.0s, losing etcd quorum;"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("`safety.allowQuorumLoss: true`"), "{text}");
+        // One after the other, written interleaved: never two at once.
+        passes(
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                at("stop b", 90, Action::KubeletStop, "b"),
+                at("start a", 60, Action::KubeletStart, "a"),
+                at("start b", 150, Action::KubeletStart, "b"),
+            ],
+            allowed,
+            &["a", "b", "c"],
+        );
+    }
+
+    #[test]
+    fn steps_due_at_one_offset_run_in_file_order() {
+        // `stop b` written before `start a`, both at 60 s: the runner stops b first, and
+        // both are down until `start a` has run.
+        let text = refusal(
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                at("stop b", 60, Action::KubeletStop, "b"),
+                at("start a", 60, Action::KubeletStart, "a"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        assert!(
+            text.starts_with(
+                "steps `stop a` and `stop b` would have 2 nodes down at once (a, b) at +60.0s;"
+            ),
+            "{text}"
+        );
+        passes(
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                at("start a", 60, Action::KubeletStart, "a"),
+                at("stop b", 60, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+    }
+
+    #[test]
+    fn a_return_that_may_come_before_a_fault_does_not_end_it() {
+        // `start a` may come anywhere from 10 s to 70 s, before or after `stop a again` at
+        // 50 s: it cannot be counted on to end that second outage, which lasts until
+        // `start a again` at 400 s.
+        let text = refusal(
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                after("start a", "stop a", 10, Action::KubeletStart, "a"),
+                at("stop a again", 50, Action::KubeletStop, "a"),
+                at("stop b", 200, Action::KubeletStop, "b"),
+                at("start a again", 400, Action::KubeletStart, "a"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        assert!(
+            text.starts_with(
+                "steps `stop a again` and `stop b` would have 2 nodes down at once (a, b) \
+                 from +200.0s to +400.0s;"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn only_the_undo_of_a_fault_ends_it() {
+        // `kubelet-start` does not bring back a partitioned node: b is cut off until the
+        // safety net heals it at the end.
+        let text = refusal(
+            vec![
+                at("cut a", 0, Action::Partition, "a"),
+                at("start a", 60, Action::KubeletStart, "a"),
+                at("stop b", 90, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        assert!(
+            text.contains("from +90.0s to the end of the run (when the safety net"),
+            "{text}"
+        );
+    }
+
+    fn named(name: &str, nodes: &[&str], count: Option<u32>, exclude: &[&str]) -> TargetSpec {
+        TargetSpec {
+            name: name.into(),
+            selector: NodeSelector {
+                names: nodes.iter().map(|n| n.to_string()).collect(),
+                exclude_targets: exclude.iter().map(|n| n.to_string()).collect(),
+                ..NodeSelector::default()
+            },
+            count,
+        }
+    }
+
+    #[test]
+    fn targets_that_name_their_nodes_resolve_without_the_api() {
+        let by_label = TargetSpec {
+            selector: NodeSelector {
+                labels: [("zone".to_string(), "a".to_string())].into(),
+                ..named("x", &["w1"], None, &[]).selector
+            },
+            ..named("labelled", &[], None, &[])
+        };
+        let specs = vec![
+            named("both", &["w2", "w1"], None, &[]),
+            named("first", &["w3", "w2"], Some(1), &[]),
+            named("other", &["w1", "w2", "w3"], Some(1), &["first"]),
+            by_label,
+            named("after-unknown", &["w1"], None, &["labelled"]),
+            named("too-few", &["w1", "gone"], Some(2), &[]),
+        ];
+        let present = |n: &str, _: Option<NodeRole>| n != "gone";
+        assert_eq!(
+            resolve_named_targets(&specs, &present),
+            targets(&[
+                ("both", &["w1", "w2"]),
+                ("first", &["w2"]),
+                ("other", &["w1"]),
+            ])
+        );
+    }
+
+    #[test]
+    fn offline_the_file_alone_refuses_what_it_decides() {
+        let mut exp = experiment(
+            vec![
+                at("stop a", 0, Action::KubeletStop, "a"),
+                at("start a", 300, Action::KubeletStart, "a"),
+                at("stop b", 60, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+        );
+        exp.targets = vec![
+            named("a", &["w1"], None, &[]),
+            named("b", &["w2"], None, &[]),
+        ];
+        let err = check_offline(&exp, None).expect_err("overlapping outages");
+        assert!(
+            err.to_string().contains("(w1, w2) from +60.0s to +300.0s"),
+            "{err}"
+        );
+        // A step time on a cluster timer needs the cluster's timers: not decided here.
+        exp.steps[2].at = StepTime::Offset(Bound {
+            terms: vec![BoundTerm {
+                factor: 1.0,
+                symbol: BoundSymbol::Grace,
+            }],
+        });
+        assert_eq!(check_offline(&exp, None), Ok(()));
+        // A target chosen by what only the cluster knows is left out.
+        exp.steps[2].at = StepTime::Offset(Bound::fixed(Duration::from_secs(60)));
+        exp.targets[1].selector.role = Some(NodeRole::Worker);
+        exp.targets[1].selector.running_pods_of = Some(WorkloadRef {
+            kind: WorkloadKind::StatefulSet,
+            namespace: "default".into(),
+            name: "db".into(),
+        });
+        assert_eq!(check_offline(&exp, None), Ok(()));
     }
 
     #[test]
