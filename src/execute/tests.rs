@@ -123,7 +123,7 @@ async fn other_ops_time_out_as_errors() {
         .perform("n1", &NodeOp::Heal, Duration::from_millis(300))
         .await
         .expect_err("timeout");
-    assert!(matches!(err, ExecError::Timeout { .. }), "{err}");
+    assert!(matches!(err, ExecError::TimedOutEnded { .. }), "{err}");
     assert!(start.elapsed() < Duration::from_secs(3));
 }
 
@@ -453,4 +453,128 @@ nodes:
     assert!(ex.disarm("n1", &armed).await.expect("runs"), "disarmed");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(!kept.exists(), "a disarmed power-on never ran");
+}
+
+/// The peak resident memory of this test process (`VmHWM`), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM")
+        * 1024
+}
+
+#[tokio::test]
+async fn a_flood_of_output_is_capped_as_it_streams_not_after() {
+    let ex = executor("");
+    let before = peak_rss();
+    let out = ex
+        .perform(
+            "n1",
+            &NodeOp::Run("head -c 200000000 /dev/zero; echo; echo the end >&2".into()),
+            Duration::from_secs(60),
+        )
+        .await
+        .expect("runs");
+    let grew = peak_rss().saturating_sub(before);
+    assert!(out.output.len() <= MAX_OUTPUT + 40, "{}", out.output.len());
+    assert!(
+        out.output.starts_with("[199995913 bytes cut]"),
+        "says how much was cut: {}",
+        &out.output[..40]
+    );
+    assert!(out.output.ends_with("the end\n"), "keeps the tail");
+    assert!(
+        grew < 64 << 20,
+        "200 MB of output made the process grow by {} MB",
+        grew >> 20
+    );
+}
+
+/// An exec transport like `docker exec`: the command runs in a process the local client
+/// does not own (a new session), so killing the client does not end it.
+fn remote_like_executor() -> Executor {
+    let text = "cluster: {name: c}\ntransport: exec\n\
+                exec: [sh, -c, 'setsid sh -c \"$0\" & wait $!', \"{command}\"]\n\
+                nodes: [{name: n1}]\n";
+    Executor::new(Inventory::parse(text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}")))
+}
+
+#[tokio::test]
+async fn a_timed_out_command_is_ended_on_the_node_not_only_locally() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flag = dir.path().join("late");
+    let ex = remote_like_executor();
+    let start = Instant::now();
+    let cmd = format!(
+        "sleep 3; touch {}",
+        render::quote(&flag.to_string_lossy()).expect("quotable")
+    );
+    let err = ex
+        .perform("n1", &NodeOp::Run(cmd), Duration::from_secs(1))
+        .await
+        .expect_err("times out");
+    assert!(err.to_string().contains("did not finish within"), "{err}");
+    assert!(matches!(err, ExecError::TimedOutEnded { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        !flag.exists(),
+        "the command went on after perform returned its timeout"
+    );
+}
+
+#[tokio::test]
+async fn a_timed_out_local_power_command_is_ended_with_its_children() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flag = dir.path().join("late");
+    let ex = executor_with_power(&format!(
+        "{{on: [sh, -c, '(sleep 3; touch \"$0\") & wait', '{}']}}",
+        flag.display()
+    ));
+    let start = Instant::now();
+    let err = ex
+        .power("n1", PowerAction::On, Duration::from_secs(1))
+        .await
+        .expect_err("times out");
+    assert!(err.to_string().contains("did not finish within"), "{err}");
+    assert!(matches!(err, ExecError::TimedOutEnded { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(!flag.exists(), "a child of the power command went on");
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_say_the_command_ended_is_a_distinct_error() {
+    // The command ends on the "node" at its deadline, but the local client hangs on.
+    let text = "cluster: {name: c}\ntransport: exec\n\
+                exec: [sh, -c, 'sh -c \"$0\"; sleep 60', \"{command}\"]\n\
+                nodes: [{name: n1}]\n";
+    let ex = Executor::new(Inventory::parse(text, Path::new("t.yaml")).expect("valid"));
+    let limit = Duration::from_secs(1);
+    let start = Instant::now();
+    let err = ex
+        .perform("n1", &NodeOp::Run("sleep 30".into()), limit)
+        .await
+        .expect_err("times out");
+    assert!(
+        matches!(err, ExecError::TimedOutUnconfirmed { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("could not be confirmed"), "{err}");
+    assert!(
+        start.elapsed() <= Executor::longest_wait(limit),
+        "{:?}",
+        start.elapsed()
+    );
 }
