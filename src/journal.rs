@@ -51,6 +51,22 @@ pub(crate) enum Undo {
     Api(Action),
 }
 
+/// How the journal undoes a reboot of `node` cut off midway: [`Undo::PowerOn`] when the
+/// node reboots out of band with a `power.on` to bring it back (kind, k3d: `docker stop`,
+/// then `docker start`), `None` when it reboots by itself (see
+/// [`Executor::reboot_undo`]). The fault table gives a reboot no inverse, since a reboot
+/// that ran is over; one interrupted between its stop and its start is not.
+#[allow(
+    dead_code,
+    reason = "for the run's ledger (src/run/ledger.rs), which journals reboots with it"
+)]
+pub(crate) fn reboot_undo(executor: &Executor, node: &str) -> Option<Undo> {
+    match executor.reboot_undo(node)? {
+        PowerAction::On => Some(Undo::PowerOn),
+        _ => None,
+    }
+}
+
 /// One active fault.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -1174,5 +1190,46 @@ mod tests {
         }
         let m = fs::metadata(dir.path()).expect("exists");
         assert_eq!(m.uid(), 0, "what existed before is left alone");
+    }
+
+    #[tokio::test]
+    async fn a_reboot_cut_off_out_of_band_is_journaled_with_power_on_as_its_undo() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let off = dir.path().join("off");
+        // A container node: reboot = stop, pause, start; the run is killed in the pause.
+        let text = format!(
+            "cluster: {{name: c}}\ntransport: exec\nexec: [sh, -c, \"{{command}}\"]\nnodes:\n\
+             - name: kind\n  power:\n    on: [rm, -f, '{off}']\n    \
+             reboot: [sh, -c, 'touch \"$0\"; sleep 30; rm -f \"$0\"', '{off}']\n\
+             - {{name: metal, power: {{on: [\"true\"]}}}}\n- {{name: vm}}\n",
+            off = off.display()
+        );
+        let ex = Executor::new(Inventory::parse(&text, Path::new("t.yaml")).expect("valid"));
+        assert_eq!(reboot_undo(&ex, "kind"), Some(Undo::PowerOn));
+        assert_eq!(
+            reboot_undo(&ex, "metal"),
+            None,
+            "in-band reboot: no power.reboot"
+        );
+        assert_eq!(reboot_undo(&ex, "vm"), None, "nothing can power it on");
+        assert_eq!(reboot_undo(&ex, "nowhere"), None);
+
+        let path = dir.path().join("journal.json");
+        let mut j = Journal::open(&path).expect("open");
+        j.record(Entry {
+            node: "kind".into(),
+            fault: "reboot".into(),
+            ..entry("r", "c", reboot_undo(&ex, "kind").expect("undo"))
+        })
+        .expect("journaled before the reboot");
+        let cut = ex
+            .power("kind", PowerAction::Reboot, Duration::from_millis(500))
+            .await;
+        assert!(cut.is_err(), "the reboot was cut off: {cut:?}");
+        assert!(off.exists(), "stopped, never started again");
+        let out = restore_all_with(&mut j, &ex, "c", &quick(), no_api).await;
+        assert!(out.iter().all(RestoreOutcome::restored), "{out:?}");
+        assert!(!off.exists(), "restore powered it on");
+        assert!(j.active("c").is_empty());
     }
 }

@@ -660,6 +660,17 @@ impl Executor {
         }
     }
 
+    /// How to undo a reboot of `node` that was cut off midway, for the fault journal:
+    /// [`PowerAction::On`] when the reboot goes out of band (`power.reboot`: kind and k3d
+    /// `docker stop`, a pause, `docker start`) and the inventory has `power.on`, since a
+    /// run killed between the stop and the start leaves the node off; powering on a node
+    /// that runs already does nothing. `None` for an in-band reboot, which the node
+    /// finishes by itself once the command reached it.
+    pub fn reboot_undo(&self, node: &str) -> Option<PowerAction> {
+        let access = self.access(node).ok()?;
+        (access.power.reboot.is_some() && access.power.on.is_some()).then_some(PowerAction::On)
+    }
+
     /// Run an out-of-band power command locally (argv, no shell). `On` has no SSH path;
     /// `Off` and `Reboot` fall back to the in-band `commands.powerOff` / `commands.reboot`
     /// when no `power.off` / `power.reboot` is set.
