@@ -5,17 +5,31 @@
 //! which nodes to bring back. Writes are atomic (temp file in the same directory, fsync,
 //! rename): a reader sees the old journal or the new one, never half of one.
 //!
+//! Several processes may share one journal (two runs on one CI runner, a run beside
+//! `restore`). Every read-modify-write therefore holds an exclusive `flock` on a lock file
+//! beside the journal (`journal.json.lock`; never the journal itself, which each write
+//! replaces by a rename), and reads hold it shared: no process can lose another's entry.
+//!
+//! Its default place is the user's state directory, and the same one under `sudo`: a
+//! process that is root through sudo uses the invoking user's directory (found in the
+//! password database, not guessed from `HOME`, which sudo points at root's) and gives what
+//! it creates there to that user, so `sudo faultline run` and a later `faultline restore`
+//! read one journal.
+//!
 //! Faults and undos are named as experiments and the timeline name actions, in kebab-case:
 //! an entry's `fault` is its action name (`kubelet-stop`, `power-off`), its `undo` is
 //! `{"node": "kubelet-start"}`, `"power-on"` or `{"api": {"kind": "uncordon"}}`. Journals
 //! written before this spelling (`kubeletStart`, `powerOn`) are still read.
 
-use std::fs::{self, File};
+use std::ffi::{CStr, CString, OsString};
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -29,11 +43,28 @@ use crate::execute::{ArmedRestore, Executor, NodeOp, OpOutcome, PowerAction};
 pub(crate) enum Undo {
     /// An operation run on the node.
     Node(NodeOp),
-    /// Out-of-band power on (the undo of a power-off).
+    /// Out-of-band power on (the undo of a power-off, and of an out-of-band reboot cut off
+    /// between its stop and its start).
     #[serde(alias = "powerOn")]
     PowerOn,
     /// A Kubernetes API action (uncordon, untaint), carried out by the caller's API client.
     Api(Action),
+}
+
+/// How the journal undoes a reboot of `node` cut off midway: [`Undo::PowerOn`] when the
+/// node reboots out of band with a `power.on` to bring it back (kind, k3d: `docker stop`,
+/// then `docker start`), `None` when it reboots by itself (see
+/// [`Executor::reboot_undo`]). The fault table gives a reboot no inverse, since a reboot
+/// that ran is over; one interrupted between its stop and its start is not.
+#[allow(
+    dead_code,
+    reason = "for the run's ledger (src/run/ledger.rs), which journals reboots with it"
+)]
+pub(crate) fn reboot_undo(executor: &Executor, node: &str) -> Option<Undo> {
+    match executor.reboot_undo(node)? {
+        PowerAction::On => Some(Undo::PowerOn),
+        _ => None,
+    }
 }
 
 /// One active fault.
@@ -90,6 +121,178 @@ pub(crate) enum JournalError {
         "cannot locate the fault journal: neither XDG_STATE_HOME nor HOME is set; pass --journal"
     )]
     NoHome,
+    /// Running as root through sudo, but the invoking user's home is unknown: using root's
+    /// own journal instead would hide the user's faults from a later `restore`.
+    #[error(
+        "cannot locate the fault journal: running under sudo for `{user}`, whose home \
+         directory is not in the password database; pass --journal"
+    )]
+    NoSudoHome {
+        /// SUDO_USER.
+        user: String,
+    },
+}
+
+/// The environment the journal's default location depends on, read once so that the
+/// decision ([`journal_location`]) is a pure function tests can feed any environment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StateEnv {
+    /// `XDG_STATE_HOME`.
+    pub xdg_state_home: Option<OsString>,
+    /// `HOME`.
+    pub home: Option<OsString>,
+    /// `SUDO_USER`: who ran `sudo`.
+    pub sudo_user: Option<String>,
+    /// `SUDO_UID`, as sudo set it.
+    pub sudo_uid: Option<String>,
+    /// `SUDO_GID`, as sudo set it.
+    pub sudo_gid: Option<String>,
+    /// The process' effective user id.
+    pub euid: u32,
+}
+
+impl StateEnv {
+    /// This process' environment and user.
+    pub(crate) fn current() -> StateEnv {
+        let text = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        StateEnv {
+            xdg_state_home: std::env::var_os("XDG_STATE_HOME"),
+            home: std::env::var_os("HOME"),
+            sudo_user: text("SUDO_USER"),
+            sudo_uid: text("SUDO_UID"),
+            sudo_gid: text("SUDO_GID"),
+            euid: effective_uid(),
+        }
+    }
+
+    /// The user who ran sudo, when this process is root because of it: their name, uid and
+    /// gid (the ids `None` when sudo did not pass them as numbers).
+    fn sudo_invoker(&self) -> Option<(&str, Option<(u32, u32)>)> {
+        let user = self.sudo_user.as_deref().filter(|u| *u != "root")?;
+        if self.euid != 0 {
+            return None;
+        }
+        let id = |v: &Option<String>| v.as_deref().and_then(|v| v.parse::<u32>().ok());
+        Some((user, id(&self.sudo_uid).zip(id(&self.sudo_gid))))
+    }
+}
+
+/// Where the journal is, and for whom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Location {
+    /// The journal file.
+    pub path: PathBuf,
+    /// Owner (uid, gid) to give the directories and files faultline creates for it: the
+    /// invoking user's when running as root through sudo.
+    pub owner: Option<(u32, u32)>,
+    /// The invoking user, when the location was chosen for them under sudo.
+    pub sudo_user: Option<String>,
+}
+
+/// The default journal location for `env`: `$XDG_STATE_HOME/faultline/journal.json`, else
+/// `~/.local/state/faultline/journal.json`. As root through sudo, `~` is the invoking
+/// user's home from `home_of` (the password database), not `HOME` (root's, under sudo's
+/// defaults), and `XDG_STATE_HOME` only counts if sudo kept it, which makes it the user's.
+pub(crate) fn journal_location(
+    env: &StateEnv,
+    home_of: &dyn Fn(&str) -> Option<PathBuf>,
+) -> Result<Location, JournalError> {
+    let xdg = env
+        .xdg_state_home
+        .as_ref()
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let (base, owner, sudo_user) = match env.sudo_invoker() {
+        Some((user, owner)) => {
+            let base = match xdg {
+                Some(x) => x,
+                None => home_of(user)
+                    .ok_or_else(|| JournalError::NoSudoHome { user: user.into() })?
+                    .join(".local/state"),
+            };
+            (base, owner, Some(user.to_string()))
+        }
+        None => {
+            let base = xdg
+                .or_else(|| {
+                    env.home
+                        .as_ref()
+                        .filter(|v| !v.is_empty())
+                        .map(|h| PathBuf::from(h).join(".local/state"))
+                })
+                .ok_or(JournalError::NoHome)?;
+            (base, None, None)
+        }
+    };
+    Ok(Location {
+        path: base.join("faultline/journal.json"),
+        owner,
+        sudo_user,
+    })
+}
+
+/// Who should own what faultline creates for the journal at `path`: the invoking user
+/// when this process is root through sudo and `path` lies in that user's home or state
+/// directory (so a `--journal` in their home works like the default one); else nobody in
+/// particular (the process' own user).
+fn owner_for(
+    path: &Path,
+    env: &StateEnv,
+    home_of: &dyn Fn(&str) -> Option<PathBuf>,
+) -> Option<(u32, u32)> {
+    let (user, owner) = env.sudo_invoker()?;
+    let owner = owner?;
+    let path = std::path::absolute(path).ok()?;
+    let xdg = env
+        .xdg_state_home
+        .as_ref()
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let mine = home_of(user)
+        .into_iter()
+        .chain(xdg)
+        .any(|base| path.starts_with(base));
+    mine.then_some(owner)
+}
+
+/// The home directory of `user` in the password database (`getpwnam_r`).
+pub(crate) fn home_of(user: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = CString::new(user).ok()?;
+    let mut buf = vec![0u8; 4096];
+    loop {
+        // SAFETY: passwd is plain old data, valid when zeroed.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call: `name` is NUL-terminated, `pwd` and
+        // `found` are live locals, and `buf` is writable for `buf.len()` bytes; the strings
+        // written into `pwd` point into `buf`, which outlives their use below.
+        let rc = unsafe {
+            libc::getpwnam_r(
+                name.as_ptr(),
+                &mut pwd,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
+            return None;
+        }
+        // SAFETY: on success pw_dir points at a NUL-terminated string inside `buf`.
+        let dir = unsafe { CStr::from_ptr(pwd.pw_dir) };
+        let dir = std::ffi::OsStr::from_bytes(dir.to_bytes());
+        return (!dir.is_empty()).then(|| PathBuf::from(dir));
+    }
+}
+
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// The journal file and its current content.
@@ -97,28 +300,39 @@ pub(crate) enum JournalError {
 pub(crate) struct Journal {
     path: PathBuf,
     entries: Vec<Entry>,
+    /// Owner for the directories and files created for it (see [`Location::owner`]).
+    owner: Option<(u32, u32)>,
 }
 
 impl Journal {
-    /// `$XDG_STATE_HOME/faultline/journal.json`, else `~/.local/state/faultline/journal.json`.
-    pub(crate) fn default_path() -> Result<PathBuf, JournalError> {
-        let base = std::env::var_os("XDG_STATE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .filter(|v| !v.is_empty())
-                    .map(|h| PathBuf::from(h).join(".local/state"))
-            })
-            .ok_or(JournalError::NoHome)?;
-        Ok(base.join("faultline/journal.json"))
+    /// The default location for this process (see [`journal_location`]).
+    pub(crate) fn default_location() -> Result<Location, JournalError> {
+        journal_location(&StateEnv::current(), &home_of)
     }
 
-    /// Open (or start) the journal at `path`; a missing file is an empty journal.
+    /// Open (or start) the journal at `path`; a missing file is an empty journal. Under
+    /// sudo, what is created for a journal in the invoking user's home is given to them.
     pub(crate) fn open(path: impl AsRef<Path>) -> Result<Journal, JournalError> {
+        let path = path.as_ref();
+        Journal::open_as(path, owner_for(path, &StateEnv::current(), &home_of))
+    }
+
+    /// Open (or start) the journal at `path`, giving the directories and files it creates
+    /// to `owner` (uid, gid) when set.
+    pub(crate) fn open_as(
+        path: impl AsRef<Path>,
+        owner: Option<(u32, u32)>,
+    ) -> Result<Journal, JournalError> {
         let path = path.as_ref().to_path_buf();
-        let entries = read(&path)?;
-        Ok(Journal { path, entries })
+        let entries = {
+            let _shared = lock(&path, Lock::Shared, owner)?;
+            read(&path)?
+        };
+        Ok(Journal {
+            path,
+            entries,
+            owner,
+        })
     }
 
     /// Add (or replace, by id) one entry and persist it (the runner journals a step's
@@ -132,11 +346,12 @@ impl Journal {
     /// are injected: a step faulting
     /// twenty nodes journals them together instead of syncing the disk twenty times.
     pub(crate) fn record_all(&mut self, new: Vec<Entry>) -> Result<(), JournalError> {
-        // Re-read so a concurrent run's entries are not lost.
+        // Under the lock, re-read: another process' entries written since are kept.
+        let _exclusive = lock(&self.path, Lock::Exclusive, self.owner)?;
         let mut entries = read(&self.path)?;
         entries.retain(|e| !new.iter().any(|n| n.id == e.id));
         entries.extend(new);
-        write_atomic(&self.path, &entries)?;
+        write_atomic(&self.path, &entries, self.owner)?;
         self.entries = entries;
         Ok(())
     }
@@ -148,18 +363,19 @@ impl Journal {
 
     /// Removes several entries with one durable write; returns how many were there.
     pub(crate) fn clear_all(&mut self, ids: &[&str]) -> Result<usize, JournalError> {
+        let _exclusive = lock(&self.path, Lock::Exclusive, self.owner)?;
         let mut entries = read(&self.path)?;
         let before = entries.len();
         entries.retain(|e| !ids.contains(&e.id.as_str()));
         let removed = before - entries.len();
         if removed > 0 {
-            write_atomic(&self.path, &entries)?;
+            write_atomic(&self.path, &entries, self.owner)?;
         }
         self.entries = entries;
         Ok(removed)
     }
 
-    /// Active faults on one cluster, oldest first.
+    /// Active faults on one cluster, in the order they were journaled.
     pub(crate) fn active(&self, cluster: &str) -> Vec<Entry> {
         self.entries
             .iter()
@@ -176,6 +392,86 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
     }
 }
 
+/// The lock file of the journal at `path`: beside it, never the journal itself, which
+/// every write replaces by a rename (a lock on the old file would guard nothing).
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path
+        .file_name()
+        .map(OsString::from)
+        .unwrap_or_else(|| "journal.json".into());
+    name.push(".lock");
+    path.with_file_name(name)
+}
+
+/// What a lock is held for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lock {
+    /// Reading: other readers may hold it too.
+    Shared,
+    /// A read-modify-write.
+    Exclusive,
+}
+
+/// Takes `how` on the journal's lock file, waiting for it; released when the returned
+/// file is dropped (the process dying releases it too, so a lock is never left behind).
+/// A shared lock is best effort: without the journal's directory there is nothing to
+/// read, and a reader that may not create the lock file still reads a whole journal,
+/// since writes are atomic renames.
+fn lock(path: &Path, how: Lock, owner: Option<(u32, u32)>) -> Result<Option<File>, JournalError> {
+    let file = lock_path(path);
+    let dir = parent_dir(path);
+    if how == Lock::Shared && !dir.is_dir() {
+        return Ok(None);
+    }
+    if how == Lock::Exclusive {
+        create_dir_owned(dir, owner).map_err(io_err(dir))?;
+    }
+    let existed = file.exists();
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&file)
+        // One made by another user (root through sudo, say) can still be locked read-only.
+        .or_else(|_| File::open(&file));
+    let f = match opened {
+        Ok(f) => f,
+        Err(e) if how == Lock::Shared => {
+            tracing::debug!("reading {} without its lock: {e}", path.display());
+            return Ok(None);
+        }
+        Err(e) => return Err(io_err(&file)(e)),
+    };
+    if !existed && let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(&file, Some(uid), Some(gid)).map_err(io_err(&file))?;
+    }
+    match how {
+        Lock::Shared => f.lock_shared(),
+        Lock::Exclusive => f.lock(),
+    }
+    .map_err(io_err(&file))?;
+    Ok(Some(f))
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// `create_dir_all`, giving each directory it creates to `owner` when set.
+fn create_dir_owned(dir: &Path, owner: Option<(u32, u32)>) -> std::io::Result<()> {
+    let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
+    fs::create_dir_all(dir)?;
+    if let Some((uid, gid)) = owner {
+        for d in missing.iter().rev() {
+            std::os::unix::fs::chown(d, Some(uid), Some(gid))?;
+        }
+    }
+    Ok(())
+}
+
 fn read(path: &Path) -> Result<Vec<Entry>, JournalError> {
     match fs::read(path) {
         Ok(bytes) => serde_json::from_slice::<JournalFile>(&bytes)
@@ -189,13 +485,16 @@ fn read(path: &Path) -> Result<Vec<Entry>, JournalError> {
     }
 }
 
-/// Temp file in the same directory, fsync, rename over, fsync the directory.
-fn write_atomic(path: &Path, entries: &[Entry]) -> Result<(), JournalError> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(io_err(dir))?;
+/// Temp file in the same directory, fsync, rename over, fsync the directory. Called with
+/// the exclusive lock held.
+fn write_atomic(
+    path: &Path,
+    entries: &[Entry],
+    owner: Option<(u32, u32)>,
+) -> Result<(), JournalError> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let dir = parent_dir(path);
+    create_dir_owned(dir, owner).map_err(io_err(dir))?;
     let body = serde_json::to_vec_pretty(&JournalFile {
         version: 1,
         faults: entries.to_vec(),
@@ -208,11 +507,18 @@ fn write_atomic(path: &Path, entries: &[Entry]) -> Result<(), JournalError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "journal.json".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
     let result = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(&body)?;
         f.sync_all()?;
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(&tmp, Some(uid), Some(gid))?;
+        }
         fs::rename(&tmp, path)?;
         // Make the rename itself durable.
         File::open(dir)?.sync_all()
@@ -289,8 +595,12 @@ pub(crate) struct RestoreOutcome {
     pub attempts: u32,
     /// The successful undo, if any.
     pub outcome: Option<OpOutcome>,
-    /// Last error when every attempt failed (the entry stays in the journal).
+    /// Last error when every attempt failed (the entry stays in the journal, and its
+    /// self-restore stays armed).
     pub error: Option<String>,
+    /// Something that went wrong after the undo succeeded (its self-restore could not be
+    /// disarmed, so it will run the undo once more at its deadline).
+    pub warning: Option<String>,
 }
 
 impl RestoreOutcome {
@@ -301,8 +611,33 @@ impl RestoreOutcome {
     }
 }
 
-/// Undo every active fault of `cluster`, retrying with backoff; clear each on success.
-/// Node operations and power go through `executor`; API undos through `api`.
+/// `entries` grouped by node (nodes in the order they first appear), each node's newest
+/// fault first: the order a node's faults must be undone in (a node whose kubelet was
+/// stopped and which was then powered off is powered on before its kubelet is started).
+/// Faults journaled at the same instant go by their order in the journal, later first.
+fn newest_first_by_node(entries: Vec<Entry>) -> Vec<Vec<Entry>> {
+    let mut by_node: Vec<Vec<(usize, Entry)>> = Vec::new();
+    for (i, e) in entries.into_iter().enumerate() {
+        match by_node.iter_mut().find(|n| n[0].1.node == e.node) {
+            Some(n) => n.push((i, e)),
+            None => by_node.push(vec![(i, e)]),
+        }
+    }
+    by_node
+        .into_iter()
+        .map(|mut faults| {
+            faults.sort_by(|(i, a), (j, b)| b.injected_at.cmp(&a.injected_at).then(j.cmp(i)));
+            faults.into_iter().map(|(_, e)| e).collect()
+        })
+        .collect()
+}
+
+/// Undo every active fault of `cluster`, retrying with backoff: all nodes at once, each
+/// node's faults newest first, as a run's safety net does. Only once a fault's undo has
+/// succeeded is its self-restore disarmed and its entry cleared; a fault whose undo keeps
+/// failing keeps both, so the node still has its own way back. Node operations and power
+/// go through `executor`; API undos through `api`. Outcomes come node by node, newest
+/// fault first.
 pub(crate) async fn restore_all_with<F>(
     journal: &mut Journal,
     executor: &Executor,
@@ -313,46 +648,77 @@ pub(crate) async fn restore_all_with<F>(
 where
     F: AsyncFn(&str, &Action, Duration) -> Result<OpOutcome, String>,
 {
-    let mut results = Vec::new();
-    for entry in journal.active(cluster) {
-        if let Some(armed) = &entry.armed_restore {
-            // Best effort: the node may be down, and the undo below is what counts.
-            if let Err(e) = executor.disarm(&entry.node, armed).await {
-                tracing::debug!(node = %entry.node, "disarm before restore failed: {e}");
-            }
+    let nodes = newest_first_by_node(journal.active(cluster));
+    let journal = std::sync::Mutex::new(journal);
+    let (journal, api) = (&journal, &api);
+    let per_node = join_all(nodes.into_iter().map(|faults| async move {
+        let mut outcomes = Vec::new();
+        for entry in faults {
+            outcomes.push(restore_one(entry, executor, policy, api, journal).await);
         }
-        let undo = async || match &entry.undo {
-            Undo::Node(op) => executor
-                .perform(&entry.node, op, policy.timeout)
-                .await
-                .map_err(|e| e.to_string()),
-            Undo::PowerOn => executor
-                .power(&entry.node, PowerAction::On, policy.timeout)
-                .await
-                .map_err(|e| e.to_string()),
-            Undo::Api(action) => api(&entry.node, action, policy.timeout).await,
-        };
-        let (result, attempts) = undo_with_retries(policy, &entry.node, &entry.fault, undo).await;
-        let (outcome, error) = match result {
-            Ok(done) => match journal.clear(&entry.id) {
-                Ok(_) => (Some(done), None),
-                Err(e) => (
-                    Some(done),
-                    Some(format!("undone, but the journal could not be updated: {e}")),
-                ),
-            },
-            Err(e) => (None, Some(e)),
-        };
-        results.push(RestoreOutcome {
-            id: entry.id.clone(),
-            node: entry.node.clone(),
-            fault: entry.fault.clone(),
-            attempts,
-            outcome,
-            error,
-        });
+        outcomes
+    }))
+    .await;
+    per_node.into_iter().flatten().collect()
+}
+
+/// Undoes one journaled fault; once that succeeded, disarms its self-restore and clears it.
+async fn restore_one<F>(
+    entry: Entry,
+    executor: &Executor,
+    policy: &RetryPolicy,
+    api: &F,
+    journal: &std::sync::Mutex<&mut Journal>,
+) -> RestoreOutcome
+where
+    F: AsyncFn(&str, &Action, Duration) -> Result<OpOutcome, String>,
+{
+    let undo = async || match &entry.undo {
+        Undo::Node(op) => executor
+            .perform(&entry.node, op, policy.timeout)
+            .await
+            .map_err(|e| e.to_string()),
+        Undo::PowerOn => executor
+            .power(&entry.node, PowerAction::On, policy.timeout)
+            .await
+            .map_err(|e| e.to_string()),
+        Undo::Api(action) => api(&entry.node, action, policy.timeout).await,
+    };
+    let (result, attempts) = undo_with_retries(policy, &entry.node, &entry.fault, undo).await;
+    let mut out = RestoreOutcome {
+        id: entry.id.clone(),
+        node: entry.node.clone(),
+        fault: entry.fault.clone(),
+        attempts,
+        outcome: None,
+        error: None,
+        warning: None,
+    };
+    let done = match result {
+        Ok(done) => done,
+        // The entry and the self-restore armed on the node both stay.
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
+    };
+    out.outcome = Some(done);
+    if let Some(armed) = &entry.armed_restore
+        && let Err(e) = executor.disarm(&entry.node, armed).await
+    {
+        out.warning = Some(format!(
+            "its self-restore could not be disarmed ({e}); it will run the undo again at \
+             its deadline"
+        ));
     }
-    results
+    let cleared = journal
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clear(&entry.id);
+    if let Err(e) = cleared {
+        out.error = Some(format!("undone, but the journal could not be updated: {e}"));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -398,9 +764,11 @@ mod tests {
             .filter_map(Result::ok)
             .map(|e| e.file_name())
             .collect();
+        let mut leftovers = leftovers;
+        leftovers.sort();
         assert_eq!(
             leftovers,
-            vec![std::ffi::OsString::from("journal.json")],
+            ["journal.json", "journal.json.lock"].map(OsString::from),
             "no temp files"
         );
     }
@@ -528,12 +896,17 @@ mod tests {
         };
         let out = restore_all_with(&mut j, &executor(), "c", &policy, no_api).await;
         assert_eq!(out.len(), 3);
-        assert!(out[0].restored() && out[0].attempts == 1);
+        let of = |id: &str| {
+            out.iter()
+                .find(|o| o.id == id)
+                .expect("an outcome per entry")
+        };
+        assert!(of("ok").restored() && of("ok").attempts == 1);
         assert!(flag.exists());
-        assert!(!out[1].restored());
-        assert_eq!(out[1].attempts, 3);
+        assert!(!of("bad").restored());
+        assert_eq!(of("bad").attempts, 3);
         assert!(
-            out[2]
+            of("power")
                 .error
                 .as_deref()
                 .unwrap_or("")
@@ -547,5 +920,316 @@ mod tests {
             .collect();
         assert_eq!(left, ["bad", "power"]);
         assert_eq!(j.active("d").len(), 1, "other clusters untouched");
+    }
+
+    fn at(id: &str, secs: i64, undo: Undo) -> Entry {
+        Entry {
+            injected_at: DateTime::<Utc>::from_timestamp(1_700_000_000 + secs, 0).expect("time"),
+            ..entry(id, "c", undo)
+        }
+    }
+
+    #[test]
+    fn concurrent_writers_lose_no_entries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("journal.json");
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut j = Journal::open(&path).expect("open");
+                    for i in 0..12 {
+                        j.record_all(vec![
+                            entry(&format!("keep-{t}-{i}"), "c", Undo::PowerOn),
+                            entry(&format!("drop-{t}-{i}"), "c", Undo::PowerOn),
+                        ])
+                        .expect("record");
+                        let gone = format!("drop-{t}-{i}");
+                        assert_eq!(j.clear_all(&[gone.as_str()]).expect("clear"), 1);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("writer thread");
+        }
+        let mut ids: Vec<String> = Journal::open(&path)
+            .expect("read")
+            .active("c")
+            .into_iter()
+            .map(|e| e.id)
+            .collect();
+        ids.sort();
+        let mut want: Vec<String> = (0..8)
+            .flat_map(|t| (0..12).map(move |i| format!("keep-{t}-{i}")))
+            .collect();
+        want.sort();
+        assert_eq!(
+            ids, want,
+            "every writer's entries survive, no cleared one comes back"
+        );
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_lock_beside_the_journal() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("journal.json");
+        let lock = File::create(dir.path().join("journal.json.lock")).expect("lock file");
+        lock.lock().expect("hold the lock");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut j = Journal::open(&path).expect("open");
+                j.record(entry("a", "c", Undo::PowerOn)).expect("record");
+                tx.send(()).expect("send");
+            })
+        };
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "record went ahead while another process held the journal's lock"
+        );
+        lock.unlock().expect("unlock");
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("record goes ahead once the lock is free");
+        writer.join().expect("writer");
+        assert_eq!(Journal::open(&path).expect("read").active("c").len(), 1);
+    }
+
+    fn quick() -> RetryPolicy {
+        RetryPolicy {
+            attempts: 1,
+            first_delay: Duration::from_millis(10),
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    async fn no_api(_: &str, _: &Action, _: Duration) -> Result<OpOutcome, String> {
+        Err("no API in this test".into())
+    }
+
+    #[tokio::test]
+    async fn restore_undoes_a_nodes_faults_newest_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("journal.json");
+        let log = dir.path().join("log");
+        let say =
+            |word: &str| Undo::Node(NodeOp::Run(format!("echo {word} >> '{}'", log.display())));
+        let mut j = Journal::open(&path).expect("open");
+        // kubelet stopped first, then the node powered off: written in that order.
+        j.record(at("kubelet", 0, say("kubelet-start"))).expect("w");
+        j.record(at("power", 10, say("power-on"))).expect("w");
+        let out = restore_all_with(&mut j, &executor(), "c", &quick(), no_api).await;
+        assert!(out.iter().all(RestoreOutcome::restored), "{out:?}");
+        assert_eq!(
+            fs::read_to_string(&log).expect("log"),
+            "power-on\nkubelet-start\n",
+            "the node is powered on before its kubelet is started"
+        );
+    }
+
+    fn alive(armed: &ArmedRestore) -> bool {
+        let pid = armed.pid.expect("default arm prints its pid");
+        fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains(&armed.token))
+            .unwrap_or(false)
+    }
+
+    /// Whether `cond` holds within two seconds (a process takes a moment to start or die).
+    fn settles(cond: impl Fn() -> bool) -> bool {
+        let until = std::time::Instant::now() + Duration::from_secs(2);
+        while !cond() {
+            if std::time::Instant::now() > until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+
+    #[tokio::test]
+    async fn restore_disarms_only_what_it_undid() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("journal.json");
+        let ex = executor();
+        let later = Duration::from_secs(120);
+        let fired = dir.path().join("fired");
+        let touch = NodeOp::Run(format!("touch '{}'", fired.display()));
+        let stuck = ex
+            .arm_restore("n1", &touch, later, "stuck")
+            .await
+            .expect("arm");
+        let fine = ex
+            .arm_restore("n1", &touch, later, "fine")
+            .await
+            .expect("arm");
+        assert!(settles(|| alive(&stuck) && alive(&fine)), "armed");
+        let mut j = Journal::open(&path).expect("open");
+        j.record(Entry {
+            armed_restore: Some(stuck.clone()),
+            ..at("stuck", 0, Undo::Node(NodeOp::Run("exit 7".into())))
+        })
+        .expect("w");
+        j.record(Entry {
+            armed_restore: Some(fine.clone()),
+            ..at("fine", 1, Undo::Node(NodeOp::Run("true".into())))
+        })
+        .expect("w");
+        let out = restore_all_with(&mut j, &ex, "c", &quick(), no_api).await;
+        let stuck_alive = alive(&stuck);
+        let _ = ex.disarm("n1", &stuck).await;
+        assert_eq!(out.len(), 2);
+        assert!(
+            stuck_alive,
+            "a fault whose undo failed keeps its self-restore armed on the node"
+        );
+        assert!(
+            settles(|| !alive(&fine)),
+            "an undone fault's self-restore is disarmed"
+        );
+        let left = Journal::open(&path).expect("read").active("c");
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].id, "stuck");
+        assert_eq!(left[0].armed_restore.as_ref(), Some(&stuck));
+        assert!(!fired.exists());
+    }
+
+    fn env(euid: u32, home: &str, sudo: Option<(&str, &str, &str)>) -> StateEnv {
+        StateEnv {
+            xdg_state_home: None,
+            home: Some(home.into()),
+            sudo_user: sudo.map(|s| s.0.to_string()),
+            sudo_uid: sudo.map(|s| s.1.to_string()),
+            sudo_gid: sudo.map(|s| s.2.to_string()),
+            euid,
+        }
+    }
+
+    fn passwd(user: &str) -> Option<PathBuf> {
+        (user == "alice").then(|| PathBuf::from("/srv/people/alice"))
+    }
+
+    #[test]
+    fn the_journal_is_in_the_same_place_with_and_without_sudo() {
+        let plain = journal_location(&env(1000, "/srv/people/alice", None), &passwd).expect("path");
+        assert_eq!(
+            plain.path,
+            Path::new("/srv/people/alice/.local/state/faultline/journal.json")
+        );
+        assert_eq!(plain.owner, None);
+        // `sudo faultline …`: HOME is root's, the invoking user is in SUDO_*.
+        let sudo = journal_location(&env(0, "/root", Some(("alice", "1000", "1001"))), &passwd)
+            .expect("path");
+        assert_eq!(sudo.path, plain.path, "sudo finds the user's journal");
+        assert_eq!(
+            sudo.owner,
+            Some((1000, 1001)),
+            "files made as root go to alice"
+        );
+        assert_eq!(sudo.sudo_user.as_deref(), Some("alice"));
+        // XDG_STATE_HOME kept through sudo (-E) is the user's.
+        let kept = journal_location(
+            &StateEnv {
+                xdg_state_home: Some("/srv/state".into()),
+                ..env(0, "/root", Some(("alice", "1000", "1001")))
+            },
+            &passwd,
+        )
+        .expect("path");
+        assert_eq!(kept.path, Path::new("/srv/state/faultline/journal.json"));
+        // root itself (no sudo, or `sudo` from a root shell) keeps root's journal.
+        for e in [
+            env(0, "/root", None),
+            env(0, "/root", Some(("root", "0", "0"))),
+        ] {
+            let root = journal_location(&e, &passwd).expect("path");
+            assert_eq!(
+                root.path,
+                Path::new("/root/.local/state/faultline/journal.json")
+            );
+            assert_eq!(root.owner, None);
+        }
+        // `sudo -u bob`: the process is bob, HOME is bob's.
+        let bob = journal_location(
+            &env(1002, "/home/bob", Some(("alice", "1000", "1001"))),
+            &passwd,
+        )
+        .expect("path");
+        assert_eq!(
+            bob.path,
+            Path::new("/home/bob/.local/state/faultline/journal.json")
+        );
+        // A sudo user with no passwd entry is an error, not root's journal in silence.
+        let err = journal_location(&env(0, "/root", Some(("ghost", "1003", "1003"))), &passwd)
+            .expect_err("unknown user");
+        assert!(err.to_string().contains("ghost"), "{err}");
+    }
+
+    #[test]
+    fn files_made_for_the_sudo_user_belong_to_them() {
+        if effective_uid() != 0 {
+            println!("SKIP: chown needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("home/.local/state/faultline/journal.json");
+        let mut j = Journal::open_as(&path, Some((12345, 12346))).expect("open");
+        j.record(entry("a", "c", Undo::PowerOn)).expect("w");
+        use std::os::unix::fs::MetadataExt;
+        for p in [
+            dir.path().join("home"),
+            dir.path().join("home/.local"),
+            dir.path().join("home/.local/state"),
+            dir.path().join("home/.local/state/faultline"),
+            path.clone(),
+            dir.path()
+                .join("home/.local/state/faultline/journal.json.lock"),
+        ] {
+            let m = fs::metadata(&p).expect("exists");
+            assert_eq!((m.uid(), m.gid()), (12345, 12346), "{}", p.display());
+        }
+        let m = fs::metadata(dir.path()).expect("exists");
+        assert_eq!(m.uid(), 0, "what existed before is left alone");
+    }
+
+    #[tokio::test]
+    async fn a_reboot_cut_off_out_of_band_is_journaled_with_power_on_as_its_undo() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let off = dir.path().join("off");
+        // A container node: reboot = stop, pause, start; the run is killed in the pause.
+        let text = format!(
+            "cluster: {{name: c}}\ntransport: exec\nexec: [sh, -c, \"{{command}}\"]\nnodes:\n\
+             - name: kind\n  power:\n    on: [rm, -f, '{off}']\n    \
+             reboot: [sh, -c, 'touch \"$0\"; sleep 30; rm -f \"$0\"', '{off}']\n\
+             - {{name: metal, power: {{on: [\"true\"]}}}}\n- {{name: vm}}\n",
+            off = off.display()
+        );
+        let ex = Executor::new(Inventory::parse(&text, Path::new("t.yaml")).expect("valid"));
+        assert_eq!(reboot_undo(&ex, "kind"), Some(Undo::PowerOn));
+        assert_eq!(
+            reboot_undo(&ex, "metal"),
+            None,
+            "in-band reboot: no power.reboot"
+        );
+        assert_eq!(reboot_undo(&ex, "vm"), None, "nothing can power it on");
+        assert_eq!(reboot_undo(&ex, "nowhere"), None);
+
+        let path = dir.path().join("journal.json");
+        let mut j = Journal::open(&path).expect("open");
+        j.record(Entry {
+            node: "kind".into(),
+            fault: "reboot".into(),
+            ..entry("r", "c", reboot_undo(&ex, "kind").expect("undo"))
+        })
+        .expect("journaled before the reboot");
+        let cut = ex
+            .power("kind", PowerAction::Reboot, Duration::from_millis(500))
+            .await;
+        assert!(cut.is_err(), "the reboot was cut off: {cut:?}");
+        assert!(off.exists(), "stopped, never started again");
+        let out = restore_all_with(&mut j, &ex, "c", &quick(), no_api).await;
+        assert!(out.iter().all(RestoreOutcome::restored), "{out:?}");
+        assert!(!off.exists(), "restore powered it on");
+        assert!(j.active("c").is_empty());
     }
 }

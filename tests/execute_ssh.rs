@@ -50,6 +50,12 @@ fn executor_with(ssh: &str, address: &str, commands: &str) -> Executor {
 
 const T: Duration = Duration::from_secs(10);
 
+/// What a machine going down looks like from here: the session's sshd process dies. The
+/// command is its grandchild (the node's `timeout` sits between), so it is looked for
+/// among the command's ancestors.
+const KILL_SSHD: &str = "p=$PPID; while [ \"$p\" -gt 1 ] && ! grep -q '^sshd' /proc/$p/comm; \
+                         do p=$(awk '{print $4}' /proc/$p/stat); done; kill -KILL $p; sleep 5";
+
 #[tokio::test]
 async fn command_runs_and_returns_output_and_exit_code() {
     let Some(sshd) = start_sshd() else { return };
@@ -126,7 +132,7 @@ async fn command_timeout_is_enforced_by_the_outer_timeout() {
         .await
         .expect_err("times out");
     let took = start.elapsed();
-    assert!(matches!(err, ExecError::Timeout { .. }), "{err}");
+    assert!(matches!(err, ExecError::TimedOutEnded { .. }), "{err}");
     assert!(took < Duration::from_secs(3), "took {took:?}");
 }
 
@@ -134,18 +140,14 @@ async fn command_timeout_is_enforced_by_the_outer_timeout() {
 async fn dropped_connection_during_reboot_is_success() {
     let Some(sshd) = start_sshd() else { return };
     // Killing the session's sshd process is what a reboot looks like from here.
-    let ex = executor(&sshd, "known_hosts", "  reboot: kill -KILL $PPID; sleep 5");
+    let ex = executor(&sshd, "known_hosts", &format!("  reboot: {KILL_SSHD}"));
     let out = ex
         .perform("local", &NodeOp::Reboot, T)
         .await
         .expect("dropped is ok");
     assert!(out.dropped, "{out:?}");
     // The same drop for an ordinary operation is an error.
-    let ex = executor(
-        &sshd,
-        "known_hosts",
-        "  kubeletStop: kill -KILL $PPID; sleep 5",
-    );
+    let ex = executor(&sshd, "known_hosts", &format!("  kubeletStop: {KILL_SSHD}"));
     let err = ex
         .perform("local", &NodeOp::KubeletStop, T)
         .await
@@ -391,14 +393,14 @@ async fn timeouts_and_drops_through_a_jump_host_are_what_they_are_directly() {
     let ex = executor_with(
         &through(&node, &jump, "known_hosts_both"),
         "127.0.0.1",
-        "  heal: sleep 30\n  reboot: kill -KILL $PPID; sleep 5\n  kubeletStop: kill -KILL $PPID; sleep 5",
+        &format!("  heal: sleep 30\n  reboot: {KILL_SSHD}\n  kubeletStop: {KILL_SSHD}"),
     );
     let start = Instant::now();
     let err = ex
         .perform("local", &NodeOp::Heal, Duration::from_secs(2))
         .await
         .expect_err("times out");
-    assert!(matches!(err, ExecError::Timeout { .. }), "{err}");
+    assert!(matches!(err, ExecError::TimedOutEnded { .. }), "{err}");
     assert!(
         start.elapsed() < Duration::from_secs(3),
         "took {:?}",
@@ -693,4 +695,32 @@ async fn sudo_with_the_password_from_the_environment_and_a_wrong_one() {
     let text = format!("{err} {err:?}");
     assert!(text.contains("refused the password from $PATH"), "{text}");
     assert!(!text.contains(&std::env::var("PATH").unwrap()), "{text}");
+}
+
+#[tokio::test]
+async fn a_timed_out_command_is_ended_on_the_node() {
+    let Some(sshd) = start_sshd() else { return };
+    let flag = sshd.dir.path().join("late");
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!("  heal: sleep 3; touch {}", flag.display()),
+    );
+    let start = Instant::now();
+    let err = ex
+        .perform("local", &NodeOp::Heal, Duration::from_secs(1))
+        .await
+        .expect_err("times out");
+    assert!(err.to_string().contains("did not finish within"), "{err}");
+    assert!(matches!(err, ExecError::TimedOutEnded { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        !flag.exists(),
+        "the command went on on the node after perform returned its timeout"
+    );
 }

@@ -171,3 +171,58 @@ fn overlapping_outages_written_node_by_node_are_refused_offline_with_the_interva
         "{stdout}"
     );
 }
+
+/// `sudo faultline restore`: HOME is root's, but the journal read is the invoking user's
+/// (from the password database), and restore says which file it read.
+#[test]
+fn restore_under_sudo_reads_the_invoking_users_journal_and_says_which() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI runs as root: this test must run there"
+        );
+        println!("SKIP: needs root, as under sudo");
+        return;
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let Some(home) = passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.first() == Some(&"daemon")).then(|| f.get(5).map(|h| h.to_string()))?
+    }) else {
+        println!("SKIP: no user `daemon` in /etc/passwd");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = inventory(dir.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["restore", "--inventory"])
+        .arg(&inv)
+        .env_remove("FAULTLINE_JOURNAL")
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("KUBECONFIG")
+        .env("HOME", dir.path().join("root-home"))
+        .env("SUDO_USER", "daemon")
+        .env("SUDO_UID", "1")
+        .env("SUDO_GID", "1")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("faultline runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let want = format!(
+        "journal: {}/.local/state/faultline/journal.json (0 fault(s) for cluster gone; the \
+         journal of daemon, who ran sudo)",
+        home.trim_end_matches('/')
+    );
+    assert!(
+        stdout.lines().any(|l| l == want),
+        "wanted `{want}` in:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        !dir.path().join("root-home").exists(),
+        "root's HOME untouched"
+    );
+}

@@ -413,11 +413,21 @@ fn load_inventory(path: &std::path::Path, api: &ApiArgs) -> Option<crate::invent
     }
 }
 
-/// The journal path: given, or the default location.
+/// The journal path: given, or the default location (the invoking user's under sudo).
 fn journal_path(given: Option<PathBuf>) -> Result<PathBuf, String> {
+    journal_location(given).map(|l| l.path)
+}
+
+/// The journal's location: `--journal` when given, else the default one, with whose it is
+/// when sudo chose it, so that commands can say which file they read.
+fn journal_location(given: Option<PathBuf>) -> Result<crate::journal::Location, String> {
     match given {
-        Some(p) => Ok(p),
-        None => crate::journal::Journal::default_path().map_err(|e| e.to_string()),
+        Some(path) => Ok(crate::journal::Location {
+            path,
+            owner: None,
+            sudo_user: None,
+        }),
+        None => crate::journal::Journal::default_location().map_err(|e| e.to_string()),
     }
 }
 

@@ -7,7 +7,7 @@ use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
 use crate::cluster::snapshot;
 use crate::execute::{Executor, OpOutcome};
 use crate::experiment::model::Action;
-use crate::journal::{Journal, RetryPolicy, restore_all_with};
+use crate::journal::{Journal, Location, RetryPolicy, restore_all_with};
 use crate::run::act::Actor;
 use crate::run::restored;
 
@@ -20,13 +20,14 @@ pub(super) async fn restore(
     let Some(inventory) = super::load_inventory(inventory, api) else {
         return EXIT_ERROR;
     };
-    let path = match super::journal_path(journal) {
-        Ok(p) => p,
+    let location = match super::journal_location(journal) {
+        Ok(l) => l,
         Err(e) => {
             eprintln!("{e}");
             return EXIT_ERROR;
         }
     };
+    let path = location.path.clone();
     let mut journal = match Journal::open(&path) {
         Ok(j) => j,
         Err(e) => {
@@ -35,6 +36,12 @@ pub(super) async fn restore(
         }
     };
     let cluster = inventory.cluster().name.clone();
+    // Which file was read, always: a journal looked for in the wrong place (another
+    // user's, root's) must not pass for an empty one.
+    println!(
+        "{}",
+        journal_line(&location, journal.active(&cluster).len(), &cluster)
+    );
     let executor = Executor::new(inventory.clone());
     let snapshot_path = snapshot::path_beside(&path, &cluster);
     let before = match snapshot::load(&snapshot_path) {
@@ -115,8 +122,20 @@ pub(super) async fn restore(
             ),
             Some(e) => {
                 failed += 1;
-                println!("NOT restored {} on {}: {e}", o.fault, o.node);
+                println!(
+                    "NOT restored {} on {}: {e} (it stays in the journal{})",
+                    o.fault,
+                    o.node,
+                    if o.outcome.is_none() {
+                        ", and its self-restore, if one was armed, stays armed"
+                    } else {
+                        ""
+                    }
+                );
             }
+        }
+        if let Some(w) = &o.warning {
+            println!("  {} on {}: {w}", o.fault, o.node);
         }
     }
     println!(
@@ -138,6 +157,19 @@ pub(super) async fn restore(
         code = code.max(compared);
     }
     code
+}
+
+/// `journal: PATH (N faults for cluster C)`, saying whose journal it is when sudo chose it.
+fn journal_line(location: &Location, faults: usize, cluster: &str) -> String {
+    let whose = location
+        .sudo_user
+        .as_deref()
+        .map(|u| format!("; the journal of {u}, who ran sudo"))
+        .unwrap_or_default();
+    format!(
+        "journal: {} ({faults} fault(s) for cluster {cluster}{whose})",
+        location.path.display()
+    )
 }
 
 /// Compares the cluster with the snapshot a run took before its first fault, waiting for

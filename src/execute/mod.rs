@@ -4,6 +4,32 @@
 //!
 //! Nothing here looks at the Kubernetes API: this stage only makes things happen on
 //! machines and says precisely what happened.
+//!
+//! # When a call returns, its command is over
+//!
+//! [`Executor::perform`], [`Executor::power`], [`Executor::arm_restore`] and the other
+//! calls that run a command return only once that command is over where it runs: it
+//! finished, or it was ended. A command still running after its step gave up on it could
+//! apply a fault after the run's undo, with nothing left to undo it.
+//!
+//! Cutting the client off is not enough for that: closing an SSH session does not stop
+//! the remote shell (no terminal, no SIGHUP), and killing `docker exec` or `oc debug`
+//! leaves the process in the container or on the host running. So the NODE enforces the
+//! deadline: every command is sent as `exec timeout -k 5 <secs> sh -c '<command>'`
+//! ([`KILL_AFTER_SECS`]; `timeout` is GNU coreutils on the distributions the profiles
+//! cover, BusyBox 1.35 or later on k3s images). When the time limit passes, faultline
+//! keeps the session (or the local client) and waits, a few seconds at most, to hear the
+//! command end there; only when it cannot hear that does it cut the session, kill the
+//! local client and wait for it, and say so. The two outcomes are distinct errors:
+//! [`ExecError::TimedOutEnded`] (it was ended, or never started) and
+//! [`ExecError::TimedOutUnconfirmed`] (the node's deadline ends it, but nobody saw it).
+//! Local argv commands (out-of-band power) run in a process group of their own, which is
+//! killed and reaped on a timeout. A call takes at most [`Executor::longest_wait`] for a
+//! given time limit; dropping its future instead (an outer `tokio::time::timeout`) cuts
+//! the session and kills the local process group, but confirms nothing.
+//!
+//! Reboots and power-offs are the exception: their session dropping, or their command
+//! hanging past the limit once sent, is the expected outcome and counts as success.
 
 mod bridge;
 mod local;
@@ -30,6 +56,37 @@ pub use crate::experiment::fault::{NodeOp, PowerAction};
 /// k3d) is restarted on a kernel that did not reboot.
 pub const DEFAULT_BOOT_ID: &str =
     "cat /proc/sys/kernel/random/boot_id && cut -d' ' -f22 /proc/1/stat";
+
+/// Seconds the node's `timeout` waits after its TERM before it sends KILL.
+pub const KILL_AFTER_SECS: u64 = 5;
+
+/// How long past the node's own deadline faultline listens for the command to end there
+/// before it gives up on hearing it (network latency, a slow node).
+const CONFIRM_SLACK: Duration = Duration::from_secs(3);
+
+/// How long a killed local process or a cut session's thread is waited for.
+const REAP: Duration = Duration::from_secs(3);
+
+/// Whole seconds of the node-side deadline for a time limit: rounded up, at least one.
+fn node_secs(limit: Duration) -> u64 {
+    (limit.as_secs() + u64::from(limit.subsec_nanos() > 0)).max(1)
+}
+
+/// How long after it started a command wrapped for a limit of `limit` is surely over on
+/// the node: its deadline, then the KILL after it.
+fn ends_within(limit: Duration) -> Duration {
+    Duration::from_secs(node_secs(limit) + KILL_AFTER_SECS)
+}
+
+/// `command` wrapped so that the node ends it at `limit` (TERM, then KILL
+/// [`KILL_AFTER_SECS`] later). `exec` keeps the shell's exit status the command's own.
+fn with_node_deadline(command: &str, limit: Duration) -> Result<String, RenderError> {
+    Ok(format!(
+        "exec timeout -k {KILL_AFTER_SECS} {} sh -c {}",
+        node_secs(limit),
+        render::quote(command)?
+    ))
+}
 
 /// Power state as reported by a `power.status` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,15 +168,35 @@ pub enum ExecError {
         /// Cause.
         source: SshError,
     },
-    /// The time limit passed.
-    #[error("node `{node}`: `{command}` did not finish within {after:?}")]
-    Timeout {
+    /// The time limit passed, and the command is over: the node's deadline ended it, it
+    /// ended just after the limit, or it was never sent.
+    #[error("node `{node}`: `{command}` did not finish within {after:?}; it was ended")]
+    TimedOutEnded {
         /// Node.
         node: String,
         /// What ran (as `describe` shows it).
         command: String,
         /// The limit.
         after: Duration,
+    },
+    /// The time limit passed, and its end could not be heard (the session went away, the
+    /// local client hung). The node's own deadline still ends it, `ends_within` after it
+    /// started at the latest, unless the node lacks `timeout` or the session was lost
+    /// before the command reached it.
+    #[error(
+        "node `{node}`: `{command}` did not finish within {after:?}, and it could not be \
+         confirmed that it ended; the node's own deadline ends it within {ends_within:?} \
+         of its start"
+    )]
+    TimedOutUnconfirmed {
+        /// Node.
+        node: String,
+        /// What ran (as `describe` shows it).
+        command: String,
+        /// The limit.
+        after: Duration,
+        /// When the node's deadline ends it at the latest, after its start.
+        ends_within: Duration,
     },
     /// The command ran and failed.
     #[error("node `{node}`: `{command}` failed ({}): {output}", exit_text(*.exit_status))]
@@ -203,6 +280,9 @@ enum Plan {
     },
     Local {
         argv: Vec<String>,
+        /// Whether the argv carries a command to a node (`docker exec`), which then has
+        /// a node-side deadline, or is the whole command (an out-of-band power driver).
+        to_node: bool,
     },
 }
 
@@ -226,7 +306,7 @@ impl Plan {
                     target.settings.user, target.host, target.settings.port, command
                 )
             }
-            Plan::Local { argv } => format!("local: {}", render::show_argv(argv)),
+            Plan::Local { argv, .. } => format!("local: {}", render::show_argv(argv)),
         }
     }
 }
@@ -291,11 +371,20 @@ impl Executor {
         })
     }
 
-    /// Wrap shell text for the node's transport.
-    fn plan(access: &NodeAccess, command: String) -> Result<Plan, ExecError> {
+    /// Wrap shell text for the node's transport; with `deadline`, so that the node ends it
+    /// at that limit by itself (see the module documentation).
+    fn plan(
+        access: &NodeAccess,
+        command: String,
+        deadline: Option<Duration>,
+    ) -> Result<Plan, ExecError> {
         let render_err = |source| ExecError::Render {
             node: access.name.clone(),
             source,
+        };
+        let command = match deadline {
+            Some(limit) => with_node_deadline(&command, limit).map_err(render_err)?,
+            None => command,
         };
         match access.transport {
             TransportKind::Ssh => {
@@ -344,7 +433,10 @@ impl Executor {
                     ],
                 )
                 .map_err(render_err)?;
-                Ok(Plan::Local { argv })
+                Ok(Plan::Local {
+                    argv,
+                    to_node: true,
+                })
             }
         }
     }
@@ -360,7 +452,7 @@ impl Executor {
     pub fn describe(&self, node: &str, op: &NodeOp) -> String {
         let planned = self
             .access(node)
-            .and_then(|a| Self::command_text(&a, op).and_then(|c| Self::plan(&a, c)));
+            .and_then(|a| Self::command_text(&a, op).and_then(|c| Self::plan(&a, c, None)));
         match planned {
             Ok(plan) => plan.show(),
             Err(e) => format!("cannot run: {e}"),
@@ -379,10 +471,11 @@ impl Executor {
     ) -> Result<OpOutcome, ExecError> {
         let access = self.access(node)?;
         let command = Self::command_text(&access, op)?;
-        let plan = Self::plan(&access, command)?;
-        let shown = plan.show();
+        // Messages show the command as `describe` does, without the deadline wrapper.
+        let shown = Self::plan(&access, command.clone(), None)?.show();
+        let plan = Self::plan(&access, command, Some(timeout))?;
         let outcome = self
-            .carry(&access.name, plan, timeout, op.expects_drop())
+            .carry(&access.name, plan, &shown, timeout, op.expects_drop())
             .await?;
         if matches!(op, NodeOp::KubeletStatus) {
             return Ok(outcome);
@@ -403,19 +496,46 @@ impl Executor {
         }
     }
 
-    /// Carry a plan over its transport and classify the ending.
+    /// Carry a plan over its transport and classify the ending; `shown` names the command
+    /// in errors. Returns only once the command is over (see the module documentation).
     async fn carry(
         &self,
         node: &str,
         plan: Plan,
+        shown: &str,
         timeout: Duration,
         expects_drop: bool,
     ) -> Result<OpOutcome, ExecError> {
-        let shown = plan.show();
-        let timed_out = || ExecError::Timeout {
+        let ended = || ExecError::TimedOutEnded {
             node: node.to_string(),
-            command: shown.clone(),
+            command: shown.to_string(),
             after: timeout,
+        };
+        let unconfirmed = || ExecError::TimedOutUnconfirmed {
+            node: node.to_string(),
+            command: shown.to_string(),
+            after: timeout,
+            ends_within: ends_within(timeout),
+        };
+        let dropped = |output: String| OpOutcome {
+            exit_status: None,
+            output,
+            dropped: true,
+        };
+        // It ended on the node after the limit: a reboot's expected hang, a command that
+        // just finished, or the node's deadline ending it.
+        let late = |code: Option<i32>, output: String| {
+            if expects_drop {
+                Ok(dropped(output))
+            } else if code == Some(0) {
+                Ok(OpOutcome {
+                    exit_status: code,
+                    output,
+                    dropped: false,
+                })
+            } else {
+                Err(ended())
+            }
         };
         match plan {
             Plan::Ssh { target, command } => {
@@ -427,7 +547,7 @@ impl Executor {
                         target.settings.sudo_password_env.clone(),
                     )
                 });
-                let end = ssh::run(*target, command, stdin, timeout)
+                let end = ssh::run(*target, command, stdin, timeout, ends_within(timeout))
                     .await
                     .map_err(|source| ExecError::Ssh {
                         node: node.to_string(),
@@ -454,32 +574,34 @@ impl Executor {
                             dropped,
                         })
                     }
-                    SshEnd::Dropped { output } if expects_drop => Ok(OpOutcome {
-                        exit_status: None,
-                        output,
-                        dropped: true,
-                    }),
+                    SshEnd::Dropped { output } if expects_drop => Ok(dropped(output)),
                     SshEnd::Dropped { output } => Err(ExecError::Dropped {
                         node: node.to_string(),
-                        command: shown,
+                        command: shown.to_string(),
                         output,
                     }),
-                    SshEnd::TimedOut { sent: true } if expects_drop => Ok(OpOutcome {
-                        exit_status: None,
-                        output: String::new(),
-                        dropped: true,
-                    }),
-                    SshEnd::TimedOut { .. } => Err(timed_out()),
+                    SshEnd::Late { code, output } => late(code, output),
+                    SshEnd::TimedOut { sent: true } if expects_drop => Ok(dropped(String::new())),
+                    SshEnd::TimedOut { sent: false } => Err(ended()),
+                    SshEnd::TimedOut { sent: true } => Err(unconfirmed()),
                 }
             }
-            Plan::Local { argv } => {
+            Plan::Local { argv, to_node } => {
                 tracing::debug!(node, "local: {}", render::show_argv(&argv));
-                let end = local::run(&argv, timeout)
-                    .await
-                    .map_err(|source| ExecError::Spawn {
-                        program: argv.first().cloned().unwrap_or_default(),
-                        source,
-                    })?;
+                // A command carried to a node is ended there by its deadline: give it the
+                // time to be. A local driver is ended here, at the limit.
+                let grace = if to_node {
+                    (ends_within(timeout) + CONFIRM_SLACK).saturating_sub(timeout)
+                } else {
+                    Duration::ZERO
+                };
+                let end =
+                    local::run(&argv, timeout, grace)
+                        .await
+                        .map_err(|source| ExecError::Spawn {
+                            program: argv.first().cloned().unwrap_or_default(),
+                            source,
+                        })?;
                 match end {
                     local::LocalEnd::Exited { code, output } => {
                         // docker exec / oc debug report a vanished container or session as
@@ -492,15 +614,22 @@ impl Executor {
                             dropped,
                         })
                     }
-                    local::LocalEnd::TimedOut if expects_drop => Ok(OpOutcome {
-                        exit_status: None,
-                        output: String::new(),
-                        dropped: true,
-                    }),
-                    local::LocalEnd::TimedOut => Err(timed_out()),
+                    local::LocalEnd::Late { code, output } => late(code, output),
+                    local::LocalEnd::TimedOut { .. } if expects_drop => Ok(dropped(String::new())),
+                    // The local driver itself was the command: killed and reaped, it is over.
+                    local::LocalEnd::TimedOut { reaped: true } if !to_node => Err(ended()),
+                    local::LocalEnd::TimedOut { .. } => Err(unconfirmed()),
                 }
             }
         }
+    }
+
+    /// The longest a call given the time limit `limit` can take: the limit, then the wait
+    /// to hear the node's deadline end the command, then the wait for the cut session or
+    /// the killed local client. A caller that wraps a call in a timeout of its own must
+    /// allow at least this, or it drops the call before the command is known to be over.
+    pub fn longest_wait(limit: Duration) -> Duration {
+        limit + ends_within(limit) + CONFIRM_SLACK + REAP
     }
 
     /// The exact out-of-band command a power action would run on this machine, for `plan`.
@@ -529,6 +658,17 @@ impl Executor {
                 }
             },
         }
+    }
+
+    /// How to undo a reboot of `node` that was cut off midway, for the fault journal:
+    /// [`PowerAction::On`] when the reboot goes out of band (`power.reboot`: kind and k3d
+    /// `docker stop`, a pause, `docker start`) and the inventory has `power.on`, since a
+    /// run killed between the stop and the start leaves the node off; powering on a node
+    /// that runs already does nothing. `None` for an in-band reboot, which the node
+    /// finishes by itself once the command reached it.
+    pub fn reboot_undo(&self, node: &str) -> Option<PowerAction> {
+        let access = self.access(node).ok()?;
+        (access.power.reboot.is_some() && access.power.on.is_some()).then_some(PowerAction::On)
     }
 
     /// Run an out-of-band power command locally (argv, no shell). `On` has no SSH path;
@@ -585,9 +725,11 @@ impl Executor {
             source,
         })?;
         let shown = render::show_argv(&argv);
-        let outcome = self
-            .carry(node, Plan::Local { argv }, timeout, false)
-            .await?;
+        let plan = Plan::Local {
+            argv,
+            to_node: false,
+        };
+        let outcome = self.carry(node, plan, &shown, timeout, false).await?;
         Self::require_success(node, &shown, outcome)
     }
 
@@ -739,13 +881,12 @@ impl Executor {
         let access = self.access(node)?;
         let argv = vec!["sh".to_string(), "-c".to_string(), text];
         let shown = render::show_argv(&argv);
+        let plan = Plan::Local {
+            argv,
+            to_node: false,
+        };
         let out = self
-            .carry(
-                node,
-                Plan::Local { argv },
-                access.ssh.command_timeout,
-                false,
-            )
+            .carry(node, plan, &shown, access.ssh.command_timeout, false)
             .await?;
         Self::require_success(node, &shown, out)
     }
@@ -806,11 +947,10 @@ impl Executor {
         node: &str,
         text: String,
     ) -> Result<OpOutcome, ExecError> {
-        let plan = Self::plan(access, text)?;
-        let shown = plan.show();
-        let out = self
-            .carry(node, plan, access.ssh.command_timeout, false)
-            .await?;
+        let limit = access.ssh.command_timeout;
+        let shown = Self::plan(access, text.clone(), None)?.show();
+        let plan = Self::plan(access, text, Some(limit))?;
+        let out = self.carry(node, plan, &shown, limit, false).await?;
         Self::require_success(node, &shown, out)
     }
 }

@@ -1,26 +1,29 @@
 //! The SSH transport, built on ssh2 (libssh2).
 //!
-//! ssh2 blocks and its own timeouts overshoot, so every session runs on a blocking thread
-//! under an OUTER tokio timeout; when that fires the sockets are shut down from outside,
-//! which makes the stuck libssh2 call return at once instead of holding a thread.
+//! ssh2 blocks, so every session runs on a blocking thread watched from async code. The
+//! command itself carries the node's own deadline (`timeout`, see the `execute` module),
+//! so when the time limit passes the session is NOT cut: it is kept to hear the command
+//! end there, until the node's deadline has surely ended it. Only then (or when the limit
+//! passes before the command was even sent) are the sockets shut down from outside, which
+//! makes the stuck libssh2 call return at once, and the thread is waited for, briefly.
 //!
 //! A node behind jump hosts is reached as `ssh -J` reaches it, in process: a session on the
 //! first jump host over TCP, a `direct-tcpip` channel from it to the next machine, and the
 //! next session over that channel (`bridge.rs`), every host key verified on the way.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ssh2::{CheckResult, ExtendedData, KnownHostFileKind, Session};
 
 use super::bridge::Bridge;
-use super::output::bounded;
+use super::output::{MAX_OUTPUT, Tail, bounded, read_tail};
 use crate::inventory::SshSettings;
 
 /// Where and how to run one command over SSH.
@@ -49,9 +52,18 @@ pub(super) enum SshEnd {
         /// Output seen before the drop.
         output: String,
     },
-    /// The outer time limit passed.
+    /// The time limit passed, then the command ended on the node (its deadline ended it,
+    /// or it just finished) while the session was kept to hear it.
+    Late {
+        /// Exit code; `None` if a signal ended it.
+        code: Option<i32>,
+        /// Bounded output.
+        output: String,
+    },
+    /// The time limit passed and the session was cut.
     TimedOut {
-        /// Whether the command had been sent before the limit.
+        /// Whether the command had been sent: when it had not, it never will be, and
+        /// nothing runs on the node; when it had, its end could not be heard.
         sent: bool,
     },
 }
@@ -116,35 +128,123 @@ impl Socket {
 
 type Sockets = Arc<Mutex<Vec<Socket>>>;
 
-/// Run `command` on the target within `timeout` (connect, jump hosts included). `stdin`,
-/// when given, is written to the command's standard input, which is then closed.
+/// Where a session is: connecting (the command not sent yet), sent, or abandoned (the
+/// time limit passed before sending, and the command must never be sent).
+const CONNECTING: u8 = 0;
+const SENT: u8 = 1;
+const ABANDONED: u8 = 2;
+
+/// How long a session thread is waited for once its sockets are shut.
+const REAP: Duration = Duration::from_secs(3);
+
+/// The session's shared state, and what cuts it: dropping the guard (the caller's future
+/// dropped) abandons the command if it was not sent yet and shuts the sockets, so the
+/// blocking thread ends.
+struct Cut {
+    sockets: Sockets,
+    state: Arc<AtomicU8>,
+    done: bool,
+}
+
+impl Cut {
+    /// Abandons the command if not sent yet; returns whether it had been sent.
+    fn abandon(&self) -> bool {
+        self.state
+            .compare_exchange(CONNECTING, ABANDONED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+    }
+
+    fn shut(&self) {
+        if let Ok(guard) = self.sockets.lock() {
+            guard.iter().for_each(Socket::shutdown);
+        }
+    }
+}
+
+impl Drop for Cut {
+    fn drop(&mut self) {
+        if !self.done {
+            self.abandon();
+            self.shut();
+        }
+    }
+}
+
+/// Run `command` on the target. Within `timeout` (connect and jump hosts included) its
+/// ending is [`SshEnd::Exited`] or [`SshEnd::Dropped`]. When the limit passes before the
+/// command was sent, it is never sent ([`SshEnd::TimedOut`] `{ sent: false }`). When it
+/// was sent, the session is kept until `ends_within` after sending plus a little slack,
+/// the time by which the node's own deadline has surely ended the command
+/// ([`SshEnd::Late`]); past that the session is cut ([`SshEnd::TimedOut`]
+/// `{ sent: true }`). `stdin`, when given, is written to the command's standard input,
+/// which is then closed.
 pub(super) async fn run(
     target: SshTarget,
     command: String,
     stdin: Option<Secret>,
     timeout: Duration,
+    ends_within: Duration,
 ) -> Result<SshEnd, SshError> {
-    let sockets: Sockets = Arc::new(Mutex::new(Vec::new()));
-    let sent = Arc::new(AtomicBool::new(false));
-    let task = {
-        let sockets = sockets.clone();
-        let sent = sent.clone();
+    let mut cut = Cut {
+        sockets: Arc::new(Mutex::new(Vec::new())),
+        state: Arc::new(AtomicU8::new(CONNECTING)),
+        done: false,
+    };
+    let sent_at: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
+    // libssh2's own limit on one blocking call, only a backstop behind the watch below.
+    let backstop = timeout + ends_within + super::CONFIRM_SLACK + REAP;
+    let mut task = {
+        let (sockets, state, sent_at) = (cut.sockets.clone(), cut.state.clone(), sent_at.clone());
         tokio::task::spawn_blocking(move || {
-            run_blocking(&target, &command, stdin, timeout, &sockets, &sent)
+            let session = Watch {
+                sockets: &sockets,
+                state: &state,
+                sent_at: &sent_at,
+            };
+            run_blocking(&target, &command, stdin, timeout, backstop, &session)
         })
     };
-    match tokio::time::timeout(timeout, task).await {
-        Ok(Ok(result)) => result,
-        Ok(Err(join)) => Err(SshError::Protocol(format!("ssh worker failed: {join}"))),
-        Err(_) => {
-            if let Ok(guard) = sockets.lock() {
-                guard.iter().for_each(Socket::shutdown);
-            }
-            Ok(SshEnd::TimedOut {
-                sent: sent.load(Ordering::SeqCst),
-            })
-        }
+    let joined = |j: Result<Result<SshEnd, SshError>, tokio::task::JoinError>| match j {
+        Ok(result) => result,
+        Err(join) => Err(SshError::Protocol(format!("ssh worker failed: {join}"))),
+    };
+    if let Ok(j) = tokio::time::timeout(timeout, &mut task).await {
+        cut.done = true;
+        return joined(j);
     }
+    if !cut.abandon() {
+        cut.shut();
+        let _ = tokio::time::timeout(REAP, &mut task).await;
+        cut.done = true;
+        return Ok(SshEnd::TimedOut { sent: false });
+    }
+    // Sent: the node ends it by its own deadline; hear that end.
+    let sent = sent_at
+        .lock()
+        .ok()
+        .and_then(|s| *s)
+        .unwrap_or_else(Instant::now);
+    let until = tokio::time::Instant::from_std(sent + ends_within + super::CONFIRM_SLACK);
+    let end = match tokio::time::timeout_at(until, &mut task).await {
+        Ok(j) => match joined(j)? {
+            SshEnd::Exited { code, output } => SshEnd::Late { code, output },
+            _ => SshEnd::TimedOut { sent: true },
+        },
+        Err(_) => {
+            cut.shut();
+            let _ = tokio::time::timeout(REAP, &mut task).await;
+            SshEnd::TimedOut { sent: true }
+        }
+    };
+    cut.done = true;
+    Ok(end)
+}
+
+/// What the session thread shares with its watcher.
+struct Watch<'a> {
+    sockets: &'a Sockets,
+    state: &'a AtomicU8,
+    sent_at: &'a Mutex<Option<Instant>>,
 }
 
 /// One machine on the way: a jump host or the node itself.
@@ -162,8 +262,8 @@ fn run_blocking(
     command: &str,
     stdin: Option<Secret>,
     timeout: Duration,
-    sockets: &Sockets,
-    sent: &AtomicBool,
+    backstop: Duration,
+    watch: &Watch<'_>,
 ) -> Result<SshEnd, SshError> {
     let s = &target.settings;
     let mut hops: Vec<Hop<'_>> = s
@@ -186,20 +286,31 @@ fn run_blocking(
     });
     // Declared before the sessions, so that they are dropped (pumps stopped) after them.
     let mut bridges: Vec<Bridge> = Vec::new();
-    let session = connect_through(&hops, target, timeout, sockets, &mut bridges)?;
+    let session = connect_through(&hops, target, timeout, watch.sockets, &mut bridges)?;
+    // Connected within the limit: from here a call waits as long as the watcher may.
+    session.set_timeout(u32::try_from(backstop.as_millis()).unwrap_or(u32::MAX));
 
     let mut channel = session.channel_session()?;
     channel.handle_extended_data(ExtendedData::Merge)?;
+    // Sent only if the watcher has not given up on it: never after the limit.
+    if watch
+        .state
+        .compare_exchange(CONNECTING, SENT, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return Ok(SshEnd::TimedOut { sent: false });
+    }
+    if let Ok(mut at) = watch.sent_at.lock() {
+        *at = Some(Instant::now());
+    }
     channel.exec(command)?;
-    sent.store(true, Ordering::SeqCst);
     if let Some(Secret(text)) = stdin {
         // A command that has already exited may not read it: that is its business.
         let _ = channel.write_all(format!("{text}\n").as_bytes());
         let _ = channel.send_eof();
     }
-    let mut out = Vec::new();
-    let read = channel.read_to_end(&mut out);
-    let output = bounded(&out, &[]);
+    let (tail, read) = read_tail(&mut channel, MAX_OUTPUT);
+    let output = bounded(&tail, &Tail::new(0));
     if read.is_err() {
         return Ok(SshEnd::Dropped { output });
     }

@@ -123,7 +123,7 @@ async fn other_ops_time_out_as_errors() {
         .perform("n1", &NodeOp::Heal, Duration::from_millis(300))
         .await
         .expect_err("timeout");
-    assert!(matches!(err, ExecError::Timeout { .. }), "{err}");
+    assert!(matches!(err, ExecError::TimedOutEnded { .. }), "{err}");
     assert!(start.elapsed() < Duration::from_secs(3));
 }
 
@@ -453,4 +453,254 @@ nodes:
     assert!(ex.disarm("n1", &armed).await.expect("runs"), "disarmed");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(!kept.exists(), "a disarmed power-on never ran");
+}
+
+/// The peak resident memory of this test process (`VmHWM`), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM")
+        * 1024
+}
+
+#[tokio::test]
+async fn a_flood_of_output_is_capped_as_it_streams_not_after() {
+    let ex = executor("");
+    let before = peak_rss();
+    let out = ex
+        .perform(
+            "n1",
+            &NodeOp::Run("head -c 200000000 /dev/zero; echo; echo the end >&2".into()),
+            Duration::from_secs(60),
+        )
+        .await
+        .expect("runs");
+    let grew = peak_rss().saturating_sub(before);
+    assert!(out.output.len() <= MAX_OUTPUT + 40, "{}", out.output.len());
+    assert!(
+        out.output.starts_with("[199995913 bytes cut]"),
+        "says how much was cut: {}",
+        &out.output[..40]
+    );
+    assert!(out.output.ends_with("the end\n"), "keeps the tail");
+    assert!(
+        grew < 64 << 20,
+        "200 MB of output made the process grow by {} MB",
+        grew >> 20
+    );
+}
+
+/// An exec transport like `docker exec`: the command runs in a process the local client
+/// does not own (a new session), so killing the client does not end it.
+fn remote_like_executor() -> Executor {
+    let text = "cluster: {name: c}\ntransport: exec\n\
+                exec: [sh, -c, 'setsid sh -c \"$0\" & wait $!', \"{command}\"]\n\
+                nodes: [{name: n1}]\n";
+    Executor::new(Inventory::parse(text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}")))
+}
+
+#[tokio::test]
+async fn a_timed_out_command_is_ended_on_the_node_not_only_locally() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flag = dir.path().join("late");
+    let ex = remote_like_executor();
+    let start = Instant::now();
+    let cmd = format!(
+        "sleep 3; touch {}",
+        render::quote(&flag.to_string_lossy()).expect("quotable")
+    );
+    let err = ex
+        .perform("n1", &NodeOp::Run(cmd), Duration::from_secs(1))
+        .await
+        .expect_err("times out");
+    assert!(err.to_string().contains("did not finish within"), "{err}");
+    assert!(matches!(err, ExecError::TimedOutEnded { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        !flag.exists(),
+        "the command went on after perform returned its timeout"
+    );
+}
+
+#[tokio::test]
+async fn a_timed_out_local_power_command_is_ended_with_its_children() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flag = dir.path().join("late");
+    let ex = executor_with_power(&format!(
+        "{{on: [sh, -c, '(sleep 3; touch \"$0\") & wait', '{}']}}",
+        flag.display()
+    ));
+    let start = Instant::now();
+    let err = ex
+        .power("n1", PowerAction::On, Duration::from_secs(1))
+        .await
+        .expect_err("times out");
+    assert!(err.to_string().contains("did not finish within"), "{err}");
+    assert!(matches!(err, ExecError::TimedOutEnded { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(!flag.exists(), "a child of the power command went on");
+}
+
+/// A fake `iptables` for the profiles' partition and heal: the rule table is the file
+/// `$FAKE_IPT/rules`, one rule a line; `$FAKE_IPT/mode` makes it refuse as a real one does
+/// while another program holds the xtables lock: `locked` (every call, `-w` or not),
+/// `busy` (calls without `-w`), `refuse-delete` (deletes only; `-C` still answers).
+const FAKE_IPTABLES: &str = r#"#!/bin/sh
+d=$FAKE_IPT
+wait=no
+op=
+rule=
+while [ $# -gt 0 ]; do
+  case $1 in
+    -w) wait=yes; case ${2:-} in [0-9]*) shift ;; esac ;;
+    -I|-A|-D|-C) op=$1 ;;
+    *) rule="$rule $1" ;;
+  esac
+  shift
+done
+rule=${rule# }
+mode=$(cat "$d/mode" 2>/dev/null)
+locked() {
+  echo "Another app is currently holding the xtables lock. Perhaps you want to use the -w option?" >&2
+  exit 4
+}
+case $mode in
+  locked) locked ;;
+  busy) [ "$wait" = yes ] || locked ;;
+  refuse-delete) [ "$op" = -D ] && locked ;;
+esac
+touch "$d/rules"
+absent() {
+  echo "iptables: Bad rule (does a matching rule exist in that chain?)." >&2
+  exit 1
+}
+case $op in
+  -I|-A) echo "$rule" >>"$d/rules" ;;
+  -C) grep -qxF -- "$rule" "$d/rules" || absent ;;
+  -D)
+    grep -qxF -- "$rule" "$d/rules" || absent
+    awk -v r="$rule" '!gone && $0 == r { gone = 1; next } { print }' "$d/rules" >"$d/rules.new"
+    mv "$d/rules.new" "$d/rules" ;;
+esac
+"#;
+
+/// A node of `profile` whose commands run here, with the fake `iptables` first on PATH.
+fn node_with_fake_iptables(profile: &str, dir: &Path) -> Executor {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    std::fs::write(bin.join("iptables"), FAKE_IPTABLES).expect("fake iptables");
+    std::fs::set_permissions(bin.join("iptables"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let text = format!(
+        "cluster: {{name: c}}\nprofile: {profile}\nnodes:\n  - name: n1\n    transport: exec\n    \
+         exec: [env, 'PATH={bin}:/usr/bin:/bin', 'FAKE_IPT={dir}', sh, -c, '{{command}}']\n",
+        bin = bin.display(),
+        dir = dir.display(),
+    );
+    Executor::new(Inventory::parse(&text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}")))
+}
+
+#[tokio::test]
+async fn every_profiles_heal_fails_while_the_partition_rule_stays() {
+    for profile in crate::inventory::ProfileName::ALL {
+        let name = profile.to_string();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ex = node_with_fake_iptables(&name, dir.path());
+        let rules = || std::fs::read_to_string(dir.path().join("rules")).unwrap_or_default();
+        let mode = |m: &str| std::fs::write(dir.path().join("mode"), m).expect("mode");
+
+        // Two copies (a partition applied twice): heal deletes both.
+        for _ in 0..2 {
+            ex.perform("n1", &NodeOp::Partition, T)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: partition: {e}"));
+        }
+        assert_eq!(rules().lines().count(), 2, "{name}");
+        ex.perform("n1", &NodeOp::Heal, T)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: heal: {e}"));
+        assert_eq!(rules(), "", "{name}: every copy deleted");
+        // Nothing to heal is not an error.
+        ex.perform("n1", &NodeOp::Heal, T)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: heal again: {e}"));
+
+        // The lock is busy for a moment: `-w` waits for it.
+        ex.perform("n1", &NodeOp::Partition, T)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: partition: {e}"));
+        mode("busy");
+        ex.perform("n1", &NodeOp::Heal, T)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: heal waits for the lock: {e}"));
+        assert_eq!(rules(), "", "{name}");
+
+        // Deletes refused: the rule stays, and heal says so.
+        mode("");
+        ex.perform("n1", &NodeOp::Partition, T)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: partition: {e}"));
+        mode("refuse-delete");
+        let err = ex
+            .perform("n1", &NodeOp::Heal, T)
+            .await
+            .expect_err("heal must fail while the rule stays");
+        assert!(
+            matches!(err, ExecError::CommandFailed { .. })
+                && err.to_string().contains("still in OUTPUT"),
+            "{name}: {err}"
+        );
+        assert_eq!(
+            rules().lines().count(),
+            1,
+            "{name}: the rule is still there"
+        );
+
+        // iptables answers nothing at all: heal cannot know, so it fails.
+        mode("locked");
+        let err = ex
+            .perform("n1", &NodeOp::Heal, T)
+            .await
+            .expect_err("heal must fail when it cannot check");
+        assert!(err.to_string().contains("xtables lock"), "{name}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_say_the_command_ended_is_a_distinct_error() {
+    // The command ends on the "node" at its deadline, but the local client hangs on.
+    let text = "cluster: {name: c}\ntransport: exec\n\
+                exec: [sh, -c, 'sh -c \"$0\"; sleep 60', \"{command}\"]\n\
+                nodes: [{name: n1}]\n";
+    let ex = Executor::new(Inventory::parse(text, Path::new("t.yaml")).expect("valid"));
+    let limit = Duration::from_secs(1);
+    let start = Instant::now();
+    let err = ex
+        .perform("n1", &NodeOp::Run("sleep 30".into()), limit)
+        .await
+        .expect_err("times out");
+    assert!(
+        matches!(err, ExecError::TimedOutUnconfirmed { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("could not be confirmed"), "{err}");
+    assert!(
+        start.elapsed() <= Executor::longest_wait(limit),
+        "{:?}",
+        start.elapsed()
+    );
 }
