@@ -615,7 +615,8 @@ impl Run<'_> {
             .collect();
         kubelet_nodes.sort();
         kubelet_nodes.dedup();
-        let before = restored::take(
+        let before = restored::take_observed(
+            &self.timeline,
             &p.client,
             &p.executor,
             &p.cluster.name,
@@ -647,7 +648,9 @@ impl Run<'_> {
         } else {
             restored::settle_bound(self.settings.restore_margin, &self.prepared.cluster.timers)
         };
-        let check = restored::check(before, actor.client, actor.executor, settle).await;
+        let check =
+            restored::check_observed(&self.timeline, before, actor.client, actor.executor, settle)
+                .await;
         self.timeline.record(Event::Restored {
             ok: check.ok,
             differences: check.differences.clone(),
