@@ -12,6 +12,9 @@
 //! (`spec.nodeName`, the lab has no scheduler) with `--concurrency` requests in flight. Then
 //! it waits until every pod is Running and Ready and prints `figure` lines. Existing objects
 //! are kept (AlreadyExists counts as done), so loading 10,000 pods after 3,000 adds 7,000.
+//! When the count of Running pods has not moved for 60 s, the pods still Pending are deleted
+//! and created again: under load kwok 0.8 sometimes gives a pod two IPs of one family, the
+//! API server refuses that status, and kwok never plays the pod again.
 //!
 //! Churn (`--churn`): every second deletes `--rate` pods and creates as many replacements
 //! under new names (as a ReplicaSet would), and every `--flap-every` seconds toggles a taint on
@@ -252,10 +255,17 @@ async fn load(client: &Client, args: &Args) -> anyhow::Result<()> {
 
     let deadline = t0 + Duration::from_secs(args.timeout);
     let mut last_print = Instant::now();
+    let (mut last_n, mut last_progress) = (0, Instant::now());
     loop {
         let n = ready.load(Ordering::Relaxed);
         if n >= args.pods as u64 {
             break;
+        }
+        if n != last_n {
+            (last_n, last_progress) = (n, Instant::now());
+        } else if last_progress.elapsed() > STUCK {
+            recreate_stuck(client, args).await?;
+            last_progress = Instant::now();
         }
         if Instant::now() > deadline {
             bail!(
@@ -279,6 +289,56 @@ async fn load(client: &Client, args: &Args) -> anyhow::Result<()> {
         all.as_secs_f64()
     );
     println!("figure load_pods_running {:.1} s", all.as_secs_f64());
+    Ok(())
+}
+
+/// How long loading may make no progress before pods still Pending are recreated.
+const STUCK: Duration = Duration::from_secs(60);
+
+/// Recreates the loaded pods still Pending: under load, kwok 0.8 sometimes gives a pod two
+/// IPs of one family, the API server refuses its status, and kwok never retries; the pod
+/// stays Pending for good. A new pod of the same name is played like any other.
+async fn recreate_stuck(client: &Client, args: &Args) -> anyhow::Result<()> {
+    let all: Api<Pod> = Api::all(client.clone());
+    let lp = kube::api::ListParams::default()
+        .labels(&format!("app={APP}"))
+        .fields("status.phase=Pending");
+    let stuck: Vec<(String, String, String)> = all
+        .list(&lp)
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|p| Some((p.metadata.namespace?, p.metadata.name?, p.spec?.node_name?)))
+        .collect();
+    eprintln!(
+        "scale_load: no progress for {}s: recreating {} pod(s) still Pending",
+        STUCK.as_secs(),
+        stuck.len()
+    );
+    let force = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    fan_out(stuck.len(), args.concurrency, |i| {
+        let (ns, name, node) = stuck[i].clone();
+        let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let force = force.clone();
+        async move {
+            match api.delete(&name, &force).await {
+                Ok(_) | Err(kube::Error::Api(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+            // Creation answers AlreadyExists until the deletion is through: wait for it.
+            for _ in 0..50 {
+                if api.get_opt(&name).await?.is_none() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            create_retrying(&api, &pod_object(&name, &ns, &node)?).await
+        }
+    })
+    .await?;
     Ok(())
 }
 
