@@ -13,7 +13,7 @@
 //!
 //! | unit | kind | worse when the new value exceeds |
 //! |---|---|---|
-//! | MB | memory | old × 1.10 + 3 MB |
+//! | MB | memory | old × 1.20 + 5 MB |
 //! | MiB | binary size | old × 1.05 + 0.5 MiB |
 //! | pods | pods first seen after the start | old (any increase) |
 //! | %, ms, s, us | timing (CPU, latency, sync) | old × 2 + 1 %, 5 ms, 1 s, 100 us |
@@ -97,7 +97,7 @@ fn margin(name: &str, unit: &str) -> Option<Margin> {
         return None;
     }
     let (decisive, relative, absolute) = match unit {
-        "MB" => (true, 0.10, 3.0),
+        "MB" => (true, 0.20, 5.0),
         "MiB" => (true, 0.05, 0.5),
         "pods" => (true, 0.0, 0.0),
         "%" => (false, 1.0, 1.0),
