@@ -5,7 +5,8 @@
 //! ```
 //!
 //! A separate client makes `--changes` changes, one every `--every-ms`, alternating between a
-//! node taint (each change sets a taint unique to it on one of the lab's nodes) and a pod
+//! node taint (each change sets a taint unique to it on one of the lab's nodes, beside the
+//! taints the node had, which it has again at the end) and a pod
 //! deletion (pods this program created for the purpose in namespace `bench-observe`, bound
 //! to the lab's nodes and Running before the first change). For each change it records the
 //! instant the write's response returned; two observers run side by side in the same process
@@ -31,7 +32,7 @@ use clap::Parser;
 use faultline::observe::{Clock, Namespaces, ObserveMode, Scope, observe};
 use faultline::timeline::Event;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount, Taint};
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -145,6 +146,16 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     let node_api: Api<Node> = Api::all(writer.clone());
+    // The taints each node has now: every change keeps them, and they are put back at the
+    // end (a run measured on the same cluster compares it before and after).
+    let mut original: HashMap<String, Vec<Taint>> = HashMap::new();
+    for node in &nodes {
+        let n = node_api.get(node).await?;
+        original.insert(
+            node.clone(),
+            n.spec.and_then(|s| s.taints).unwrap_or_default(),
+        );
+    }
     let pod_api: Api<Pod> = Api::namespaced(writer.clone(), NAMESPACE);
     let mut made: Vec<(Change, Instant)> = Vec::with_capacity(args.changes);
     let mut ticker = tokio::time::interval(Duration::from_millis(args.every_ms.max(1)));
@@ -164,7 +175,13 @@ async fn main() -> anyhow::Result<()> {
         } else {
             let node = nodes[i % nodes.len()].clone();
             let key = format!("{TAINT_PREFIX}{i}");
-            let patch = json!({"spec": {"taints": [{"key": key, "effect": "NoSchedule"}]}});
+            let mut taints = original[&node].clone();
+            taints.push(Taint {
+                key: key.clone(),
+                effect: "NoSchedule".to_string(),
+                ..Taint::default()
+            });
+            let patch = json!({"spec": {"taints": taints}});
             node_api
                 .patch(&node, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
@@ -180,9 +197,9 @@ async fn main() -> anyhow::Result<()> {
     watch_task.abort();
     poll_task.abort();
 
-    // Leave the nodes untainted.
+    // Leave the nodes with the taints they had.
     for node in &nodes {
-        let patch = json!({"spec": {"taints": null}});
+        let patch = json!({"spec": {"taints": original[node]}});
         let _ = node_api
             .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
             .await;

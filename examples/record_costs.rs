@@ -6,11 +6,12 @@
 //! - `run_tick_p50_us`, `run_tick_p99_us`, `run_ticks`: the live judgements;
 //! - `run_entries`: the timeline's length when observation ended;
 //! - `run_pods_first_seen_after_start`: pods whose first entry comes after the experiment
-//!   started (within WINDOW seconds of it, when given). Over a stretch where nothing
-//!   creates pods it must be 0: more means the run started before the pod lists had landed
-//!   and existing pods were recorded as created during it.
+//!   started (within WINDOW seconds of it, when given; or, as `@EPOCH`, before that wall
+//!   time, in seconds since 1970: the moment a benchmark started creating pods). Over a
+//!   stretch where nothing creates pods it must be 0: more means the run started before the
+//!   pod lists had landed and existing pods were recorded as created during it.
 //!
-//! `cargo run --release --example record_costs -- RECORD.json [SUFFIX [WINDOW]]`
+//! `cargo run --release --example record_costs -- RECORD.json [SUFFIX [WINDOW|@EPOCH]]`
 
 use std::process::ExitCode;
 
@@ -24,13 +25,25 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let suffix = args.next().unwrap_or_default();
-    let window_ms = match args.next().map(|w| w.parse::<i64>()) {
-        None => i64::MAX,
-        Some(Ok(seconds)) => seconds.saturating_mul(1000),
-        Some(Err(e)) => {
-            eprintln!("record_costs: WINDOW is a number of seconds: {e}");
-            return ExitCode::from(2);
-        }
+    // Entries count while `inside(offset_ms, wall)` holds.
+    let (window_ms, until_wall) = match args.next() {
+        None => (i64::MAX, None),
+        Some(w) => match w.strip_prefix('@') {
+            Some(epoch) => match epoch.parse::<f64>() {
+                Ok(s) => (i64::MAX, Some((s * 1e6) as i64)),
+                Err(e) => {
+                    eprintln!("record_costs: @EPOCH is seconds since 1970: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+            None => match w.parse::<i64>() {
+                Ok(seconds) => (seconds.saturating_mul(1000), None),
+                Err(e) => {
+                    eprintln!("record_costs: WINDOW is a number of seconds: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+        },
     };
     let record = match RunRecord::load(std::path::Path::new(&path)) {
         Ok(record) => record,
@@ -59,6 +72,7 @@ fn main() -> ExitCode {
             .entries
             .iter()
             .filter(|e| e.offset_ms > start && e.offset_ms - start <= window_ms)
+            .filter(|e| until_wall.is_none_or(|u| e.wall.timestamp_micros() < u))
             .filter(|e| matches!(e.event, Event::Pod { before: None, .. }))
             .count();
         figure("run_pods_first_seen_after_start", late.to_string(), "pods");

@@ -12,11 +12,16 @@
 //! (`spec.nodeName`, the lab has no scheduler) with `--concurrency` requests in flight. Then
 //! it waits until every pod is Running and Ready and prints `figure` lines. Existing objects
 //! are kept (AlreadyExists counts as done), so loading 10,000 pods after 3,000 adds 7,000.
+//! When the count of Running pods has not moved for 60 s, the pods still Pending are deleted
+//! and created again: under load kwok 0.8 sometimes gives a pod two IPs of one family, the
+//! API server refuses that status, and kwok never plays the pod again.
 //!
 //! Churn (`--churn`): every second deletes `--rate` pods and creates as many replacements
 //! under new names (as a ReplicaSet would), and every `--flap-every` seconds toggles a taint on
-//! `--flap` nodes; runs for `--duration` seconds (0: until killed) and prints what it
-//! achieved. Meant to run beside a measurement (`bench_observe`, `faultline run`).
+//! `--flap` nodes (its own taint only: their other taints are kept); runs for `--duration`
+//! seconds (0: until killed, SIGTERM or Ctrl-C) and prints what it achieved. It leaves the
+//! flapping nodes' taints as it found them (a run measured beside it checks that the cluster
+//! is restored), and exits non-zero when it could not. Meant to run beside a measurement (`bench_observe`, `faultline run`).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -27,7 +32,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Parser;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount, Taint};
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
@@ -250,10 +255,17 @@ async fn load(client: &Client, args: &Args) -> anyhow::Result<()> {
 
     let deadline = t0 + Duration::from_secs(args.timeout);
     let mut last_print = Instant::now();
+    let (mut last_n, mut last_progress) = (0, Instant::now());
     loop {
         let n = ready.load(Ordering::Relaxed);
         if n >= args.pods as u64 {
             break;
+        }
+        if n != last_n {
+            (last_n, last_progress) = (n, Instant::now());
+        } else if last_progress.elapsed() > STUCK {
+            recreate_stuck(client, args).await?;
+            last_progress = Instant::now();
         }
         if Instant::now() > deadline {
             bail!(
@@ -277,6 +289,56 @@ async fn load(client: &Client, args: &Args) -> anyhow::Result<()> {
         all.as_secs_f64()
     );
     println!("figure load_pods_running {:.1} s", all.as_secs_f64());
+    Ok(())
+}
+
+/// How long loading may make no progress before pods still Pending are recreated.
+const STUCK: Duration = Duration::from_secs(60);
+
+/// Recreates the loaded pods still Pending: under load, kwok 0.8 sometimes gives a pod two
+/// IPs of one family, the API server refuses its status, and kwok never retries; the pod
+/// stays Pending for good. A new pod of the same name is played like any other.
+async fn recreate_stuck(client: &Client, args: &Args) -> anyhow::Result<()> {
+    let all: Api<Pod> = Api::all(client.clone());
+    let lp = kube::api::ListParams::default()
+        .labels(&format!("app={APP}"))
+        .fields("status.phase=Pending");
+    let stuck: Vec<(String, String, String)> = all
+        .list(&lp)
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|p| Some((p.metadata.namespace?, p.metadata.name?, p.spec?.node_name?)))
+        .collect();
+    eprintln!(
+        "scale_load: no progress for {}s: recreating {} pod(s) still Pending",
+        STUCK.as_secs(),
+        stuck.len()
+    );
+    let force = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    fan_out(stuck.len(), args.concurrency, |i| {
+        let (ns, name, node) = stuck[i].clone();
+        let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let force = force.clone();
+        async move {
+            match api.delete(&name, &force).await {
+                Ok(_) | Err(kube::Error::Api(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+            // Creation answers AlreadyExists until the deletion is through: wait for it.
+            for _ in 0..50 {
+                if api.get_opt(&name).await?.is_none() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            create_retrying(&api, &pod_object(&name, &ns, &node)?).await
+        }
+    })
+    .await?;
     Ok(())
 }
 
@@ -386,6 +448,14 @@ async fn churn(client: &Client, args: &Args) -> anyhow::Result<()> {
     let mut flapped = false;
     let mut last_flap = Instant::now() - Duration::from_secs(args.flap_every);
     let mut inflight = tokio::task::JoinSet::new();
+    // What the flapping nodes carry now: churn leaves them so (a run measured beside it
+    // compares the cluster before and after, and must find it as it was).
+    let nodes: Api<Node> = Api::all(client.clone());
+    let flap_nodes: Vec<String> = (0..args.flap.min(node_count)).map(node_name).collect();
+    let mut had_flap_taint = Vec::with_capacity(flap_nodes.len());
+    for node in &flap_nodes {
+        had_flap_taint.push(has_flap_taint(&nodes.get(node).await?));
+    }
     // Stopped by a signal (a benchmark script ending it), churn still prints its figures.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {
@@ -434,23 +504,9 @@ async fn churn(client: &Client, args: &Args) -> anyhow::Result<()> {
         if args.flap > 0 && last_flap.elapsed() >= Duration::from_secs(args.flap_every) {
             last_flap = Instant::now();
             flapped = !flapped;
-            let taints = if flapped {
-                json!([{"key": FLAP_TAINT, "effect": "NoSchedule"}])
-            } else {
-                json!(null)
-            };
-            let nodes: Api<Node> = Api::all(client.clone());
-            for i in 0..args.flap.min(node_count) {
-                let patch = json!({"spec": {"taints": taints}});
-                if let Err(e) = nodes
-                    .patch(
-                        &node_name(i),
-                        &PatchParams::default(),
-                        &Patch::Merge(&patch),
-                    )
-                    .await
-                {
-                    eprintln!("scale_load: flap {}: {e}", node_name(i));
+            for node in &flap_nodes {
+                if let Err(e) = set_flap_taint(&nodes, node, flapped).await {
+                    eprintln!("scale_load: flap {node}: {e:#}");
                 }
             }
         }
@@ -466,6 +522,13 @@ async fn churn(client: &Client, args: &Args) -> anyhow::Result<()> {
     }
     while inflight.join_next().await.is_some() {}
     let secs = t0.elapsed().as_secs_f64();
+    let mut unrestored = Vec::new();
+    for (node, had) in flap_nodes.iter().zip(had_flap_taint) {
+        if let Err(e) = set_flap_taint(&nodes, node, had).await {
+            eprintln!("scale_load: could not put {node}'s taints back: {e:#}");
+            unrestored.push(node.as_str());
+        }
+    }
     println!(
         "figure churn_pods_replaced_rate {:.1} pods/s",
         done.load(Ordering::Relaxed) as f64 / secs
@@ -474,5 +537,56 @@ async fn churn(client: &Client, args: &Args) -> anyhow::Result<()> {
         "figure churn_failures {} count",
         failed.load(Ordering::Relaxed)
     );
+    if !unrestored.is_empty() {
+        bail!(
+            "churn left the flap taint changed on {}",
+            unrestored.join(", ")
+        );
+    }
     Ok(())
+}
+
+fn has_flap_taint(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|ts| ts.iter().any(|t| t.key == FLAP_TAINT))
+}
+
+/// Puts [`FLAP_TAINT`] on `node` (`on`) or takes it off, leaving every other taint as it is
+/// (the API server's `node.kubernetes.io/not-ready` among them): the node is read, its taint
+/// list changed and written back with the resourceVersion read, again on a conflict.
+async fn set_flap_taint(nodes: &Api<Node>, node: &str, on: bool) -> anyhow::Result<()> {
+    for _ in 0..10 {
+        let current = nodes.get(node).await?;
+        if has_flap_taint(&current) == on {
+            return Ok(());
+        }
+        let mut taints: Vec<Taint> = current
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        taints.retain(|t| t.key != FLAP_TAINT);
+        if on {
+            taints.push(Taint {
+                key: FLAP_TAINT.to_string(),
+                effect: "NoSchedule".to_string(),
+                ..Taint::default()
+            });
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": current.metadata.resource_version},
+            "spec": {"taints": taints}
+        });
+        match nodes
+            .patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    bail!("still conflicting after 10 attempts")
 }

@@ -17,11 +17,13 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams};
 use kube::{Client, Resource};
 use serde::{Deserialize, Serialize};
 
 use super::error::ClusterError;
+use crate::timeline::{ConditionStatus, NodeState};
 
 /// What the cluster looked like, in the parts a run promises to restore.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,94 +80,186 @@ pub struct KubeletSnap {
     pub said: String,
 }
 
+/// Objects per list request: every list of the snapshot is read in pages of this many and
+/// each page is reduced as it arrives, so a big cluster is never held as API objects
+/// (kube's watcher lists in pages of the same size).
+pub const PAGE: u32 = 500;
+
 /// Reads the nodes, and the workloads and pods of `namespaces` (`None`: every namespace),
-/// through the API. Kubelets are the caller's to fill.
+/// through the API, in pages. Kubelets are the caller's to fill.
 pub async fn take(
     client: &Client,
     cluster: &str,
     namespaces: Option<&[String]>,
 ) -> Result<Snapshot, ClusterError> {
-    let lp = ListParams::default();
-    let nodes = Api::<Node>::all(client.clone())
-        .list(&lp)
-        .await
-        .map_err(ClusterError::api("listing nodes"))?
-        .items;
-    let mut snap = Snapshot {
+    let mut snap = empty(cluster, namespaces);
+    snap.nodes = read_nodes(client).await?;
+    snap.workloads = read_workloads(client, namespaces).await?;
+    snap.terminating = read_terminating(client, namespaces).await?;
+    Ok(snap)
+}
+
+/// A snapshot of nothing yet: no node, workload, pod or kubelet.
+pub fn empty(cluster: &str, namespaces: Option<&[String]>) -> Snapshot {
+    Snapshot {
         taken_at: Utc::now(),
         cluster: cluster.to_string(),
         namespaces: namespaces.map(<[String]>::to_vec),
-        nodes: nodes.iter().filter_map(node_snap).collect(),
+        nodes: BTreeMap::new(),
         workloads: BTreeMap::new(),
         terminating: BTreeSet::new(),
         kubelets: BTreeMap::new(),
-    };
-    let scopes: Vec<Option<&str>> = match namespaces {
-        None => vec![None],
-        Some(list) => list.iter().map(|n| Some(n.as_str())).collect(),
-    };
-    for ns in scopes {
+    }
+}
+
+/// Every node, reduced as each page of the list arrives.
+pub async fn read_nodes(client: &Client) -> Result<BTreeMap<String, NodeSnap>, ClusterError> {
+    let mut nodes = BTreeMap::new();
+    paged(&Api::<Node>::all(client.clone()), "listing nodes", |n| {
+        nodes.extend(node_snap(&n));
+    })
+    .await?;
+    Ok(nodes)
+}
+
+/// Every Deployment, StatefulSet and DaemonSet of `namespaces` (`None`: every namespace),
+/// reduced as each page arrives.
+pub async fn read_workloads(
+    client: &Client,
+    namespaces: Option<&[String]>,
+) -> Result<BTreeMap<String, WorkloadSnap>, ClusterError> {
+    let mut workloads = BTreeMap::new();
+    for ns in scopes(namespaces) {
         let what = |kind: &str| match ns {
             Some(ns) => format!("listing {kind} in {ns}"),
             None => format!("listing {kind}"),
         };
-        for d in list::<Deployment>(client, ns, &what("deployments")).await? {
-            let status = d.status.clone().unwrap_or_default();
+        paged(&api::<Deployment>(client, ns), &what("deployments"), |d| {
+            let ready = d.status.as_ref().and_then(|s| s.ready_replicas);
             let desired = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-            insert(&mut snap, "deployment", &d, desired, status.ready_replicas);
-        }
-        for s in list::<StatefulSet>(client, ns, &what("statefulsets")).await? {
-            let status = s.status.clone().unwrap_or_default();
-            let desired = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-            insert(&mut snap, "statefulset", &s, desired, status.ready_replicas);
-        }
-        for d in list::<DaemonSet>(client, ns, &what("daemonsets")).await? {
+            insert(&mut workloads, "deployment", &d, desired, ready);
+        })
+        .await?;
+        paged(
+            &api::<StatefulSet>(client, ns),
+            &what("statefulsets"),
+            |s| {
+                let ready = s.status.as_ref().and_then(|s| s.ready_replicas);
+                let desired = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+                insert(&mut workloads, "statefulset", &s, desired, ready);
+            },
+        )
+        .await?;
+        paged(&api::<DaemonSet>(client, ns), &what("daemonsets"), |d| {
             let status = d.status.clone().unwrap_or_default();
-            let desired = status.desired_number_scheduled;
             insert(
-                &mut snap,
+                &mut workloads,
                 "daemonset",
                 &d,
-                desired,
+                status.desired_number_scheduled,
                 Some(status.number_ready),
             );
-        }
-        for p in list::<Pod>(client, ns, &what("pods")).await? {
-            if p.metadata.deletion_timestamp.is_some() {
-                snap.terminating.insert(pod_key(&p));
+        })
+        .await?;
+    }
+    Ok(workloads)
+}
+
+/// The pods of `namespaces` (`None`: every namespace) already Terminating, as `ns/name uid`:
+/// read as metadata only (what a Terminating pod is and who it is), in pages.
+pub async fn read_terminating(
+    client: &Client,
+    namespaces: Option<&[String]>,
+) -> Result<BTreeSet<String>, ClusterError> {
+    let mut terminating = BTreeSet::new();
+    for ns in scopes(namespaces) {
+        let what = match ns {
+            Some(ns) => format!("listing pods in {ns}"),
+            None => "listing pods".to_string(),
+        };
+        let api = api::<Pod>(client, ns);
+        let mut token: Option<String> = None;
+        loop {
+            let list = api
+                .list_metadata(&page(token.as_deref()))
+                .await
+                .map_err(ClusterError::api(what.clone()))?;
+            for p in list.items {
+                if p.metadata.deletion_timestamp.is_some() {
+                    terminating.insert(meta_key(&p.metadata));
+                }
+            }
+            token = list.metadata.continue_.filter(|t| !t.is_empty());
+            if token.is_none() {
+                break;
             }
         }
     }
-    Ok(snap)
+    Ok(terminating)
 }
 
-async fn list<K>(client: &Client, ns: Option<&str>, what: &str) -> Result<Vec<K>, ClusterError>
+/// The list scopes of `namespaces`: one per namespace, or one for the whole cluster.
+fn scopes(namespaces: Option<&[String]>) -> Vec<Option<&str>> {
+    match namespaces {
+        None => vec![None],
+        Some(list) => list.iter().map(|n| Some(n.as_str())).collect(),
+    }
+}
+
+fn api<K>(client: &Client, ns: Option<&str>) -> Api<K>
 where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
     K::DynamicType: Default,
 {
-    let api: Api<K> = match ns {
+    match ns {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
-    };
-    Ok(api
-        .list(&ListParams::default())
-        .await
-        .map_err(ClusterError::api(what))?
-        .items)
+    }
 }
 
-fn insert<K: Resource>(snap: &mut Snapshot, kind: &str, k: &K, desired: i32, ready: Option<i32>) {
+/// One page's list parameters: [`PAGE`] objects, from `token` on.
+fn page(token: Option<&str>) -> ListParams {
+    let lp = ListParams::default().limit(PAGE);
+    match token {
+        Some(t) => lp.continue_token(t),
+        None => lp,
+    }
+}
+
+/// Lists everything `api` sees, one page at a time, handing each object to `each` as its
+/// page arrives; a page is dropped before the next is asked for.
+async fn paged<K>(api: &Api<K>, what: &str, mut each: impl FnMut(K)) -> Result<(), ClusterError>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut token: Option<String> = None;
+    loop {
+        let list = api
+            .list(&page(token.as_deref()))
+            .await
+            .map_err(ClusterError::api(what.to_string()))?;
+        token = list.metadata.continue_.filter(|t| !t.is_empty());
+        list.items.into_iter().for_each(&mut each);
+        if token.is_none() {
+            return Ok(());
+        }
+    }
+}
+
+fn insert<K: Resource>(
+    workloads: &mut BTreeMap<String, WorkloadSnap>,
+    kind: &str,
+    k: &K,
+    desired: i32,
+    ready: Option<i32>,
+) {
     let meta = k.meta();
     let key = format!(
         "{kind} {}/{}",
         meta.namespace.as_deref().unwrap_or_default(),
         meta.name.as_deref().unwrap_or_default()
     );
-    snap.workloads.insert(
+    workloads.insert(
         key,
         WorkloadSnap {
             desired,
@@ -174,13 +268,17 @@ fn insert<K: Resource>(snap: &mut Snapshot, kind: &str, k: &K, desired: i32, rea
     );
 }
 
-fn pod_key(p: &Pod) -> String {
-    format!(
-        "{}/{} {}",
-        p.metadata.namespace.as_deref().unwrap_or_default(),
-        p.metadata.name.as_deref().unwrap_or_default(),
-        p.metadata.uid.as_deref().unwrap_or_default()
+fn meta_key(meta: &ObjectMeta) -> String {
+    pod_key(
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+        meta.uid.as_deref().unwrap_or_default(),
     )
+}
+
+/// How a Terminating pod is named in [`Snapshot::terminating`]: `ns/name uid`.
+pub fn pod_key(namespace: &str, name: &str, uid: &str) -> String {
+    format!("{namespace}/{name} {uid}")
 }
 
 fn node_snap(n: &Node) -> Option<(String, NodeSnap)> {
@@ -205,6 +303,20 @@ fn node_snap(n: &Node) -> Option<(String, NodeSnap)> {
                 .collect(),
         },
     ))
+}
+
+/// A node as the observer reduced it ([`crate::observe::node_state`]), as compared: the
+/// same fields [`read_nodes`] reads from the Node object.
+pub fn node_snap_of(state: &NodeState) -> NodeSnap {
+    NodeSnap {
+        ready: state.ready == ConditionStatus::True,
+        unschedulable: state.unschedulable,
+        taints: state
+            .taints
+            .iter()
+            .map(|t| format!("{}:{}", t.key, t.effect))
+            .collect(),
+    }
 }
 
 /// What differs between the cluster `before` the first fault and `after` the last undo,
@@ -351,6 +463,38 @@ mod tests {
                     said: "running".into(),
                 },
             )]),
+        }
+    }
+
+    #[test]
+    fn a_node_reads_the_same_from_the_observer_as_from_the_api() {
+        // The run reads nodes from its observer's reduced states, `faultline restore` from
+        // the Node objects: both must give the same NodeSnap, or a run would see differences
+        // that are only in the reading.
+        for file in [
+            "node-ready.json",
+            "node-unreachable.json",
+            "node-notready-cordoned.json",
+            "node-no-conditions.json",
+        ] {
+            let mut node: Node = crate::fixtures::load(file);
+            let spec = node.spec.get_or_insert_with(Default::default);
+            // Taints in an order the observer sorts: the set is what is compared.
+            spec.taints.get_or_insert_with(Vec::new).extend([
+                k8s_openapi::api::core::v1::Taint {
+                    key: "z.example/last".into(),
+                    effect: "NoExecute".into(),
+                    ..Default::default()
+                },
+                k8s_openapi::api::core::v1::Taint {
+                    key: "a.example/first".into(),
+                    effect: "NoSchedule".into(),
+                    ..Default::default()
+                },
+            ]);
+            let (_, from_api) = node_snap(&node).unwrap();
+            let from_observer = node_snap_of(&crate::observe::node_state(&node));
+            assert_eq!(from_observer, from_api, "{file}");
         }
     }
 

@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::experiment::model::WorkloadRef;
 use crate::timeline::{
-    Entry, Event, GAP_RELISTED, GapPhase, NodeState, PodId, PodState, StepPhase, Timeline,
-    WorkloadState,
+    Entry, Event, GAP_RELISTED, GapPhase, NodeState, PodId, PodState, RunPhase, StepPhase,
+    Timeline, WorkloadState,
 };
 
 use super::series::Gap;
@@ -57,6 +57,8 @@ pub struct TimelineIndex {
     queries: HashMap<String, History<(Option<f64>, String)>>,
     /// Faults that did not take effect or were undone behind faultline's back, in order.
     fault_problems: Vec<FaultProblem>,
+    /// The observer said it had every first list (`run`/`observer-ready`).
+    observer_ready: bool,
     last_ms: Option<i64>,
     len: usize,
 }
@@ -135,6 +137,9 @@ impl TimelineIndex {
                     }
                 }
             }
+            Event::Run {
+                phase: RunPhase::ObserverReady { .. },
+            } => self.observer_ready = true,
             Event::Gap {
                 source,
                 phase,
@@ -320,6 +325,33 @@ impl TimelineIndex {
             .collect();
         out.sort_by(|a, b| a.0.cmp(b.0));
         out
+    }
+
+    /// Whether the observer's state is the cluster's, as far as it can tell: it has said
+    /// that every source completed its first list, and no source is in an observation gap.
+    pub(crate) fn observer_in_sight(&self) -> bool {
+        let mut open: Vec<&str> = Vec::new();
+        for (_, source, phase, _) in &self.gap_entries {
+            match phase {
+                GapPhase::Began => open.push(source),
+                GapPhase::Ended => open.retain(|s| s != source),
+            }
+        }
+        self.observer_ready && open.is_empty()
+    }
+
+    /// Every node as last observed, without the ones last seen gone.
+    pub(crate) fn last_nodes(&self) -> impl Iterator<Item = (&String, &NodeState)> {
+        self.nodes
+            .iter()
+            .filter_map(|(name, h)| Some((name, h.last()?.1.as_ref()?)))
+    }
+
+    /// Every pod as last observed, without the ones last seen gone.
+    pub(crate) fn last_pods(&self) -> impl Iterator<Item = (&PodId, &PodState)> {
+        self.pods
+            .iter()
+            .filter_map(|(pod, h)| Some((pod, h.last()?.1.as_ref()?)))
     }
 
     /// Every pod's history, in order of first sight.

@@ -103,7 +103,8 @@ impl<'a> ClusterWorld<'a> {
             .collect();
         kubelet_nodes.sort();
         kubelet_nodes.dedup();
-        let before = restored::take(
+        let before = restored::take_observed(
+            timeline,
             &p.client,
             &p.executor,
             &p.cluster.name,
@@ -293,7 +294,8 @@ impl World for ClusterWorld<'_> {
         } else {
             restored::settle_bound(self.settings.restore_margin, &self.prepared.cluster.timers)
         };
-        let check = restored::check(
+        let check = restored::check_observed(
+            timeline,
             before,
             &self.prepared.client,
             &self.prepared.executor,

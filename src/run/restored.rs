@@ -2,14 +2,23 @@
 //! undo with a bounded wait for it to settle. The API side is `cluster::snapshot`; this
 //! adds the kubelets, asked over each node's transport, and the wait. `faultline restore`
 //! uses the same check against the snapshot a killed run left beside the journal.
+//!
+//! A run reads the nodes and the pods from its own observer ([`Sight::Observer`]): the
+//! observer already holds every node and every pod of the run's namespaces, reduced, and a
+//! second list of them would cost what the observer saves (at 30,000 pods, one list of every
+//! pod as API objects is hundreds of MB). Only the workloads, which the observer follows only
+//! when the experiment names them, are listed, in pages. While the observer has not listed
+//! everything yet, or has lost sight, the check lists the cluster instead, in pages,
+//! reducing each page as it arrives; so does `faultline restore`, which has no observer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures::future::join_all;
 use tokio::time::Instant;
 
-use crate::cluster::snapshot::{self, KubeletSnap, Snapshot};
+use super::shared_timeline::SharedTimeline;
+use crate::cluster::snapshot::{self, KubeletSnap, NodeSnap, Snapshot};
 use crate::execute::{Executor, NodeOp};
 use crate::experiment::model::ClusterTimers;
 use crate::record::RestoredCheck;
@@ -26,9 +35,40 @@ pub(crate) fn settle_bound(restore_margin: Duration, timers: &ClusterTimers) -> 
     restore_margin.max(2 * timers.node_monitor_grace_period)
 }
 
+/// Where the check reads the nodes and the pods.
+#[derive(Clone, Copy)]
+pub(crate) enum Sight<'a> {
+    /// Lists through the API, in pages (`faultline restore`: no observer runs).
+    Api,
+    /// The run's observer, through the timeline it fills; the API while it is not in sight
+    /// of the whole cluster (first lists not all in, or a gap open).
+    Observer(&'a SharedTimeline),
+}
+
 /// Reads the cluster (the nodes, the workloads and pods of `namespaces`, `None` meaning
-/// every namespace) and the kubelets of `kubelet_nodes`.
-pub(crate) async fn take(
+/// every namespace) and the kubelets of `kubelet_nodes`: the nodes and pods from the run's
+/// observer (see [`Sight::Observer`]).
+pub(crate) async fn take_observed(
+    timeline: &SharedTimeline,
+    client: &kube::Client,
+    executor: &Executor,
+    cluster: &str,
+    namespaces: Option<&[String]>,
+    kubelet_nodes: &[String],
+) -> Result<Snapshot, String> {
+    take_from(
+        Sight::Observer(timeline),
+        client,
+        executor,
+        cluster,
+        namespaces,
+        kubelet_nodes,
+    )
+    .await
+}
+
+async fn take_from(
+    sight: Sight<'_>,
     client: &kube::Client,
     executor: &Executor,
     cluster: &str,
@@ -36,11 +76,61 @@ pub(crate) async fn take(
     kubelet_nodes: &[String],
 ) -> Result<Snapshot, String> {
     let (snap, kubelets) = tokio::join!(
-        snapshot::take(client, cluster, namespaces),
+        read(sight, client, cluster, namespaces),
         kubelets(executor, kubelet_nodes)
     );
     let mut snap = snap.map_err(|e| e.to_string())?;
     snap.kubelets = kubelets;
+    Ok(snap)
+}
+
+/// The nodes and the Terminating pods the observer holds, when it is in sight of the
+/// whole cluster; `None` otherwise.
+fn observed(timeline: &SharedTimeline) -> Option<(BTreeMap<String, NodeSnap>, BTreeSet<String>)> {
+    timeline.judge_view(|index| {
+        if !index.observer_in_sight() {
+            return None;
+        }
+        let nodes = index
+            .last_nodes()
+            .map(|(name, state)| (name.clone(), snapshot::node_snap_of(state)))
+            .collect();
+        let terminating = index
+            .last_pods()
+            .filter(|(_, state)| state.terminating)
+            .map(|(pod, _)| snapshot::pod_key(&pod.namespace, &pod.name, &pod.uid))
+            .collect();
+        Some((nodes, terminating))
+    })
+}
+
+/// The API side of a snapshot: from the observer where `sight` allows, the rest in pages.
+async fn read(
+    sight: Sight<'_>,
+    client: &kube::Client,
+    cluster: &str,
+    namespaces: Option<&[String]>,
+) -> Result<Snapshot, crate::cluster::ClusterError> {
+    let seen = match sight {
+        Sight::Api => None,
+        Sight::Observer(timeline) => {
+            let seen = observed(timeline);
+            if seen.is_none() {
+                timeline.note(
+                    "cluster restored: the observer is not in sight of the whole cluster (first \
+                     lists not all in, or a gap open): the nodes and pods are listed instead",
+                );
+            }
+            seen
+        }
+    };
+    let Some((nodes, terminating)) = seen else {
+        return snapshot::take(client, cluster, namespaces).await;
+    };
+    let mut snap = snapshot::empty(cluster, namespaces);
+    snap.nodes = nodes;
+    snap.terminating = terminating;
+    snap.workloads = snapshot::read_workloads(client, namespaces).await?;
     Ok(snap)
 }
 
@@ -75,8 +165,30 @@ async fn kubelets(executor: &Executor, nodes: &[String]) -> BTreeMap<String, Kub
     .collect()
 }
 
-/// Compares the cluster with `before` until nothing differs or `settle` has passed.
+/// Compares the cluster, read through the API, with `before` until nothing differs or
+/// `settle` has passed.
 pub(crate) async fn check(
+    before: &Snapshot,
+    client: &kube::Client,
+    executor: &Executor,
+    settle: Duration,
+) -> RestoredCheck {
+    check_from(Sight::Api, before, client, executor, settle).await
+}
+
+/// As [`check`], the nodes and pods read from the run's observer (see [`Sight::Observer`]).
+pub(crate) async fn check_observed(
+    timeline: &SharedTimeline,
+    before: &Snapshot,
+    client: &kube::Client,
+    executor: &Executor,
+    settle: Duration,
+) -> RestoredCheck {
+    check_from(Sight::Observer(timeline), before, client, executor, settle).await
+}
+
+async fn check_from(
+    sight: Sight<'_>,
     before: &Snapshot,
     client: &kube::Client,
     executor: &Executor,
@@ -85,7 +197,8 @@ pub(crate) async fn check(
     let started = Instant::now();
     let kubelet_nodes: Vec<String> = before.kubelets.keys().cloned().collect();
     loop {
-        let after = take(
+        let after = take_from(
+            sight,
             client,
             executor,
             &before.cluster,
@@ -107,5 +220,116 @@ pub(crate) async fn check(
             };
         }
         tokio::time::sleep(SETTLE_EVERY.min(settle.saturating_sub(waited))).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{
+        ConditionStatus, Event, GapPhase, NodeState, PodId, PodState, RunPhase, Taint,
+    };
+
+    fn node(ready: ConditionStatus, taints: &[(&str, &str)]) -> Event {
+        Event::Node {
+            name: "w1".into(),
+            before: None,
+            after: Some(NodeState {
+                ready,
+                ready_since: None,
+                taints: taints
+                    .iter()
+                    .map(|(key, effect)| Taint {
+                        key: key.to_string(),
+                        effect: effect.to_string(),
+                    })
+                    .collect(),
+                unschedulable: false,
+            }),
+        }
+    }
+
+    fn pod(name: &str, terminating: bool) -> Event {
+        Event::Pod {
+            pod: PodId {
+                namespace: "ns".into(),
+                name: name.into(),
+                uid: format!("u-{name}"),
+            },
+            before: None,
+            after: Some(PodState {
+                phase: "Running".into(),
+                ready: true,
+                ready_since: None,
+                terminating,
+                node: Some("w1".into()),
+                restarts: 0,
+                owner: None,
+                created: None,
+                unreachable_toleration_secs: None,
+                tolerates_unreachable_forever: false,
+            }),
+        }
+    }
+
+    fn gap(phase: GapPhase) -> Event {
+        Event::Gap {
+            source: "pods".into(),
+            phase,
+            reason: "connection reset".into(),
+        }
+    }
+
+    const READY: Event = Event::Run {
+        phase: RunPhase::ObserverReady { sources: 2 },
+    };
+
+    #[test]
+    fn the_observer_gives_the_nodes_and_terminating_pods_once_it_has_listed_everything() {
+        let timeline = SharedTimeline::start(None);
+        timeline.record(node(
+            ConditionStatus::True,
+            &[("node.kubernetes.io/not-ready", "NoSchedule")],
+        ));
+        timeline.record(pod("web-1", false));
+        timeline.record(pod("old", true));
+        // Before its first lists are all in, the observer's state is not the cluster's.
+        assert_eq!(observed(&timeline), None);
+        timeline.record(READY);
+        let (nodes, terminating) = observed(&timeline).expect("in sight");
+        assert_eq!(
+            nodes,
+            BTreeMap::from([(
+                "w1".to_string(),
+                NodeSnap {
+                    ready: true,
+                    unschedulable: false,
+                    taints: BTreeSet::from(["node.kubernetes.io/not-ready:NoSchedule".into()]),
+                }
+            )])
+        );
+        assert_eq!(terminating, BTreeSet::from(["ns/old u-old".to_string()]));
+        // A pod seen gone is not there any more.
+        timeline.record(Event::Pod {
+            pod: PodId {
+                namespace: "ns".into(),
+                name: "old".into(),
+                uid: "u-old".into(),
+            },
+            before: None,
+            after: None,
+        });
+        assert_eq!(observed(&timeline).expect("in sight").1, BTreeSet::new());
+    }
+
+    #[test]
+    fn an_open_gap_sends_the_check_to_the_api() {
+        let timeline = SharedTimeline::start(None);
+        timeline.record(READY);
+        timeline.record(node(ConditionStatus::True, &[]));
+        timeline.record(gap(GapPhase::Began));
+        assert_eq!(observed(&timeline), None);
+        timeline.record(gap(GapPhase::Ended));
+        assert!(observed(&timeline).is_some());
     }
 }
