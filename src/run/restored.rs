@@ -286,7 +286,7 @@ mod tests {
 
     #[test]
     fn the_observer_gives_the_nodes_and_terminating_pods_once_it_has_listed_everything() {
-        let timeline = SharedTimeline::start(None);
+        let timeline = SharedTimeline::start(crate::events::RunEvents::default());
         timeline.record(node(
             ConditionStatus::True,
             &[("node.kubernetes.io/not-ready", "NoSchedule")],
@@ -324,7 +324,7 @@ mod tests {
 
     #[test]
     fn an_open_gap_sends_the_check_to_the_api() {
-        let timeline = SharedTimeline::start(None);
+        let timeline = SharedTimeline::start(crate::events::RunEvents::default());
         timeline.record(READY);
         timeline.record(node(ConditionStatus::True, &[]));
         timeline.record(gap(GapPhase::Began));
