@@ -5,7 +5,7 @@
 //! The handler cancels FIRST and only then says so, and what it says may go nowhere: after
 //! a SIGHUP the terminal is gone, and after a SIGINT to a pipeline (`faultline run | tee
 //! log`) the reader is gone too. A write that fails is dropped; it can never stop the
-//! cancellation (a panicking `eprintln!` here once left every fault in place).
+//! cancellation (a print that panicked here once left every fault in place).
 
 use std::io::Write;
 
