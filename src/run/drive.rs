@@ -95,6 +95,8 @@ pub(crate) struct LoopOutcome {
     pub verdicts: Vec<Verdict>,
     /// Faults left journaled (undo failed, or the step's command may still run).
     pub left_journaled: usize,
+    /// The timeline up to where observation ended: what the verdicts were judged on.
+    pub observed: crate::timeline::Timeline,
 }
 
 /// Runs the experiment's steps in `world` and returns what happened; every fault injected
@@ -419,11 +421,8 @@ impl<'a> Run<'a> {
 
     /// Final verdicts over what was observed; each announced once more if it changed.
     fn finish(mut self, scheduler: &Scheduler<'_>) -> LoopOutcome {
-        let snapshot = self.timeline.snapshot();
-        let observed = match self.out.observed_until {
-            Some(end) => snapshot.until(end),
-            None => snapshot,
-        };
+        // One copy: the timeline as far as observation went (the rest is undo and teardown).
+        let observed = self.timeline.snapshot_until(self.out.observed_until);
         let cancelled = self.cancel.is_cancelled();
         let observed_until = self.out.observed_until.unwrap_or_else(|| observed.end_ms());
         self.out.verdicts = schedule::final_verdicts(
@@ -441,6 +440,7 @@ impl<'a> Run<'a> {
             .map(|i| scheduler.issued_ms(i))
             .collect();
         self.out.left_journaled = self.ledger.active().len();
+        self.out.observed = observed;
         self.out
     }
 }

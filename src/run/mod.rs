@@ -143,12 +143,11 @@ async fn run_once(
     let initial_sync_ms = world.initial_sync_ms;
     drop(world);
 
-    let snapshot = timeline.snapshot();
-    let observed = match done.observed_until {
-        Some(end) => snapshot.until(end),
-        None => snapshot,
-    };
-    let figures = crate::judge::figures(exp, &prepared.targets, &observed);
+    let figures = crate::judge::figures(exp, &prepared.targets, &done.observed);
+    let entries = done.observed.entries.len() as u64;
+    // At 30,000 pods every copy of the timeline costs tens of MB: the observed one goes
+    // before the record's is taken, and that one is moved out, not copied.
+    drop(done.observed);
     let mut outcome = RunOutcome::from_verdicts(&done.verdicts, &done.errors);
     if let Some(t) = &done.aborted {
         outcome = RunOutcome::Error {
@@ -168,7 +167,7 @@ async fn run_once(
                 .max(done.restored.as_ref().map_or(0, |r| i32::from(!r.ok))),
         },
     });
-    let snapshot = timeline.snapshot();
+    let snapshot = timeline.into_timeline();
     RunRecord {
         faultline_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id,
@@ -190,7 +189,7 @@ async fn run_once(
         costs: Some(
             RunCosts {
                 initial_sync_ms,
-                entries: observed.entries.len() as u64,
+                entries,
                 ..RunCosts::default()
             }
             .with_ticks(done.tick_micros),

@@ -121,6 +121,33 @@ impl SharedTimeline {
         });
     }
 
+    /// A copy of the timeline up to `end` (all of it for `None`), without copying the rest.
+    pub(crate) fn snapshot_until(&self, end: Option<i64>) -> Timeline {
+        let filed = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        match end {
+            Some(end) => filed.timeline.until(end),
+            None => filed.timeline.clone(),
+        }
+    }
+
+    /// The timeline itself, moved out when no other handle is left (the run is over), else
+    /// copied.
+    pub(crate) fn into_timeline(self) -> Timeline {
+        match Arc::try_unwrap(self.inner) {
+            Ok(filed) => {
+                filed
+                    .into_inner()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .timeline
+            }
+            Err(shared) => shared
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .timeline
+                .clone(),
+        }
+    }
+
     /// A copy of the timeline so far.
     pub(crate) fn snapshot(&self) -> Timeline {
         self.inner
