@@ -324,6 +324,12 @@ impl Journal {
         owner: Option<(u32, u32)>,
     ) -> Result<Journal, JournalError> {
         let path = path.as_ref().to_path_buf();
+        if owner.is_some() {
+            // Made now, as the user's, before anything else is written beside the journal
+            // (the run's cluster snapshot) creates it as root.
+            let dir = parent_dir(&path);
+            create_dir_owned(dir, owner).map_err(io_err(dir))?;
+        }
         let entries = {
             let _shared = lock(&path, Lock::Shared, owner)?;
             read(&path)?
@@ -1174,6 +1180,16 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("home/.local/state/faultline/journal.json");
         let mut j = Journal::open_as(&path, Some((12345, 12346))).expect("open");
+        let state = path.parent().expect("dir");
+        let owned = |p: &Path| {
+            use std::os::unix::fs::MetadataExt;
+            fs::metadata(p).map(|m| (m.uid(), m.gid())).ok()
+        };
+        assert_eq!(
+            owned(state),
+            Some((12345, 12346)),
+            "the directory is the user's from the start, before a snapshot is written there"
+        );
         j.record(entry("a", "c", Undo::PowerOn)).expect("w");
         use std::os::unix::fs::MetadataExt;
         for p in [

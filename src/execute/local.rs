@@ -11,9 +11,6 @@ use std::time::Duration;
 
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail_async};
 
-/// How long a process killed on a timeout may take to be reaped before it is given up on.
-const REAP: Duration = Duration::from_secs(3);
-
 /// How a local process ended.
 #[derive(Debug)]
 pub(super) enum LocalEnd {
@@ -108,7 +105,9 @@ pub(super) async fn run(
         });
     }
     group.kill();
-    let reaped = tokio::time::timeout(REAP, &mut collect).await.is_ok();
+    let reaped = tokio::time::timeout(super::REAP, &mut collect)
+        .await
+        .is_ok();
     Ok(LocalEnd::TimedOut { reaped })
 }
 

@@ -69,13 +69,16 @@ const REAP: Duration = Duration::from_secs(3);
 
 /// Whole seconds of the node-side deadline for a time limit: rounded up, at least one.
 fn node_secs(limit: Duration) -> u64 {
-    (limit.as_secs() + u64::from(limit.subsec_nanos() > 0)).max(1)
+    limit
+        .as_secs()
+        .saturating_add(u64::from(limit.subsec_nanos() > 0))
+        .max(1)
 }
 
 /// How long after it started a command wrapped for a limit of `limit` is surely over on
 /// the node: its deadline, then the KILL after it.
 fn ends_within(limit: Duration) -> Duration {
-    Duration::from_secs(node_secs(limit) + KILL_AFTER_SECS)
+    Duration::from_secs(node_secs(limit).saturating_add(KILL_AFTER_SECS))
 }
 
 /// `command` wrapped so that the node ends it at `limit` (TERM, then KILL
@@ -591,7 +594,9 @@ impl Executor {
                 // A command carried to a node is ended there by its deadline: give it the
                 // time to be. A local driver is ended here, at the limit.
                 let grace = if to_node {
-                    (ends_within(timeout) + CONFIRM_SLACK).saturating_sub(timeout)
+                    ends_within(timeout)
+                        .saturating_add(CONFIRM_SLACK)
+                        .saturating_sub(timeout)
                 } else {
                     Duration::ZERO
                 };
@@ -629,7 +634,10 @@ impl Executor {
     /// the killed local client. A caller that wraps a call in a timeout of its own must
     /// allow at least this, or it drops the call before the command is known to be over.
     pub fn longest_wait(limit: Duration) -> Duration {
-        limit + ends_within(limit) + CONFIRM_SLACK + REAP
+        limit
+            .saturating_add(ends_within(limit))
+            .saturating_add(CONFIRM_SLACK)
+            .saturating_add(REAP)
     }
 
     /// The exact out-of-band command a power action would run on this machine, for `plan`.

@@ -134,9 +134,6 @@ const CONNECTING: u8 = 0;
 const SENT: u8 = 1;
 const ABANDONED: u8 = 2;
 
-/// How long a session thread is waited for once its sockets are shut.
-const REAP: Duration = Duration::from_secs(3);
-
 /// The session's shared state, and what cuts it: dropping the guard (the caller's future
 /// dropped) abandons the command if it was not sent yet and shuts the sockets, so the
 /// blocking thread ends.
@@ -192,7 +189,10 @@ pub(super) async fn run(
     };
     let sent_at: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
     // libssh2's own limit on one blocking call, only a backstop behind the watch below.
-    let backstop = timeout + ends_within + super::CONFIRM_SLACK + REAP;
+    let backstop = timeout
+        .saturating_add(ends_within)
+        .saturating_add(super::CONFIRM_SLACK)
+        .saturating_add(super::REAP);
     let mut task = {
         let (sockets, state, sent_at) = (cut.sockets.clone(), cut.state.clone(), sent_at.clone());
         tokio::task::spawn_blocking(move || {
@@ -214,7 +214,7 @@ pub(super) async fn run(
     }
     if !cut.abandon() {
         cut.shut();
-        let _ = tokio::time::timeout(REAP, &mut task).await;
+        let _ = tokio::time::timeout(super::REAP, &mut task).await;
         cut.done = true;
         return Ok(SshEnd::TimedOut { sent: false });
     }
@@ -224,15 +224,17 @@ pub(super) async fn run(
         .ok()
         .and_then(|s| *s)
         .unwrap_or_else(Instant::now);
-    let until = tokio::time::Instant::from_std(sent + ends_within + super::CONFIRM_SLACK);
-    let end = match tokio::time::timeout_at(until, &mut task).await {
+    let left = ends_within
+        .saturating_add(super::CONFIRM_SLACK)
+        .saturating_sub(sent.elapsed());
+    let end = match tokio::time::timeout(left, &mut task).await {
         Ok(j) => match joined(j)? {
             SshEnd::Exited { code, output } => SshEnd::Late { code, output },
             _ => SshEnd::TimedOut { sent: true },
         },
         Err(_) => {
             cut.shut();
-            let _ = tokio::time::timeout(REAP, &mut task).await;
+            let _ = tokio::time::timeout(super::REAP, &mut task).await;
             SshEnd::TimedOut { sent: true }
         }
     };

@@ -704,3 +704,20 @@ async fn a_client_that_cannot_say_the_command_ended_is_a_distinct_error() {
         start.elapsed()
     );
 }
+
+#[test]
+fn the_node_deadline_is_whole_seconds_and_huge_limits_do_not_overflow() {
+    for (limit, secs) in [(300, 1), (1000, 1), (2500, 3)] {
+        let text = with_node_deadline("echo 'a b'", Duration::from_millis(limit)).expect("renders");
+        assert!(
+            text.starts_with(&format!("exec timeout -k {KILL_AFTER_SECS} {secs} sh -c ")),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        Executor::longest_wait(Duration::from_secs(10)),
+        Duration::from_secs(10 + 10 + KILL_AFTER_SECS + 3 + 3)
+    );
+    assert_eq!(Executor::longest_wait(Duration::MAX), Duration::MAX);
+    assert!(with_node_deadline("true", Duration::MAX).is_ok());
+}
