@@ -16,6 +16,7 @@ use super::safety::ResolvedTargets;
 use super::schedule::{Scheduler, Tick, Wait};
 use super::shared_timeline::SharedTimeline;
 use super::world::{FaultAt, World};
+use crate::execute::{ExecError, Executor};
 use crate::experiment::fault as faults;
 use crate::experiment::model::Experiment;
 use crate::timeline::{Event, StepPhase};
@@ -26,11 +27,21 @@ use crate::timeline::{Event, StepPhase};
 /// kubelet start on a running kubelet) changes nothing if faultline dies in between.
 pub(super) const ARM_AHEAD_MS: i64 = 3_000;
 
-/// How long past its step's timeout the loop waits for an action to come back before it
-/// stops waiting. A world ends its command at the timeout (the executor ends it on the
-/// node); this is the last guard against one that does not, whose fault then stays
-/// journaled and armed however its undo goes ([`super::ledger::ActiveFault::may_still_run`]).
-pub(super) const ACT_GRACE: Duration = Duration::from_secs(15);
+/// How long past the executor's own longest wait ([`Executor::longest_wait`]) the loop
+/// waits for an action to come back before it stops waiting. A world ends its command at
+/// the timeout (the executor ends it on the node); this is the last guard against one that
+/// does not, whose fault then stays journaled and armed however its undo goes
+/// ([`super::ledger::ActiveFault::may_still_run`]), as does one whose end the executor
+/// could not confirm.
+pub(super) const ACT_GRACE: Duration = Duration::from_secs(5);
+
+/// Whether an action's result says its command may still be running on the node.
+fn may_still_run(result: &Result<super::act::ActResult, ActError>) -> bool {
+    matches!(
+        result,
+        Err(ActError::Exec(ExecError::TimedOutUnconfirmed { .. }))
+    )
+}
 
 /// Steps armed ahead of their due offset: step index → the journal ids of its faults, or
 /// `Err` when arming failed (the step then fails when it comes due).
@@ -188,14 +199,17 @@ impl<'a> Steps<'a> {
             let issued_ms = this
                 .timeline
                 .record(this.step_event(index, node, StepPhase::Issued));
-            let limit = step.timeout.saturating_add(ACT_GRACE);
+            let limit = Executor::longest_wait(step.timeout).saturating_add(ACT_GRACE);
             let (result, came_back) = match tokio::time::timeout(
                 limit,
                 shared.act(&step.name, &step.action, node, step.timeout),
             )
             .await
             {
-                Ok(result) => (result, true),
+                Ok(result) => {
+                    let over = !may_still_run(&result);
+                    (result, over)
+                }
                 Err(_) => (Err(ActError::Timeout(step.timeout)), false),
             };
             let phase = match &result {
@@ -204,10 +218,7 @@ impl<'a> Steps<'a> {
                     output: done.output.clone(),
                 },
                 Err(e) if !came_back => StepPhase::Failed {
-                    error: format!(
-                        "{e}, and had not come back {}s later: it may still be running",
-                        ACT_GRACE.as_secs()
-                    ),
+                    error: format!("{e}; it may still be running on the node"),
                 },
                 Err(e) => StepPhase::Failed {
                     error: e.to_string(),
