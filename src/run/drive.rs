@@ -317,10 +317,7 @@ impl<'a> Run<'a> {
                 evidence,
                 reverted,
             } => {
-                let on = node
-                    .as_ref()
-                    .map(|n| format!(" on {n}"))
-                    .unwrap_or_default();
+                let on = schedule::on_node(node.as_deref());
                 let what = if *reverted {
                     "its fault was undone by something other than faultline"
                 } else {

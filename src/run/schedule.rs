@@ -197,6 +197,11 @@ impl std::fmt::Display for Wait {
     }
 }
 
+/// ` on NODE` for a node, nothing without one: how step messages name where they acted.
+pub(crate) fn on_node(node: Option<&str>) -> String {
+    node.map(|n| format!(" on {n}")).unwrap_or_default()
+}
+
 /// Why a run ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum End {
@@ -299,10 +304,7 @@ impl std::fmt::Display for End {
                 evidence,
                 reverted,
             } => {
-                let on = node
-                    .as_ref()
-                    .map(|n| format!(" on {n}"))
-                    .unwrap_or_default();
+                let on = on_node(node.as_deref());
                 if *reverted {
                     write!(
                         f,

@@ -250,7 +250,7 @@ impl<'a> Steps<'a> {
                 Ok(()) => succeeded.extend(node),
                 // A fault that may be half-injected stays in the ledger for the safety net.
                 Err(e) => {
-                    let at = node.map(|n| format!(" on {n}")).unwrap_or_default();
+                    let at = super::schedule::on_node(node);
                     errors.push(format!("step `{}`{at}: {e}", step.name));
                     ok = false;
                 }
