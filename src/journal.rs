@@ -56,10 +56,6 @@ pub(crate) enum Undo {
 /// then `docker start`), `None` when it reboots by itself (see
 /// [`Executor::reboot_undo`]). The fault table gives a reboot no inverse, since a reboot
 /// that ran is over; one interrupted between its stop and its start is not.
-#[allow(
-    dead_code,
-    reason = "for the run's ledger (src/run/ledger.rs), which journals reboots with it"
-)]
 pub(crate) fn reboot_undo(executor: &Executor, node: &str) -> Option<Undo> {
     match executor.reboot_undo(node)? {
         PowerAction::On => Some(Undo::PowerOn),

@@ -231,6 +231,60 @@ async fn kind_kill_9_during_a_power_off_the_node_is_powered_on_without_help() {
     all_nodes_ready(&client, BACK).await;
 }
 
+/// A run cut off in the middle of a kind reboot (`docker stop`, a pause, `docker start`),
+/// the way a CI runner that times out kills a job: faultline and the reboot command it
+/// started both get SIGKILL after the stop began. The container stays stopped; the journal
+/// holds the reboot with a power-on as its undo, so `faultline restore` starts the container
+/// again and the node is Ready, and a second `restore` finds nothing.
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_reboot_cut_off_between_stop_and_start_is_powered_on_by_restore() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let mut child = s
+        .spawn_until_step("fixtures/experiments/lab/reboot-short.yaml", &[], "reboot")
+        .await;
+    let pid = child.id().to_string();
+    // The reboot's own command first (it runs in its own process group), then faultline.
+    let _ = std::process::Command::new("pkill")
+        .args(["-KILL", "-P", &pid])
+        .status();
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let exited = || {
+        docker(&[
+            "ps",
+            "-a",
+            "--filter",
+            "label=io.x-k8s.kind.role=worker",
+            "--filter",
+            "status=exited",
+            "--format",
+            "{{.Names}}",
+        ])
+    };
+    wait_until(
+        "the victim's container stopped",
+        Duration::from_secs(30),
+        || !exited().is_empty(),
+    )
+    .await;
+    // Past the reboot's pause: nothing starts it again by itself.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let off: Vec<String> = exited().lines().map(str::to_string).collect();
+    assert_eq!(off.len(), 1, "exactly the victim is off: {off:?}");
+    let victim = &off[0];
+    s.restore_leaves_nothing();
+    assert_eq!(
+        docker(&["inspect", "-f", "{{.State.Status}}", victim]),
+        "running",
+        "restore started the container"
+    );
+    wait_ready(&client, victim, BACK).await;
+    all_nodes_ready(&client, BACK).await;
+}
+
 /// `docker` with arguments; its trimmed stdout, panicking with its stderr on failure.
 fn docker(args: &[&str]) -> String {
     let out = std::process::Command::new("docker")

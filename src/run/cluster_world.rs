@@ -232,6 +232,13 @@ impl World for ClusterWorld<'_> {
         armed.map_err(|e| e.to_string())
     }
 
+    fn journal_undo(&self, node: &str, fault: &Action) -> Option<Undo> {
+        match fault {
+            Action::Reboot => crate::journal::reboot_undo(&self.prepared.executor, node),
+            _ => super::ledger::journal_undo(fault),
+        }
+    }
+
     async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), String> {
         self.prepared
             .executor

@@ -27,6 +27,10 @@ pub(crate) struct ActiveFault {
     pub node: String,
     /// The fault.
     pub fault: Action,
+    /// What the safety net runs to undo it: the fault's inverse, or for a fault that is
+    /// over when its step returns (a reboot) what brings the node back if it was cut off
+    /// midway (power on).
+    pub undo: Action,
     /// The self-restore armed on the node, if any.
     pub armed: Option<ArmedRestore>,
     /// The step's command did not come back within its timeout: it may still be running
@@ -74,7 +78,8 @@ pub(crate) struct Ledger {
 
 /// How a fault is undone, for the journal (which must be able to do it after a crash):
 /// its inverse, carried as the fault table says. An undo on the node is what the node can
-/// also do by itself, so it is the one armed there as a self-restore.
+/// also do by itself, so it is the one armed there as a self-restore. A world may know
+/// more for a node ([`World::journal_undo`]: a kind/k3d reboot is powered on).
 pub(crate) fn journal_undo(fault: &Action) -> Option<Undo> {
     let inv = inverse(fault)?;
     Some(match fault::info(&inv).via {
@@ -82,6 +87,13 @@ pub(crate) fn journal_undo(fault: &Action) -> Option<Undo> {
         Via::NodeApi | Via::ClusterApi => Undo::Api(inv),
         Via::Node(_) | Via::StepCommand | Via::Power(_) => Undo::Node(fault::node_op(&inv)?),
     })
+}
+
+/// The action the safety net runs to undo `fault`, journaled with `undo`: the fault's
+/// inverse, or power on for a fault the table gives none (a reboot cut off between its
+/// stop and its start).
+fn undo_action(fault: &Action, undo: &Undo) -> Option<Action> {
+    inverse(fault).or_else(|| matches!(undo, Undo::PowerOn).then_some(Action::PowerOn))
 }
 
 impl Ledger {
@@ -102,49 +114,54 @@ impl Ledger {
         &self.active
     }
 
-    /// Before injecting `fault` on `nodes`: journal it for each node (one durable write)
-    /// and, where a node can undo the fault itself, arm a restore there that fires after
-    /// `restore_after` even if faultline dies. The nodes are armed at once, so a step on
-    /// twenty nodes waits for the slowest one, not for the sum. All or nothing: when one
-    /// node cannot be armed, the others are disarmed and nothing stays journaled.
+    /// Before injecting `fault` on `nodes`: journal it for each node the world can undo it
+    /// on (one durable write) and, where a node can undo the fault itself, arm a restore
+    /// there that fires after `restore_after` even if faultline dies. The nodes are armed at
+    /// once, so a step on twenty nodes waits for the slowest one, not for the sum. All or
+    /// nothing: when one node cannot be armed, the others are disarmed and nothing stays
+    /// journaled.
     ///
-    /// Returns each node's journal id and whether a restore was armed on it, in the order
-    /// of `nodes`; empty for actions that are not faults.
-    pub(crate) async fn before_faults(
+    /// Returns, for each node journaled, in the order of `nodes`: the node, its journal id
+    /// and whether a restore was armed on it; empty for actions that are not faults.
+    pub(crate) async fn before_faults<'n>(
         &mut self,
         world: &impl World,
         step: &str,
-        nodes: &[&str],
+        nodes: &[&'n str],
         fault: &Action,
         restore_after: Duration,
-    ) -> Result<Vec<(String, bool)>, LedgerError> {
-        let Some(undo) = journal_undo(fault) else {
+    ) -> Result<Vec<(&'n str, String, bool)>, LedgerError> {
+        let mut undos = Vec::new();
+        let mut entries: Vec<JournalEntry> = Vec::new();
+        for node in nodes {
+            let Some(undo) = world.journal_undo(node, fault) else {
+                continue;
+            };
+            let Some(action) = undo_action(fault, &undo) else {
+                continue;
+            };
+            self.seq += 1;
+            entries.push(JournalEntry {
+                id: format!("{}-{}", self.run_id, self.seq),
+                cluster: self.cluster.clone(),
+                node: node.to_string(),
+                fault: action_name(fault).to_string(),
+                undo: undo.clone(),
+                injected_at: Utc::now(),
+                deadline: chrono::Duration::from_std(restore_after)
+                    .ok()
+                    .and_then(|d| Utc::now().checked_add_signed(d)),
+                armed_restore: None,
+            });
+            undos.push((*node, undo, action));
+        }
+        if entries.is_empty() {
             return Ok(Vec::new());
-        };
-        let mut entries: Vec<JournalEntry> = nodes
-            .iter()
-            .map(|node| {
-                self.seq += 1;
-                JournalEntry {
-                    id: format!("{}-{}", self.run_id, self.seq),
-                    cluster: self.cluster.clone(),
-                    node: node.to_string(),
-                    fault: action_name(fault).to_string(),
-                    undo: undo.clone(),
-                    injected_at: Utc::now(),
-                    deadline: chrono::Duration::from_std(restore_after)
-                        .ok()
-                        .map(|d| Utc::now() + d),
-                    armed_restore: None,
-                }
-            })
-            .collect();
+        }
         self.record(entries.clone())?;
-        let results = join_all(
-            entries
-                .iter()
-                .map(|entry| world.arm_restore(&entry.node, &undo, restore_after, &entry.id)),
-        )
+        let results = join_all(entries.iter().zip(&undos).map(|(entry, (_, undo, _))| {
+            world.arm_restore(&entry.node, undo, restore_after, &entry.id)
+        }))
         .await;
         let mut failure = None;
         for (entry, result) in entries.iter_mut().zip(results) {
@@ -170,13 +187,14 @@ impl Ledger {
             return Err(e.into());
         }
         let mut out = Vec::with_capacity(entries.len());
-        for entry in entries {
-            out.push((entry.id.clone(), entry.armed_restore.is_some()));
+        for (entry, (node, _, undo)) in entries.into_iter().zip(undos) {
+            out.push((node, entry.id.clone(), entry.armed_restore.is_some()));
             self.active.push(ActiveFault {
                 id: entry.id,
                 step: step.to_string(),
                 node: entry.node,
                 fault: fault.clone(),
+                undo,
                 armed: entry.armed_restore,
                 may_still_run: false,
             });
@@ -254,6 +272,27 @@ impl Ledger {
         done
     }
 
+    /// Step `step` came back successfully on `nodes`: a fault of it that is over when its
+    /// command returns (a reboot, journaled only while it runs, since one cut off between
+    /// its stop and its start leaves the node off) is settled. Returns them.
+    pub(crate) async fn finished(
+        &mut self,
+        world: &impl World,
+        step: &str,
+        nodes: &[&str],
+    ) -> Vec<ActiveFault> {
+        let (over, keep): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.active).into_iter().partition(|f| {
+                f.step == step
+                    && nodes.contains(&f.node.as_str())
+                    && inverse(&f.fault).is_none()
+                    && !f.may_still_run
+            });
+        self.active = keep;
+        self.settle(world, &over).await;
+        over
+    }
+
     /// The safety net: undoes every fault still active, all nodes at once and each node's
     /// faults newest first, retrying as `restore` does ([`RetryPolicy::default`], each try
     /// limited to `timeout`); a fault whose undo keeps failing stays in the journal for
@@ -278,9 +317,7 @@ impl Ledger {
         let per_node = join_all(by_node.into_iter().map(|(_, faults)| async move {
             let mut reports = Vec::new();
             for fault in faults {
-                let Some(undo) = inverse(&fault.fault) else {
-                    continue;
-                };
+                let undo = fault.undo.clone();
                 let step = format!("undo {}", fault.step);
                 let attempt = async || {
                     world

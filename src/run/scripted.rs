@@ -57,6 +57,8 @@ pub(crate) struct Scripted {
     /// What is on the timeline before the first step (the first full view).
     initial: Vec<Event>,
     timeline: Option<SharedTimeline>,
+    /// Reboots go out of band and a power-on brings a node back (kind, k3d).
+    reboot_powers_on: bool,
 }
 
 impl Scripted {
@@ -132,6 +134,13 @@ impl World for Scripted {
         }))
     }
 
+    fn journal_undo(&self, _: &str, fault: &Action) -> Option<Undo> {
+        match fault {
+            Action::Reboot if self.reboot_powers_on => Some(Undo::PowerOn),
+            _ => super::ledger::journal_undo(fault),
+        }
+    }
+
     async fn disarm(&self, node: &str, _: &ArmedRestore) -> Result<(), String> {
         self.log(format!("disarm {node}"));
         Ok(())
@@ -140,12 +149,15 @@ impl World for Scripted {
     async fn act(
         &self,
         step: &str,
-        _: &Action,
+        action: &Action,
         node: Option<&str>,
         _: Duration,
     ) -> Result<ActResult, ActError> {
         let on = node.unwrap_or("-");
         self.log(format!("act {step} on {on}"));
+        if *action == Action::PowerOn {
+            self.log(format!("power on {on}"));
+        }
         let call = self
             .acts
             .lock()
@@ -668,4 +680,92 @@ async fn two_runs_sharing_a_journal_keep_each_others_faults() {
     assert_eq!(seen.await.unwrap(), 2);
     assert_eq!((a.left_journaled, b.left_journaled), (0, 0));
     assert_eq!(one.journaled(), 0);
+}
+
+/// Reboot `a` at 10 s (on kind, `docker stop` then `docker start`).
+const REBOOT: &str = "
+name: scripted-reboot
+description: a scripted reboot
+targets:
+  victim: {names: [a]}
+steps:
+  - {name: reboot, at: 10s, do: reboot, target: victim, timeout: 30s}
+expect:
+  - {name: node stays, node: victim, never: Unknown}
+";
+
+#[tokio::test(start_paused = true)]
+async fn an_out_of_band_reboot_is_journaled_while_it_runs_and_cleared_when_it_returns() {
+    let h = Harness::new(REBOOT);
+    let mut world = Scripted {
+        reboot_powers_on: true,
+        ..Scripted::default()
+    }
+    .on("reboot", &[Call::Slow(Duration::from_secs(8))]);
+    let journal = h.journal.clone();
+    let during = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(14)).await;
+        Journal::open(&journal).unwrap().active("c")
+    });
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let during = during.await.unwrap();
+    assert_eq!(during.len(), 1, "journaled while it runs");
+    assert_eq!(
+        (during[0].fault.as_str(), &during[0].undo),
+        ("reboot", &Undo::PowerOn)
+    );
+    let calls = world.calls();
+    assert!(index_of(&calls, "arm a") < index_of(&calls, "act reboot on a"));
+    assert!(
+        index_of(&calls, "done reboot on a: Ok(())") < index_of(&calls, "disarm a"),
+        "{calls:#?}"
+    );
+    assert!(
+        !calls.iter().any(|c| c.starts_with("power on")),
+        "{calls:#?}"
+    );
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert_eq!((h.journaled(), out.left_journaled), (0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reboot_cut_off_between_stop_and_start_is_powered_on_by_the_safety_net() {
+    let h = Harness::new(REBOOT);
+    let mut world = Scripted {
+        reboot_powers_on: true,
+        ..Scripted::default()
+    }
+    .on(
+        "reboot",
+        &[Call::Fail("docker start: cannot connect to the daemon")],
+    );
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    assert!(
+        index_of(&calls, "act reboot on a") < index_of(&calls, "power on a"),
+        "{calls:#?}"
+    );
+    assert!(calls.contains(&"disarm a".to_string()), "{calls:#?}");
+    assert!(
+        matches!(out.end, Some(End::StepFailed { .. })),
+        "{:?}",
+        out.end
+    );
+    assert_eq!((h.journaled(), out.left_journaled), (0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_in_band_reboot_is_not_journaled() {
+    let h = Harness::new(REBOOT);
+    let mut world = Scripted::default();
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    assert!(!calls.contains(&"arm a".to_string()), "{calls:#?}");
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
 }

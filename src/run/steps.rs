@@ -134,7 +134,7 @@ impl<'a> Steps<'a> {
         match armed {
             Ok(armed) => {
                 let mut ids = Vec::with_capacity(armed.len());
-                for (node, (journal_id, self_restore)) in named.iter().zip(armed) {
+                for (node, journal_id, self_restore) in armed {
                     ids.push(journal_id.clone());
                     self.timeline.record(self.step_event(
                         index,
@@ -255,6 +255,12 @@ impl<'a> Steps<'a> {
                     ok = false;
                 }
             }
+        }
+        for over in ledger.finished(&*world, &step.name, &succeeded).await {
+            self.timeline.note(format!(
+                "`{}` came back on {}: its journal entry is cleared",
+                over.step, over.node
+            ));
         }
         for undone in ledger.undone_by(&*world, &step.action, &succeeded).await {
             self.timeline.note(format!(

@@ -77,6 +77,15 @@ pub(crate) trait World {
         token: &str,
     ) -> Result<Option<ArmedRestore>, String>;
 
+    /// How the journal undoes `fault` on `node` if faultline is cut off while it is in
+    /// place: the fault table's inverse ([`super::ledger::journal_undo`]), unless this
+    /// world knows more about the node (a kind/k3d reboot is `docker stop`, then `docker
+    /// start`: cut off between the two, the node stays off until powered on). `None`:
+    /// nothing to journal.
+    fn journal_undo(&self, _node: &str, fault: &Action) -> Option<Undo> {
+        super::ledger::journal_undo(fault)
+    }
+
     /// Withdraws a self-restore armed by [`World::arm_restore`].
     async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), String>;
 
