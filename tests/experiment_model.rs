@@ -479,3 +479,23 @@ abort:
         assert_eq!((g.0, g.1, g.2.as_str()), (w.0, &w.1, w.2));
     }
 }
+
+/// A pod may tolerate for `i64::MAX` seconds and a bound may multiply it by up to 100: the
+/// judge inside the run gets an error for that bound, never a panic.
+#[test]
+fn a_bound_longer_than_a_duration_can_hold_is_an_error_not_a_panic() {
+    let huge = bound(vec![term(100.0, BoundSymbol::Toleration)]);
+    let ctx = BoundContext {
+        grace: Duration::from_secs(40),
+        monitor_period: Duration::from_secs(5),
+        toleration: Some(Duration::from_secs(i64::MAX.unsigned_abs())),
+    };
+    let err = huge.resolve(&ctx).unwrap_err();
+    assert!(matches!(err, BoundError::OutOfRange), "{err:?}");
+    assert!(
+        err.to_string().contains("more than a duration can hold"),
+        "{err}"
+    );
+    let fine = bound(vec![term(2.0, BoundSymbol::Grace), fixed(5)]);
+    assert_eq!(fine.resolve(&ctx), Ok(Duration::from_secs(85)));
+}

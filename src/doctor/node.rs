@@ -106,11 +106,13 @@ pub async fn check_node(
     let (blocked, transport) = transport::findings(node, &reached);
     findings.extend(transport);
     if let Some(why) = blocked {
-        for check in [CheckKind::KubeletUnit, CheckKind::Commands]
+        let unchecked: Vec<CheckKind> = [CheckKind::KubeletUnit, CheckKind::Commands]
             .into_iter()
             .chain((depth == Depth::Full).then_some(CheckKind::SelfRestore))
             .chain((depth == Depth::Full).then_some(CheckKind::Clock))
-        {
+            .filter(|check| !findings.iter().any(|f| f.check == *check))
+            .collect();
+        for check in unchecked {
             findings.push(Finding::node(
                 name,
                 check,
@@ -163,5 +165,47 @@ fn power_template(node: &NodeAccess, key: PowerKey) -> Option<&Vec<String>> {
         PowerKey::On => node.power.on.as_ref(),
         PowerKey::Off => node.power.off.as_ref(),
         PowerKey::Reboot => node.power.reboot.as_ref(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::inventory::Inventory;
+
+    /// A node whose shell finds no `timeout` (the exec transport with an empty PATH):
+    /// doctor says that, not that the node cannot be reached or that sudo fails.
+    #[tokio::test]
+    async fn a_node_without_timeout_is_named_as_such() {
+        let text = "cluster: {name: c}\ntransport: exec\n\
+                    exec: [env, PATH=/nonexistent, /bin/sh, -c, \"{command}\"]\n\
+                    nodes: [{name: n1}]\n";
+        let inventory = Inventory::parse(text, Path::new("t.yaml")).expect("inventory");
+        let executor = Executor::new(inventory);
+        let node = executor.inventory().nodes()[0].clone();
+        let findings = check_node(&executor, &node, &Needs::everything(), Depth::Preflight).await;
+        let of = |check| {
+            findings
+                .iter()
+                .filter(|f| f.check == check)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            of(CheckKind::Reachable)[0].status,
+            Status::Pass,
+            "{findings:#?}"
+        );
+        let commands = of(CheckKind::Commands);
+        assert_eq!(commands.len(), 1, "{findings:#?}");
+        assert_eq!(commands[0].status, Status::Fail);
+        assert!(
+            commands[0]
+                .detail
+                .contains("`timeout` is not found on the node"),
+            "{}",
+            commands[0].detail
+        );
     }
 }

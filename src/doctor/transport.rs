@@ -129,6 +129,51 @@ pub(super) fn findings(
             };
             (Some(why), out)
         }
+        // Logged in, but the node has no `timeout`: every command is sent as `exec timeout
+        // -k 5 N sh -c …` so that it ends on the node at its deadline, so nothing can run.
+        Err(ExecError::CommandFailed {
+            exit_status: Some(127),
+            output,
+            ..
+        }) if timeout_missing(output) => {
+            let mut out = vec![f(CheckKind::Reachable, Status::Pass, how)];
+            out.extend(if ssh {
+                vec![
+                    f(
+                        CheckKind::HostKey,
+                        Status::Pass,
+                        "matches known_hosts".into(),
+                    ),
+                    f(
+                        CheckKind::Auth,
+                        Status::Pass,
+                        format!("logged in as {}", node.ssh.user),
+                    ),
+                    if node.ssh.sudo {
+                        f(CheckKind::Sudo, Status::Pass, "`sudo -n` works".into())
+                    } else {
+                        sudo_unset()
+                    },
+                ]
+            } else {
+                vec![
+                    not_ssh(CheckKind::HostKey),
+                    not_ssh(CheckKind::Auth),
+                    not_ssh(CheckKind::Sudo),
+                ]
+            });
+            out.push(f(
+                CheckKind::Commands,
+                Status::Fail,
+                format!(
+                    "`timeout` is not found on the node ({}): faultline runs every command \
+                     under `timeout -k` so that it ends on the node at its deadline; install \
+                     coreutils (or a busybox with `timeout`)",
+                    output.trim()
+                ),
+            ));
+            (Some("`timeout` is missing on the node"), out)
+        }
         // The transport read sudo's own refusal (a password wanted, a user not allowed):
         // its message already says what to change.
         Err(e @ ExecError::Sudo { .. }) => (Some("sudo refuses"), sudo_failed(e.to_string())),
@@ -164,4 +209,12 @@ pub(super) fn findings(
             (Some("the node cannot be reached"), out)
         }
     }
+}
+
+/// Whether a command's output says the shell found no `timeout` program (dash: `exec:
+/// timeout: not found`; bash: `timeout: command not found`; busybox: `timeout: not found`).
+fn timeout_missing(output: &str) -> bool {
+    output
+        .lines()
+        .any(|l| l.contains("timeout") && l.contains("not found"))
 }

@@ -783,6 +783,10 @@ pub enum BoundError {
         "`toleration` has no value here: the subject is not a pod with an unreachable toleration"
     )]
     NoToleration,
+    /// The bound is longer than a duration can hold (a toleration of `i64::MAX` seconds
+    /// from a pod, times a multiplier): an error, never a panic inside the run.
+    #[error("the bound resolves to more than a duration can hold (about 584 billion years)")]
+    OutOfRange,
 }
 
 impl Bound {
@@ -815,7 +819,7 @@ impl Bound {
             };
             total += term.factor * base.as_secs_f64();
         }
-        Ok(Duration::from_secs_f64(total.max(0.0)))
+        Duration::try_from_secs_f64(total.max(0.0)).map_err(|_| BoundError::OutOfRange)
     }
 }
 

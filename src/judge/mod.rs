@@ -323,7 +323,7 @@ fn evaluate(
             None
         };
         b.resolve(&timers.bound_context(tol))
-            .map(|d| d.as_millis() as i64)
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
             .map_err(|err| format!("{}: bound `{b}`: {err}", m.name))
     };
     let mut candidates = match (&e.check, &e.subject) {
@@ -552,7 +552,7 @@ fn bound_text(b: &Bound, timers: &ClusterTimers) -> String {
         return format!("`{b}`");
     }
     b.resolve(&timers.bound_context(None))
-        .map(|d: Duration| secs(d.as_millis() as i64))
+        .map(|d: Duration| secs(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)))
         .unwrap_or_else(|_| format!("`{b}`"))
 }
 

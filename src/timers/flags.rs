@@ -84,7 +84,8 @@ pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, String> {
         total += number * seconds;
         rest = &rest[unit_len..];
     }
-    Ok(Duration::from_secs_f64(total))
+    Duration::try_from_secs_f64(total)
+        .map_err(|_| format!("`{text}` is longer than a duration can hold"))
 }
 
 /// Whole seconds, as `--default-unreachable-toleration-seconds` takes them.
@@ -96,6 +97,13 @@ pub(crate) fn parse_seconds(text: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_go_duration_too_long_to_hold_is_an_error_not_a_panic() {
+        let err = parse_go_duration("99999999999999999999h").unwrap_err();
+        assert!(err.contains("longer than a duration can hold"), "{err}");
+        assert_eq!(parse_go_duration("1h30m"), Ok(Duration::from_secs(5400)));
+    }
 
     fn argv(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()
