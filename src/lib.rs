@@ -22,6 +22,8 @@ pub mod experiment;
 pub(crate) mod file_names;
 #[cfg(test)]
 mod fixtures;
+#[cfg(feature = "heap-samples")]
+pub mod heap_samples;
 pub mod inventory;
 pub(crate) mod journal;
 pub mod judge;
