@@ -47,15 +47,15 @@ pub use settings::{DEFAULT_RESTORE_MARGIN, RunSettings};
 use shared_timeline::SharedTimeline;
 
 /// Runs one experiment and returns its record, after sending every timeline entry and the
-/// record itself to `events`. Never panics on cluster trouble: what went wrong is in the
-/// record (outcome `Error`, or per-step errors).
+/// record itself to `events` (shared with them, not copied). Never panics on cluster
+/// trouble: what went wrong is in the record (outcome `Error`, or per-step errors).
 pub async fn run_experiment(
     exp: &crate::experiment::model::Experiment,
     settings: &RunSettings,
     cancel: CancellationToken,
     events: RunEvents,
-) -> RunRecord {
-    let record = run_once(exp, settings, cancel, events.clone()).await;
+) -> std::sync::Arc<RunRecord> {
+    let record = std::sync::Arc::new(run_once(exp, settings, cancel, events.clone()).await);
     events.finished(&record);
     record
 }
