@@ -12,6 +12,7 @@
 
 #![warn(unreachable_pub)]
 
+pub mod allocator;
 pub mod cli;
 pub mod cluster;
 pub mod compare;

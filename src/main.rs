@@ -8,6 +8,8 @@ use clap::Parser;
 static HEAP: faultline::heap_samples::Counting = faultline::heap_samples::Counting;
 
 fn main() {
+    // Before any thread exists (issue 29: per-thread arenas doubled the RSS).
+    faultline::allocator::limit_arenas();
     #[cfg(feature = "heap-samples")]
     faultline::heap_samples::start_from_env();
     tracing_subscriber::fmt()
