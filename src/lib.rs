@@ -12,6 +12,7 @@
 
 #![warn(unreachable_pub)]
 
+pub mod allocator;
 pub mod cli;
 pub mod cluster;
 pub mod compare;
@@ -22,6 +23,8 @@ pub mod experiment;
 pub(crate) mod file_names;
 #[cfg(test)]
 mod fixtures;
+#[cfg(feature = "heap-samples")]
+pub mod heap_samples;
 pub mod inventory;
 pub(crate) mod journal;
 pub mod judge;

@@ -2,7 +2,16 @@
 
 use clap::Parser;
 
+/// With the `heap-samples` feature, every allocation is counted (`faultline::heap_samples`).
+#[cfg(feature = "heap-samples")]
+#[global_allocator]
+static HEAP: faultline::heap_samples::Counting = faultline::heap_samples::Counting;
+
 fn main() {
+    // Before any thread exists (issue 29: per-thread arenas doubled the RSS).
+    faultline::allocator::limit_arenas();
+    #[cfg(feature = "heap-samples")]
+    faultline::heap_samples::start_from_env();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // Colour only on a terminal: CI logs and captured output stay plain text.

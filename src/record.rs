@@ -288,7 +288,7 @@ impl RunRecord {
 
     /// Writes the record as pretty JSON.
     pub fn save(&self, path: &Path) -> Result<(), RecordError> {
-        write_json(path, self.to_json())
+        write_json(path, &self.with_score())
     }
 
     /// The record as pretty JSON, with its resilience score beside the verdicts for tools
@@ -316,17 +316,26 @@ pub struct Scored<'a> {
     pub score: crate::judge::Score,
 }
 
-/// Writes JSON text (or the error of making it) to `path`, as records and series are saved.
-pub(crate) fn write_json(
-    path: &Path,
-    text: Result<String, serde_json::Error>,
-) -> Result<(), RecordError> {
-    let text = text.map_err(|source| RecordError::Json {
+/// Writes `value` as pretty JSON and a final newline to `path`, as records and series are
+/// saved: streamed through a buffer into the file, never held whole as text (at 30,000 pods
+/// a record's JSON is tens of MB).
+pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<(), RecordError> {
+    use std::io::Write;
+    let io = |source| RecordError::Io {
         path: path.to_path_buf(),
         source,
+    };
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    serde_json::to_writer_pretty(&mut out, value).map_err(|source| {
+        if source.is_io() {
+            io(std::io::Error::from(source))
+        } else {
+            RecordError::Json {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
     })?;
-    std::fs::write(path, text + "\n").map_err(|source| RecordError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    out.write_all(b"\n").map_err(io)?;
+    out.flush().map_err(io)
 }

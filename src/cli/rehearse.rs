@@ -39,7 +39,7 @@ pub(super) fn run(experiment: &Path, record: &Path, only: Option<u32>) -> i32 {
     let n = series.runs().len();
     let chosen: Vec<(usize, &RunRecord)> = match only {
         Some(k) => match series.runs().get(k as usize - 1) {
-            Some(r) => vec![(k as usize, r)],
+            Some(r) => vec![(k as usize, &**r)],
             None => {
                 eprintln!("{}: --run {k}, but it holds {n} run(s)", path.display());
                 return EXIT_ERROR;
@@ -49,7 +49,7 @@ pub(super) fn run(experiment: &Path, record: &Path, only: Option<u32>) -> i32 {
             .runs()
             .iter()
             .enumerate()
-            .map(|(i, r)| (i + 1, r))
+            .map(|(i, r)| (i + 1, &**r))
             .collect(),
     };
     let mut worst = EXIT_OK;

@@ -1,6 +1,7 @@
 //! `faultline run`: interlocks, confirmation, the run itself, reports, exit code.
 
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -126,7 +127,8 @@ pub(super) async fn run(args: RunArgs) -> i32 {
     // a pipe that closes or a terminal that hangs up ends that reporter, never the run.
     let sink = reporters.sink();
     let mut worst = EXIT_OK;
-    let mut done: Vec<Series> = Vec::new();
+    // Kept only to compare with a baseline; otherwise the reporters hold the last copy.
+    let mut done: Vec<Arc<Series>> = Vec::new();
     let repeat = args.repeat;
     for exp in &experiments {
         let mut runs = Vec::new();
@@ -144,12 +146,15 @@ pub(super) async fn run(args: RunArgs) -> i32 {
             let events = sink.for_run(&exp.name, index);
             runs.push(run_experiment(exp, &settings, cancel.clone(), events).await);
         }
-        let Some(series) = Series::new(runs) else {
+        let Some(series) = Series::shared(runs) else {
             break;
         };
         worst = worst.max(series.exit_code());
-        sink.send(RunEvent::SeriesFinished(Box::new(series.clone())));
-        done.push(series);
+        let series = Arc::new(series);
+        sink.send(RunEvent::SeriesFinished(Arc::clone(&series)));
+        if baseline.is_some() {
+            done.push(series);
+        }
     }
     drop(sink);
     for ended in reporters.finish(REPORTERS_WAIT) {
@@ -166,6 +171,11 @@ pub(super) async fn run(args: RunArgs) -> i32 {
     if let Some(b) = baseline
         && !done.is_empty()
     {
+        // The reporters are done: the series are ours alone again (else copied).
+        let done: Vec<Series> = done
+            .into_iter()
+            .map(|s| Arc::try_unwrap(s).unwrap_or_else(|shared| (*shared).clone()))
+            .collect();
         say(&format!("== compared with the baseline {}", b.label));
         let code = super::compare::compare_and_report(
             &b.sets,

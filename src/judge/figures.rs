@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::experiment::fault;
 use crate::experiment::model::Experiment;
-use crate::timeline::{ConditionStatus, Event, StepPhase, Timeline, WorkloadState};
+use crate::timeline::{ConditionStatus, Timeline, WorkloadState};
 
 use super::index::TimelineIndex;
 use super::members::{first_node, state_at};
@@ -82,22 +82,24 @@ pub fn figures(
     targets: &BTreeMap<String, Vec<String>>,
     timeline: &Timeline,
 ) -> Figures {
-    let fault = timeline.entries.iter().find_map(|e| match &e.event {
-        Event::Step {
-            step,
-            phase: StepPhase::Issued,
-            ..
-        } => exp
-            .steps
-            .iter()
-            .find(|s| &s.name == step && !fault::info(&s.action).repairs)
-            .map(|s| (s, e.offset_ms)),
-        _ => None,
-    });
-    let Some((step, t0)) = fault else {
+    figures_of(exp, targets, &TimelineIndex::of(timeline))
+}
+
+/// [`figures`] over a timeline already filed in an index: what a run computes at its end,
+/// on the index it judged with, instead of filing its timeline once more.
+pub fn figures_of(
+    exp: &Experiment,
+    targets: &BTreeMap<String, Vec<String>>,
+    index: &TimelineIndex,
+) -> Figures {
+    // The first fault step issued, in timeline order.
+    let faults = || exp.steps.iter().filter(|s| !fault::info(&s.action).repairs);
+    let Some((first, t0)) = index.first_issued(faults().map(|s| s.name.as_str())) else {
         return Figures::default();
     };
-    let index = TimelineIndex::of(timeline);
+    let Some(step) = faults().find(|s| s.name == first) else {
+        return Figures::default();
+    };
     let nodes: Vec<String> = match step.target.as_ref().and_then(|t| targets.get(t)) {
         Some(n) => n.clone(),
         None => targets.values().flatten().cloned().collect(),
@@ -171,7 +173,7 @@ pub fn figures(
         first_eviction_ms: eviction,
         replacement_scheduled_ms: scheduled,
         replacement_ready_ms: replacement_ready,
-        workloads_available_ms: workloads_back(timeline, t0).map(rel),
+        workloads_available_ms: workloads_back(index, t0).map(rel),
         node_ready_again_ms: if all_back { ready_again } else { None },
     }
 }
@@ -182,22 +184,15 @@ fn min(current: Option<i64>, candidate: i64) -> Option<i64> {
 
 /// The moment every workload degraded after `t0` was available again; `None` when none
 /// degraded or one never recovered.
-fn workloads_back(timeline: &Timeline, t0: i64) -> Option<i64> {
-    let mut workloads: BTreeMap<_, Vec<(i64, bool)>> = BTreeMap::new();
-    for e in &timeline.entries {
-        if let Event::Workload {
-            workload, after, ..
-        } = &e.event
-        {
-            let available = after.as_ref().is_some_and(WorkloadState::is_available);
-            workloads
-                .entry(workload.clone())
-                .or_default()
-                .push((e.offset_ms, available));
-        }
-    }
+fn workloads_back(index: &TimelineIndex, t0: i64) -> Option<i64> {
+    let workloads = index.all_workloads().map(|(_, history)| {
+        history
+            .iter()
+            .map(|(at, after)| (*at, after.as_ref().is_some_and(WorkloadState::is_available)))
+            .collect::<Vec<_>>()
+    });
     let mut latest: Option<i64> = None;
-    for changes in workloads.values() {
+    for changes in workloads {
         let degraded_at_t0 = changes
             .iter()
             .take_while(|(at, _)| *at <= t0)

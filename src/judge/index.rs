@@ -32,7 +32,9 @@ pub(super) type History<S> = Vec<(i64, Option<S>)>;
 /// tick of a live judgement starts from what is already filed.
 #[derive(Debug, Clone, Default)]
 pub struct TimelineIndex {
-    steps: HashMap<String, i64>,
+    /// Each step's first issue: its offset, and the arrival of its entry (which orders
+    /// entries of equal offsets, as on the timeline).
+    steps: HashMap<String, (i64, usize)>,
     nodes: HashMap<String, History<NodeState>>,
     workloads: HashMap<WorkloadRef, History<WorkloadState>>,
     probes: HashMap<String, History<bool>>,
@@ -129,11 +131,12 @@ impl TimelineIndex {
             } => {
                 // The first issue in timeline order: the earliest offset, and of equal
                 // offsets the one that arrived first.
+                let arrival = self.len;
                 match self.steps.get_mut(step) {
-                    Some(issued) if *issued <= at => {}
-                    Some(issued) => *issued = at,
+                    Some((issued, _)) if *issued <= at => {}
+                    Some(issued) => *issued = (at, arrival),
                     None => {
-                        self.steps.insert(step.clone(), at);
+                        self.steps.insert(step.clone(), (at, arrival));
                     }
                 }
             }
@@ -222,12 +225,32 @@ impl TimelineIndex {
 
     /// Offset at which the named step was issued, as [`Timeline::step_issued_ms`] says it.
     pub fn step_issued_ms(&self, step: &str) -> Option<i64> {
-        self.steps.get(step).copied()
+        self.steps.get(step).map(|(at, _)| *at)
+    }
+
+    /// Of the named steps, the one issued first, in timeline order (of two issued at the
+    /// same offset, the one whose entry came first), with its offset.
+    pub(crate) fn first_issued<'s>(
+        &self,
+        steps: impl IntoIterator<Item = &'s str>,
+    ) -> Option<(&'s str, i64)> {
+        steps
+            .into_iter()
+            .filter_map(|step| Some((step, *self.steps.get(step)?)))
+            .min_by_key(|(_, issued)| *issued)
+            .map(|(step, (at, _))| (step, at))
     }
 
     /// Every node ever seen, with its history.
     pub(super) fn all_nodes(&self) -> impl Iterator<Item = (&String, &History<NodeState>)> {
         self.nodes.iter()
+    }
+
+    /// Every workload ever seen, with its history.
+    pub(super) fn all_workloads(
+        &self,
+    ) -> impl Iterator<Item = (&WorkloadRef, &History<WorkloadState>)> {
+        self.workloads.iter()
     }
 
     /// The history of one workload, without copying.
@@ -327,17 +350,26 @@ impl TimelineIndex {
         out
     }
 
-    /// Whether the observer's state is the cluster's, as far as it can tell: it has said
-    /// that every source completed its first list, and no source is in an observation gap.
-    pub(crate) fn observer_in_sight(&self) -> bool {
-        let mut open: Vec<&str> = Vec::new();
-        for (_, source, phase, _) in &self.gap_entries {
-            match phase {
-                GapPhase::Began => open.push(source),
-                GapPhase::Ended => open.retain(|s| s != source),
-            }
-        }
-        self.observer_ready && open.is_empty()
+    /// The observer said it had every first list (`run`/`observer-ready`).
+    pub(crate) fn observer_ready(&self) -> bool {
+        self.observer_ready
+    }
+
+    /// Each gap entry's source and phase, in timeline order.
+    pub(crate) fn gap_phases(&self) -> impl Iterator<Item = (&str, GapPhase)> {
+        self.gap_entries
+            .iter()
+            .map(|(_, source, phase, _)| (source.as_str(), *phase))
+    }
+
+    /// Whether the node was ever seen.
+    pub(crate) fn has_node(&self, name: &str) -> bool {
+        self.nodes.contains_key(name)
+    }
+
+    /// Whether the pod was ever seen.
+    pub(crate) fn has_pod(&self, pod: &PodId) -> bool {
+        self.slots.contains_key(pod)
     }
 
     /// Every node as last observed, without the ones last seen gone.

@@ -26,6 +26,7 @@ mod bridge;
 mod checks;
 pub(crate) mod figures;
 mod index;
+mod latest;
 mod members;
 pub mod score;
 mod series;
@@ -43,8 +44,9 @@ use crate::experiment::model::{
 use crate::timeline::Timeline;
 
 pub use abort::{AbortCheck, Tripped, check_aborts};
-pub use figures::{Figures, figures};
+pub use figures::{Figures, figures, figures_of};
 pub use index::{FaultProblem, TimelineIndex};
+pub(crate) use latest::Latest;
 pub use score::{Score, score};
 
 /// State labels shared with reporters.

@@ -3,12 +3,13 @@
 //! attachable to a ticket as one file.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt::Write;
 
 use crate::judge::{Outcome, format_relative, labels};
 use crate::record::{RunOutcome, RunRecord};
 use crate::timeline::{
-    ConditionStatus, Event, GapPhase, NodeState, PodState, RunPhase, StepPhase, WorkloadState,
+    ConditionStatus, Event, GapPhase, NodeState, PodId, PodState, RunPhase, StepPhase,
+    WorkloadState,
 };
 
 use crate::sanitize::html as esc;
@@ -103,10 +104,12 @@ fn segments<S>(
 }
 
 fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
-    let mut nodes: BTreeMap<String, Vec<(i64, Option<NodeState>)>> = BTreeMap::new();
-    let mut pods: BTreeMap<(String, String, String), Changes<PodState>> = BTreeMap::new();
+    // States are borrowed from the record, not copied: at 30,000 pods a copy of every
+    // pod's states is tens of MB.
+    let mut nodes: BTreeMap<&str, Changes<&NodeState>> = BTreeMap::new();
+    let mut pods: BTreeMap<&PodId, Changes<&PodState>> = BTreeMap::new();
     let mut workloads: BTreeMap<String, Vec<(i64, Option<WorkloadState>)>> = BTreeMap::new();
-    let mut pod_order: Vec<(String, String, String)> = Vec::new();
+    let mut pod_order: Vec<&PodId> = Vec::new();
     let mut probes: BTreeMap<String, Changes<(bool, String)>> = BTreeMap::new();
     let mut api: Changes<(bool, String)> = Vec::new();
     let mut queries: BTreeMap<String, Changes<(bool, String)>> = BTreeMap::new();
@@ -131,17 +134,16 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
     for e in &record.timeline.entries {
         match &e.event {
             Event::Node { name, after, .. } => nodes
-                .entry(name.clone())
+                .entry(name.as_str())
                 .or_default()
-                .push((e.offset_ms, after.clone())),
+                .push((e.offset_ms, after.as_ref())),
             Event::Pod { pod, after, .. } => {
-                let key = (pod.namespace.clone(), pod.name.clone(), pod.uid.clone());
-                if !pods.contains_key(&key) {
-                    pod_order.push(key.clone());
+                if !pods.contains_key(pod) {
+                    pod_order.push(pod);
                 }
-                pods.entry(key)
+                pods.entry(pod)
                     .or_default()
-                    .push((e.offset_ms, after.clone()));
+                    .push((e.offset_ms, after.as_ref()));
             }
             Event::Workload {
                 workload, after, ..
@@ -175,17 +177,27 @@ fn lanes(record: &RunRecord, end: i64) -> Vec<Lane> {
     for (name, changes) in &nodes {
         out.push(Lane {
             label: format!("node {name}"),
-            segments: segments(changes, end, node_colour, |s| labels::node_label(Some(s))),
+            segments: segments(
+                changes,
+                end,
+                |s| node_colour(s),
+                |s| labels::node_label(Some(*s)),
+            ),
         });
     }
-    for key in &pod_order {
-        let Some(changes) = pods.get(key) else {
+    for pod in pod_order {
+        let Some(changes) = pods.get(pod) else {
             continue;
         };
-        let uid: String = key.2.chars().take(8).collect();
+        let uid: String = pod.uid.chars().take(8).collect();
         out.push(Lane {
-            label: format!("pod {} ({uid})", key.1),
-            segments: segments(changes, end, pod_colour, |s| labels::pod_label(Some(s))),
+            label: format!("pod {} ({uid})", pod.name),
+            segments: segments(
+                changes,
+                end,
+                |s| pod_colour(s),
+                |s| labels::pod_label(Some(*s)),
+            ),
         });
     }
     for (name, changes) in &workloads {
@@ -256,12 +268,16 @@ impl Frame {
     }
 }
 
-fn timeline_svg(record: &RunRecord) -> String {
-    timeline_svg_in(record, Frame::whole(record, 0))
-}
-
 /// The timeline picture of `record` over `frame`.
 pub(crate) fn timeline_svg_in(record: &RunRecord, frame: Frame) -> String {
+    let mut s = String::new();
+    write_timeline_svg(&mut s, record, frame);
+    s
+}
+
+/// Writes the timeline picture of `record` over `frame` to `s` (a page being written to
+/// its file: at 30,000 pods the picture alone is megabytes, never held as a second text).
+pub(crate) fn write_timeline_svg(s: &mut impl Write, record: &RunRecord, frame: Frame) {
     let entries = &record.timeline.entries;
     let Frame { origin, start, end } = frame;
     // Lanes end where this record's observation ends, which may be before the frame's end.
@@ -271,7 +287,6 @@ pub(crate) fn timeline_svg_in(record: &RunRecord, frame: Frame) -> String {
     let x = |ms: i64| x_rel(ms - origin);
     let height = TOP + lanes.len() as f64 * LANE_H + 30.0;
     let width = LABEL_W + PLOT_W + 50.0;
-    let mut s = String::new();
     let _ = write!(
         s,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" class=\"timeline\">\
@@ -279,7 +294,7 @@ pub(crate) fn timeline_svg_in(record: &RunRecord, frame: Frame) -> String {
 <line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#555\" stroke-width=\"2\"/></pattern></defs>"
     );
     let bottom = TOP + lanes.len() as f64 * LANE_H;
-    axis(&mut s, start, end, bottom, &x_rel);
+    axis(s, start, end, bottom, &x_rel);
     for (i, lane) in lanes.iter().enumerate() {
         let y = TOP + i as f64 * LANE_H;
         let _ = write!(
@@ -300,7 +315,7 @@ pub(crate) fn timeline_svg_in(record: &RunRecord, frame: Frame) -> String {
                 esc(&seg.title)
             );
         }
-        s.push_str("</g>");
+        let _ = s.write_str("</g>");
     }
     let mut open: Vec<(String, i64, String)> = Vec::new();
     let mut steps_drawn = 0usize;
@@ -318,7 +333,7 @@ pub(crate) fn timeline_svg_in(record: &RunRecord, frame: Frame) -> String {
             } => {
                 if let Some(i) = open.iter().position(|(s, _, _)| s == source) {
                     let (src, began, reason) = open.remove(i);
-                    gap_rect(&mut s, x(began), x(e.offset_ms), bottom, &src, &reason);
+                    gap_rect(s, x(began), x(e.offset_ms), bottom, &src, &reason);
                 }
             }
             Event::Step {
@@ -375,14 +390,13 @@ pub(crate) fn timeline_svg_in(record: &RunRecord, frame: Frame) -> String {
         }
     }
     for (src, began, reason) in open {
-        gap_rect(&mut s, x(began), x(record_end), bottom, &src, &reason);
+        gap_rect(s, x(began), x(record_end), bottom, &src, &reason);
     }
-    s.push_str("</svg>");
-    s
+    let _ = s.write_str("</svg>");
 }
 
 /// Faint vertical grid lines with second labels under the lanes, about ten of them.
-fn axis(s: &mut String, start: i64, end: i64, bottom: f64, x: &dyn Fn(i64) -> f64) {
+fn axis(s: &mut impl Write, start: i64, end: i64, bottom: f64, x: &dyn Fn(i64) -> f64) {
     const STEPS_MS: [i64; 10] = [
         1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
     ];
@@ -407,7 +421,7 @@ fn axis(s: &mut String, start: i64, end: i64, bottom: f64, x: &dyn Fn(i64) -> f6
     }
 }
 
-fn gap_rect(s: &mut String, x0: f64, x1: f64, bottom: f64, source: &str, reason: &str) {
+fn gap_rect(s: &mut impl Write, x0: f64, x1: f64, bottom: f64, source: &str, reason: &str) {
     let _ = write!(
         s,
         "<rect class=\"gap\" x=\"{x0:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"url(#hatch)\" opacity=\"0.5\"><title>no observation of {}: {}</title></rect>",
@@ -420,6 +434,14 @@ fn gap_rect(s: &mut String, x0: f64, x1: f64, bottom: f64, source: &str, reason:
 
 /// Renders the record as one self-contained HTML page.
 pub fn render(record: &RunRecord) -> String {
+    let mut h = String::new();
+    render_into(&mut h, record);
+    h
+}
+
+/// Writes the page of [`render`] to `h` as it goes (the report file: at 30,000 pods the
+/// page is megabytes, written through a buffer rather than held whole).
+pub fn render_into(h: &mut impl Write, record: &RunRecord) {
     let exp = &record.experiment;
     let (outcome, class) = match &record.outcome {
         RunOutcome::Passed => ("PASSED".to_string(), "Passed"),
@@ -427,7 +449,6 @@ pub fn render(record: &RunRecord) -> String {
         RunOutcome::Error { message } => (format!("ERROR: {}", esc(message)), "Error"),
         RunOutcome::Interrupted => ("INTERRUPTED".to_string(), "Pending"),
     };
-    let mut h = String::new();
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline: {name}</title><style>{CSS}</style></head><body>\
@@ -451,7 +472,7 @@ pub fn render(record: &RunRecord) -> String {
         finish = record.finished_at.format("%H:%M:%S UTC"),
         fv = esc(&record.faultline_version),
     );
-    h.push_str("<h2>Targets</h2><table><tr><th>target</th><th>nodes</th></tr>");
+    let _ = h.write_str("<h2>Targets</h2><table><tr><th>target</th><th>nodes</th></tr>");
     for (t, nodes) in &record.targets {
         let _ = write!(
             h,
@@ -460,16 +481,16 @@ pub fn render(record: &RunRecord) -> String {
             esc(&nodes.join(", "))
         );
     }
-    h.push_str("</table>");
+    let _ = h.write_str("</table>");
     let timers = super::timer_lines(record);
     if !timers.is_empty() {
-        h.push_str("<h2>Timers</h2><ul>");
+        let _ = h.write_str("<h2>Timers</h2><ul>");
         for line in timers {
             let _ = write!(h, "<li>{}</li>", esc(&line));
         }
-        h.push_str("</ul>");
+        let _ = h.write_str("</ul>");
     }
-    h.push_str("<h2>Expectations</h2><table class=\"verdicts\"><tr><th>outcome</th><th>expectation</th><th>since</th><th>measured</th><th>message</th></tr>");
+    let _ = h.write_str("<h2>Expectations</h2><table class=\"verdicts\"><tr><th>outcome</th><th>expectation</th><th>since</th><th>measured</th><th>message</th></tr>");
     for v in &record.verdicts {
         let class = format!("{:?}", v.outcome);
         let _ = write!(
@@ -481,17 +502,17 @@ pub fn render(record: &RunRecord) -> String {
             esc(&super::verdict_message(record, v))
         );
     }
-    h.push_str("</table>");
+    let _ = h.write_str("</table>");
     if !record.errors.is_empty() {
-        h.push_str("<h2>Errors</h2><ul>");
+        let _ = h.write_str("<h2>Errors</h2><ul>");
         for e in &record.errors {
             let _ = write!(h, "<li class=\"Error\">{}</li>", esc(e));
         }
-        h.push_str("</ul>");
+        let _ = h.write_str("</ul>");
     }
     let safety = super::safety_lines(record);
     if !safety.is_empty() {
-        h.push_str("<h2>Safety</h2><ul class=\"safety\">");
+        let _ = h.write_str("<h2>Safety</h2><ul class=\"safety\">");
         for line in &safety {
             let bad = ["ABORTED", "NOT restored", "DID NOT", "UNDONE BY"]
                 .iter()
@@ -503,9 +524,9 @@ pub fn render(record: &RunRecord) -> String {
                 esc(line)
             );
         }
-        h.push_str("</ul>");
+        let _ = h.write_str("</ul>");
     }
-    h.push_str("<h2>Recovery figures</h2>");
+    let _ = h.write_str("<h2>Recovery figures</h2>");
     match &record.figures.fault_step {
         Some(step) => {
             let _ = write!(
@@ -520,16 +541,21 @@ pub fn render(record: &RunRecord) -> String {
                     super::figure_text(value)
                 );
             }
-            h.push_str("</table>");
+            let _ = h.write_str("</table>");
         }
-        None => h.push_str("<p>no fault step ran</p>"),
+        None => {
+            let _ = h.write_str("<p>no fault step ran</p>");
+        }
     }
-    h.push_str("<h2>Timeline</h2>");
-    h.push_str("<p class=\"meta\">green Ready/available · amber NotReady/degraded · red Unknown/failed · grey Terminating · blue Pending · blank gone · hatched: no observation</p>");
-    h.push_str(&timeline_svg(record));
-    h.push_str("<details><summary>timeline entries</summary><pre>");
-    h.push_str(&esc(&super::terminal::timeline_text(record)));
-    h.push_str("</pre></details>");
+    let _ = h.write_str("<h2>Timeline</h2>");
+    let _ = h.write_str("<p class=\"meta\">green Ready/available · amber NotReady/degraded · red Unknown/failed · grey Terminating · blue Pending · blank gone · hatched: no observation</p>");
+    write_timeline_svg(h, record, Frame::whole(record, 0));
+    let _ = h.write_str("<details><summary>timeline entries</summary><pre>");
+    for e in &record.timeline.entries {
+        let _ = h.write_str(&esc(&super::terminal::entry_line(e)));
+        let _ = h.write_str("\n");
+    }
+    let _ = h.write_str("</pre></details>");
     let decided = record
         .verdicts
         .iter()
@@ -540,5 +566,4 @@ pub fn render(record: &RunRecord) -> String {
         "<p class=\"meta\">{decided} of {} expectations decided</p></body></html>",
         record.verdicts.len()
     );
-    h
 }

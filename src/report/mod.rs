@@ -158,11 +158,47 @@ pub fn write_all(record: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, ReportE
     let json_path = dir.join(format!("{stem}.json"));
     json::write(record, &json_path)?;
     let html_path = dir.join(format!("{stem}.html"));
-    std::fs::write(&html_path, html::render(record)).map_err(|source| ReportError::Io {
-        path: html_path.clone(),
-        source,
-    })?;
+    write_streamed(&html_path, |out| html::render_into(out, record))?;
     Ok(vec![junit_path, json_path, html_path])
+}
+
+/// Writes to `path` what `render` writes, through a buffer, never holding it whole.
+fn write_streamed(
+    path: &Path,
+    render: impl FnOnce(&mut TextToFile<std::io::BufWriter<std::fs::File>>),
+) -> Result<(), ReportError> {
+    let io = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut out = TextToFile {
+        out: std::io::BufWriter::new(file),
+        failed: None,
+    };
+    render(&mut out);
+    if let Some(e) = out.failed {
+        return Err(io(e));
+    }
+    std::io::Write::flush(&mut out.out).map_err(io)
+}
+
+/// Text written to a file: the first write that fails is kept, and the rest is dropped.
+struct TextToFile<W> {
+    out: W,
+    failed: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> std::fmt::Write for TextToFile<W> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.failed.is_some() {
+            return Err(std::fmt::Error);
+        }
+        self.out.write_all(s.as_bytes()).map_err(|e| {
+            self.failed = Some(e);
+            std::fmt::Error
+        })
+    }
 }
 
 /// Writes a series' reports: those of [`write_all`] for a single run; for more,
@@ -192,4 +228,40 @@ pub(crate) fn write_text(path: &Path, text: &str) -> Result<(), ReportError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_streamed_hold_what_the_renderers_say() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/records");
+        let out = tempfile::tempdir().expect("tempdir");
+        let mut seen = 0;
+        for path in std::fs::read_dir(&dir).expect("fixtures/records") {
+            let path = path.expect("entry").path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let record = RunRecord::load(&path).expect("record");
+            let written = write_all(&record, out.path()).expect("written");
+            let read = |i: usize| std::fs::read_to_string(&written[i]).expect("read");
+            assert_eq!(read(1), record.to_json().expect("json") + "\n", "{path:?}");
+            assert_eq!(read(2), html::render(&record), "{path:?}");
+            seen += 1;
+        }
+        assert!(seen >= 4, "the recorded runs");
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_written_is_an_error_naming_it() {
+        let out = tempfile::tempdir().expect("tempdir");
+        let path = out.path().join("missing-dir").join("page.html");
+        let err = write_streamed(&path, |w| {
+            let _ = std::fmt::Write::write_str(w, "text");
+        })
+        .expect_err("no directory");
+        assert!(err.to_string().contains("page.html"), "{err}");
+    }
 }

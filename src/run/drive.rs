@@ -93,10 +93,12 @@ pub(crate) struct LoopOutcome {
     pub issued_ms: Vec<Option<i64>>,
     /// The final verdicts.
     pub verdicts: Vec<Verdict>,
+    /// The recovery figures, over the same observations as the final verdicts.
+    pub figures: judge::Figures,
+    /// How many entries were observed up to where observation ended.
+    pub observed_entries: u64,
     /// Faults left journaled (undo failed, or the step's command may still run).
     pub left_journaled: usize,
-    /// The timeline up to where observation ended: what the verdicts were judged on.
-    pub observed: crate::timeline::Timeline,
 }
 
 /// Runs the experiment's steps in `world` and returns what happened; every fault injected
@@ -179,8 +181,9 @@ impl<'a> Run<'a> {
         let restore_at = Instant::now() + planned;
         let end = self.drive(&mut scheduler, world, restore_at).await;
         world.stop_proofs().await;
-        let horizon = world.observable_until_ms().unwrap_or(i64::MAX);
-        self.out.observed_until = Some(self.timeline.offset_ms().min(horizon));
+        // From here on the index the final verdicts are judged on takes nothing stamped
+        // later: what comes after (undo, the restored check, teardown) is filed apart.
+        self.out.observed_until = Some(self.timeline.end_observation(world.observable_until_ms()));
         self.conclude(&end, &scheduler);
         self.out.end = Some(end);
         self.steps.disarm_unissued(&*world, &mut self.ledger).await;
@@ -416,19 +419,27 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Final verdicts over what was observed; each announced once more if it changed.
+    /// Final verdicts and recovery figures over what was observed (the run's own index,
+    /// which took nothing stamped after observation ended: no copy of the timeline and no
+    /// second index of it); each verdict announced once more if it changed.
     fn finish(mut self, scheduler: &Scheduler<'_>) -> LoopOutcome {
-        // One copy: the timeline as far as observation went (the rest is undo and teardown).
-        let observed = self.timeline.snapshot_until(self.out.observed_until);
         let cancelled = self.cancel.is_cancelled();
-        let observed_until = self.out.observed_until.unwrap_or_else(|| observed.end_ms());
-        self.out.verdicts = schedule::final_verdicts(
-            self.plan.schedule(),
-            &observed,
-            observed_until,
-            self.out.stopped_early.as_deref(),
-            cancelled,
-        );
+        let plan = self.plan;
+        let stopped_early = self.out.stopped_early.as_deref();
+        let (verdicts, figures, entries) = self.timeline.observed_view(|index, until_ms| {
+            let verdicts = schedule::final_verdicts(
+                plan.schedule(),
+                index,
+                until_ms,
+                stopped_early,
+                cancelled,
+            );
+            let figures = judge::figures_of(plan.exp, plan.targets, index);
+            (verdicts, figures, index.len() as u64)
+        });
+        self.out.verdicts = verdicts;
+        self.out.figures = figures;
+        self.out.observed_entries = entries;
         for v in &self.out.verdicts {
             self.published.announce(&self.timeline, v);
         }
@@ -437,7 +448,6 @@ impl<'a> Run<'a> {
             .map(|i| scheduler.issued_ms(i))
             .collect();
         self.out.left_journaled = self.ledger.active().len();
-        self.out.observed = observed;
         self.out
     }
 }

@@ -47,15 +47,15 @@ pub use settings::{DEFAULT_RESTORE_MARGIN, RunSettings};
 use shared_timeline::SharedTimeline;
 
 /// Runs one experiment and returns its record, after sending every timeline entry and the
-/// record itself to `events`. Never panics on cluster trouble: what went wrong is in the
-/// record (outcome `Error`, or per-step errors).
+/// record itself to `events` (shared with them, not copied). Never panics on cluster
+/// trouble: what went wrong is in the record (outcome `Error`, or per-step errors).
 pub async fn run_experiment(
     exp: &crate::experiment::model::Experiment,
     settings: &RunSettings,
     cancel: CancellationToken,
     events: RunEvents,
-) -> RunRecord {
-    let record = run_once(exp, settings, cancel, events.clone()).await;
+) -> std::sync::Arc<RunRecord> {
+    let record = std::sync::Arc::new(run_once(exp, settings, cancel, events.clone()).await);
     events.finished(&record);
     record
 }
@@ -143,11 +143,7 @@ async fn run_once(
     let initial_sync_ms = world.initial_sync_ms;
     drop(world);
 
-    let figures = crate::judge::figures(exp, &prepared.targets, &done.observed);
-    let entries = done.observed.entries.len() as u64;
-    // At 30,000 pods every copy of the timeline costs tens of MB: the observed one goes
-    // before the record's is taken, and that one is moved out, not copied.
-    drop(done.observed);
+    let entries = done.observed_entries;
     let mut outcome = RunOutcome::from_verdicts(&done.verdicts, &done.errors);
     if let Some(t) = &done.aborted {
         outcome = RunOutcome::Error {
@@ -167,6 +163,7 @@ async fn run_once(
                 .max(done.restored.as_ref().map_or(0, |r| i32::from(!r.ok))),
         },
     });
+    // At 30,000 pods a copy of the timeline costs tens of MB: the record's is moved out.
     let snapshot = timeline.into_timeline();
     RunRecord {
         faultline_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -181,7 +178,7 @@ async fn run_once(
         observed_until_ms: done.observed_until,
         stopped_early: done.stopped_early,
         verdicts: done.verdicts,
-        figures,
+        figures: done.figures,
         outcome,
         errors: done.errors,
         aborted: done.aborted,

@@ -87,16 +87,16 @@ async fn take_from(
 /// The nodes and the Terminating pods the observer holds, when it is in sight of the
 /// whole cluster; `None` otherwise.
 fn observed(timeline: &SharedTimeline) -> Option<(BTreeMap<String, NodeSnap>, BTreeSet<String>)> {
-    timeline.judge_view(|index| {
-        if !index.observer_in_sight() {
+    timeline.latest_view(|latest| {
+        if !latest.observer_in_sight() {
             return None;
         }
-        let nodes = index
-            .last_nodes()
+        let nodes = latest
+            .nodes()
             .map(|(name, state)| (name.clone(), snapshot::node_snap_of(state)))
             .collect();
-        let terminating = index
-            .last_pods()
+        let terminating = latest
+            .pods()
             .filter(|(_, state)| state.terminating)
             .map(|(pod, _)| snapshot::pod_key(&pod.namespace, &pod.name, &pod.uid))
             .collect();

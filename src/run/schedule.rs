@@ -18,7 +18,7 @@ use crate::experiment::model::{
     Bound, Check, ClusterTimers, Expectation, Experiment, Step, StepTime, Subject, Until, Window,
 };
 use crate::judge::{self, Outcome, TimelineIndex, Verdict};
-use crate::timeline::{Timeline, format_secs};
+use crate::timeline::format_secs;
 
 /// How old an instant must be for the timeline to be taken as complete up to it: entries
 /// are stamped when the observer receives them and appended a moment later, so the judge
@@ -685,24 +685,25 @@ impl<'a> Scheduler<'a> {
     }
 }
 
-/// The verdicts a run ends with: the timeline judged as observed until `until_ms`. A run
+/// The verdicts a run ends with: the index of the timeline as observed until `until_ms`
+/// (nothing stamped after it filed), judged. A run
 /// cut short is judged as the prefix it is: what was still open stays Pending after a
 /// signal (reported as interrupted) or, after another early stop, becomes an error that
 /// names why.
 pub(crate) fn final_verdicts(
     plan: Plan<'_>,
-    timeline: &Timeline,
+    index: &TimelineIndex,
     until_ms: i64,
     stopped_early: Option<&str>,
     cancelled: bool,
 ) -> Vec<Verdict> {
     let complete = !cancelled && stopped_early.is_none();
-    let mut verdicts = judge::judge_until(
+    let mut verdicts = judge::judge_index(
         plan.exp,
         plan.targets,
         plan.timers,
         plan.capabilities,
-        timeline,
+        index,
         judge::Observed { until_ms, complete },
     );
     if let Some(reason) = stopped_early.filter(|_| !cancelled) {

@@ -16,6 +16,7 @@ pub mod spread;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -24,10 +25,12 @@ use crate::record::{RecordError, RunRecord, Scored};
 
 pub use spread::{ExpectationSpread, FigureSpread, Reliability, SeriesSpread, Spread};
 
-/// The runs of one experiment, in the order they were made; never empty.
+/// The runs of one experiment, in the order they were made; never empty. Each record is
+/// shared (`Arc`) with whatever else holds it, such as the event that announced its end:
+/// at 30,000 pods a copy of a record is tens of MB.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
-    runs: Vec<RunRecord>,
+    runs: Vec<Arc<RunRecord>>,
 }
 
 /// Reading a series, or a directory of them, failed.
@@ -104,16 +107,23 @@ struct Shape {
 impl Series {
     /// The series of `runs`; `None` when there is none.
     pub fn new(runs: Vec<RunRecord>) -> Option<Series> {
+        Series::shared(runs.into_iter().map(Arc::new).collect())
+    }
+
+    /// The series of `runs`, shared with their other holders; `None` when there is none.
+    pub fn shared(runs: Vec<Arc<RunRecord>>) -> Option<Series> {
         (!runs.is_empty()).then_some(Series { runs })
     }
 
     /// A series of one run.
     pub fn single(record: RunRecord) -> Series {
-        Series { runs: vec![record] }
+        Series {
+            runs: vec![Arc::new(record)],
+        }
     }
 
     /// Every run, in order.
-    pub fn runs(&self) -> &[RunRecord] {
+    pub fn runs(&self) -> &[Arc<RunRecord>] {
         &self.runs
     }
 
@@ -144,11 +154,7 @@ impl Series {
 
     /// The worst exit code of its runs (see [`RunRecord::exit_code`]).
     pub fn exit_code(&self) -> i32 {
-        self.runs
-            .iter()
-            .map(RunRecord::exit_code)
-            .max()
-            .unwrap_or(0)
+        self.runs.iter().map(|r| r.exit_code()).max().unwrap_or(0)
     }
 
     /// Reads a run record or a series file.
@@ -187,18 +193,26 @@ impl Series {
         if !self.is_repeated() {
             return self.first().to_json();
         }
-        serde_json::to_string_pretty(&SeriesOut {
+        serde_json::to_string_pretty(&self.series_out())
+    }
+
+    /// The series file of more than one run, as written.
+    fn series_out(&self) -> SeriesOut<'_> {
+        SeriesOut {
             faultline_version: &self.first().faultline_version,
             experiment: self.name(),
             repeat: self.runs.len(),
             spread: self.spread(),
-            runs: self.runs.iter().map(RunRecord::with_score).collect(),
-        })
+            runs: self.runs.iter().map(|r| r.with_score()).collect(),
+        }
     }
 
-    /// Writes [`Series::to_json`] to `path`.
+    /// Writes [`Series::to_json`] to `path` (and a newline), streamed into the file.
     pub fn save(&self, path: &Path) -> Result<(), RecordError> {
-        crate::record::write_json(path, self.to_json())
+        if !self.is_repeated() {
+            return self.first().save(path);
+        }
+        crate::record::write_json(path, &self.series_out())
     }
 }
 

@@ -205,7 +205,8 @@ pub struct SeriesSpread {
 
 impl SeriesSpread {
     /// The spread of `runs` (of one experiment; the first run's expectations set the rows).
-    pub fn of(runs: &[RunRecord]) -> SeriesSpread {
+    pub fn of<R: std::borrow::Borrow<RunRecord>>(runs: &[R]) -> SeriesSpread {
+        let runs: Vec<&RunRecord> = runs.iter().map(std::borrow::Borrow::borrow).collect();
         let scores: Vec<Option<f64>> = runs.iter().map(|r| r.score().value).collect();
         let names: Vec<String> = match runs.first() {
             Some(first) => first.verdicts.iter().map(|v| v.name.clone()).collect(),

@@ -8,7 +8,7 @@ use chrono::Utc;
 
 use super::*;
 use crate::judge::TimelineIndex;
-use crate::timeline::{ConditionStatus, Entry, Event, NodeState, StepPhase};
+use crate::timeline::{ConditionStatus, Entry, Event, NodeState, StepPhase, Timeline};
 
 const N: &str = "node-1";
 
