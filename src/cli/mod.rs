@@ -5,6 +5,7 @@ mod compare;
 mod doctor;
 mod inventory;
 mod plan;
+mod preflight;
 mod rehearse;
 mod report;
 mod restore;
@@ -401,10 +402,19 @@ fn load_experiments(paths: &[PathBuf]) -> Option<Vec<crate::experiment::model::E
 /// Loads the inventory and puts the command line's kubeconfig and context in place of its
 /// own, printing its error.
 fn load_inventory(path: &std::path::Path, api: &ApiArgs) -> Option<crate::inventory::Inventory> {
+    load_inventory_and_access(path, api).map(|(inv, _)| inv)
+}
+
+/// [`load_inventory`], also returning which kubeconfig and context won and why, for
+/// messages that must say where a setting came from.
+fn load_inventory_and_access(
+    path: &std::path::Path,
+    api: &ApiArgs,
+) -> Option<(crate::inventory::Inventory, crate::cluster::ApiAccess)> {
     match crate::inventory::Inventory::load(path) {
         Ok(mut inv) => {
-            inv.apply_api_overrides(&api.overrides());
-            Some(inv)
+            let access = inv.apply_api_overrides(&api.overrides());
+            Some((inv, access))
         }
         Err(e) => {
             eprintln!("{e}");

@@ -80,7 +80,9 @@ pub(super) async fn run(args: RunArgs) -> i32 {
     let Ok(baseline) = baseline(&args, &experiments) else {
         return EXIT_ERROR;
     };
-    let Some(mut inventory) = super::load_inventory(&args.inventory, &args.api) else {
+    let Some((mut inventory, access)) =
+        super::load_inventory_and_access(&args.inventory, &args.api)
+    else {
         return EXIT_ERROR;
     };
     if args.insecure_ignore_host_keys {
@@ -109,6 +111,12 @@ pub(super) async fn run(args: RunArgs) -> i32 {
 
     if args.dry_run {
         return super::plan::print_plans(&experiments, &settings).await;
+    }
+    // A cluster that cannot be reached is a mistake in the configuration: one line, before
+    // the confirmation, the reporters and any node.
+    if let Err(e) = super::preflight::check_cluster(&settings.inventory, &access, &args.api).await {
+        eprintln!("error: {e}");
+        return EXIT_ERROR;
     }
     if !confirmed(&experiments, &settings, args.yes).await {
         return EXIT_ERROR;
