@@ -209,3 +209,256 @@ fn an_unreadable_inventory_is_one_line_and_no_report() {
         &[missing.to_str().expect("utf-8"), "cannot read inventory"],
     );
 }
+
+#[test]
+fn run_writes_its_reports_under_out_and_still_takes_the_old_reports_spelling() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (kc, port) = refusing_kubeconfig(dir.path());
+    let inv = inventory(dir.path());
+    for flag in ["--out", "--reports"] {
+        let output = faultline(
+            &[
+                "run",
+                EXPERIMENT,
+                "-i",
+                inv.to_str().expect("utf-8"),
+                "--yes",
+                flag,
+                dir.path().join("reports").to_str().expect("utf-8"),
+            ],
+            dir.path(),
+            Some(&kc),
+        );
+        let stderr = text(&output.stderr);
+        // Parsed (no usage error): the run got as far as the API server.
+        assert!(
+            stderr.contains(&format!("API server https://127.0.0.1:{port}")),
+            "{flag}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn doctor_takes_dash_o_for_its_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (kc, _) = refusing_kubeconfig(dir.path());
+    let inv = inventory(dir.path());
+    let output = faultline(
+        &["doctor", "-i", inv.to_str().expect("utf-8"), "-o", "json"],
+        dir.path(),
+        Some(&kc),
+    );
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    assert!(doc.get("findings").is_some(), "{stdout}");
+}
+
+#[test]
+fn report_takes_dash_o_and_the_old_format_spelling() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let record = "fixtures/records/node-deleted.json";
+    for flag in ["-o", "--output", "--format"] {
+        let output = faultline(&["report", record, flag, "junit"], dir.path(), None);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{flag}: {}",
+            text(&output.stderr)
+        );
+        roxmltree::Document::parse(&text(&output.stdout)).expect("JUnit on stdout");
+    }
+}
+
+#[test]
+fn report_renders_several_records_and_directories_into_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("rendered");
+    let output = faultline(
+        &[
+            "report",
+            "fixtures/records/node-deleted.json",
+            "fixtures/records/upgrade/v1.33.13",
+            "-o",
+            "junit",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let mut written: Vec<String> = std::fs::read_dir(&out)
+        .expect("the directory was made")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    assert_eq!(
+        written,
+        [
+            "kubelet-stop-within-toleration.junit.xml",
+            "node-deleted.junit.xml",
+            "power-off-within-toleration.junit.xml"
+        ]
+    );
+    for name in &written {
+        let xml = std::fs::read_to_string(out.join(name)).expect("readable");
+        roxmltree::Document::parse(&xml).expect("well-formed JUnit");
+    }
+    // Several one-document reports cannot share stdout.
+    let output = faultline(
+        &["report", "fixtures/records/upgrade/v1.33.13", "-o", "json"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("pass --out DIR"),
+        "{}",
+        text(&output.stderr)
+    );
+    // The terminal summary of a directory is each record's, one after another.
+    let output = faultline(
+        &["report", "fixtures/records/upgrade/v1.33.13"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("kubelet-stop-within-toleration")
+            && stdout.contains("power-off-within-toleration"),
+        "{stdout}"
+    );
+}
+
+/// An experiment about an existing application: no setup, references without namespace
+/// and one into kube-system.
+fn experiment_without_setup(dir: &Path) -> PathBuf {
+    let path = dir.join("shop.yaml");
+    std::fs::write(
+        &path,
+        "name: shop-web\ndescription: the web pods of the shop\nnamespace: shop\n\
+         targets:\n  victim: {role: worker, runningPodsOf: deployment/web, count: 1}\n\
+         steps:\n  - {name: stop, at: 0s, do: kubelet-stop, target: victim}\n\
+         expect:\n\
+         \x20 - name: web pods go Terminating\n    pods: {workload: deployment/web, on: victim}\n    becomes: Terminating\n    within: 5m\n\
+         \x20 - name: dns stays\n    pods: {workload: deployment/kube-system/coredns}\n    never: Terminating\n",
+    )
+    .expect("experiment");
+    path
+}
+
+#[test]
+fn namespace_flag_moves_the_experiments_namespace_and_refuses_what_it_cannot_move() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exp = experiment_without_setup(dir.path());
+    let exp = exp.to_str().expect("utf-8");
+    for flag in ["-n", "--namespace"] {
+        let output = faultline(&["plan", exp, flag, "shop-canary"], dir.path(), None);
+        let stdout = text(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        assert!(
+            stdout.contains("running pods of shop-canary/deployment/web"),
+            "{flag}: {stdout}"
+        );
+        assert!(!stdout.contains(" shop/"), "{flag}: {stdout}");
+    }
+    // The shipped experiments create their namespace in setup: -n cannot move that.
+    let output = faultline(&["plan", EXPERIMENT, "-n", "other"], dir.path(), None);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr)
+            .contains("puts Namespace/faultline-lab in namespace `faultline-lab` itself"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn plan_without_an_inventory_is_offline_with_assumed_timers_setup_and_teardown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = faultline(&["plan", EXPERIMENT], dir.path(), None);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        stdout
+            .starts_with("plan for kubelet-stop-past-toleration, OFFLINE: no inventory (-i) given"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("nodeMonitorGracePeriod 50s (ASSUMED: upstream default"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("[ASSUMED: grace = 50s, toleration = 5m]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "setup (server-side applied in this order, then waited for up to 180s to be ready):\n  Namespace faultline-lab (experiments/../fixtures/lab/00-namespace.yaml)\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "  StatefulSet faultline-lab/db (experiments/../fixtures/lab/db-statefulset.yaml)\n"
+        ),
+        "{stdout}"
+    );
+    let teardown = stdout
+        .split("teardown (deleted in reverse order, waited for to be gone):\n")
+        .nth(1)
+        .expect("a teardown section");
+    assert!(
+        teardown.starts_with("  DaemonSet faultline-lab/agent"),
+        "reverse order: {teardown}"
+    );
+    assert!(
+        stdout.contains("the command comes from the inventory (-i)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn plan_with_an_inventory_also_shows_setup_and_teardown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (kc, _) = refusing_kubeconfig(dir.path());
+    let inv = inventory(dir.path());
+    let output = faultline(
+        &["plan", "experiments/", "-i", inv.to_str().expect("utf-8")],
+        dir.path(),
+        Some(&kc),
+    );
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let plans = stdout.matches("plan for ").count();
+    assert!(plans > 5, "{stdout}");
+    assert_eq!(stdout.matches("\nsetup").count(), plans, "{stdout}");
+    assert_eq!(stdout.matches("\nteardown").count(), plans, "{stdout}");
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish_know_the_commands_and_flags() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef faultline"),
+        ("fish", "complete -c faultline"),
+    ] {
+        // fish names a long flag without its dashes (`-l kubeconfig`).
+        let output = faultline(&["completion", shell], dir.path(), None);
+        let script = text(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{shell}");
+        assert!(script.contains(marker), "{shell}: {script}");
+        for word in [
+            "rehearse",
+            "kubeconfig",
+            "namespace",
+            "output",
+            "completion",
+        ] {
+            assert!(script.contains(word), "{shell} completes {word}");
+        }
+    }
+}

@@ -26,11 +26,11 @@ fn baseline(args: &RunArgs, experiments: &[Experiment]) -> Result<Option<Baselin
     let Some(path) = &args.baseline else {
         return Ok(None);
     };
-    if overwritten_by_reports(path, &args.reports) {
+    if overwritten_by_reports(path, &args.out) {
         eprintln!(
-            "--baseline {}: this run writes its reports there ({}) and would overwrite the baseline; give --reports another directory",
+            "--baseline {}: this run writes its reports there ({}) and would overwrite the baseline; give --out another directory",
             path.display(),
-            args.reports.display()
+            args.out.display()
         );
         return Err(());
     }
@@ -64,7 +64,7 @@ fn overwritten_by_reports(baseline: &std::path::Path, reports: &std::path::Path)
 /// Runs every experiment named, one after another (each `--repeat` times); the exit code
 /// is the worst of them, and of the `--baseline` comparison.
 pub(super) async fn run(args: RunArgs) -> i32 {
-    let Some(mut experiments) = super::load_experiments(&args.paths) else {
+    let Some(mut experiments) = super::load_experiments_in(&args.paths, &args.namespace) else {
         return EXIT_ERROR;
     };
     if !args.tag.is_empty() {
@@ -180,7 +180,7 @@ pub(super) async fn run(args: RunArgs) -> i32 {
             &done,
             &b.tolerance,
             (&b.label, "this run"),
-            Some(&args.reports),
+            Some(&args.out),
             args.summary.as_deref(),
         );
         worst = worst.max(code);
@@ -209,7 +209,7 @@ fn reporters(args: &RunArgs) -> Option<Reporters> {
             }
         }
     }
-    list.push(Box::new(subscribe::Files::new(args.reports.clone())));
+    list.push(Box::new(subscribe::Files::new(args.out.clone())));
     if let Some(summary) = &args.summary {
         list.push(Box::new(subscribe::Summary::new(summary.clone())));
     }
