@@ -195,12 +195,13 @@ fn bad_tolerances_and_paths_are_clear_errors() {
         "fixtures/inventory/lab.yaml",
         "--baseline",
         "fixtures/records",
+        // The old spelling of `--out`, kept as an alias for existing scripts.
         "--reports",
         "fixtures/records",
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("would overwrite the baseline; give --reports another directory"),
+        stderr(&out).contains("would overwrite the baseline; give --out another directory"),
         "{}",
         stderr(&out)
     );

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ApiArgs, DoctorOutput, EXIT_ERROR, EXIT_FAILED, EXIT_OK};
+use super::{ApiArgs, DoctorOutput, EXIT_ERROR, EXIT_FAILED, EXIT_OK, NamespaceArg};
 use crate::doctor;
 
 /// Loads the inventory and the experiments (if any), examines, prints, and returns the
@@ -12,13 +12,14 @@ pub(super) async fn doctor(
     inventory: &Path,
     paths: &[PathBuf],
     api: &ApiArgs,
+    namespace: &NamespaceArg,
     output: DoctorOutput,
     insecure_ignore_host_keys: bool,
 ) -> i32 {
     let experiments = if paths.is_empty() {
         Vec::new()
     } else {
-        match super::load_experiments(paths) {
+        match super::load_experiments_in(paths, namespace) {
             Some(e) => e,
             None => return EXIT_ERROR,
         }

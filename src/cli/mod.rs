@@ -2,9 +2,12 @@
 //! its process exit code; errors are printed here, at the edge, with their context.
 
 mod compare;
+mod completion;
 mod doctor;
 mod inventory;
+mod namespace;
 mod plan;
+mod preflight;
 mod rehearse;
 mod report;
 mod restore;
@@ -44,17 +47,24 @@ pub enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
-    /// Print the resolved targets and the exact commands a run would issue; touches nothing.
+    /// Print everything a run would do, touching nothing: what setup applies, the resolved
+    /// targets, each step's time and exact command, the expectations, what teardown
+    /// deletes. Without an inventory (or without an API that answers) the plan is offline:
+    /// targets as their selectors, timers from the inventory or assumed (marked).
     Plan {
         /// Experiment files or directories of them.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// How to reach the cluster and its nodes.
+        /// How to reach the cluster and its nodes (optional: without it the plan is offline
+        /// and shows no node commands).
         #[arg(long, short, env = "FAULTLINE_INVENTORY")]
-        inventory: PathBuf,
+        inventory: Option<PathBuf>,
         /// Kubeconfig and context overriding the inventory's.
         #[command(flatten)]
         api: ApiArgs,
+        /// Namespace in place of the experiments' own.
+        #[command(flatten)]
+        namespace: NamespaceArg,
     },
     /// Check everything a run relies on, per node and for the cluster, before breaking
     /// anything: transport, host key, authentication, sudo, the kubelet unit, the commands
@@ -70,8 +80,11 @@ pub enum Command {
         /// Kubeconfig and context overriding the inventory's.
         #[command(flatten)]
         api: ApiArgs,
+        /// Namespace in place of the experiments' own.
+        #[command(flatten)]
+        namespace: NamespaceArg,
         /// A table for people or JSON for tools.
-        #[arg(long, value_enum, default_value_t = DoctorOutput::Table)]
+        #[arg(long, short = 'o', value_enum, default_value_t = DoctorOutput::Table)]
         output: DoctorOutput,
         /// Skip SSH host key verification (the host-key check then says so).
         #[arg(long)]
@@ -109,16 +122,14 @@ pub enum Command {
     /// figures, observed transition times and scores, with spreads where runs were repeated.
     /// Exit code 1 when something regressed beyond the tolerance.
     Compare(CompareArgs),
-    /// Render a saved run record or series (the .json a run wrote) again.
-    Report {
-        /// The run record or series file.
-        record: PathBuf,
-        /// What to render.
-        #[arg(long, value_enum, default_value_t = ReportFormat::Terminal)]
-        format: ReportFormat,
-        /// Where to write it (terminal output goes to stdout).
-        #[arg(long)]
-        out: Option<PathBuf>,
+    /// Render saved run records or series (the .json a run wrote) again.
+    Report(ReportArgs),
+    /// Print a shell completion script: `source <(faultline completion bash)`, or save it
+    /// where your shell loads completions from.
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
 }
 
@@ -134,9 +145,18 @@ pub struct RunArgs {
     /// Kubeconfig and context overriding the inventory's.
     #[command(flatten)]
     pub api: ApiArgs,
-    /// Where reports go.
-    #[arg(long, default_value = "reports")]
-    pub reports: PathBuf,
+    /// Namespace in place of the experiments' own.
+    #[command(flatten)]
+    pub namespace: NamespaceArg,
+    /// Directory the reports are written to (`<experiment>.junit.xml`, `.json`, `.html`).
+    /// `--reports` is the old spelling.
+    #[arg(
+        long = "out",
+        alias = "reports",
+        value_name = "DIR",
+        default_value = "reports"
+    )]
+    pub out: PathBuf,
     /// Follow the cluster with watches or by polling.
     #[arg(long, value_enum, default_value_t = ObserveArg::Watch)]
     pub observe: ObserveArg,
@@ -198,6 +218,22 @@ pub struct RunArgs {
     pub tolerance: Vec<crate::compare::ToleranceSpec>,
 }
 
+/// Arguments of `faultline report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run record or series files (a `reports/<experiment>.json`), or report directories
+    /// (every `*.json` in them).
+    #[arg(required = true)]
+    pub records: Vec<PathBuf>,
+    /// What to render. `--format` is the old spelling.
+    #[arg(long, short = 'o', alias = "format", value_enum, default_value_t = ReportFormat::Terminal)]
+    pub output: ReportFormat,
+    /// Where to write it: a file for one record; a directory (`<experiment>.<ext>` in it)
+    /// for several, or when it is one. Default: stdout.
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+}
+
 /// Arguments of `faultline compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -252,6 +288,16 @@ impl ApiArgs {
     }
 }
 
+/// kubectl's `-n/--namespace`: the namespace an experiment's workloads are in, in place of
+/// its own `namespace:`, so one experiment file serves several copies of an application.
+#[derive(Debug, Clone, Default, Args)]
+pub struct NamespaceArg {
+    /// Namespace in place of each experiment's `namespace:` (wherever the experiment uses
+    /// that namespace: its default and references naming it).
+    #[arg(long, short = 'n', value_name = "NAME")]
+    pub namespace: Option<String>,
+}
+
 /// `faultline inventory …`: one subcommand per local-cluster tool.
 #[derive(Debug, Subcommand)]
 pub enum InventoryCommand {
@@ -270,8 +316,9 @@ pub struct InventoryArgs {
     /// `k3s-default`).
     #[arg(long)]
     pub name: Option<String>,
-    /// Where to write the inventory (default: stdout).
-    #[arg(long, short, value_name = "FILE")]
+    /// Where to write the inventory (default: stdout). `-o` is the old spelling (`-o`
+    /// names a format everywhere else).
+    #[arg(long, short_alias = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Kubeconfig and context to read the cluster through.
     #[command(flatten)]
@@ -349,7 +396,8 @@ pub async fn main(cli: Cli) -> i32 {
             paths,
             inventory,
             api,
-        } => plan::plan(&paths, &inventory, &api).await,
+            namespace,
+        } => plan::plan(&paths, inventory.as_deref(), &api, &namespace).await,
         Command::Restore {
             inventory,
             journal,
@@ -359,15 +407,23 @@ pub async fn main(cli: Cli) -> i32 {
             paths,
             inventory,
             api,
+            namespace,
             output,
             insecure_ignore_host_keys,
-        } => doctor::doctor(&inventory, &paths, &api, output, insecure_ignore_host_keys).await,
+        } => {
+            doctor::doctor(
+                &inventory,
+                &paths,
+                &api,
+                &namespace,
+                output,
+                insecure_ignore_host_keys,
+            )
+            .await
+        }
         Command::Inventory(which) => inventory::inventory(which).await,
-        Command::Report {
-            record,
-            format,
-            out,
-        } => report::report(&record, format, out.as_deref()),
+        Command::Report(args) => report::report(&args),
+        Command::Completion { shell } => completion::completion(shell),
         Command::Rehearse {
             experiment,
             record,
@@ -379,10 +435,24 @@ pub async fn main(cli: Cli) -> i32 {
 
 /// Loads and validates experiment files, printing every diagnostic; `None` if any failed.
 fn load_experiments(paths: &[PathBuf]) -> Option<Vec<crate::experiment::model::Experiment>> {
+    load_experiments_in(paths, &NamespaceArg::default())
+}
+
+/// [`load_experiments`], and with `-n` each experiment moved to that namespace (or
+/// refused, said why).
+fn load_experiments_in(
+    paths: &[PathBuf],
+    namespace: &NamespaceArg,
+) -> Option<Vec<crate::experiment::model::Experiment>> {
     let mut ok = Vec::new();
     let mut failed = false;
     for (path, result) in crate::experiment::load_all(paths) {
-        match result {
+        match result.map_err(|d| d.to_string()).and_then(|exp| {
+            match namespace.namespace.as_deref() {
+                Some(ns) => namespace::moved_to(exp, ns).map_err(|e| e.to_string()),
+                None => Ok(exp),
+            }
+        }) {
             Ok(exp) => ok.push(exp),
             Err(diagnostics) => {
                 eprintln!("{diagnostics}");
@@ -401,10 +471,19 @@ fn load_experiments(paths: &[PathBuf]) -> Option<Vec<crate::experiment::model::E
 /// Loads the inventory and puts the command line's kubeconfig and context in place of its
 /// own, printing its error.
 fn load_inventory(path: &std::path::Path, api: &ApiArgs) -> Option<crate::inventory::Inventory> {
+    load_inventory_and_access(path, api).map(|(inv, _)| inv)
+}
+
+/// [`load_inventory`], also returning which kubeconfig and context won and why, for
+/// messages that must say where a setting came from.
+fn load_inventory_and_access(
+    path: &std::path::Path,
+    api: &ApiArgs,
+) -> Option<(crate::inventory::Inventory, crate::cluster::ApiAccess)> {
     match crate::inventory::Inventory::load(path) {
         Ok(mut inv) => {
-            inv.apply_api_overrides(&api.overrides());
-            Some(inv)
+            let access = inv.apply_api_overrides(&api.overrides());
+            Some((inv, access))
         }
         Err(e) => {
             eprintln!("{e}");

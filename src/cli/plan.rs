@@ -22,10 +22,19 @@ use crate::timers::{BoundUse, ClusterReadings, TimersInForce, assumed_mark, assu
 /// Commands shown per unresolved target at most; the rest are counted.
 const CANDIDATES_SHOWN: usize = 5;
 
-/// `faultline plan`: loads the files and the inventory, prints each plan.
-pub(super) async fn plan(paths: &[PathBuf], inventory: &Path, api: &super::ApiArgs) -> i32 {
-    let Some(experiments) = super::load_experiments(paths) else {
+/// `faultline plan`: loads the files and the inventory, prints each plan; without an
+/// inventory, the offline plan (no cluster is asked, no node command shown).
+pub(super) async fn plan(
+    paths: &[PathBuf],
+    inventory: Option<&Path>,
+    api: &super::ApiArgs,
+    namespace: &super::NamespaceArg,
+) -> i32 {
+    let Some(experiments) = super::load_experiments_in(paths, namespace) else {
         return EXIT_ERROR;
+    };
+    let Some(inventory) = inventory else {
+        return print_without_inventory(&experiments);
     };
     let Some(inventory) = super::load_inventory(inventory, api) else {
         return EXIT_ERROR;
@@ -98,6 +107,35 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
     code
 }
 
+/// The plans when no inventory is given: which cluster, how its nodes are reached and its
+/// timers are unknown, so the plan is offline, every timer is assumed (and marked), and the
+/// steps name what they do but no command.
+fn print_without_inventory(experiments: &[Experiment]) -> i32 {
+    let inventory = match Inventory::parse(NO_INVENTORY, Path::new("(no inventory)")) {
+        Ok(inv) => inv,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_ERROR;
+        }
+    };
+    let settings = RunSettings::new(inventory, PathBuf::new());
+    let executor = Executor::new(settings.inventory.clone());
+    let mut code = EXIT_OK;
+    for exp in experiments {
+        if let Err(e) = crate::run::safety::check_offline(exp, None) {
+            eprintln!("{}: refused: {e}", exp.name);
+            code = EXIT_ERROR;
+            continue;
+        }
+        let view = offline_view(&settings, &executor, "no inventory (-i) given", exp, false);
+        print!("{}", render(exp, &view));
+    }
+    code
+}
+
+/// The inventory a plan without `-i` is made with: a cluster and no nodes.
+const NO_INVENTORY: &str = "cluster: {name: unknown}\nnodes: []\n";
+
 /// Without the API, the interlocks the files alone decide (`safety::check_offline`):
 /// what a run would refuse is refused here too, and said on stderr.
 fn refused_offline(exp: &Experiment, settings: &RunSettings) -> bool {
@@ -129,6 +167,8 @@ struct View<'a> {
     capabilities: Vec<String>,
     targets: Targets,
     executor: &'a Executor,
+    /// Whether an inventory was given: without one no node command can be shown.
+    inventory_given: bool,
 }
 
 fn online(p: &Prepared) -> View<'_> {
@@ -152,14 +192,26 @@ fn online(p: &Prepared) -> View<'_> {
         capabilities: p.cluster.capabilities.clone(),
         targets: Targets::Resolved(p.targets.clone()),
         executor: &p.executor,
+        inventory_given: true,
     }
 }
 
 /// The plan without the API: what the files alone say.
 fn offline(exp: &Experiment, settings: &RunSettings, executor: &Executor, why: &str) -> String {
+    render(exp, &offline_view(settings, executor, why, exp, true))
+}
+
+/// The view of an offline plan; `inventory_given` false for `plan` without `-i`.
+fn offline_view<'a>(
+    settings: &RunSettings,
+    executor: &'a Executor,
+    why: &str,
+    exp: &Experiment,
+    inventory_given: bool,
+) -> View<'a> {
     let inv = &settings.inventory;
     let timers = TimersInForce::resolve(&ClusterReadings::default(), &inv.stated_timers(), None);
-    let view = View {
+    View {
         cluster: inv.cluster().name.clone(),
         context: crate::run::prepare::effective_context(inv).unwrap_or_else(|| "default".into()),
         reached: Err(why.to_string()),
@@ -168,8 +220,8 @@ fn offline(exp: &Experiment, settings: &RunSettings, executor: &Executor, why: &
         capabilities: inv.cluster().capabilities(),
         targets: Targets::Selectors(candidates(exp, inv)),
         executor,
-    };
-    render(exp, &view)
+        inventory_given,
+    }
 }
 
 /// For each target, the inventory's nodes it could resolve to: those with its names, and
@@ -230,6 +282,10 @@ fn selector_text(t: &TargetSpec) -> String {
 /// command, the expectations, and how long observation lasts.
 fn render(exp: &Experiment, v: &View<'_>) -> String {
     let mut out = match &v.reached {
+        Err(why) if !v.inventory_given => format!(
+            "plan for {}, OFFLINE: {why}: the cluster, its nodes and their commands are not known\n",
+            exp.name
+        ),
         Ok(version) => format!(
             "plan for {} on cluster {} (context {}, {version})\n",
             exp.name, v.cluster, v.context
@@ -259,6 +315,12 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
         let nodes = targets.get(&spec.name).cloned().unwrap_or_default();
         if resolved {
             out.push_str(&format!("  {}: {}\n", spec.name, nodes.join(", ")));
+        } else if !v.inventory_given {
+            out.push_str(&format!(
+                "  {}: {} (resolved when a run starts)\n",
+                spec.name,
+                selector_text(spec)
+            ));
         } else {
             out.push_str(&format!(
                 "  {}: {} (resolved when the API is reachable; in the inventory: {})\n",
@@ -280,6 +342,7 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
         keep_going: false,
     };
     let (projected, observation_end) = schedule::project(plan);
+    out.push_str(&setup_text(exp));
     out.push_str("steps (offsets from the start, actions taking no time):\n");
     for (step, projected) in exp.steps.iter().zip(&projected) {
         let at = projected.at_ms.map_or_else(
@@ -323,6 +386,9 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
         }
         if nodes.is_empty() {
             match &step.target {
+                Some(t) if fault::info(&step.action).via.needs_node_access() && !v.inventory_given => out.push_str(
+                    &format!("            on target `{t}`'s node(s); the command comes from the inventory (-i)\n"),
+                ),
                 Some(t) if fault::info(&step.action).via.needs_node_access() => out.push_str(
                     &format!("            no node of the inventory can be target `{t}`\n"),
                 ),
@@ -359,6 +425,7 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
             "observation: {length}; when depends on the steps that wait for an observed state\n"
         )),
     }
+    out.push_str(&teardown_text(exp));
     if exp.abort.conditions.is_empty() {
         out.push_str("abort conditions: none (all switched off)\n");
     } else {
@@ -368,6 +435,72 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
         }
     }
     out
+}
+
+/// What setup applies, object by object as the manifests name them, before the first step.
+fn setup_text(exp: &Experiment) -> String {
+    if exp.setup.manifests.is_empty() {
+        return "setup: nothing applied (no setup.manifests)\n".to_string();
+    }
+    let mut out = format!(
+        "setup (server-side applied in this order, then waited for up to {}s to be ready):\n",
+        exp.setup.wait_timeout.as_secs()
+    );
+    for line in manifest_objects(exp) {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out
+}
+
+/// What teardown deletes after the run.
+fn teardown_text(exp: &Experiment) -> String {
+    match (
+        exp.setup.manifests.is_empty(),
+        exp.teardown.delete_manifests,
+    ) {
+        (true, _) => "teardown: nothing to delete (no setup)\n".to_string(),
+        (false, false) => {
+            "teardown: nothing deleted; the setup objects stay (teardown.deleteManifests is off)\n"
+                .to_string()
+        }
+        (false, true) => {
+            let mut out =
+                "teardown (deleted in reverse order, waited for to be gone):\n".to_string();
+            for line in manifest_objects(exp).iter().rev() {
+                out.push_str(&format!("  {line}\n"));
+            }
+            out
+        }
+    }
+}
+
+/// `Kind namespace/name (file)` for every object of the setup manifests, in order; a file
+/// that cannot be read or parsed is one line saying so (a run would fail on it).
+fn manifest_objects(exp: &Experiment) -> Vec<String> {
+    let mut lines = Vec::new();
+    for file in &exp.setup.manifests {
+        let shown = file.display();
+        let objects = std::fs::read_to_string(file)
+            .map_err(|e| format!("{shown}: cannot read: {e}"))
+            .and_then(|text| {
+                crate::cluster::manifests::parse_manifest(file, &text).map_err(|e| e.to_string())
+            });
+        match objects {
+            Ok(objects) => {
+                for obj in objects {
+                    let kind = obj.types.as_ref().map_or("?", |t| t.kind.as_str());
+                    let name = obj.metadata.name.as_deref().unwrap_or("?");
+                    let at = match &obj.metadata.namespace {
+                        Some(ns) => format!("{ns}/{name}"),
+                        None => name.to_string(),
+                    };
+                    lines.push(format!("{kind} {at} ({shown})"));
+                }
+            }
+            Err(e) => lines.push(format!("ERROR {e}")),
+        }
+    }
+    lines
 }
 
 fn command_of(executor: &Executor, action: &Action, node: &str) -> String {

@@ -1,61 +1,171 @@
-//! `faultline report`: render a saved run record, or series of runs, again.
+//! `faultline report`: render saved run records, or series of runs, again: one file, or
+//! several and report directories as `compare` takes them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{EXIT_ERROR, EXIT_OK, ReportFormat};
+use super::{EXIT_ERROR, EXIT_OK, ReportArgs, ReportFormat};
 use crate::report;
-use crate::series::Series;
+use crate::series::{Series, load_all};
 
-/// Renders the record or series at `path` in `format`, to `out` or stdout.
-pub(super) fn report(path: &Path, format: ReportFormat, out: Option<&Path>) -> i32 {
-    let series = match Series::load(path) {
-        Ok(s) => s,
+/// Renders every record named in the format asked for, to `--out` or stdout.
+pub(super) fn report(args: &ReportArgs) -> i32 {
+    let mut sets = Vec::new();
+    for path in &args.records {
+        match load_all(path) {
+            Ok(found) => sets.extend(found),
+            Err(e) => {
+                eprintln!("{e}");
+                return EXIT_ERROR;
+            }
+        }
+    }
+    let mut rendered = Vec::with_capacity(sets.len());
+    for series in &sets {
+        match render(series, args.output) {
+            Ok(text) => rendered.push((series.name().to_string(), text)),
+            Err(e) => {
+                eprintln!("{}: {e}", series.name());
+                return EXIT_ERROR;
+            }
+        }
+    }
+    match destination(args.out.as_deref(), rendered.len()) {
+        Destination::Stdout => print_all(&rendered, args.output),
+        Destination::File(path) => write(&path, &rendered[0].1),
+        Destination::Directory(dir) => write_into(&dir, &rendered, args.output),
+    }
+}
+
+/// Where the rendered reports go.
+#[derive(Debug, PartialEq, Eq)]
+enum Destination {
+    /// No `--out`.
+    Stdout,
+    /// `--out FILE` with one record.
+    File(PathBuf),
+    /// `--out DIR`: several records, or `--out` is an existing directory.
+    Directory(PathBuf),
+}
+
+/// One record goes into the file `--out` names unless that is a directory; several go
+/// into the directory `--out` names, one file each.
+fn destination(out: Option<&Path>, records: usize) -> Destination {
+    match out {
+        None => Destination::Stdout,
+        Some(path) if records > 1 || path.is_dir() => Destination::Directory(path.to_path_buf()),
+        Some(path) => Destination::File(path.to_path_buf()),
+    }
+}
+
+fn render(series: &Series, format: ReportFormat) -> Result<String, String> {
+    if series.is_repeated() {
+        return Ok(match format {
+            ReportFormat::Terminal => report::series::terminal::summary(series),
+            ReportFormat::Junit => report::series::junit::render(series),
+            ReportFormat::Html => report::series::html::render(series),
+            ReportFormat::Markdown => report::series::markdown::render(series),
+            ReportFormat::Json => series.to_json().map_err(|e| e.to_string())?,
+        });
+    }
+    let record = series.first();
+    Ok(match format {
+        ReportFormat::Terminal => report::terminal::summary(record, false),
+        ReportFormat::Junit => report::junit::render(record),
+        ReportFormat::Html => report::html::render(record),
+        ReportFormat::Markdown => report::markdown::render(record),
+        ReportFormat::Json => record.to_json().map_err(|e| e.to_string())?,
+    })
+}
+
+/// Prints the reports one after another; formats that are one document per file (JUnit,
+/// HTML, JSON) need `--out DIR` for several.
+fn print_all(rendered: &[(String, String)], format: ReportFormat) -> i32 {
+    let one_document = matches!(
+        format,
+        ReportFormat::Junit | ReportFormat::Html | ReportFormat::Json
+    );
+    if rendered.len() > 1 && one_document {
+        eprintln!(
+            "{} records: {} is one document per record, so they cannot share stdout; pass --out DIR",
+            rendered.len(),
+            extension(format)
+        );
+        return EXIT_ERROR;
+    }
+    for (_, text) in rendered {
+        println!("{text}");
+    }
+    EXIT_OK
+}
+
+fn write(path: &Path, text: &str) -> i32 {
+    match std::fs::write(path, text) {
+        Ok(()) => EXIT_OK,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}: {e}", path.display());
+            EXIT_ERROR
+        }
+    }
+}
+
+/// Writes `<experiment>.<ext>` per record into `dir` (created), as a run names its reports.
+fn write_into(dir: &Path, rendered: &[(String, String)], format: ReportFormat) -> i32 {
+    let mut names: Vec<&str> = rendered.iter().map(|(name, _)| name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+        eprintln!(
+            "two records of experiment `{}`: their reports would overwrite each other in {}; render them one at a time",
+            twice[0],
+            dir.display()
+        );
+        return EXIT_ERROR;
+    }
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("{}: {e}", dir.display());
+        return EXIT_ERROR;
+    }
+    for (name, text) in rendered {
+        let path = dir.join(format!(
+            "{}.{}",
+            crate::file_names::safe(name),
+            extension(format)
+        ));
+        if write(&path, text) != EXIT_OK {
             return EXIT_ERROR;
         }
-    };
-    let text = if series.is_repeated() {
-        match format {
-            ReportFormat::Terminal => report::series::terminal::summary(&series),
-            ReportFormat::Junit => report::series::junit::render(&series),
-            ReportFormat::Html => report::series::html::render(&series),
-            ReportFormat::Markdown => report::series::markdown::render(&series),
-            ReportFormat::Json => match series.to_json() {
-                Ok(t) => t,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return EXIT_ERROR;
-                }
-            },
-        }
-    } else {
-        let record = series.first();
-        match format {
-            ReportFormat::Terminal => report::terminal::summary(record, false),
-            ReportFormat::Junit => report::junit::render(record),
-            ReportFormat::Html => report::html::render(record),
-            ReportFormat::Markdown => report::markdown::render(record),
-            ReportFormat::Json => match record.to_json() {
-                Ok(t) => t,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return EXIT_ERROR;
-                }
-            },
-        }
-    };
-    match out {
-        Some(path) => match std::fs::write(path, text) {
-            Ok(()) => EXIT_OK,
-            Err(e) => {
-                eprintln!("{}: {e}", path.display());
-                EXIT_ERROR
-            }
-        },
-        None => {
-            println!("{text}");
-            EXIT_OK
-        }
+        println!("wrote {}", path.display());
+    }
+    EXIT_OK
+}
+
+/// The file extension of a format, as a run's reports use them.
+fn extension(format: ReportFormat) -> &'static str {
+    match format {
+        ReportFormat::Terminal => "txt",
+        ReportFormat::Junit => "junit.xml",
+        ReportFormat::Html => "html",
+        ReportFormat::Markdown => "md",
+        ReportFormat::Json => "json",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_record_goes_to_the_file_and_several_into_the_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("one.xml");
+        assert_eq!(destination(None, 3), Destination::Stdout);
+        assert_eq!(destination(Some(&file), 1), Destination::File(file.clone()));
+        assert_eq!(
+            destination(Some(&file), 2),
+            Destination::Directory(file.clone())
+        );
+        assert_eq!(
+            destination(Some(dir.path()), 1),
+            Destination::Directory(dir.path().to_path_buf())
+        );
     }
 }

@@ -27,11 +27,11 @@ fn baseline(args: &RunArgs, experiments: &[Experiment]) -> Result<Option<Baselin
     let Some(path) = &args.baseline else {
         return Ok(None);
     };
-    if overwritten_by_reports(path, &args.reports) {
+    if overwritten_by_reports(path, &args.out) {
         eprintln!(
-            "--baseline {}: this run writes its reports there ({}) and would overwrite the baseline; give --reports another directory",
+            "--baseline {}: this run writes its reports there ({}) and would overwrite the baseline; give --out another directory",
             path.display(),
-            args.reports.display()
+            args.out.display()
         );
         return Err(());
     }
@@ -65,7 +65,7 @@ fn overwritten_by_reports(baseline: &std::path::Path, reports: &std::path::Path)
 /// Runs every experiment named, one after another (each `--repeat` times); the exit code
 /// is the worst of them, and of the `--baseline` comparison.
 pub(super) async fn run(args: RunArgs) -> i32 {
-    let Some(mut experiments) = super::load_experiments(&args.paths) else {
+    let Some(mut experiments) = super::load_experiments_in(&args.paths, &args.namespace) else {
         return EXIT_ERROR;
     };
     if !args.tag.is_empty() {
@@ -81,7 +81,9 @@ pub(super) async fn run(args: RunArgs) -> i32 {
     let Ok(baseline) = baseline(&args, &experiments) else {
         return EXIT_ERROR;
     };
-    let Some(mut inventory) = super::load_inventory(&args.inventory, &args.api) else {
+    let Some((mut inventory, access)) =
+        super::load_inventory_and_access(&args.inventory, &args.api)
+    else {
         return EXIT_ERROR;
     };
     if args.insecure_ignore_host_keys {
@@ -110,6 +112,12 @@ pub(super) async fn run(args: RunArgs) -> i32 {
 
     if args.dry_run {
         return super::plan::print_plans(&experiments, &settings).await;
+    }
+    // A cluster that cannot be reached is a mistake in the configuration: one line, before
+    // the confirmation, the reporters and any node.
+    if let Err(e) = super::preflight::check_cluster(&settings.inventory, &access, &args.api).await {
+        eprintln!("error: {e}");
+        return EXIT_ERROR;
     }
     if !confirmed(&experiments, &settings, args.yes).await {
         return EXIT_ERROR;
@@ -182,7 +190,7 @@ pub(super) async fn run(args: RunArgs) -> i32 {
             &done,
             &b.tolerance,
             (&b.label, "this run"),
-            Some(&args.reports),
+            Some(&args.out),
             args.summary.as_deref(),
         );
         worst = worst.max(code);
@@ -211,7 +219,7 @@ fn reporters(args: &RunArgs) -> Option<Reporters> {
             }
         }
     }
-    list.push(Box::new(subscribe::Files::new(args.reports.clone())));
+    list.push(Box::new(subscribe::Files::new(args.out.clone())));
     if let Some(summary) = &args.summary {
         list.push(Box::new(subscribe::Summary::new(summary.clone())));
     }
