@@ -446,12 +446,13 @@ nodes:
     let kept = dir.path().join("kept");
     let ex = on(&kept);
     let armed = ex
-        .arm_power_on("n1", Duration::from_secs(2), "tok-on-2")
+        .arm_power_on("n1", Duration::from_secs(8), "tok-on-2")
         .await
         .expect("arms")
         .expect("configured");
+    // 8 s leaves the disarm time on a loaded machine (at 2 s it lost the race at load 10).
     assert!(ex.disarm("n1", &armed).await.expect("runs"), "disarmed");
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
     assert!(!kept.exists(), "a disarmed power-on never ran");
 }
 
