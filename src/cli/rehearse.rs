@@ -36,6 +36,17 @@ pub(super) fn run(experiment: &Path, record: &Path, only: Option<u32>) -> i32 {
             return EXIT_ERROR;
         }
     };
+    // A record of another experiment would give a verdict per expectation, each wrong for
+    // the same reason: say the reason once.
+    if let Some(other) = series.runs().iter().find(|r| r.experiment.name != exp.name) {
+        eprintln!(
+            "{} is a record of experiment {}, not of {}",
+            path.display(),
+            clean(&other.experiment.name),
+            clean(&exp.name)
+        );
+        return EXIT_ERROR;
+    }
     let n = series.runs().len();
     let chosen: Vec<(usize, &RunRecord)> = match only {
         Some(k) => match series.runs().get(k as usize - 1) {

@@ -5,16 +5,20 @@ use std::path::PathBuf;
 
 use super::{EXIT_FAILED, EXIT_OK};
 
-/// Validates every file, printing every problem as `file:line:column: message`.
+/// Validates every file, printing every problem as `file:line:column: message`, and the
+/// warnings of the files (which do not make a file invalid).
 pub(super) fn validate(paths: &[PathBuf]) -> i32 {
-    let results = crate::experiment::load_all(paths);
+    let results = crate::experiment::load_all_checked(paths);
     if results.is_empty() {
         eprintln!("no experiment files found in {}", super::show_paths(paths));
         return EXIT_FAILED;
     }
     let mut bad = 0;
-    for (path, result) in &results {
-        match result {
+    for (path, checked) in &results {
+        for w in checked.warnings.iter() {
+            println!("{}", w.as_warning());
+        }
+        match &checked.result {
             // The blast radius as far as the file alone decides it: targets that name
             // their nodes, step times without cluster timers.
             Ok(exp) => match crate::run::safety::check_offline(exp, None) {

@@ -114,7 +114,31 @@ fn tokenize(text: &str) -> Result<Vec<Token>, BoundIssue> {
     if !word.is_empty() {
         tokens.push(Token::Word(word));
     }
-    Ok(tokens)
+    Ok(join_spaced_durations(tokens))
+}
+
+/// Joins the words of a duration written with spaces (`5 mins`, `10 s`, `1m 30s`,
+/// `1 hour 30 minutes`) into one word, kept as written. A word joins the one before it when
+/// that one starts with a digit and either ends with a digit (the word is its unit) or the
+/// word starts with a digit (the next part of the duration); symbols never join, so
+/// `2 grace` stays two words and gets its own message.
+fn join_spaced_durations(tokens: Vec<Token>) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        if let (Some(Token::Word(before)), Token::Word(word)) = (out.last_mut(), &token) {
+            let starts_with_digit = |w: &str| w.starts_with(|c: char| c.is_ascii_digit());
+            let joins = starts_with_digit(before)
+                && symbol(word).is_none()
+                && (before.ends_with(|c: char| c.is_ascii_digit()) || starts_with_digit(word));
+            if joins {
+                before.push(' ');
+                before.push_str(word);
+                continue;
+            }
+        }
+        out.push(token);
+    }
+    out
 }
 
 fn is_number(word: &str) -> bool {
@@ -133,9 +157,52 @@ fn symbol(word: &str) -> Option<BoundSymbol> {
     }
 }
 
-/// Parses `1m30s`, `500ms`, `2h`, `1.5s`; `None` when `word` is not shaped like a duration.
+/// The unit words a duration accepts, each with its length in seconds: the short forms
+/// Kubernetes and Go write (`ms`, `s`, `m`, `h`) and the words people write (`5 mins`,
+/// `2 hours`). Matched without regard to case, except `M` (see [`unit_seconds`]).
+const UNITS: &[(&[&str], f64)] = &[
+    (
+        &["ms", "msec", "msecs", "millisecond", "milliseconds"],
+        0.001,
+    ),
+    (&["s", "sec", "secs", "second", "seconds"], 1.0),
+    (&["m", "min", "mins", "minute", "minutes"], 60.0),
+    (&["h", "hr", "hrs", "hour", "hours"], 3600.0),
+];
+
+/// Seconds in one `unit`, or why the unit is refused.
+fn unit_seconds(unit: &str, word: &str) -> Result<f64, BoundIssue> {
+    // `M` is months in some tools and mega in others: never guess that it means minutes.
+    if unit == "M" {
+        return Err(
+            BoundIssue::new(format!("`M` in `{word}` is not a unit here"))
+                .hint("write minutes as `m` or `min` (e.g. 5m); the units are ms, s, m, h"),
+        );
+    }
+    let lower = unit.to_ascii_lowercase();
+    if let Some((_, seconds)) = UNITS
+        .iter()
+        .find(|(names, _)| names.contains(&lower.as_str()))
+    {
+        return Ok(*seconds);
+    }
+    let all: Vec<&str> = UNITS
+        .iter()
+        .flat_map(|(names, _)| names.iter().copied())
+        .collect();
+    Err(match super::suggest::closest(&lower, &all) {
+        Some(s) if unit.len() > 2 => BoundIssue::new(format!("unknown unit `{unit}` in `{word}`"))
+            .hint(format!(
+                "did you mean `{s}`? the units are ms, s, m, h (or sec, min, hours)"
+            )),
+        _ => bad_duration(word),
+    })
+}
+
+/// Parses `1m30s`, `500ms`, `2h`, `1.5s`, `5 mins`, `1 hour 30 minutes`; `None` when
+/// `word` is not shaped like a duration.
 fn duration(word: &str) -> Option<Result<Duration, BoundIssue>> {
-    let mut rest = word;
+    let mut rest = word.trim_start();
     let mut total = 0.0f64;
     let mut any = false;
     while !rest.is_empty() {
@@ -153,18 +220,18 @@ fn duration(word: &str) -> Option<Result<Duration, BoundIssue>> {
             Ok(n) => n,
             Err(_) => return Some(Err(bad_duration(word))),
         };
-        rest = &rest[digits..];
+        rest = rest[digits..].trim_start();
         let unit_len = rest
             .find(|c: char| !c.is_ascii_alphabetic())
             .unwrap_or(rest.len());
-        let seconds = match &rest[..unit_len] {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Some(Err(bad_duration(word))),
+        if unit_len == 0 {
+            return Some(Err(bad_duration(word)));
+        }
+        let seconds = match unit_seconds(&rest[..unit_len], word) {
+            Ok(s) => s,
+            Err(issue) => return Some(Err(issue)),
         };
-        rest = &rest[unit_len..];
+        rest = rest[unit_len..].trim_start();
         total += number * seconds;
         any = true;
     }
@@ -179,8 +246,9 @@ fn duration(word: &str) -> Option<Result<Duration, BoundIssue>> {
 }
 
 fn bad_duration(word: &str) -> BoundIssue {
-    BoundIssue::new(format!("invalid duration `{word}`"))
-        .hint("durations use the units ms, s, m, h, e.g. 500ms, 90s, 1m30s, 2h")
+    BoundIssue::new(format!("invalid duration `{word}`")).hint(
+        "a duration is numbers each followed by its unit (ms, s, m, h), e.g. 500ms, 90s, 5m, 1m30s, 2h",
+    )
 }
 
 /// [`parse_bound`] with a separate hint, for diagnostics.
@@ -271,6 +339,11 @@ fn parse_term(tokens: &[Token], i: usize, sign: f64) -> Result<(BoundTerm, usize
         factor *= parse_factor(first)?;
         atom_word = word_at(tokens, i + 2)?;
         i += 3;
+    } else if let (true, Some(Token::Word(next))) = (is_number(first), tokens.get(i + 1))
+        && symbol(next).is_some()
+    {
+        return Err(BoundIssue::new(format!("`{first}` has no unit"))
+            .hint(format!("to multiply a timer, write `{first} * {next}`")));
     } else {
         atom_word = first;
         i += 1;
@@ -288,8 +361,7 @@ fn atom(word: &str) -> Result<BoundSymbol, BoundIssue> {
         return Ok(s);
     }
     if is_number(word) {
-        return Err(BoundIssue::new(format!("`{word}` has no unit"))
-            .hint(format!("write {word}s (or ms, m, h)")));
+        return Err(unitless(word));
     }
     match duration(word) {
         Some(Ok(d)) => Ok(BoundSymbol::Fixed(d)),
@@ -306,6 +378,14 @@ fn atom(word: &str) -> Result<BoundSymbol, BoundIssue> {
             )
         }
     }
+}
+
+/// A number written without its unit: every unit is offered, none is chosen, because
+/// guessing seconds would turn `5` meant as minutes into five seconds.
+fn unitless(number: &str) -> BoundIssue {
+    BoundIssue::new(format!("`{number}` has no unit")).hint(format!(
+        "write the unit after the number: `{number}s` for seconds, `{number}m` for minutes, `{number}h` for hours or `{number}ms`"
+    ))
 }
 
 fn check_range(bound: &Bound, text: &str) -> Result<(), BoundIssue> {
@@ -396,10 +476,107 @@ mod tests {
     }
 
     #[test]
-    fn bare_number_is_rejected_with_a_unit_hint() {
+    fn bare_number_is_rejected_with_every_unit_offered() {
         let issue = parse_bound_detailed("30").unwrap_err();
         assert_eq!(issue.message, "`30` has no unit");
-        assert_eq!(issue.hint.as_deref(), Some("write 30s (or ms, m, h)"));
+        let hint = issue.hint.unwrap_or_default();
+        for unit in ["`30s`", "`30m`", "`30h`", "`30ms`"] {
+            assert!(hint.contains(unit), "{hint}");
+        }
+    }
+
+    #[test]
+    fn durations_as_people_write_them() {
+        for (text, secs) in [
+            ("5 mins", 300.0),
+            ("5 min", 300.0),
+            ("5m", 300.0),
+            ("5 Minutes", 300.0),
+            ("10 s", 10.0),
+            ("10 sec", 10.0),
+            ("1m30s", 90.0),
+            ("1m 30s", 90.0),
+            ("1 min 30 s", 90.0),
+            ("1 hour 30 minutes", 5400.0),
+            ("90s", 90.0),
+            ("90 seconds", 90.0),
+            ("1h", 3600.0),
+            ("2 hours", 7200.0),
+            ("2 hrs", 7200.0),
+            ("1.5 minutes", 90.0),
+            ("500 ms", 0.5),
+            ("250 milliseconds", 0.25),
+        ] {
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_secs_f64(secs)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn spaced_durations_inside_bounds() {
+        assert_eq!(
+            parse_bound("grace + 10 s").map(|b| b.terms),
+            Ok(vec![sym(1.0, BoundSymbol::Grace), fixed(10.0)])
+        );
+        assert_eq!(
+            parse_bound("2 * 5 mins").map(|b| b.terms),
+            Ok(vec![BoundTerm {
+                factor: 2.0,
+                symbol: BoundSymbol::Fixed(Duration::from_secs(300))
+            }])
+        );
+        assert_eq!(
+            parse_bound("toleration - 1 min + 30 seconds").map(|b| b.terms.len()),
+            Ok(3)
+        );
+        assert_eq!(
+            parse_bound("5 min + 90s").map(|b| b.to_string()),
+            Ok("300s + 90s".to_owned())
+        );
+    }
+
+    #[test]
+    fn refused_spellings_say_what_to_write_without_changing_the_meaning() {
+        for (text, message, hint) in [
+            ("5", "`5` has no unit", "`5m` for minutes"),
+            ("grace + 10", "`10` has no unit", "`10s` for seconds"),
+            ("2 grace", "`2` has no unit", "write `2 * grace`"),
+            ("5M", "`M` in `5M` is not a unit here", "`m` or `min`"),
+            ("5 M", "`M` in `5 M` is not a unit here", "`m` or `min`"),
+            (
+                "5 minuts",
+                "unknown unit `minuts` in `5 minuts`",
+                "did you mean `minute",
+            ),
+            ("5 x", "invalid duration `5 x`", "(ms, s, m, h)"),
+            ("5 days", "invalid duration `5 days`", "(ms, s, m, h)"),
+            ("1m30", "invalid duration `1m30`", "(ms, s, m, h)"),
+            (
+                "25 hours",
+                "`25 hours` is longer than 24h",
+                "check the unit",
+            ),
+        ] {
+            let issue = parse_bound_detailed(text).unwrap_err();
+            assert_eq!(issue.message, message, "{text}");
+            let got = issue.hint.unwrap_or_default();
+            assert!(got.contains(hint), "{text}: {got}");
+            assert!(
+                !got.contains(&format!("write {text}s")),
+                "{text}: never a seconds-only hint: {got}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_misspelled_symbol_next_to_a_duration_is_still_named() {
+        let issue = parse_bound_detailed("grcae 5s").unwrap_err();
+        assert_eq!(issue.message, "unknown term `grcae` in bound");
+        let issue = parse_bound_detailed("5s grcae").unwrap_err();
+        assert_eq!(issue.message, "expected `+` or `-` in bound, found `grcae`");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 pub struct Diagnostic {
     /// The experiment file.
     pub path: PathBuf,
-    /// 1-based line of the offending key or value (0 when no position is known, e.g. I/O).
+    /// 1-based line of the offending key or value (0: about the whole file, e.g. missing).
     pub line: u32,
     /// 1-based column of the offending key or value (0 when no position is known).
     pub column: u32,
@@ -23,18 +23,41 @@ pub struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.path.display(),
-            self.line,
-            self.column,
-            self.message
-        )?;
+        // Line 0: about the whole file (missing, unreadable, another kind of file), where
+        // a made-up `:0:0` would send an editor nowhere.
+        if self.line == 0 {
+            write!(f, "{}: {}", self.path.display(), self.message)?;
+        } else {
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.path.display(),
+                self.line,
+                self.column,
+                self.message
+            )?;
+        }
         if let Some(hint) = &self.hint {
             write!(f, "\n  hint: {hint}")?;
         }
         Ok(())
+    }
+}
+
+impl Diagnostic {
+    /// This diagnostic shown as a warning: `path:line:column: warning: message`.
+    pub fn as_warning(&self) -> impl fmt::Display + '_ {
+        struct Warning<'a>(&'a Diagnostic);
+        impl fmt::Display for Warning<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let shown = Diagnostic {
+                    message: format!("warning: {}", self.0.message),
+                    ..self.0.clone()
+                };
+                shown.fmt(f)
+            }
+        }
+        Warning(self)
     }
 }
 
@@ -108,5 +131,18 @@ mod tests {
             d.to_string(),
             "e.yaml:3:7: unknown target `x`\n  hint: known targets: victim\ne.yaml:9:1: bad"
         );
+        assert_eq!(d.0[1].as_warning().to_string(), "e.yaml:9:1: warning: bad");
+    }
+
+    #[test]
+    fn a_problem_of_the_whole_file_has_no_made_up_position() {
+        let d = Diagnostic {
+            path: PathBuf::from("gone.yaml"),
+            line: 0,
+            column: 0,
+            message: "no such file".into(),
+            hint: None,
+        };
+        assert_eq!(d.to_string(), "gone.yaml: no such file");
     }
 }

@@ -6,6 +6,7 @@
 pub(crate) mod bound;
 pub(crate) mod diagnostic;
 pub(crate) mod fault;
+mod keys;
 pub mod model;
 mod raw;
 mod states;
@@ -23,26 +24,84 @@ pub use model::Experiment;
 
 /// Parses and validates one experiment; `path` is used in messages and to resolve manifests.
 pub fn parse(text: &str, path: &Path) -> Result<Experiment, Diagnostics> {
+    check(text, path).result
+}
+
+/// An experiment file checked: the experiment or every problem found, and the warnings
+/// (what the file alone cannot prove wrong but that will likely fail a run).
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The experiment, or every problem found in file order.
+    pub result: Result<Experiment, Diagnostics>,
+    /// Things to look at even in a valid file, in file order.
+    pub warnings: Diagnostics,
+}
+
+impl Checked {
+    fn failed(diagnostics: Vec<Diagnostic>) -> Self {
+        Checked {
+            result: Err(Diagnostics(diagnostics)),
+            warnings: Diagnostics::default(),
+        }
+    }
+}
+
+/// [`parse`] with the warnings kept.
+pub fn check(text: &str, path: &Path) -> Checked {
+    // The file as a plain tree first: another kind of file is named for what it is, and
+    // every unknown key is reported at once (serde's typed parse stops at the first).
+    match serde_saphyr::from_str::<keys::Node>(text) {
+        Ok(tree) => {
+            if let Some(d) = keys::other_kind_of_file(&tree, path) {
+                return Checked::failed(vec![d]);
+            }
+            let unknown = keys::unknown_keys(&tree, path);
+            if !unknown.is_empty() {
+                return Checked::failed(unknown);
+            }
+        }
+        Err(_) => {
+            // A manifest of several documents is still a manifest; anything else that
+            // does not read as a tree gets the typed parse's own message below.
+            if let Ok(docs) = serde_saphyr::from_multiple::<keys::Node>(text)
+                && let Some(d) = docs
+                    .first()
+                    .and_then(|first| keys::other_kind_of_file(first, path))
+            {
+                return Checked::failed(vec![d]);
+            }
+        }
+    }
     let raw: raw::RawExperiment = match serde_saphyr::from_str(text) {
         Ok(raw) => raw,
-        Err(e) => return Err(Diagnostics(vec![syntax_diagnostic(&e, path)])),
+        Err(e) => return Checked::failed(vec![syntax_diagnostic(&e, path)]),
     };
-    validate::Validator::new(path)
-        .experiment(raw)
-        .map_err(Diagnostics)
+    let (result, warnings) = validate::Validator::new(path).experiment(raw);
+    Checked {
+        result: result.map_err(Diagnostics),
+        warnings: Diagnostics(warnings),
+    }
 }
 
 /// Reads and validates one experiment file; a file that cannot be read is a diagnostic too.
 pub fn load(path: &Path) -> Result<Experiment, Diagnostics> {
+    load_checked(path).result
+}
+
+/// [`load`] with the warnings kept.
+pub fn load_checked(path: &Path) -> Checked {
     match std::fs::read_to_string(path) {
-        Ok(text) => parse(&text, path),
-        Err(e) => Err(Diagnostics(vec![Diagnostic {
+        Ok(text) => check(&text, path),
+        Err(e) => Checked::failed(vec![Diagnostic {
             path: path.to_path_buf(),
             line: 0,
             column: 0,
-            message: format!("cannot read the file: {e}"),
+            message: match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_owned(),
+                _ => format!("cannot read the file: {e}"),
+            },
             hint: None,
-        }])),
+        }]),
     }
 }
 
@@ -50,10 +109,18 @@ pub fn load(path: &Path) -> Result<Experiment, Diagnostics> {
 /// directly in it (sorted, not recursive), so `faultline validate experiments/` checks a
 /// whole suite and reports every broken file at once.
 pub fn load_all(paths: &[PathBuf]) -> Vec<(PathBuf, Result<Experiment, Diagnostics>)> {
+    load_all_checked(paths)
+        .into_iter()
+        .map(|(path, checked)| (path, checked.result))
+        .collect()
+}
+
+/// [`load_all`] with the warnings kept.
+pub fn load_all_checked(paths: &[PathBuf]) -> Vec<(PathBuf, Checked)> {
     let mut out = Vec::new();
     for path in paths {
         if !path.is_dir() {
-            out.push((path.clone(), load(path)));
+            out.push((path.clone(), load_checked(path)));
             continue;
         }
         match std::fs::read_dir(path) {
@@ -67,19 +134,19 @@ pub fn load_all(paths: &[PathBuf]) -> Vec<(PathBuf, Result<Experiment, Diagnosti
                     .collect();
                 files.sort();
                 for f in files {
-                    let result = load(&f);
-                    out.push((f, result));
+                    let checked = load_checked(&f);
+                    out.push((f, checked));
                 }
             }
             Err(e) => out.push((
                 path.clone(),
-                Err(Diagnostics(vec![Diagnostic {
+                Checked::failed(vec![Diagnostic {
                     path: path.clone(),
                     line: 0,
                     column: 0,
                     message: format!("cannot read the directory: {e}"),
                     hint: None,
-                }])),
+                }]),
             )),
         }
     }
@@ -126,11 +193,6 @@ fn syntax_diagnostic(e: &serde_saphyr::Error, path: &Path) -> Diagnostic {
         (what.to_owned(), None)
     } else if raw.starts_with("tabs disallowed") {
         (raw, Some("indent with spaces".to_owned()))
-    } else if raw.starts_with("unknown field") {
-        (
-            raw,
-            Some("keys are camelCase; see docs/experiment-format.md".to_owned()),
-        )
     } else {
         (raw, None)
     };

@@ -30,19 +30,33 @@ fn allowed_typos(len: usize) -> usize {
     }
 }
 
-/// Levenshtein distance between two strings, by characters.
+/// Edit distance between two strings, by characters, where swapping two neighbours
+/// (`nmae` for `name`, the most common slip of the fingers) is one edit, not two
+/// (optimal string alignment distance).
 fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
+    // rows[i][j]: distance between the first i characters of a and the first j of b.
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (rows[i - 1][j - 1] + cost)
+                .min(rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = best;
+        }
+    }
+    rows[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -59,5 +73,9 @@ mod tests {
             Some("kubelet-stop")
         );
         assert_eq!(closest("Exploded", &states), None);
+        assert_eq!(closest("nmae", &["name", "namespace"]), Some("name"));
+        assert_eq!(distance("abc", "abc"), 0);
+        assert_eq!(distance("ab", "ba"), 1);
+        assert_eq!(distance("kitten", "sitting"), 3);
     }
 }

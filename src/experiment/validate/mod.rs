@@ -19,6 +19,7 @@ use super::suggest::closest;
 mod abort;
 mod expectations;
 mod probes;
+mod setup_workloads;
 mod steps;
 mod targets;
 
@@ -28,6 +29,8 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 pub(crate) struct Validator<'a> {
     path: &'a Path,
     diags: Vec<Diagnostic>,
+    /// What the file alone cannot prove wrong but will likely fail a run.
+    warnings: Vec<Diagnostic>,
     targets: Vec<String>,
     steps: Vec<String>,
     /// Names under `probes:`, for expectations that refer to them.
@@ -72,6 +75,7 @@ impl<'a> Validator<'a> {
         Validator {
             path,
             diags: Vec::new(),
+            warnings: Vec::new(),
             targets: Vec::new(),
             steps: Vec::new(),
             probe_names: Vec::new(),
@@ -103,8 +107,19 @@ impl<'a> Validator<'a> {
         self.report(pos(at(s)), issue.message, issue.hint);
     }
 
-    /// Validates the whole file; `Err` holds every problem found, in file order.
-    pub(crate) fn experiment(mut self, raw: RawExperiment) -> Result<Experiment, Vec<Diagnostic>> {
+    /// Validates the whole file: the experiment or every problem found, and the warnings,
+    /// each in file order.
+    pub(crate) fn experiment(
+        mut self,
+        raw: RawExperiment,
+    ) -> (Result<Experiment, Vec<Diagnostic>>, Vec<Diagnostic>) {
+        let result = self.checked(&raw);
+        let mut warnings = std::mem::take(&mut self.warnings);
+        warnings.sort_by_key(|d| (d.line, d.column));
+        (result, warnings)
+    }
+
+    fn checked(&mut self, raw: &RawExperiment) -> Result<Experiment, Vec<Diagnostic>> {
         let name = match &raw.name {
             None => {
                 self.report(TOP, "missing required key `name`", None);
@@ -150,18 +165,20 @@ impl<'a> Validator<'a> {
             }
             self.namespace = ns.value.clone();
         }
-        let targets = self.targets(&raw);
-        let probes = self.probes(&raw, &targets);
-        let setup = self.setup(&raw);
-        let observe = self.observe(&raw);
-        let safety = self.safety(&raw);
-        let steps = self.steps(&raw);
-        let expectations = self.expectations(&raw);
-        let abort = self.abort(&raw);
+        let targets = self.targets(raw);
+        let probes = self.probes(raw, &targets);
+        let setup = self.setup(raw);
+        let observe = self.observe(raw);
+        let safety = self.safety(raw);
+        let steps = self.steps(raw);
+        let expectations = self.expectations(raw);
+        let abort = self.abort(raw);
         if !self.diags.is_empty() {
-            self.diags.sort_by_key(|d| (d.line, d.column));
-            return Err(self.diags);
+            let mut diags = std::mem::take(&mut self.diags);
+            diags.sort_by_key(|d| (d.line, d.column));
+            return Err(diags);
         }
+        self.workloads_setup_creates(raw, &setup, &targets);
         Ok(Experiment {
             name,
             description,

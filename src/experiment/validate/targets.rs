@@ -61,12 +61,14 @@ impl Validator<'_> {
                 );
             }
             let running_pods_of = t.running_pods_of.as_ref().and_then(|w| self.workload(w));
+            // Node names are DNS-1123 subdomains, as Kubernetes has them: EKS and many
+            // on-premises clusters name nodes `ip-10-0-1-5.ec2.internal`.
             for n in &t.names {
-                if !is_dns_label(&n.value) {
+                if !is_dns_subdomain(&n.value) {
                     self.err(
                         n,
-                        format!("node name `{}` is not a valid DNS-1123 label", n.value),
-                        Some("node names use a-z, 0-9 and -, at most 63 characters"),
+                        format!("node name `{}` is not a valid Kubernetes node name", n.value),
+                        Some("node names are DNS-1123 subdomains: dot-separated parts of a-z, 0-9 and -, each starting and ending with a letter or digit, at most 253 characters"),
                     );
                 }
             }
@@ -154,5 +156,44 @@ impl Validator<'_> {
             namespace,
             name: name.to_owned(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    fn with_names(names: &str) -> Result<Vec<String>, Vec<String>> {
+        let text = format!(
+            "name: n\ndescription: d\ntargets:\n  victim: {{names: {names}}}\n\
+             steps:\n  - {{name: c, at: 0s, do: cordon, target: victim}}\n\
+             expect:\n  - {{name: e, node: victim, becomes: Unschedulable, within: 5s}}\n"
+        );
+        crate::experiment::parse(&text, Path::new("x.yaml"))
+            .map(|e| e.targets[0].selector.names.clone())
+            .map_err(|d| d.iter().map(|d| d.message.clone()).collect())
+    }
+
+    #[test]
+    fn node_names_are_dns_subdomains() {
+        assert_eq!(
+            with_names("[ip-10-0-1-5.ec2.internal, node-a, a]"),
+            Ok(vec![
+                "ip-10-0-1-5.ec2.internal".to_owned(),
+                "node-a".to_owned(),
+                "a".to_owned()
+            ])
+        );
+        let long = format!("{}xy", "a.".repeat(126)); // 254 characters, every part valid
+        for bad in ["Node_B", "a..b", "node.", "-a.b", "a.b-", &long] {
+            let got = with_names(&format!("['{bad}']"));
+            assert_eq!(
+                got,
+                Err(vec![format!(
+                    "node name `{bad}` is not a valid Kubernetes node name"
+                )]),
+                "{bad}"
+            );
+        }
     }
 }

@@ -1,0 +1,129 @@
+//! Expectations about a workload that `setup` never creates.
+//!
+//! Such an expectation validated as ok and failed only at the end of a run, after a node
+//! had been broken for nothing. Offline, faultline knows what the setup manifests create,
+//! but not what the cluster already runs (a platform DaemonSet, an application deployed by
+//! other means), so this is a warning, not an error. It is only given when the experiment
+//! has setup manifests (an experiment without them is about workloads already there), and
+//! not for a workload a target selects by (`runningPodsOf`): targets are resolved before
+//! any fault, and one whose workload has no pods refuses the run then.
+
+use std::collections::BTreeSet;
+
+use super::{Validator, at, pos};
+use crate::experiment::model::*;
+use crate::experiment::raw::*;
+
+/// A workload as `kind/namespace/name`, lowercase kind: how a manifest object and a
+/// reference are compared.
+type Key = (String, String, String);
+
+impl Validator<'_> {
+    pub(super) fn workloads_setup_creates(
+        &mut self,
+        raw: &RawExperiment,
+        setup: &Setup,
+        targets: &[TargetSpec],
+    ) {
+        if setup.manifests.is_empty() {
+            return;
+        }
+        let Some(created) = created_by(&setup.manifests) else {
+            // A manifest that does not read is setup's to report, before any fault.
+            return;
+        };
+        let selected: BTreeSet<Key> = targets
+            .iter()
+            .filter_map(|t| t.selector.running_pods_of.as_ref())
+            .map(key_of)
+            .collect();
+        let Some(expect) = &raw.expect else {
+            return;
+        };
+        for e in &expect.value {
+            let e = &e.value;
+            let refs = [
+                e.workload.as_ref(),
+                e.pods.as_ref().and_then(|p| p.value.workload.as_ref()),
+            ];
+            for r in refs.into_iter().flatten() {
+                let Some(wanted) = self.quiet_workload(&r.value) else {
+                    continue;
+                };
+                if created.contains(&wanted) || selected.contains(&wanted) {
+                    continue;
+                }
+                let (kind, namespace, name) = &wanted;
+                let elsewhere: Vec<&str> = created
+                    .iter()
+                    .filter(|(k, _, n)| k == kind && n == name)
+                    .map(|(_, ns, _)| ns.as_str())
+                    .collect();
+                let hint = match elsewhere.first() {
+                    Some(ns) => format!(
+                        "setup creates {kind}/{name} in {ns}: write `{kind}/{ns}/{name}`, or set \
+                         metadata.namespace in its manifest (a manifest without one goes to `default`)"
+                    ),
+                    None => format!(
+                        "if it is not already in the cluster, the run breaks a node and then fails \
+                         this expectation: add its manifest to `setup.manifests`, or check the name \
+                         and namespace (`{kind}/NAMESPACE/NAME`)"
+                    ),
+                };
+                self.warnings.push(crate::experiment::Diagnostic {
+                    path: self.path.to_path_buf(),
+                    line: pos(at(r)).0,
+                    column: pos(at(r)).1,
+                    message: format!(
+                        "`setup` does not create {kind}/{name} in {namespace}, which this expectation is about"
+                    ),
+                    hint: Some(hint),
+                });
+            }
+        }
+    }
+
+    /// A workload reference as [`Validator::workload`] reads it, without reporting: the
+    /// errors were reported there.
+    fn quiet_workload(&self, text: &str) -> Option<Key> {
+        let parts: Vec<&str> = text.split('/').collect();
+        let (kind, namespace, name) = match parts.as_slice() {
+            [k, n] => (*k, self.namespace.as_str(), *n),
+            [k, ns, n] => (*k, *ns, *n),
+            _ => return None,
+        };
+        Some((kind.to_owned(), namespace.to_owned(), name.to_owned()))
+    }
+}
+
+fn key_of(w: &WorkloadRef) -> Key {
+    let kind = match w.kind {
+        WorkloadKind::Deployment => "deployment",
+        WorkloadKind::StatefulSet => "statefulset",
+        WorkloadKind::DaemonSet => "daemonset",
+    };
+    (kind.to_owned(), w.namespace.clone(), w.name.clone())
+}
+
+/// The Deployments, StatefulSets and DaemonSets the manifests create, where setup puts
+/// them (`default` when a manifest names no namespace); `None` if one does not read.
+fn created_by(manifests: &[std::path::PathBuf]) -> Option<BTreeSet<Key>> {
+    let mut out = BTreeSet::new();
+    for path in manifests {
+        let text = std::fs::read_to_string(path).ok()?;
+        let objects = crate::cluster::manifests::parse_manifest(path, &text).ok()?;
+        for obj in objects {
+            let kind = obj.types.as_ref().map(|t| t.kind.to_ascii_lowercase());
+            let Some(kind) =
+                kind.filter(|k| ["deployment", "statefulset", "daemonset"].contains(&k.as_str()))
+            else {
+                continue;
+            };
+            let namespace = obj.metadata.namespace.unwrap_or_else(|| "default".into());
+            if let Some(name) = obj.metadata.name {
+                out.insert((kind, namespace, name));
+            }
+        }
+    }
+    Some(out)
+}

@@ -1,0 +1,251 @@
+//! The traps of a new user's first hour with experiment files, through the built binary:
+//! what `validate` and `rehearse` print for what people actually write (durations with
+//! spaces and long units, dotted node names, misspelled keys, the wrong kind of file, a
+//! record of another experiment, an expectation about a workload setup never creates).
+//! Nothing here needs a cluster.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn faultline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .current_dir(repo())
+        .output()
+        .expect("faultline runs")
+}
+
+/// stdout and stderr together, printed so a failing assertion shows them.
+fn text(out: &Output) -> String {
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{all}");
+    all
+}
+
+/// Writes `body` as `name` in `dir` and returns its path as a string.
+fn write(dir: &Path, name: &str, body: &str) -> String {
+    let path: PathBuf = dir.join(name);
+    std::fs::write(&path, body).expect("write experiment");
+    path.to_str().expect("utf-8 path").to_owned()
+}
+
+const HEAD: &str = "name: first-hour\ndescription: d\nnamespace: faultline-lab\n";
+
+#[test]
+fn durations_and_bounds_are_read_as_people_write_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write(
+        dir.path(),
+        "durations.yaml",
+        &format!(
+            "{HEAD}targets:\n  victim: {{role: worker, count: 1}}\nobserve:\n  for: 2 hours\n\
+             steps:\n  - {{name: stop, at: 5 mins, do: kubelet-stop, target: victim, timeout: 1m30s}}\n\
+             \x20 - {{name: start, at: 5 min + 90s, do: kubelet-start, target: victim, timeout: 10 s}}\n\
+             expect:\n  - {{name: down, node: victim, becomes: NotReady, within: grace + 10 s}}\n\
+             \x20 - {{name: back, node: victim, becomes: Ready, within: 1 minute 30 seconds, since: start}}\n"
+        ),
+    );
+    let out = faultline(&["validate", &file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains(": ok (first-hour: 2 step(s), 2 expectation(s))"));
+}
+
+#[test]
+fn a_number_without_a_unit_gets_every_unit_offered_not_seconds_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write(
+        dir.path(),
+        "unitless.yaml",
+        &format!(
+            "{HEAD}targets:\n  victim: {{role: worker, count: 1}}\n\
+             steps:\n  - {{name: stop, at: 5, do: kubelet-stop, target: victim}}\n\
+             expect:\n  - {{name: down, node: victim, becomes: NotReady, within: grace}}\n"
+        ),
+    );
+    let out = faultline(&["validate", &file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(all.contains("unitless.yaml:7:22: `5` has no unit"), "{all}");
+    assert!(all.contains("`5s`") && all.contains("`5m`"), "{all}");
+}
+
+#[test]
+fn node_names_with_dots_are_valid_targets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write(
+        dir.path(),
+        "eks.yaml",
+        &format!(
+            "{HEAD}targets:\n  victim: {{names: [ip-10-0-1-5.ec2.internal]}}\n\
+             steps:\n  - {{name: cordon, at: 0s, do: cordon, target: victim}}\n\
+             expect:\n  - {{name: cordoned, node: victim, becomes: Unschedulable, within: 5s}}\n"
+        ),
+    );
+    let out = faultline(&["validate", &file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+}
+
+#[test]
+fn every_unknown_key_is_reported_with_the_key_it_probably_means() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write(
+        dir.path(),
+        "typos.yaml",
+        &format!(
+            "{HEAD}targets:\n  victim: {{role: worker, count: 1}}\n\
+             setup:\n  wait_timeout: 2m\n\
+             steps:\n  - {{name: stop, at: 0s, do: kubelet-stop, target: victim, timout: 5s}}\n\
+             expect:\n  - {{name: down, node: victim, becomes: NotReady, wihtin: grace}}\n"
+        ),
+    );
+    let out = faultline(&["validate", &file]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    let first = all.find("typos.yaml:7:3: unknown key `wait_timeout`");
+    let second = all.find("typos.yaml:9:60: unknown key `timout`");
+    let third = all.find("typos.yaml:11:51: unknown key `wihtin`");
+    assert!(
+        first.is_some() && second.is_some() && third.is_some(),
+        "{all}"
+    );
+    assert!(first < second && second < third, "in file order: {all}");
+    assert!(
+        all.contains("keys are camelCase: write `waitTimeout`"),
+        "{all}"
+    );
+    assert!(all.contains("did you mean `timeout`?"), "{all}");
+    assert!(all.contains("did you mean `within`?"), "{all}");
+    assert_eq!(
+        all.matches("camelCase").count(),
+        1,
+        "the camelCase hint only for the snake_case key: {all}"
+    );
+}
+
+#[test]
+fn a_missing_file_says_so_without_a_made_up_position() {
+    let out = faultline(&["validate", "no-such-experiment.yaml"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        all.contains("no-such-experiment.yaml: no such file"),
+        "{all}"
+    );
+    assert!(!all.contains(":0:0"), "{all}");
+}
+
+#[test]
+fn a_kubernetes_manifest_passed_as_an_experiment_is_named_as_one() {
+    let out = faultline(&["validate", "fixtures/lab/web-deployment.yaml"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        all.contains("is a Kubernetes manifest (Deployment web), not a faultline experiment"),
+        "{all}"
+    );
+    assert!(all.contains("setup.manifests"), "{all}");
+    assert!(
+        !all.contains("apiVersion`") && !all.contains("camelCase"),
+        "{all}"
+    );
+}
+
+#[test]
+fn an_inventory_passed_as_an_experiment_is_named_as_one() {
+    let out = faultline(&["validate", "fixtures/inventory/lab.yaml"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        all.contains("is a faultline inventory (how nodes are reached), not an experiment"),
+        "{all}"
+    );
+    assert!(all.contains("--inventory"), "{all}");
+    assert!(
+        !all.contains("unknown") && !all.contains("camelCase"),
+        "{all}"
+    );
+}
+
+#[test]
+fn a_run_record_passed_as_an_experiment_is_named_as_one() {
+    let out = faultline(&["validate", "fixtures/records/node-deleted.json"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        all.contains("node-deleted.json: this is a faultline run record, not an experiment"),
+        "{all}"
+    );
+    assert_eq!(all.lines().count(), 3, "one problem and its hint: {all}");
+}
+
+#[test]
+fn rehearsing_against_a_record_of_another_experiment_is_one_clear_error() {
+    let out = faultline(&[
+        "rehearse",
+        "experiments/reboot.yaml",
+        "--record",
+        "fixtures/records/node-deleted.json",
+    ]);
+    let all = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a mistake, not a failed rehearsal"
+    );
+    assert_eq!(
+        all.trim_end(),
+        "fixtures/records/node-deleted.json is a record of experiment node-deleted, not of reboot"
+    );
+}
+
+#[test]
+fn an_expectation_about_a_workload_setup_never_creates_is_warned_at_its_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = repo().join("fixtures/lab");
+    let file = write(
+        dir.path(),
+        "setup.yaml",
+        &format!(
+            "{HEAD}targets:\n  victim: {{role: worker, runningPodsOf: deployment/web, count: 1}}\n\
+             setup:\n  manifests: [{ns}, {web}]\n\
+             steps:\n  - {{name: stop, at: 0s, do: kubelet-stop, target: victim}}\n\
+             expect:\n  - {{name: web kept, pods: {{workload: deployment/web, on: victim}}, never: Terminating}}\n\
+             \x20 - {{name: db kept, pods: {{workload: statefulset/db, on: victim}}, never: Terminating}}\n",
+            ns = lab.join("00-namespace.yaml").display(),
+            web = lab.join("web-deployment.yaml").display(),
+        ),
+    );
+    let out = faultline(&["validate", &file]);
+    let all = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the workload may exist in the cluster already: a warning, not an error"
+    );
+    assert!(
+        all.contains(
+            "setup.yaml:12:38: warning: `setup` does not create statefulset/db in faultline-lab"
+        ),
+        "{all}"
+    );
+    assert_eq!(all.matches("warning:").count(), 1, "{all}");
+}
+
+#[test]
+fn the_shipped_experiments_validate_without_warnings() {
+    let out = faultline(&["validate", "experiments/"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(!all.contains("warning"), "{all}");
+}
