@@ -240,6 +240,13 @@ fn an_expectation_about_a_workload_setup_never_creates_is_warned_at_its_place() 
         "{all}"
     );
     assert_eq!(all.matches("warning:").count(), 1, "{all}");
+    // `plan` and `run` load experiments through the CLI's loader: they say it too.
+    let out = faultline(&["plan", &file]);
+    let all = text(&out);
+    assert!(
+        all.contains("warning: `setup` does not create statefulset/db in faultline-lab"),
+        "{all}"
+    );
 }
 
 #[test]

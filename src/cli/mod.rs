@@ -446,8 +446,12 @@ fn load_experiments_in(
 ) -> Option<Vec<crate::experiment::model::Experiment>> {
     let mut ok = Vec::new();
     let mut failed = false;
-    for (path, result) in crate::experiment::load_all(paths) {
-        match result.map_err(|d| d.to_string()).and_then(|exp| {
+    for (path, checked) in crate::experiment::load_all_checked(paths) {
+        // Warnings (an expectation on a workload setup never creates) before anything runs.
+        for warning in checked.warnings.iter() {
+            eprintln!("{}", warning.as_warning());
+        }
+        match checked.result.map_err(|d| d.to_string()).and_then(|exp| {
             match namespace.namespace.as_deref() {
                 Some(ns) => namespace::moved_to(exp, ns).map_err(|e| e.to_string()),
                 None => Ok(exp),
