@@ -199,28 +199,7 @@ async fn kind_kill_9_during_a_power_off_the_node_is_powered_on_without_help() {
         "power off",
     )
     .await;
-    let exited = || {
-        docker(&[
-            "ps",
-            "-a",
-            "--filter",
-            "label=io.x-k8s.kind.role=worker",
-            "--filter",
-            "status=exited",
-            "--format",
-            "{{.Names}}",
-        ])
-    };
-    // `docker stop` gives systemd up to 10 s to shut the node down.
-    wait_until(
-        "the victim's container stopped",
-        Duration::from_secs(30),
-        || !exited().is_empty(),
-    )
-    .await;
-    let off: Vec<String> = exited().lines().map(str::to_string).collect();
-    assert_eq!(off.len(), 1, "exactly the victim is off: {off:?}");
-    let victim = &off[0];
+    let victim = &the_one_worker_stopped().await;
     let took = wait_until("the container started again", BACK * 2, || {
         docker(&["inspect", "-f", "{{.State.Status}}", victim]) == "running"
     })
@@ -252,29 +231,10 @@ async fn kind_reboot_cut_off_between_stop_and_start_is_powered_on_by_restore() {
         .status();
     child.kill().expect("kill -9");
     let _ = child.wait();
-    let exited = || {
-        docker(&[
-            "ps",
-            "-a",
-            "--filter",
-            "label=io.x-k8s.kind.role=worker",
-            "--filter",
-            "status=exited",
-            "--format",
-            "{{.Names}}",
-        ])
-    };
-    wait_until(
-        "the victim's container stopped",
-        Duration::from_secs(30),
-        || !exited().is_empty(),
-    )
-    .await;
+    let victim = &the_one_worker_stopped().await;
     // Past the reboot's pause: nothing starts it again by itself.
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let off: Vec<String> = exited().lines().map(str::to_string).collect();
-    assert_eq!(off.len(), 1, "exactly the victim is off: {off:?}");
-    let victim = &off[0];
+    assert_eq!(exited_workers(), std::slice::from_ref(victim), "still off");
     s.restore_leaves_nothing();
     assert_eq!(
         docker(&["inspect", "-f", "{{.State.Status}}", victim]),
@@ -283,6 +243,37 @@ async fn kind_reboot_cut_off_between_stop_and_start_is_powered_on_by_restore() {
     );
     wait_ready(&client, victim, BACK).await;
     all_nodes_ready(&client, BACK).await;
+}
+
+/// The kind workers whose containers are stopped.
+fn exited_workers() -> Vec<String> {
+    docker(&[
+        "ps",
+        "-a",
+        "--filter",
+        "label=io.x-k8s.kind.role=worker",
+        "--filter",
+        "status=exited",
+        "--format",
+        "{{.Names}}",
+    ])
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+/// Waits (30 s: `docker stop` gives systemd up to 10 s to shut the node down) until a
+/// worker's container is stopped, and checks it is exactly one: the victim, returned.
+async fn the_one_worker_stopped() -> String {
+    wait_until(
+        "the victim's container stopped",
+        Duration::from_secs(30),
+        || !exited_workers().is_empty(),
+    )
+    .await;
+    let off = exited_workers();
+    assert_eq!(off.len(), 1, "exactly the victim is off: {off:?}");
+    off[0].clone()
 }
 
 /// `docker` with arguments; its trimmed stdout, panicking with its stderr on failure.

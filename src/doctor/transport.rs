@@ -38,8 +38,8 @@ pub(super) fn findings(
         }
     };
     let skipped = |check, why: &str| f(check, Status::Skip, format!("not checked: {why}"));
-    // Logged in, and sudo would not run the command.
-    let sudo_failed = |detail: String| {
+    // Logged in over SSH; then `sudo`, as it went.
+    let logged_in = |sudo: Finding| {
         vec![
             f(CheckKind::Reachable, Status::Pass, how.clone()),
             f(
@@ -52,9 +52,11 @@ pub(super) fn findings(
                 Status::Pass,
                 format!("logged in as {}", node.ssh.user),
             ),
-            f(CheckKind::Sudo, Status::Fail, detail),
+            sudo,
         ]
     };
+    // Logged in, and sudo would not run the command.
+    let sudo_failed = |detail: String| logged_in(f(CheckKind::Sudo, Status::Fail, detail));
     match reached {
         Ok(_) => {
             let mut out = vec![f(CheckKind::Reachable, Status::Pass, how)];
@@ -136,32 +138,18 @@ pub(super) fn findings(
             output,
             ..
         }) if timeout_missing(output) => {
-            let mut out = vec![f(CheckKind::Reachable, Status::Pass, how)];
-            out.extend(if ssh {
+            let mut out = if !ssh {
                 vec![
-                    f(
-                        CheckKind::HostKey,
-                        Status::Pass,
-                        "matches known_hosts".into(),
-                    ),
-                    f(
-                        CheckKind::Auth,
-                        Status::Pass,
-                        format!("logged in as {}", node.ssh.user),
-                    ),
-                    if node.ssh.sudo {
-                        f(CheckKind::Sudo, Status::Pass, "`sudo -n` works".into())
-                    } else {
-                        sudo_unset()
-                    },
-                ]
-            } else {
-                vec![
+                    f(CheckKind::Reachable, Status::Pass, how),
                     not_ssh(CheckKind::HostKey),
                     not_ssh(CheckKind::Auth),
                     not_ssh(CheckKind::Sudo),
                 ]
-            });
+            } else if node.ssh.sudo {
+                logged_in(f(CheckKind::Sudo, Status::Pass, "`sudo -n` works".into()))
+            } else {
+                logged_in(sudo_unset())
+            };
             out.push(f(
                 CheckKind::Commands,
                 Status::Fail,
