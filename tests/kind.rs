@@ -304,18 +304,8 @@ async fn kind_node_back_with_another_address_is_reported_as_a_broken_environment
     // next container started on its network, as in kind #2045.
     let started = std::time::Instant::now();
     let victim = loop {
-        let exited = docker(&[
-            "ps",
-            "-a",
-            "--filter",
-            "label=io.x-k8s.kind.role=worker",
-            "--filter",
-            "status=exited",
-            "--format",
-            "{{.Names}}",
-        ]);
-        if let Some(name) = exited.lines().next() {
-            break name.to_string();
+        if let Some(name) = exited_workers().into_iter().next() {
+            break name;
         }
         assert!(
             started.elapsed() < Duration::from_secs(90),
