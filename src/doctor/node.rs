@@ -175,6 +175,43 @@ mod tests {
     use super::*;
     use crate::inventory::Inventory;
 
+    /// An address that accepts TCP but where no SSH server ever speaks: doctor says the
+    /// node does not answer SSH, and not its own probe script.
+    #[tokio::test]
+    async fn a_port_that_accepts_tcp_but_never_speaks_ssh_is_named_as_such() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let silent = std::thread::spawn(move || {
+            let held: Vec<_> = listener.incoming().take(2).flatten().collect();
+            std::thread::sleep(std::time::Duration::from_secs(30));
+            drop(held);
+        });
+        let text = format!(
+            "cluster: {{name: c}}\nnodes: [{{name: n1, address: 127.0.0.1, \
+             ssh: {{port: {port}, user: root, connectTimeout: 2s}}}}]\n"
+        );
+        let inventory = Inventory::parse(&text, Path::new("t.yaml")).expect("inventory");
+        let executor = Executor::new(inventory);
+        let node = executor.inventory().nodes()[0].clone();
+        let findings = check_node(&executor, &node, &Needs::everything(), Depth::Preflight).await;
+        let reachable = findings
+            .iter()
+            .find(|f| f.check == CheckKind::Reachable)
+            .expect("a reachable finding");
+        assert_eq!(reachable.status, Status::Fail, "{findings:#?}");
+        assert!(
+            reachable.detail.contains("no SSH answer within"),
+            "{}",
+            reachable.detail
+        );
+        assert!(
+            !reachable.detail.contains("command -v"),
+            "no probe script: {}",
+            reachable.detail
+        );
+        drop(silent);
+    }
+
     /// A node whose shell finds no `timeout` (the exec transport with an empty PATH):
     /// doctor says that, not that the node cannot be reached or that sudo fails.
     #[tokio::test]

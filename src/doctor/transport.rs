@@ -162,6 +162,32 @@ pub(super) fn findings(
             ));
             (Some("`timeout` is missing on the node"), out)
         }
+        // Doctor's probe is a few `command -v`: when it does not come back in time, the
+        // connection or the login hung (an address that accepts TCP but no SSH server
+        // answers, a firewall dropping packets), so say that, not the probe's script.
+        Err(
+            ExecError::TimedOutEnded { after, .. } | ExecError::TimedOutUnconfirmed { after, .. },
+        ) if ssh => {
+            let why = "the node does not answer SSH";
+            (
+                Some(why),
+                vec![
+                    f(
+                        CheckKind::Reachable,
+                        Status::Fail,
+                        format!(
+                            "{how}: no SSH answer within {}s: the TCP connection or the SSH \
+                             handshake hangs (is sshd listening on that address and port? does \
+                             a firewall drop the packets?)",
+                            after.as_secs()
+                        ),
+                    ),
+                    skipped(CheckKind::HostKey, why),
+                    skipped(CheckKind::Auth, why),
+                    skipped(CheckKind::Sudo, why),
+                ],
+            )
+        }
         // The transport read sudo's own refusal (a password wanted, a user not allowed):
         // its message already says what to change.
         Err(e @ ExecError::Sudo { .. }) => (Some("sudo refuses"), sudo_failed(e.to_string())),
