@@ -209,20 +209,42 @@ fn recovery_figures_are_a_second_suite_with_their_times() {
     let xml = faultline::report::junit::render(&rec);
     let doc = roxmltree::Document::parse(&xml).expect("well-formed");
     let figures = suite_cases(&doc, 1);
-    assert_eq!(figures.len(), 7, "one case per recovery stage");
+    let observed = rec
+        .figures
+        .rows()
+        .iter()
+        .filter(|(_, v)| v.is_some())
+        .count();
+    assert!(observed < 7, "the fixture leaves some stages unobserved");
+    assert_eq!(figures.len(), observed, "one case per stage observed");
     let not_ready = figures
         .iter()
         .find(|c| c.attribute("name") == Some("node NotReady"))
         .expect("node NotReady case");
     assert_eq!(not_ready.attribute("time"), Some("21.3"));
-    let eviction = figures
-        .iter()
-        .find(|c| c.attribute("name") == Some("first eviction"))
-        .expect("first eviction case");
     assert!(
-        child(*eviction, "skipped").is_some(),
-        "a stage not observed is skipped"
+        !figures
+            .iter()
+            .any(|c| c.attribute("name") == Some("first eviction")),
+        "a stage not observed is left out, not a skipped test"
     );
+    assert!(
+        figures.iter().all(|c| child(*c, "skipped").is_none()),
+        "no skipped figure"
+    );
+}
+
+#[test]
+fn a_run_that_observed_no_figure_has_no_figures_suite() {
+    let mut rec = record();
+    rec.figures = Default::default();
+    let xml = faultline::report::junit::render(&rec);
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed");
+    let suites = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .count();
+    assert_eq!(suites, 1, "{xml}");
 }
 
 #[test]
