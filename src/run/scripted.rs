@@ -303,6 +303,13 @@ impl Harness {
         run_loop(plan, world, ledger, &timeline, cancel).await
     }
 
+    /// Runs the loop in `world`, cancelled after `secs` on the (paused) clock.
+    pub(crate) async fn run_cancelled_at(&self, world: &mut Scripted, secs: u64) -> LoopOutcome {
+        let cancel = CancellationToken::new();
+        cancel_after(&cancel, secs);
+        self.run(world, cancel, RunEvents::default()).await
+    }
+
     /// Faults left in the journal.
     pub(crate) fn journaled(&self) -> usize {
         Journal::open(&self.journal).unwrap().active("c").len()
@@ -351,9 +358,7 @@ async fn cancelled_while_beginning_no_fault_is_injected() {
         begin: VecDeque::from([Call::UntilCancelled]),
         ..Scripted::default()
     };
-    let cancel = CancellationToken::new();
-    cancel_after(&cancel, 5);
-    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let out = h.run_cancelled_at(&mut world, 5).await;
     let calls = world.calls();
     assert!(
         !calls
@@ -386,9 +391,7 @@ async fn a_world_that_cannot_begin_injects_nothing_and_still_ends() {
 async fn cancelled_before_the_first_step_nothing_is_armed_or_acted() {
     let h = Harness::new(STOP_START);
     let mut world = Scripted::default();
-    let cancel = CancellationToken::new();
-    cancel_after(&cancel, 4);
-    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let out = h.run_cancelled_at(&mut world, 4).await;
     let calls = world.calls();
     assert!(
         !calls
@@ -420,9 +423,7 @@ async fn cancelled_after_arming_ahead_the_armed_fault_is_withdrawn() {
 async fn cancelled_while_an_action_runs_it_finishes_and_is_undone() {
     let h = Harness::new(STOP_START);
     let mut world = Scripted::default().on("stop", &[Call::Slow(Duration::from_secs(5))]);
-    let cancel = CancellationToken::new();
-    cancel_after(&cancel, 12);
-    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let out = h.run_cancelled_at(&mut world, 12).await;
     let calls = world.calls();
     // The action is not dropped half-way: it ends, then the safety net undoes it.
     assert!(index_of(&calls, "done stop on a: Ok(())") < index_of(&calls, "act undo stop on a"));
@@ -453,9 +454,7 @@ expect:
 ",
     );
     let mut world = Scripted::default();
-    let cancel = CancellationToken::new();
-    cancel_after(&cancel, 30);
-    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let out = h.run_cancelled_at(&mut world, 30).await;
     let calls = world.calls();
     assert!(index_of(&calls, "act stop on a") < index_of(&calls, "act undo stop on a"));
     assert_eq!(out.end, Some(End::Cancelled));
@@ -467,9 +466,7 @@ expect:
 async fn cancelled_while_the_planned_undo_runs_the_undo_completes() {
     let h = Harness::new(STOP_START);
     let mut world = Scripted::default().on("start", &[Call::Slow(Duration::from_secs(5))]);
-    let cancel = CancellationToken::new();
-    cancel_after(&cancel, 42);
-    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let out = h.run_cancelled_at(&mut world, 42).await;
     let calls = world.calls();
     assert!(index_of(&calls, "done start on a: Ok(())") < index_of(&calls, "disarm a"));
     assert!(
@@ -586,9 +583,7 @@ async fn an_undo_that_fails_twice_then_succeeds_is_retried_and_cleared() {
             Call::Ok,
         ],
     );
-    let cancel = CancellationToken::new();
-    cancel_after(&cancel, 20);
-    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let out = h.run_cancelled_at(&mut world, 20).await;
     let calls = world.calls();
     let undos = calls
         .iter()
@@ -611,9 +606,7 @@ async fn an_undo_that_always_fails_keeps_the_journal_entry_and_the_self_restore(
             Call::Fail("no route to host"),
         ],
     );
-    let cancel = CancellationToken::new();
-    cancel_after(&cancel, 20);
-    let out = h.run(&mut world, cancel, RunEvents::default()).await;
+    let out = h.run_cancelled_at(&mut world, 20).await;
     let calls = world.calls();
     assert!(
         !calls.contains(&"disarm a".to_string()),
