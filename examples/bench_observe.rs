@@ -16,6 +16,11 @@
 //! response. Both observers watch the scope faultline would with `observe.namespaces: all`
 //! (`--scope all`, the default) or only the bench namespace (`--scope bench`).
 //!
+//! `--observers watch` (or `poll`) runs one observer alone. `ci/bench-scale` measures each
+//! alone: a run has one observer, and at 30,000 pods the poller lists every pod every two
+//! seconds in this same process (decoding about 100 MB on the same two runtime threads as the
+//! watch and the writer) and loads the API server, which is not what a watching run costs.
+//!
 //! Prints `figure latency_<mode>_<label>_{p50,p99,max} <ms> ms` and `..._missed <n> count`
 //! (changes an observer never delivered), `<label>` from `--label` (e.g. `idle`, `churn`).
 //! Latencies are signed: a watch event can be delivered before the writer has read its own
@@ -65,6 +70,10 @@ struct Args {
     /// by design rather than by lateness.
     #[arg(long, default_value_t = 100)]
     taint_nodes: usize,
+    /// Which observers run: `both` side by side (on the same changes), or `watch` or `poll`
+    /// alone (as a run has one).
+    #[arg(long, default_value = "both")]
+    observers: String,
 }
 
 const NAMESPACE: &str = "bench-observe";
@@ -96,6 +105,12 @@ async fn main() -> anyhow::Result<()> {
         "bench" => Namespaces::Only(vec![NAMESPACE.to_string()]),
         other => bail!("--scope is `all` or `bench`, not `{other}`"),
     };
+    let (run_watch, run_poll) = match args.observers.as_str() {
+        "both" => (true, true),
+        "watch" => (true, false),
+        "poll" => (false, true),
+        other => bail!("--observers is `both`, `watch` or `poll`, not `{other}`"),
+    };
     let connect = || faultline::cluster::connect(Some(&args.kubeconfig), None);
     let writer = connect()
         .await
@@ -113,25 +128,30 @@ async fn main() -> anyhow::Result<()> {
     let clock = Clock::start();
     let watch_seen: Seen = Arc::default();
     let poll_seen: Seen = Arc::default();
-    let (watch_ready, mut watch_ready_rx) = tokio::sync::watch::channel(false);
-    let (poll_ready, mut poll_ready_rx) = tokio::sync::watch::channel(false);
-    let watch_task = tokio::spawn(collect(
-        observe(connect().await?, &scope, clock, ObserveMode::Watch),
-        watch_seen.clone(),
-        watch_ready,
-    ));
-    let poll_task = tokio::spawn(collect(
-        observe(
-            connect().await?,
-            &scope,
-            clock,
-            ObserveMode::Poll {
-                interval: Duration::from_secs(args.poll_interval),
-            },
-        ),
-        poll_seen.clone(),
-        poll_ready,
-    ));
+    let (watch_ready, mut watch_ready_rx) = tokio::sync::watch::channel(!run_watch);
+    let (poll_ready, mut poll_ready_rx) = tokio::sync::watch::channel(!run_poll);
+    let mut tasks = Vec::new();
+    if run_watch {
+        tasks.push(tokio::spawn(collect(
+            observe(connect().await?, &scope, clock, ObserveMode::Watch),
+            watch_seen.clone(),
+            watch_ready,
+        )));
+    }
+    if run_poll {
+        tasks.push(tokio::spawn(collect(
+            observe(
+                connect().await?,
+                &scope,
+                clock,
+                ObserveMode::Poll {
+                    interval: Duration::from_secs(args.poll_interval),
+                },
+            ),
+            poll_seen.clone(),
+            poll_ready,
+        )));
+    }
     let sync_t0 = Instant::now();
     watch_ready_rx.wait_for(|r| *r).await?;
     let watch_sync = sync_t0.elapsed();
@@ -194,8 +214,9 @@ async fn main() -> anyhow::Result<()> {
     }
     // Long enough for the poller's next list after the last change, and a margin.
     tokio::time::sleep(Duration::from_secs(args.poll_interval * 2 + 3)).await;
-    watch_task.abort();
-    poll_task.abort();
+    for task in &tasks {
+        task.abort();
+    }
 
     // Leave the nodes with the taints they had.
     for node in &nodes {
@@ -205,23 +226,33 @@ async fn main() -> anyhow::Result<()> {
             .await;
     }
 
-    println!(
-        "figure observe_sync_watch_{} {:.2} s",
-        args.label,
-        watch_sync.as_secs_f64()
-    );
-    round_trips.sort_by(f64::total_cmp);
-    println!(
-        "figure write_rtt_{}_p50 {:.1} ms",
-        args.label,
-        percentile(&round_trips, 50.0)
-    );
-    println!(
-        "figure write_rtt_{}_p99 {:.1} ms",
-        args.label,
-        percentile(&round_trips, 99.0)
-    );
-    for (mode, seen) in [("watch", &watch_seen), ("poll", &poll_seen)] {
+    if run_watch {
+        println!(
+            "figure observe_sync_watch_{} {:.2} s",
+            args.label,
+            watch_sync.as_secs_f64()
+        );
+    }
+    if run_watch {
+        round_trips.sort_by(f64::total_cmp);
+        println!(
+            "figure write_rtt_{}_p50 {:.1} ms",
+            args.label,
+            percentile(&round_trips, 50.0)
+        );
+        println!(
+            "figure write_rtt_{}_p99 {:.1} ms",
+            args.label,
+            percentile(&round_trips, 99.0)
+        );
+    }
+    for (mode, seen, ran) in [
+        ("watch", &watch_seen, run_watch),
+        ("poll", &poll_seen, run_poll),
+    ] {
+        if !ran {
+            continue;
+        }
         let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
         let (mut latencies, missed) = match_changes(&made, &seen);
         latencies.sort_by(f64::total_cmp);
