@@ -3,6 +3,7 @@
 //! observation would be refused. Setup manifests add theirs once their kinds are looked up
 //! (`doctor::cluster`).
 
+use crate::experiment::fault;
 use crate::experiment::model::{Action, Experiment, ProbeKind, WorkloadKind};
 use crate::observe::{Namespaces, Scope};
 
@@ -126,47 +127,22 @@ pub(crate) fn needed(experiments: &[Experiment]) -> Vec<Access> {
         }
         for step in &exp.steps {
             let why = format!("step `{}` of {}", step.name, exp.name);
-            match &step.action {
-                Action::Cordon | Action::Uncordon | Action::Taint(_) | Action::Untaint(_) => {
-                    all.push(Access::new("patch", "", "nodes", None, &why));
-                }
-                Action::Drain => {
-                    all.push(Access::new("patch", "", "nodes", None, &why));
-                    all.push(Access::new("list", "", "pods", None, &why));
-                    all.push(Access::new("create", "", "pods", None, &why).sub("eviction"));
-                }
-                Action::DeleteNode => all.push(Access::new("delete", "", "nodes", None, &why)),
-                Action::DeletePods { pods, .. } => {
-                    let ns = pods
-                        .workload
-                        .as_ref()
-                        .map_or(pods.namespace.as_str(), |w| w.namespace.as_str());
-                    all.push(Access::new("list", "", "pods", Some(ns), &why));
-                    all.push(Access::new("delete", "", "pods", Some(ns), &why));
-                }
+            let removes_finalizers = matches!(
+                step.action,
                 Action::DeletePvc {
-                    namespace,
-                    remove_finalizers,
+                    remove_finalizers: true,
                     ..
-                } => {
-                    all.push(Access::new(
-                        "delete",
-                        "",
-                        "persistentvolumeclaims",
-                        Some(namespace),
-                        &why,
-                    ));
-                    if *remove_finalizers {
-                        all.push(Access::new(
-                            "patch",
-                            "",
-                            "persistentvolumeclaims",
-                            Some(namespace),
-                            &why,
-                        ));
-                    }
                 }
-                _ => {}
+            );
+            let namespace = fault::api_namespace(&step.action);
+            for api in fault::info(&step.action).api {
+                if api.removing_finalizers && !removes_finalizers {
+                    continue;
+                }
+                let ns = if api.namespaced { namespace } else { None };
+                let mut access = Access::new(api.verb, api.group, api.resource, ns, &why);
+                access.subresource = api.subresource.map(str::to_string);
+                all.push(access);
             }
         }
         for probe in &exp.probes {
@@ -232,6 +208,33 @@ mod tests {
                 .count(),
             1,
             "deduplicated"
+        );
+    }
+
+    #[test]
+    fn claims_and_pods_are_asked_for_in_the_namespace_the_step_names() {
+        let e = crate::experiment::parse(
+            "name: e\ndescription: d\nnamespace: shop\ntargets: {v: {role: worker, count: 1}}\nsteps:\n  - {name: kill, at: 0s, do: delete-pods, pods: {workload: statefulset/data/db}}\n  - {name: claim, at: 1s, do: delete-pvc, pvc: {name: data-db-0, namespace: data}}\n  - {name: stuck claim, at: 2s, do: delete-pvc, pvc: {name: data-db-1, namespace: vault}, removeFinalizers: true}\nexpect:\n  - {name: db, pods: {workload: statefulset/data/db}, eventually: Ready}\n",
+            std::path::Path::new("e.yaml"),
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        let got: Vec<String> = needed(&[e]).iter().map(Access::show).collect();
+        for want in [
+            "list pods in namespace data",
+            "delete pods in namespace data",
+            "delete persistentvolumeclaims in namespace data",
+            "delete persistentvolumeclaims in namespace vault",
+            "patch persistentvolumeclaims in namespace vault",
+        ] {
+            assert!(
+                got.iter().any(|g| g == want),
+                "{want} missing from {got:#?}"
+            );
+        }
+        assert!(
+            !got.iter()
+                .any(|g| g == "patch persistentvolumeclaims in namespace data"),
+            "finalizers are patched only where the step removes them: {got:#?}"
         );
     }
 }

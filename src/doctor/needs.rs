@@ -15,43 +15,12 @@ pub struct Needs {
     /// Node operations, in first-use order, each once.
     pub ops: Vec<NodeOp>,
     /// Out-of-band power actions.
-    pub power: BTreeSet<PowerKey>,
+    pub power: BTreeSet<PowerAction>,
     /// A fault undone on the node is armed as a self-restore first.
     pub self_restore: bool,
     /// `true`: no experiment was given; every command the inventory configures is checked,
     /// and one it does not configure is no failure.
     pub everything: bool,
-}
-
-/// A power action as an ordered key (the fault table's [`PowerAction`] is not `Ord`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum PowerKey {
-    /// `power.on`.
-    On,
-    /// `power.off` (or the in-band `commands.powerOff`).
-    Off,
-    /// `power.reboot` (or the in-band `commands.reboot`).
-    Reboot,
-}
-
-impl PowerKey {
-    /// The fault table's action.
-    pub fn action(self) -> PowerAction {
-        match self {
-            PowerKey::On => PowerAction::On,
-            PowerKey::Off => PowerAction::Off,
-            PowerKey::Reboot => PowerAction::Reboot,
-        }
-    }
-
-    fn of(action: PowerAction) -> Option<PowerKey> {
-        match action {
-            PowerAction::On => Some(PowerKey::On),
-            PowerAction::Off => Some(PowerKey::Off),
-            PowerAction::Reboot => Some(PowerKey::Reboot),
-            PowerAction::Status => None,
-        }
-    }
 }
 
 impl Needs {
@@ -156,10 +125,9 @@ impl Needs {
                     needs.add_op(op);
                 }
             }
+            Via::Power(PowerAction::Status) => {}
             Via::Power(power) => {
-                if let Some(key) = PowerKey::of(*power) {
-                    needs.power.insert(key);
-                }
+                needs.power.insert(*power);
             }
             Via::NodeApi | Via::ClusterApi => {}
         };
@@ -213,7 +181,7 @@ mod tests {
         let n = Needs::of(&[e]);
         assert_eq!(
             n.power.iter().copied().collect::<Vec<_>>(),
-            [PowerKey::On, PowerKey::Off]
+            [PowerAction::On, PowerAction::Off]
         );
         assert_eq!(
             n.ops,

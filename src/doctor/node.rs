@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use futures::future::join_all;
 
-use super::needs::{Needs, PowerKey};
-use super::programs::{commands_finding, first_program, op_key, program_script};
+use super::needs::Needs;
+use super::programs::{commands_finding, first_program, program_script};
 use super::{CHECK_TIMEOUT, CheckKind, Finding, Status, clock, power, restore, transport, unit};
 use crate::execute::{ExecError, Executor, NodeOp};
 use crate::experiment::model::Experiment;
@@ -35,9 +35,9 @@ pub async fn check_node(
     let mut programs: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut ops = needs.ops.clone();
     for key in &needs.power {
-        match power_template(node, *key) {
+        match node.power.get(key.key()) {
             Some(_) => {}
-            None => match key.action().in_band() {
+            None => match key.in_band() {
                 Some(op) => {
                     if !ops.contains(&op) {
                         ops.push(op)
@@ -59,10 +59,11 @@ pub async fn check_node(
         match executor.command_of(name, op) {
             Ok(text) => {
                 if let Some(program) = first_program(&text) {
-                    programs
-                        .entry(program)
-                        .or_default()
-                        .push(format!("{} `{}`", op_key(op), text));
+                    programs.entry(program).or_default().push(format!(
+                        "{} `{}`",
+                        op.source(),
+                        text
+                    ));
                 }
             }
             Err(ExecError::NotConfigured { what, .. }) => {
@@ -158,14 +159,6 @@ pub async fn preflight_nodes(
             .then_some(async move { check_node(executor, node, &needs, Depth::Preflight).await })
     });
     join_all(checks).await.into_iter().flatten().collect()
-}
-
-fn power_template(node: &NodeAccess, key: PowerKey) -> Option<&Vec<String>> {
-    match key {
-        PowerKey::On => node.power.on.as_ref(),
-        PowerKey::Off => node.power.off.as_ref(),
-        PowerKey::Reboot => node.power.reboot.as_ref(),
-    }
 }
 
 #[cfg(test)]

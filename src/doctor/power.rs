@@ -1,8 +1,9 @@
 //! The out-of-band power driver answers `power.status`, or what is missing.
 
-use super::needs::{Needs, PowerKey};
+use super::needs::Needs;
 use super::{CHECK_TIMEOUT, CheckKind, Finding, Status};
-use crate::execute::{Executor, PowerState};
+use crate::execute::{Executor, PowerAction, PowerState};
+use crate::experiment::fault::PowerKey;
 use crate::inventory::NodeAccess;
 
 /// The power driver, asked for the power state; or what is missing.
@@ -13,15 +14,15 @@ pub(super) async fn finding(
 ) -> Option<Finding> {
     let name = node.name.as_str();
     let f = |status, detail: String| Some(Finding::node(name, CheckKind::Power, status, detail));
-    if node.power.status.is_none() {
-        return if node.power.on.is_some() {
+    if !node.power.has(PowerKey::Status) {
+        return if node.power.has(PowerKey::On) {
             f(
                 Status::Warn,
                 "power.on is configured but no power.status: the driver cannot be checked \
                  without turning something on"
                     .into(),
             )
-        } else if needs.power.contains(&PowerKey::On) {
+        } else if needs.power.contains(&PowerAction::On) {
             // Already a failure from the missing power.on.
             None
         } else {

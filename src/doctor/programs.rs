@@ -4,28 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::{CheckKind, Finding, Status};
-use crate::execute::NodeOp;
 
 /// The line the check script ends with, so its output is known to be its own.
 const SCRIPT_DONE: &str = "faultline-doctor-done";
 /// The prefix of a line naming a program the node does not have.
 const MISSING: &str = "faultline-missing:";
-
-/// The inventory key of an operation, for messages.
-pub(super) fn op_key(op: &NodeOp) -> &'static str {
-    match op {
-        NodeOp::KubeletStop => "commands.kubeletStop",
-        NodeOp::KubeletStart => "commands.kubeletStart",
-        NodeOp::KubeletRestart => "commands.kubeletRestart",
-        NodeOp::KubeletStatus => "commands.kubeletStatus",
-        NodeOp::Reboot => "commands.reboot",
-        NodeOp::PowerOff => "commands.powerOff",
-        NodeOp::Partition => "commands.partition",
-        NodeOp::Heal => "commands.heal",
-        NodeOp::BootId => "commands.bootId",
-        NodeOp::Run(_) => "a `run` step's command",
-    }
-}
 
 /// Shell words that start a compound command or change how the next word runs, skipped
 /// to find the program a command starts.

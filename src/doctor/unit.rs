@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 
 use super::{CHECK_TIMEOUT, CheckKind, Finding, Status};
 use crate::execute::{ExecError, Executor, NodeOp};
+use crate::experiment::fault::CommandKey;
 use crate::inventory::NodeAccess;
 
 /// The systemd properties of the unit behind the kubelet, from `commands.kubeletUnit`.
 pub(super) async fn finding(executor: &Executor, node: &NodeAccess) -> Finding {
     let name = node.name.as_str();
-    let Some(template) = &node.commands.kubelet_unit else {
+    let Some(template) = node.commands.get(CommandKey::KubeletUnit) else {
         return Finding::node(
             name,
             CheckKind::KubeletUnit,
@@ -38,11 +39,18 @@ pub(super) async fn finding(executor: &Executor, node: &NodeAccess) -> Finding {
             name,
             &text,
             &out.output,
-            node.commands.kubelet_stop.as_deref(),
+            node.commands
+                .get(CommandKey::KubeletStop)
+                .map(String::as_str),
         ),
-        Err(ExecError::CommandFailed { output, .. }) => {
-            judge_unit(name, &text, &output, node.commands.kubelet_stop.as_deref())
-        }
+        Err(ExecError::CommandFailed { output, .. }) => judge_unit(
+            name,
+            &text,
+            &output,
+            node.commands
+                .get(CommandKey::KubeletStop)
+                .map(String::as_str),
+        ),
         Err(e) => Finding::node(name, CheckKind::KubeletUnit, Status::Fail, e.to_string()),
     }
 }

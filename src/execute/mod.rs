@@ -48,7 +48,8 @@ use render::RenderError;
 pub use ssh::SshError;
 use ssh::{Secret, SshEnd, SshTarget};
 
-pub use crate::experiment::fault::{NodeOp, PowerAction};
+use crate::experiment::fault::{CommandKey, KeyTable, PowerKey};
+pub use crate::experiment::fault::{NodeCommand, NodeOp, PowerAction};
 
 /// How a node says which boot it is in when the inventory sets no `commands.bootId`: the
 /// kernel's boot id, which changes at every boot of a machine, and the start time of PID 1
@@ -333,29 +334,17 @@ impl Executor {
 
     /// The shell text of `op` on `node`, before transport wrapping.
     fn command_text(access: &NodeAccess, op: &NodeOp) -> Result<String, ExecError> {
-        let c = &access.commands;
-        let (template, key) = match op {
-            NodeOp::Run(cmd) => return Ok(cmd.clone()),
-            NodeOp::KubeletStop => (&c.kubelet_stop, "commands.kubeletStop"),
-            NodeOp::KubeletStart => (&c.kubelet_start, "commands.kubeletStart"),
-            NodeOp::KubeletRestart => (&c.kubelet_restart, "commands.kubeletRestart"),
-            NodeOp::KubeletStatus => (&c.kubelet_status, "commands.kubeletStatus"),
-            NodeOp::Reboot => (&c.reboot, "commands.reboot"),
-            NodeOp::PowerOff => (&c.power_off, "commands.powerOff"),
-            NodeOp::Partition => (&c.partition, "commands.partition"),
-            NodeOp::Heal => (&c.heal, "commands.heal"),
-            NodeOp::BootId => (
-                &Some(
-                    c.boot_id
-                        .clone()
-                        .unwrap_or_else(|| DEFAULT_BOOT_ID.to_string()),
-                ),
-                "commands.bootId",
-            ),
+        let key = match op.command() {
+            NodeCommand::Configured(key) => key,
+            NodeCommand::Written(text) => return Ok(text.to_string()),
         };
-        let template = template.as_ref().ok_or_else(|| ExecError::NotConfigured {
+        let template = match (access.commands.get(key), key) {
+            (None, CommandKey::BootId) => Some(DEFAULT_BOOT_ID),
+            (t, _) => t.map(String::as_str),
+        };
+        let template = template.ok_or_else(|| ExecError::NotConfigured {
             node: access.name.clone(),
-            what: key.into(),
+            what: key.path(),
             hint: format!(
                 "set it in the inventory (top level or under the node){}",
                 access
@@ -645,13 +634,7 @@ impl Executor {
         let Ok(access) = self.access(node) else {
             return format!("cannot run: node `{node}` is not in the inventory");
         };
-        let template = match action {
-            PowerAction::On => &access.power.on,
-            PowerAction::Off => &access.power.off,
-            PowerAction::Status => &access.power.status,
-            PowerAction::Reboot => &access.power.reboot,
-        };
-        match template {
+        match access.power.get(action.key()) {
             Some(t) => {
                 match render::argv(t, &[("node", &access.name), ("address", &access.address)]) {
                     Ok(argv) => format!("local: {}", render::show_argv(&argv)),
@@ -676,7 +659,8 @@ impl Executor {
     /// finishes by itself once the command reached it.
     pub fn reboot_undo(&self, node: &str) -> Option<PowerAction> {
         let access = self.access(node).ok()?;
-        (access.power.reboot.is_some() && access.power.on.is_some()).then_some(PowerAction::On)
+        (access.power.has(PowerKey::Reboot) && access.power.has(PowerKey::On))
+            .then_some(PowerAction::On)
     }
 
     /// Run an out-of-band power command locally (argv, no shell). `On` has no SSH path;
@@ -689,25 +673,20 @@ impl Executor {
         timeout: Duration,
     ) -> Result<OpOutcome, ExecError> {
         let access = self.access(node)?;
-        let (template, key) = match action {
-            PowerAction::On => (&access.power.on, "power.on"),
-            PowerAction::Off => (&access.power.off, "power.off"),
-            PowerAction::Status => (&access.power.status, "power.status"),
-            PowerAction::Reboot => (&access.power.reboot, "power.reboot"),
-        };
-        let Some(template) = template else {
+        let key = action.key().path();
+        let Some(template) = access.power.get(action.key()) else {
             return match (action.in_band(), action) {
                 (Some(op), _) => self.perform(node, &op, timeout).await,
                 (None, PowerAction::On) => Err(ExecError::NotConfigured {
                     node: node.into(),
-                    what: key.into(),
+                    what: key,
                     hint: "SSH can turn a node off, never on: configure power.on \
                            (BMC/IPMI, hypervisor, `docker start`)"
                         .into(),
                 }),
                 (None, _) => Err(ExecError::NotConfigured {
                     node: node.into(),
-                    what: key.into(),
+                    what: key,
                     hint: "configure power.status to read the power state".into(),
                 }),
             };
@@ -749,7 +728,7 @@ impl Executor {
         timeout: Duration,
     ) -> Result<Option<String>, ExecError> {
         let access = self.access(node)?;
-        let Some(template) = &access.power.address else {
+        let Some(template) = access.power.get(PowerKey::Address) else {
             return Ok(None);
         };
         let out = self.run_local_template(&access, template, timeout).await?;
@@ -841,7 +820,7 @@ impl Executor {
     ) -> Result<Option<ArmedRestore>, ExecError> {
         let access = self.access(node)?;
         check_token(node, token)?;
-        let Some(template) = &access.power.on else {
+        let Some(template) = access.power.get(PowerKey::On) else {
             return Ok(None);
         };
         let render_err = |source| ExecError::Render {

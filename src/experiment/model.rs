@@ -369,9 +369,11 @@ pub enum StepTime {
     },
 }
 
-/// Something faultline does to a node or through the API.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Something faultline does to a node or through the API. Its kind without parameters
+/// (`ActionKind`, derived) is the key of the fault table (`experiment::fault`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, strum::EnumDiscriminants)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[strum_discriminants(name(ActionKind), vis(pub(crate)), derive(strum::EnumIter))]
 pub enum Action {
     /// Stop the kubelet (or the service that hosts it).
     KubeletStop,

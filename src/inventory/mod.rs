@@ -18,12 +18,13 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+pub use crate::experiment::fault::{CommandKey, Configured, KeyTable, PowerKey};
 use crate::timers::StatedTimers;
 
 pub use jump::JumpHost;
 pub use profile::ProfileName;
 pub use raw::TransportKind;
-use raw::{RawCommands, RawInventory, RawNode, RawPower, RawProfile, RawSsh};
+use raw::{RawInventory, RawNode, RawProfile, RawSsh};
 
 /// Why an inventory could not be used; always names the file (and line:column when known).
 #[derive(Debug, Error)]
@@ -177,52 +178,13 @@ impl Default for SshSettings {
     }
 }
 
-/// Shell commands run ON the node; `None` means no layer defined one.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Commands {
-    /// Stop the kubelet (or the service hosting it).
-    pub kubelet_stop: Option<String>,
-    /// Start it again.
-    pub kubelet_start: Option<String>,
-    /// Restart it.
-    pub kubelet_restart: Option<String>,
-    /// Report whether it runs (exit code carries the answer).
-    pub kubelet_status: Option<String>,
-    /// Reboot the node.
-    pub reboot: Option<String>,
-    /// Power the node off from inside.
-    pub power_off: Option<String>,
-    /// Cut the node off from the API server.
-    pub partition: Option<String>,
-    /// Undo `partition`.
-    pub heal: Option<String>,
-    /// Print the systemd properties of the unit that runs the kubelet
-    /// (`systemctl show -p Id,LoadState,ActiveState,Restart kubelet`), for `doctor`.
-    pub kubelet_unit: Option<String>,
-    /// Print an identifier of the node's current boot (a reboot is confirmed when it
-    /// changes); `None`: the built-in [`crate::execute::DEFAULT_BOOT_ID`].
-    pub boot_id: Option<String>,
-}
+/// Shell commands run ON the node, per key of the fault table's command keys
+/// ([`CommandKey`]); a key no layer set is absent.
+pub type Commands = Configured<CommandKey, String>;
 
-/// Out-of-band power argv templates, run where faultline runs (no shell).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PowerCommands {
-    /// Turn the node on: the only way back from a power-off.
-    pub on: Option<Vec<String>>,
-    /// Turn the node off.
-    pub off: Option<Vec<String>>,
-    /// Print the power state (`on`/`off`).
-    pub status: Option<Vec<String>>,
-    /// Reboot the node from outside, returning once it runs again (`docker restart`,
-    /// `virsh reboot`). Preferred over the in-band `commands.reboot` when set: a node whose
-    /// in-band reboot only stops it (a kind or k3d container) would otherwise stay down.
-    pub reboot: Option<Vec<String>>,
-    /// Print the node machine's current network address(es). A run compares it before
-    /// the first fault and after the node comes back: Docker may hand a restarted kind or
-    /// k3d node container another address, which breaks the cluster in ways that would
-    /// otherwise look like a failed expectation.
-    pub address: Option<Vec<String>>,
-}
+/// Out-of-band power argv templates, run where faultline runs (no shell), per key of the
+/// fault table's power keys ([`PowerKey`]).
+pub type PowerCommands = Configured<PowerKey, Vec<String>>;
 
 /// Everything needed to act on one node, fully merged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -539,12 +501,12 @@ fn merge_node(
             name
         ));
     }
-    let commands = merge_commands([
+    let commands = Configured::merged([
         node.commands.as_ref(),
         top.commands.as_ref(),
         p.and_then(|p| p.commands.as_ref()),
     ]);
-    let power = merge_power([
+    let power = Configured::merged([
         node.power.as_ref(),
         top.power.as_ref(),
         p.and_then(|p| p.power.as_ref()),
@@ -707,41 +669,6 @@ fn show(path: Option<&Path>) -> String {
         || "ssh config".into(),
         |p| format!("ssh config {}", p.display()),
     )
-}
-
-fn merge_commands(layers: [Option<&RawCommands>; 3]) -> Commands {
-    macro_rules! pick {
-        ($f:ident) => {
-            first(layers.map(|l| l.and_then(|s| s.$f.as_ref())))
-        };
-    }
-    Commands {
-        kubelet_stop: pick!(kubelet_stop),
-        kubelet_start: pick!(kubelet_start),
-        kubelet_restart: pick!(kubelet_restart),
-        kubelet_status: pick!(kubelet_status),
-        reboot: pick!(reboot),
-        power_off: pick!(power_off),
-        partition: pick!(partition),
-        heal: pick!(heal),
-        kubelet_unit: pick!(kubelet_unit),
-        boot_id: pick!(boot_id),
-    }
-}
-
-fn merge_power(layers: [Option<&RawPower>; 3]) -> PowerCommands {
-    macro_rules! pick {
-        ($f:ident) => {
-            first(layers.map(|l| l.and_then(|s| s.$f.as_ref())))
-        };
-    }
-    PowerCommands {
-        on: pick!(on),
-        off: pick!(off),
-        status: pick!(status),
-        reboot: pick!(reboot),
-        address: pick!(address),
-    }
 }
 
 #[cfg(test)]

@@ -84,6 +84,7 @@ impl fmt::Display for ProfileName {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::fault::CommandKey;
 
     #[test]
     fn every_builtin_profile_parses() {
@@ -95,7 +96,11 @@ mod tests {
 
     #[test]
     fn profiles_use_the_real_service_names() {
-        let stop = |p: ProfileName| p.load().ok().and_then(|r| r.commands?.kubelet_stop);
+        let stop = |p: ProfileName| {
+            p.load()
+                .ok()
+                .and_then(|r| r.commands?.get(CommandKey::KubeletStop).cloned())
+        };
         assert_eq!(
             stop(ProfileName::Rke2Agent).as_deref(),
             Some("systemctl stop rke2-agent")

@@ -107,32 +107,13 @@ pub(crate) struct RawSsh {
     pub jump: Option<String>,
 }
 
-/// `commands:` run by the node's shell.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct RawCommands {
-    pub kubelet_stop: Option<String>,
-    pub kubelet_start: Option<String>,
-    pub kubelet_restart: Option<String>,
-    pub kubelet_status: Option<String>,
-    pub reboot: Option<String>,
-    pub power_off: Option<String>,
-    pub partition: Option<String>,
-    pub heal: Option<String>,
-    pub kubelet_unit: Option<String>,
-    pub boot_id: Option<String>,
-}
+/// `commands:` run by the node's shell, keyed by the fault table.
+pub(crate) type RawCommands =
+    crate::experiment::fault::Configured<crate::experiment::fault::CommandKey, String>;
 
-/// `power:` argv templates run where faultline runs.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct RawPower {
-    pub on: Option<Vec<String>>,
-    pub off: Option<Vec<String>>,
-    pub status: Option<Vec<String>>,
-    pub reboot: Option<Vec<String>>,
-    pub address: Option<Vec<String>>,
-}
+/// `power:` argv templates run where faultline runs, keyed by the fault table.
+pub(crate) type RawPower =
+    crate::experiment::fault::Configured<crate::experiment::fault::PowerKey, Vec<String>>;
 
 /// One `nodes:` entry.
 #[derive(Debug, Deserialize)]

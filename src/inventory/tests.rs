@@ -43,11 +43,11 @@ fn reads_the_lab_file_verbatim() {
         Some(Path::new("/abs/target/lab/ssh/known_hosts"))
     );
     assert_eq!(
-        n.commands.power_off.as_deref(),
+        n.commands.get(CommandKey::PowerOff).map(String::as_str),
         Some("/abs/ci/lab/node-ctl power-off")
     );
     assert_eq!(
-        n.power.on,
+        n.power.get(PowerKey::On).cloned(),
         Some(vec![
             "/abs/ci/lab/power".into(),
             "on".into(),
@@ -70,12 +70,18 @@ fn precedence_node_over_top_over_profile() {
     assert_eq!(agent.profile, Some(ProfileName::Rke2Agent));
     // profile default
     assert_eq!(
-        agent.commands.kubelet_stop.as_deref(),
+        agent
+            .commands
+            .get(CommandKey::KubeletStop)
+            .map(String::as_str),
         Some("systemctl stop rke2-agent")
     );
     // top level beats profile
     assert_eq!(
-        agent.commands.partition.as_deref(),
+        agent
+            .commands
+            .get(CommandKey::Partition)
+            .map(String::as_str),
         Some("/usr/local/bin/cut-off")
     );
     assert_eq!(agent.ssh.user, "admin");
@@ -84,10 +90,16 @@ fn precedence_node_over_top_over_profile() {
 
     let server = inv.node("server-1").expect("server");
     assert_eq!(
-        server.commands.kubelet_stop.as_deref(),
+        server
+            .commands
+            .get(CommandKey::KubeletStop)
+            .map(String::as_str),
         Some("systemctl stop rke2-server")
     );
-    assert_eq!(server.commands.reboot.as_deref(), Some("shutdown -r now"));
+    assert_eq!(
+        server.commands.get(CommandKey::Reboot).map(String::as_str),
+        Some("shutdown -r now")
+    );
     assert_eq!(server.ssh.port, 2222);
     assert_eq!(
         server.ssh.user, "admin",
@@ -107,11 +119,11 @@ fn precedence_node_over_top_over_profile() {
         )
     );
     assert_eq!(
-        kind.power.on,
+        kind.power.get(PowerKey::On).cloned(),
         Some(vec!["docker".into(), "start".into(), "{node}".into()])
     );
     assert_eq!(
-        kind.power.status,
+        kind.power.get(PowerKey::Status).cloned(),
         Some(vec!["docker".into(), "inspect".into(), "{node}".into()])
     );
 }

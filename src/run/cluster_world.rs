@@ -98,7 +98,7 @@ impl<'a> ClusterWorld<'a> {
             .filter(|n| {
                 inventory
                     .node(n)
-                    .is_some_and(|a| a.commands.kubelet_status.is_some())
+                    .is_some_and(|a| a.commands.has(faults::CommandKey::KubeletStatus))
             })
             .collect();
         kubelet_nodes.sort();

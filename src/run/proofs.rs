@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::shared_timeline::SharedTimeline;
 use crate::execute::{Executor, NodeOp, PowerState};
-use crate::experiment::fault::{self, Proof};
+use crate::experiment::fault::{self, PowerKey, Proof};
 use crate::experiment::model::{Action, TaintSpec};
 use crate::timeline::{Event, StepPhase};
 
@@ -407,7 +407,7 @@ impl Checker {
             .executor
             .inventory()
             .node(&self.node)
-            .is_some_and(|a| a.power.status.is_some());
+            .is_some_and(|a| a.power.has(PowerKey::Status));
         let mut said = Vec::new();
         if configured {
             match self.executor.power_state(&self.node, READ_TIMEOUT).await {

@@ -146,7 +146,7 @@ impl Validator<'_> {
             &["delete-pvc"],
         );
         self.only_for(&s.taint, "taint", action_name, &["taint", "untaint"]);
-        let action = self.action(step, do_, action_name)?;
+        let action = self.action(step, do_, kind)?;
         let timeout = match &s.timeout {
             Some(t) => self.plain(t)?,
             None => DEFAULT_TIMEOUT,
@@ -186,23 +186,15 @@ impl Validator<'_> {
         &mut self,
         step: &S<RawStep>,
         do_: &S<String>,
-        name: &str,
+        kind: ActionKind,
     ) -> Option<Action> {
+        if let Some(action) = kind.bare() {
+            return Some(action);
+        }
         let s = &step.value;
-        Some(match name {
-            "kubelet-stop" => Action::KubeletStop,
-            "kubelet-start" => Action::KubeletStart,
-            "kubelet-restart" => Action::KubeletRestart,
-            "reboot" => Action::Reboot,
-            "power-off" => Action::PowerOff,
-            "power-on" => Action::PowerOn,
-            "partition" => Action::Partition,
-            "heal" => Action::Heal,
-            "cordon" => Action::Cordon,
-            "uncordon" => Action::Uncordon,
-            "drain" => Action::Drain,
-            "delete-node" => Action::DeleteNode,
-            "run" => {
+        let name = kind.info().name;
+        Some(match kind {
+            ActionKind::Run => {
                 let Some(command) = &s.command else {
                     self.err(
                         do_,
@@ -220,7 +212,7 @@ impl Validator<'_> {
                     undo: s.undo.as_ref().map(|u| u.value.clone()),
                 }
             }
-            "delete-pods" => {
+            ActionKind::DeletePods => {
                 let Some(pods) = &s.pods else {
                     self.err(
                         do_,
@@ -235,7 +227,7 @@ impl Validator<'_> {
                     force: s.force.as_ref().is_some_and(|f| f.value),
                 }
             }
-            "delete-pvc" => {
+            ActionKind::DeletePvc => {
                 let Some(pvc) = &s.pvc else {
                     self.err(
                         do_,
@@ -266,7 +258,7 @@ impl Validator<'_> {
                     remove_finalizers: s.remove_finalizers.as_ref().is_some_and(|r| r.value),
                 }
             }
-            "taint" | "untaint" => {
+            ActionKind::Taint | ActionKind::Untaint => {
                 let Some(taint) = &s.taint else {
                     self.err(
                         do_,
@@ -276,12 +268,13 @@ impl Validator<'_> {
                     return None;
                 };
                 let spec = self.taint(taint)?;
-                if name == "taint" {
+                if kind == ActionKind::Taint {
                     Action::Taint(spec)
                 } else {
                     Action::Untaint(spec)
                 }
             }
+            // Every other kind was `bare`.
             _ => return None,
         })
     }

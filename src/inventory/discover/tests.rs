@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 
 use super::*;
 use crate::cluster::timers::pod_command;
-use crate::inventory::{Inventory, ProfileName, TransportKind};
+use crate::inventory::{CommandKey, Inventory, ProfileName, TransportKind};
 
 fn fixture(rel: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -124,7 +124,10 @@ fn a_recorded_kind_cluster_becomes_an_inventory_run_reads_unchanged() {
     assert_eq!(worker.profile, Some(ProfileName::Kind));
     assert_eq!(worker.transport, TransportKind::Exec);
     assert_eq!(
-        worker.commands.kubelet_stop.as_deref(),
+        worker
+            .commands
+            .get(CommandKey::KubeletStop)
+            .map(String::as_str),
         Some("systemctl stop kubelet")
     );
     // kind sets none of the flags: the defaults of v1.33, and the file says so.

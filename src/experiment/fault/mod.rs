@@ -3,9 +3,14 @@
 //!
 //! Every stage asks this table instead of deciding for itself: validation (the `do:` names,
 //! which actions need a target), the blast-radius check, the journal and the self-restores
-//! armed on nodes, the automatic undo, `plan`, the actor and the recovery figures. Adding an
-//! action means adding its [`Action`] variant and its validation parsing, an [`ActionKind`]
-//! and its row in [`ActionKind::info`]; the compiler points at the rest.
+//! armed on nodes, the automatic undo, `plan`, the actor, the recovery figures, and `doctor`
+//! (the API permissions each action uses). The inventory keys that carry node and power
+//! operations out are tables too ([`CommandKey`], [`PowerKey`] in `keys`): the inventory
+//! parses and merges `commands:`/`power:` through them and every message names a key from
+//! them. Adding an action means its [`Action`] variant ([`ActionKind`] is derived from it)
+//! and its row in [`ActionKind::info`] (and [`ActionKind::bare`] when it takes no
+//! parameters); a new node operation adds its [`NodeOp`], its [`CommandKey`] row and the
+//! profiles' commands. The compiler points at each.
 //!
 //! It lives with the experiment model whose [`Action`]s it describes, and defines the
 //! operations faults are carried out by ([`NodeOp`], [`PowerAction`]), so every later stage
@@ -15,6 +20,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::model::Action;
+
+mod keys;
+
+pub use keys::{CommandKey, Configured, KeyTable, NodeCommand, PowerKey};
 
 /// One thing faultline can do on a node. Serialized (in the fault journal) in kebab-case,
 /// as experiments spell actions; the camelCase aliases read journals written before.
@@ -57,7 +66,7 @@ impl NodeOp {
 }
 
 /// Out-of-band power actions, run where faultline runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum PowerAction {
     /// Turn on: the only way back from a power-off.
@@ -83,44 +92,8 @@ impl PowerAction {
     }
 }
 
-/// An action without its parameters: the key of the table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ActionKind {
-    /// [`Action::KubeletStop`].
-    KubeletStop,
-    /// [`Action::KubeletStart`].
-    KubeletStart,
-    /// [`Action::KubeletRestart`].
-    KubeletRestart,
-    /// [`Action::Reboot`].
-    Reboot,
-    /// [`Action::PowerOff`].
-    PowerOff,
-    /// [`Action::PowerOn`].
-    PowerOn,
-    /// [`Action::Partition`].
-    Partition,
-    /// [`Action::Heal`].
-    Heal,
-    /// [`Action::Run`].
-    Run,
-    /// [`Action::Cordon`].
-    Cordon,
-    /// [`Action::Uncordon`].
-    Uncordon,
-    /// [`Action::Drain`].
-    Drain,
-    /// [`Action::DeleteNode`].
-    DeleteNode,
-    /// [`Action::DeletePods`].
-    DeletePods,
-    /// [`Action::DeletePvc`].
-    DeletePvc,
-    /// [`Action::Taint`].
-    Taint,
-    /// [`Action::Untaint`].
-    Untaint,
-}
+/// An action without its parameters: the key of the table, derived from [`Action`].
+pub(crate) use crate::experiment::model::ActionKind;
 
 /// Everything the rest of faultline needs to know about one kind of action.
 #[derive(Debug, PartialEq, Eq)]
@@ -149,7 +122,70 @@ pub(crate) struct ActionInfo {
     /// How faultline checks, after the step, that the fault took effect (and, for a fault
     /// that lasts, that nothing else undid it before its planned end).
     pub(crate) proof: Proof,
+    /// What it asks of the Kubernetes API, so `doctor` can check each permission before a
+    /// run (`doctor::access`).
+    pub(crate) api: &'static [ApiUse],
 }
+
+/// One request an action makes to the Kubernetes API: a verb on a resource.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct ApiUse {
+    /// `patch`, `delete`, `list`, `create`.
+    pub(crate) verb: &'static str,
+    /// API group (`""` for core).
+    pub(crate) group: &'static str,
+    /// Plural resource.
+    pub(crate) resource: &'static str,
+    /// Subresource (`eviction`), if any.
+    pub(crate) subresource: Option<&'static str>,
+    /// In the namespace of what the step names ([`api_namespace`]); otherwise
+    /// cluster-wide.
+    pub(crate) namespaced: bool,
+    /// Only when the step removes finalizers first (`delete-pvc`).
+    pub(crate) removing_finalizers: bool,
+}
+
+impl ApiUse {
+    const fn cluster(verb: &'static str, resource: &'static str) -> ApiUse {
+        ApiUse {
+            verb,
+            group: "",
+            resource,
+            subresource: None,
+            namespaced: false,
+            removing_finalizers: false,
+        }
+    }
+
+    const fn namespaced(verb: &'static str, resource: &'static str) -> ApiUse {
+        ApiUse {
+            namespaced: true,
+            ..ApiUse::cluster(verb, resource)
+        }
+    }
+}
+
+const PATCH_NODE: &[ApiUse] = &[ApiUse::cluster("patch", "nodes")];
+const DRAIN: &[ApiUse] = &[
+    ApiUse::cluster("patch", "nodes"),
+    ApiUse::cluster("list", "pods"),
+    ApiUse {
+        subresource: Some("eviction"),
+        ..ApiUse::cluster("create", "pods")
+    },
+];
+const DELETE_NODE: &[ApiUse] = &[ApiUse::cluster("delete", "nodes")];
+const DELETE_PODS: &[ApiUse] = &[
+    ApiUse::namespaced("list", "pods"),
+    ApiUse::namespaced("delete", "pods"),
+];
+const DELETE_PVC: &[ApiUse] = &[
+    ApiUse::namespaced("delete", "persistentvolumeclaims"),
+    ApiUse {
+        removing_finalizers: true,
+        ..ApiUse::namespaced("patch", "persistentvolumeclaims")
+    },
+];
 
 /// The evidence that a fault took effect: what is checked on the node (or its object)
 /// after the step. A fault that shows no evidence within its bound, or whose evidence
@@ -239,53 +275,42 @@ pub(crate) enum Inverse {
 }
 
 impl ActionKind {
-    /// Every kind, in the order `do:` hints list them.
-    pub(crate) const ALL: [ActionKind; 17] = [
-        ActionKind::KubeletStop,
-        ActionKind::KubeletStart,
-        ActionKind::KubeletRestart,
-        ActionKind::Reboot,
-        ActionKind::PowerOff,
-        ActionKind::PowerOn,
-        ActionKind::Partition,
-        ActionKind::Heal,
-        ActionKind::Run,
-        ActionKind::Cordon,
-        ActionKind::Uncordon,
-        ActionKind::Drain,
-        ActionKind::DeleteNode,
-        ActionKind::DeletePods,
-        ActionKind::DeletePvc,
-        ActionKind::Taint,
-        ActionKind::Untaint,
-    ];
+    /// Every kind, in the order `do:` hints list them (the order of [`Action`]).
+    pub(crate) fn all() -> impl Iterator<Item = ActionKind> {
+        <ActionKind as strum::IntoEnumIterator>::iter()
+    }
 
     /// The kind of `action`.
     pub(crate) fn of(action: &Action) -> ActionKind {
-        match action {
-            Action::KubeletStop => ActionKind::KubeletStop,
-            Action::KubeletStart => ActionKind::KubeletStart,
-            Action::KubeletRestart => ActionKind::KubeletRestart,
-            Action::Reboot => ActionKind::Reboot,
-            Action::PowerOff => ActionKind::PowerOff,
-            Action::PowerOn => ActionKind::PowerOn,
-            Action::Partition => ActionKind::Partition,
-            Action::Heal => ActionKind::Heal,
-            Action::Run { .. } => ActionKind::Run,
-            Action::Cordon => ActionKind::Cordon,
-            Action::Uncordon => ActionKind::Uncordon,
-            Action::Drain => ActionKind::Drain,
-            Action::DeleteNode => ActionKind::DeleteNode,
-            Action::DeletePods { .. } => ActionKind::DeletePods,
-            Action::DeletePvc { .. } => ActionKind::DeletePvc,
-            Action::Taint(_) => ActionKind::Taint,
-            Action::Untaint(_) => ActionKind::Untaint,
-        }
+        ActionKind::from(action)
     }
 
     /// The kind whose name is `name` (a `do:` value).
     pub(crate) fn named(name: &str) -> Option<ActionKind> {
-        ActionKind::ALL.into_iter().find(|k| k.info().name == name)
+        ActionKind::all().find(|k| k.info().name == name)
+    }
+
+    /// The action of this kind when it takes no parameters: all `do:` needs is its name.
+    pub(crate) fn bare(self) -> Option<Action> {
+        Some(match self {
+            ActionKind::KubeletStop => Action::KubeletStop,
+            ActionKind::KubeletStart => Action::KubeletStart,
+            ActionKind::KubeletRestart => Action::KubeletRestart,
+            ActionKind::Reboot => Action::Reboot,
+            ActionKind::PowerOff => Action::PowerOff,
+            ActionKind::PowerOn => Action::PowerOn,
+            ActionKind::Partition => Action::Partition,
+            ActionKind::Heal => Action::Heal,
+            ActionKind::Cordon => Action::Cordon,
+            ActionKind::Uncordon => Action::Uncordon,
+            ActionKind::Drain => Action::Drain,
+            ActionKind::DeleteNode => Action::DeleteNode,
+            ActionKind::Run
+            | ActionKind::DeletePods
+            | ActionKind::DeletePvc
+            | ActionKind::Taint
+            | ActionKind::Untaint => return None,
+        })
     }
 
     /// The table: this kind's row.
@@ -301,6 +326,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::KubeletInactive,
+                api: &[],
             },
             ActionKind::KubeletStart => &ActionInfo {
                 name: "kubelet-start",
@@ -312,6 +338,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: true,
                 proof: Proof::None,
+                api: &[],
             },
             ActionKind::KubeletRestart => &ActionInfo {
                 name: "kubelet-restart",
@@ -324,6 +351,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::None,
+                api: &[],
             },
             ActionKind::Reboot => &ActionInfo {
                 name: "reboot",
@@ -335,6 +363,7 @@ impl ActionKind {
                 restarts_machine: true,
                 repairs: false,
                 proof: Proof::BootIdChanged,
+                api: &[],
             },
             ActionKind::PowerOff => &ActionInfo {
                 name: "power-off",
@@ -346,6 +375,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::PoweredOff,
+                api: &[],
             },
             ActionKind::PowerOn => &ActionInfo {
                 name: "power-on",
@@ -357,6 +387,7 @@ impl ActionKind {
                 restarts_machine: true,
                 repairs: true,
                 proof: Proof::None,
+                api: &[],
             },
             ActionKind::Partition => &ActionInfo {
                 name: "partition",
@@ -368,6 +399,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::HeartbeatStopped,
+                api: &[],
             },
             ActionKind::Heal => &ActionInfo {
                 name: "heal",
@@ -379,6 +411,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: true,
                 proof: Proof::None,
+                api: &[],
             },
             ActionKind::Run => &ActionInfo {
                 name: "run",
@@ -390,6 +423,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::None,
+                api: &[],
             },
             ActionKind::Cordon => &ActionInfo {
                 name: "cordon",
@@ -401,6 +435,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::Unschedulable,
+                api: PATCH_NODE,
             },
             ActionKind::Uncordon => &ActionInfo {
                 name: "uncordon",
@@ -412,6 +447,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: true,
                 proof: Proof::None,
+                api: PATCH_NODE,
             },
             ActionKind::Drain => &ActionInfo {
                 name: "drain",
@@ -423,6 +459,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::Unschedulable,
+                api: DRAIN,
             },
             ActionKind::DeleteNode => &ActionInfo {
                 name: "delete-node",
@@ -434,6 +471,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::NodeGone,
+                api: DELETE_NODE,
             },
             ActionKind::DeletePods => &ActionInfo {
                 name: "delete-pods",
@@ -445,6 +483,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::None,
+                api: DELETE_PODS,
             },
             ActionKind::DeletePvc => &ActionInfo {
                 name: "delete-pvc",
@@ -456,6 +495,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::None,
+                api: DELETE_PVC,
             },
             ActionKind::Taint => &ActionInfo {
                 name: "taint",
@@ -467,6 +507,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: false,
                 proof: Proof::Tainted,
+                api: PATCH_NODE,
             },
             ActionKind::Untaint => &ActionInfo {
                 name: "untaint",
@@ -478,6 +519,7 @@ impl ActionKind {
                 restarts_machine: false,
                 repairs: true,
                 proof: Proof::None,
+                api: PATCH_NODE,
             },
         }
     }
@@ -490,7 +532,7 @@ pub(crate) fn info(action: &Action) -> &'static ActionInfo {
 
 /// Every action name, in the order `do:` hints list them.
 pub(crate) fn names() -> Vec<&'static str> {
-    ActionKind::ALL.iter().map(|k| k.info().name).collect()
+    ActionKind::all().map(|k| k.info().name).collect()
 }
 
 /// The kebab-case name of an action, as written in experiments, on the timeline and in the
@@ -532,6 +574,20 @@ pub(crate) fn proof(action: &Action) -> Proof {
     info(action).proof
 }
 
+/// The namespace of the objects a step names (the pods of `delete-pods`, the claim of
+/// `delete-pvc`): where its namespaced [`ApiUse`]s apply.
+pub(crate) fn api_namespace(action: &Action) -> Option<&str> {
+    match action {
+        Action::DeletePods { pods, .. } => Some(
+            pods.workload
+                .as_ref()
+                .map_or(pods.namespace.as_str(), |w| w.namespace.as_str()),
+        ),
+        Action::DeletePvc { namespace, .. } => Some(namespace),
+        _ => None,
+    }
+}
+
 /// The operation on the node behind `action`: its inventory command, the step's own
 /// command for `run`, or the in-band fallback of out-of-band power off and reboot. `None`
 /// for API actions and power-on, which the node cannot do.
@@ -557,7 +613,7 @@ mod tests {
         }
     }
 
-    /// One action of every kind, in the order of [`ActionKind::ALL`].
+    /// One action of every kind, in the order of [`ActionKind::all`].
     fn one_of_each() -> Vec<Action> {
         vec![
             Action::KubeletStop,
@@ -600,9 +656,17 @@ mod tests {
         let kinds: Vec<ActionKind> = one_of_each().iter().map(ActionKind::of).collect();
         assert_eq!(
             kinds,
-            ActionKind::ALL,
-            "ALL lists every kind once, in order"
+            ActionKind::all().collect::<Vec<_>>(),
+            "all() lists every kind once, in order"
         );
+        for action in one_of_each() {
+            let json = serde_json::to_value(&action).unwrap();
+            assert_eq!(
+                json["kind"],
+                info(&action).name,
+                "the journal's spelling of an action is its row's name"
+            );
+        }
         assert_eq!(
             names(),
             [
@@ -625,7 +689,7 @@ mod tests {
                 "untaint",
             ]
         );
-        for kind in ActionKind::ALL {
+        for kind in ActionKind::all() {
             assert_eq!(ActionKind::named(kind.info().name), Some(kind));
         }
         assert_eq!(ActionKind::named("kubelet_stop"), None);
