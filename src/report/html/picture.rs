@@ -21,7 +21,7 @@ const LANE_H: f64 = 22.0;
 const MARK_H: f64 = 16.0;
 const TOP: f64 = 70.0;
 /// Longest expectation name written in the label column; the rest is in its tooltip.
-const MARK_NAME_CHARS: usize = 44;
+const MARK_NAME_CHARS: usize = 41;
 /// Narrowest stretch (px) of a pod lane that gets its node's name written on it.
 const NODE_NAME_MIN_PX: f64 = 40.0;
 
