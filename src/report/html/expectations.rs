@@ -3,6 +3,7 @@
 //! where its verdict was observed or decided. A reader sees "NotReady within 30 s" as a
 //! band on the node's lane and the moment it happened inside (or outside) it.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::lanes::{Lane, LaneOf};
@@ -48,6 +49,14 @@ pub(super) fn marks(record: &RunRecord, lanes: &[Lane<'_>], end: i64) -> Vec<Vec
         .observed_until_ms
         .unwrap_or_else(|| record.timeline.end_ms())
         .min(end);
+    // Found once, not per member: at 30,000 pods an expectation has 30,000 members.
+    let index = LaneIndex::of(lanes);
+    let mut announced: HashMap<&str, i64> = HashMap::new();
+    for e in &record.timeline.entries {
+        if let Event::Verdict { name, .. } = &e.event {
+            announced.entry(name.as_str()).or_insert(e.offset_ms);
+        }
+    }
     for v in &record.verdicts {
         if matches!(v.outcome, Outcome::Skipped | Outcome::Error) {
             continue;
@@ -63,18 +72,72 @@ pub(super) fn marks(record: &RunRecord, lanes: &[Lane<'_>], end: i64) -> Vec<Vec
         let Some(t0) = record.timeline.step_issued_ms(&e.since) else {
             continue;
         };
+        let until_step_ms = match &e.check {
+            Check::Stays {
+                until: Until::Step(step),
+                ..
+            }
+            | Check::Never {
+                until: Until::Step(step),
+                ..
+            } => record.timeline.step_issued_ms(step),
+            _ => None,
+        };
         let on = Placed {
             record,
             expectation: e,
             verdict: v,
             t0,
             observed_end,
+            until_step_ms,
+            announced_at: announced.get(v.name.as_str()).copied(),
         };
-        for (lane, member) in subject_lanes(e, v, t0, lanes) {
+        for (lane, member) in subject_lanes(e, v, t0, &index) {
             out[lane].push(on.mark(&lanes[lane], member));
         }
     }
     out
+}
+
+/// Where each object's lane is, by what it shows.
+struct LaneIndex<'l> {
+    nodes: HashMap<&'l str, usize>,
+    /// Pods by name: every lane of that name (a StatefulSet reuses names) with when it
+    /// was first seen, in order.
+    pods: HashMap<&'l str, Vec<(usize, i64)>>,
+    workloads: HashMap<&'l str, usize>,
+    probes: HashMap<&'l str, usize>,
+}
+
+impl<'l> LaneIndex<'l> {
+    fn of(lanes: &'l [Lane<'_>]) -> Self {
+        let mut index = LaneIndex {
+            nodes: HashMap::new(),
+            pods: HashMap::new(),
+            workloads: HashMap::new(),
+            probes: HashMap::new(),
+        };
+        for (i, lane) in lanes.iter().enumerate() {
+            match &lane.of {
+                LaneOf::Node(name) => {
+                    index.nodes.insert(name, i);
+                }
+                LaneOf::Pod { id, first_seen, .. } => index
+                    .pods
+                    .entry(id.name.as_str())
+                    .or_default()
+                    .push((i, *first_seen)),
+                LaneOf::Workload(name) => {
+                    index.workloads.insert(name.as_str(), i);
+                }
+                LaneOf::Probe(name) => {
+                    index.probes.insert(name.as_str(), i);
+                }
+                LaneOf::Other => {}
+            }
+        }
+        index
+    }
 }
 
 /// One expectation with what it is judged against.
@@ -84,6 +147,10 @@ struct Placed<'a> {
     verdict: &'a Verdict,
     t0: i64,
     observed_end: i64,
+    /// When the step a `stays`/`never` holds until was issued.
+    until_step_ms: Option<i64>,
+    /// When the run announced this verdict, if it did while it went on.
+    announced_at: Option<i64>,
 }
 
 impl Placed<'_> {
@@ -134,13 +201,7 @@ impl Placed<'_> {
             },
             Check::Stays { until, .. } | Check::Never { until, .. } => match until {
                 Until::Step(step) => (
-                    Some((
-                        t0,
-                        self.record
-                            .timeline
-                            .step_issued_ms(step)
-                            .unwrap_or(self.observed_end),
-                    )),
+                    Some((t0, self.until_step_ms.unwrap_or(self.observed_end))),
                     format!("from `{since}` until `{step}`"),
                 ),
                 Until::For(b) => (
@@ -168,7 +229,7 @@ impl Placed<'_> {
             (Outcome::Passed, _) if holds => Some((window_end, Seen::Decided)),
             (_, Some(at)) => Some((t0 + at, Seen::Observed)),
             (_, None) => Some((
-                self.decided_at().unwrap_or(window_end).min(window_end),
+                self.announced_at.unwrap_or(window_end).min(window_end),
                 Seen::Decided,
             )),
         };
@@ -183,18 +244,6 @@ impl Placed<'_> {
                 |m| m.note.clone(),
             ),
         }
-    }
-
-    /// When the run announced this verdict, if it did while it went on.
-    fn decided_at(&self) -> Option<i64> {
-        self.record
-            .timeline
-            .entries
-            .iter()
-            .find_map(|e| match &e.event {
-                Event::Verdict { name, .. } if *name == self.verdict.name => Some(e.offset_ms),
-                _ => None,
-            })
     }
 }
 
@@ -215,67 +264,53 @@ fn pod_toleration(states: &[(i64, Option<&PodState>)], t0: i64) -> Option<Durati
 /// The lanes an expectation is drawn on, each with its member there: a node subject on
 /// its nodes' lanes, a pod subject on each member pod's lane (of the generation it is
 /// about, when a name was reused), a workload or probe on its own lane. A pod subject
-/// with no member is drawn on its workload's lane, and a node subject with no member on
-/// its target's nodes, so a failure for want of members still shows.
+/// with no member is drawn on its workload's lane, so a failure for want of members still
+/// shows.
 fn subject_lanes<'v>(
     e: &Expectation,
     v: &'v Verdict,
     t0: i64,
-    lanes: &[Lane<'_>],
+    index: &LaneIndex<'_>,
 ) -> Vec<(usize, Option<&'v MemberResult>)> {
-    let find = |wanted: &dyn Fn(&LaneOf<'_>) -> bool| lanes.iter().position(|l| wanted(&l.of));
-    let mut out = Vec::new();
     match &e.subject {
-        Subject::Node { .. } => {
-            for m in &v.members {
-                if let Some(i) = find(&|of| matches!(of, LaneOf::Node(n) if *n == m.member)) {
-                    out.push((i, Some(m)));
-                }
-            }
-        }
-        Subject::Pods(pods) => {
-            for m in &v.members {
-                if let Some(i) = pod_lane(lanes, &m.member, pods.generation, t0) {
-                    out.push((i, Some(m)));
-                }
-            }
-            if v.members.is_empty() {
-                let workload = pods.workload.to_string();
-                out.extend(
-                    find(&|of| matches!(of, LaneOf::Workload(w) if *w == workload))
-                        .map(|i| (i, None)),
-                );
-            }
-        }
-        Subject::Workload(w) => {
-            let workload = w.to_string();
-            out.extend(
-                find(&|of| matches!(of, LaneOf::Workload(name) if *name == workload))
-                    .map(|i| (i, v.members.first())),
-            );
-        }
-        Subject::Probe { name } => out.extend(
-            find(&|of| matches!(of, LaneOf::Probe(p) if p == name)).map(|i| (i, v.members.first())),
-        ),
+        Subject::Node { .. } => v
+            .members
+            .iter()
+            .filter_map(|m| index.nodes.get(m.member.as_str()).map(|i| (*i, Some(m))))
+            .collect(),
+        Subject::Pods(pods) if v.members.is_empty() => index
+            .workloads
+            .get(pods.workload.to_string().as_str())
+            .map(|i| vec![(*i, None)])
+            .unwrap_or_default(),
+        Subject::Pods(pods) => v
+            .members
+            .iter()
+            .filter_map(|m| {
+                let named = index.pods.get(m.member.as_str())?;
+                Some((pod_lane(named, pods.generation, t0), Some(m)))
+            })
+            .collect(),
+        Subject::Workload(w) => index
+            .workloads
+            .get(w.to_string().as_str())
+            .map(|i| vec![(*i, v.members.first())])
+            .unwrap_or_default(),
+        Subject::Probe { name } => index
+            .probes
+            .get(name.as_str())
+            .map(|i| vec![(*i, v.members.first())])
+            .unwrap_or_default(),
     }
-    out
 }
 
-/// The lane of pod `name` of `generation` at `t0`: of the pods by that name (a StatefulSet
-/// reuses names), the one that existed at `t0` for existing pods, the first one seen after
-/// it for replacements; any pod by that name when neither fits.
-fn pod_lane(lanes: &[Lane<'_>], name: &str, generation: PodGeneration, t0: i64) -> Option<usize> {
-    let named: Vec<(usize, i64)> = lanes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, l)| match &l.of {
-            LaneOf::Pod { id, first_seen, .. } if id.name == name => Some((i, *first_seen)),
-            _ => None,
-        })
-        .collect();
+/// Of the lanes of pods by one name (`(lane, first seen)`, in order, never empty), the one
+/// of `generation` at `t0`: the pod that existed at `t0` for existing pods, the first one
+/// seen after it for replacements; the first by that name when neither fits.
+fn pod_lane(named: &[(usize, i64)], generation: PodGeneration, t0: i64) -> usize {
     let fits = match generation {
         PodGeneration::Existing => named.iter().rev().find(|(_, seen)| *seen <= t0),
         PodGeneration::Replacements => named.iter().find(|(_, seen)| *seen > t0),
     };
-    fits.or(named.first()).map(|(i, _)| *i)
+    fits.or(named.first()).map_or(0, |(i, _)| *i)
 }
