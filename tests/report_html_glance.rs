@@ -440,3 +440,12 @@ fn backticks_are_code_and_the_rest_stays_escaped() {
     assert!(page.contains("<li class=\"Error\">undo of <code>stop kubelet</code> failed</li>"));
     assert!(!page.contains("<img"));
 }
+
+#[test]
+fn a_series_page_writes_backticks_as_code_too() {
+    let mut run = fixture("kubelet-stop-within-toleration");
+    run.experiment.description = "start again after `grace + 5s` <b>".into();
+    let series = records_support::series(vec![run.clone(), run]);
+    let page = faultline::report::series::html::render(&series);
+    assert!(page.contains("start again after <code>grace + 5s</code> &lt;b&gt;"));
+}

@@ -12,6 +12,7 @@ mod picture;
 
 use crate::record::RunRecord;
 
+pub(crate) use inline_code::html_text;
 pub use page::render_into;
 pub(crate) use picture::{Frame, timeline_svg_in};
 
