@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::html::{CSS, Frame, timeline_svg_in};
+use crate::report::html::{CSS, Frame, html_text, timeline_svg_in};
 use crate::report::{measured_text, outcome_word};
 use crate::sanitize::html as esc;
 use crate::series::Series;
@@ -27,7 +27,7 @@ pub fn render(series: &Series) -> String {
 <p class=\"outcome {class}\">{line}</p>\
 <p class=\"score\">resilience score <b>{score}</b> <span class=\"meta\">(min / median / max over {n} runs)</span></p>",
         name = esc(&exp.name),
-        desc = esc(&exp.description),
+        desc = html_text(&exp.description),
         cluster = esc(&first.cluster.name),
         version = first
             .cluster
@@ -37,7 +37,7 @@ pub fn render(series: &Series) -> String {
             .unwrap_or_default(),
         fv = esc(&first.faultline_version),
         class = verdict.class(),
-        line = esc(&verdict_line(series, &spread)),
+        line = html_text(&verdict_line(series, &spread)),
         score = esc(&spread.score.score_text()),
     );
     h.push_str("<h2>Expectations</h2><table class=\"verdicts\"><tr><th>expectation</th>");
@@ -46,7 +46,7 @@ pub fn render(series: &Series) -> String {
     }
     h.push_str("<th>held</th><th>measured (min / median / max)</th></tr>");
     for e in &spread.expectations {
-        let _ = write!(h, "<tr><td>{}</td>", esc(&e.name));
+        let _ = write!(h, "<tr><td>{}</td>", html_text(&e.name));
         for (i, o) in e.outcomes.iter().enumerate() {
             let measured = series.runs()[i]
                 .verdicts
@@ -63,7 +63,7 @@ pub fn render(series: &Series) -> String {
         let _ = write!(
             h,
             "<td>{}</td><td>{}</td></tr>",
-            esc(&e.summary()),
+            html_text(&e.summary()),
             esc(&e.measured.ms_text())
         );
     }

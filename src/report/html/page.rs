@@ -1,0 +1,190 @@
+//! The page around the picture: the run's header and outcome, then the timeline, the
+//! verdicts, safety, recovery figures, targets and timers, and every entry folded away. The
+//! picture comes before the tables: it is what a reader takes in at a glance.
+
+use std::fmt::Write;
+
+use super::inline_code::html_text;
+use super::picture::{Frame, write_timeline_svg};
+use crate::judge::Outcome;
+use crate::record::{RunOutcome, RunRecord};
+use crate::sanitize::html as esc;
+
+use super::CSS;
+
+/// How to read the picture, above it.
+const LEGEND: &str = "<p class=\"meta\">Lanes: green Ready/available · amber NotReady/degraded · red Unknown/failed · grey Terminating · blue Pending · blank gone · hatched: no observation. \
+A dark red strip and pink shading on a node's lane: a fault in force there, from its step to its undo. \
+Under each lane, the expectations about it: the band is the window it is judged in, the marker its verdict \
+(● passed, ◆ failed, ■ undecidable) where it was observed or decided. Hover for details.</p>";
+
+/// Writes the page of [`render`] to `h` as it goes (the report file: at 30,000 pods the
+/// page is megabytes, written through a buffer rather than held whole).
+pub fn render_into(h: &mut impl Write, record: &RunRecord) {
+    header(h, record);
+    errors(h, record);
+    timeline(h, record);
+    verdicts(h, record);
+    safety(h, record);
+    figures(h, record);
+    targets_and_timers(h, record);
+    entries(h, record);
+}
+
+/// The run in one look: the experiment, the cluster and when, the outcome and its score.
+fn header(h: &mut impl Write, record: &RunRecord) {
+    let exp = &record.experiment;
+    let (outcome, class) = match &record.outcome {
+        RunOutcome::Passed => ("PASSED".to_string(), "Passed"),
+        RunOutcome::Failed => ("FAILED".to_string(), "Failed"),
+        RunOutcome::Error { message } => (format!("ERROR: {}", html_text(message)), "Error"),
+        RunOutcome::Interrupted => ("INTERRUPTED".to_string(), "Pending"),
+    };
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline: {name}</title><style>{CSS}</style></head><body>\
+<h1>{name}</h1><p class=\"meta\">{desc}</p>\
+<p class=\"meta\">cluster <b>{cluster}</b>{version} · run {run} · {start} → {finish} · faultline {fv}</p>\
+<p><span class=\"outcome {class}\">{outcome}</span> \
+<span class=\"score\">resilience score <b>{score}</b> <span class=\"meta\">({explained})</span></span></p>",
+        score = record.score().value_text(),
+        explained = esc(&record.score().explain()),
+        name = esc(&exp.name),
+        desc = html_text(&exp.description),
+        cluster = esc(&record.cluster.name),
+        version = record
+            .cluster
+            .server_version
+            .as_ref()
+            .map(|v| format!(" ({})", esc(v)))
+            .unwrap_or_default(),
+        run = esc(&record.run_id),
+        start = record.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        finish = record.finished_at.format("%H:%M:%S UTC"),
+        fv = esc(&record.faultline_version),
+    );
+}
+
+/// Which nodes each target resolved to, and the cluster timers bounds were resolved with.
+fn targets_and_timers(h: &mut impl Write, record: &RunRecord) {
+    let _ = h.write_str("<h2>Targets</h2><table><tr><th>target</th><th>nodes</th></tr>");
+    for (t, nodes) in &record.targets {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td></tr>",
+            esc(t),
+            esc(&nodes.join(", "))
+        );
+    }
+    let _ = h.write_str("</table>");
+    let timers = crate::report::timer_lines(record);
+    if !timers.is_empty() {
+        let _ = h.write_str("<h2>Timers</h2><ul>");
+        for line in timers {
+            let _ = write!(h, "<li>{}</li>", html_text(&line));
+        }
+        let _ = h.write_str("</ul>");
+    }
+}
+
+/// One row per expectation: its verdict, when it was measured and why.
+fn verdicts(h: &mut impl Write, record: &RunRecord) {
+    let _ = h.write_str("<h2>Expectations</h2><table class=\"verdicts\"><tr><th>outcome</th><th>expectation</th><th>since</th><th>measured</th><th>message</th></tr>");
+    for v in &record.verdicts {
+        let class = format!("{:?}", v.outcome);
+        let _ = write!(
+            h,
+            "<tr class=\"{class}\"><td>{class}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            html_text(&v.name),
+            esc(&v.since),
+            crate::report::measured_text(v.measured_ms),
+            html_text(&crate::report::verdict_message(record, v))
+        );
+    }
+    let _ = h.write_str("</table>");
+}
+
+/// Step failures and setup errors, high on the page: they mean the run is not a test result.
+fn errors(h: &mut impl Write, record: &RunRecord) {
+    if !record.errors.is_empty() {
+        let _ = h.write_str("<h2>Errors</h2><ul>");
+        for e in &record.errors {
+            let _ = write!(h, "<li class=\"Error\">{}</li>", html_text(e));
+        }
+        let _ = h.write_str("</ul>");
+    }
+}
+
+/// Each fault's proof that it took effect, any abort, and whether the cluster was restored.
+fn safety(h: &mut impl Write, record: &RunRecord) {
+    let safety = crate::report::safety_lines(record);
+    if !safety.is_empty() {
+        let _ = h.write_str("<h2>Safety</h2><ul class=\"safety\">");
+        for line in &safety {
+            let bad = ["ABORTED", "NOT restored", "DID NOT", "UNDONE BY"]
+                .iter()
+                .any(|w| line.contains(w));
+            let _ = write!(
+                h,
+                "<li class=\"{}\">{}</li>",
+                if bad { "Error" } else { "Passed" },
+                html_text(line)
+            );
+        }
+        let _ = h.write_str("</ul>");
+    }
+}
+
+/// The recovery figures, measured from the first fault step.
+fn figures(h: &mut impl Write, record: &RunRecord) {
+    let _ = h.write_str("<h2>Recovery figures</h2>");
+    match &record.figures.fault_step {
+        Some(step) => {
+            let _ = write!(
+                h,
+                "<p>measured from <b>{}</b></p><table class=\"figures\">",
+                esc(step)
+            );
+            for (label, value) in record.figures.rows() {
+                let _ = write!(
+                    h,
+                    "<tr><td>{label}</td><td>{}</td></tr>",
+                    crate::report::figure_text(value)
+                );
+            }
+            let _ = h.write_str("</table>");
+        }
+        None => {
+            let _ = h.write_str("<p>no fault step ran</p>");
+        }
+    }
+}
+
+/// The picture, with how to read it.
+fn timeline(h: &mut impl Write, record: &RunRecord) {
+    let _ = h.write_str("<h2 id=\"timeline\">Timeline</h2>");
+    let _ = h.write_str(LEGEND);
+    let _ = h.write_str("<div class=\"timeline-wrap\">");
+    write_timeline_svg(h, record, Frame::whole(record, 0));
+    let _ = h.write_str("</div>");
+}
+
+/// Every timeline entry as the terminal writes it, folded; and how many verdicts were decided.
+fn entries(h: &mut impl Write, record: &RunRecord) {
+    let _ = h.write_str("<details><summary>timeline entries</summary><pre>");
+    for e in &record.timeline.entries {
+        let _ = h.write_str(&esc(&crate::report::terminal::entry_line(e)));
+        let _ = h.write_str("\n");
+    }
+    let _ = h.write_str("</pre></details>");
+    let decided = record
+        .verdicts
+        .iter()
+        .filter(|v| v.outcome != Outcome::Pending)
+        .count();
+    let _ = writeln!(
+        h,
+        "<p class=\"meta\">{decided} of {} expectations decided</p></body></html>",
+        record.verdicts.len()
+    );
+}
