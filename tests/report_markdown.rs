@@ -151,7 +151,8 @@ fn the_recorded_run_reads_at_a_glance() {
         evicted[3],
         "Terminating between 30.0s and 40.0s after stop kubelet"
     );
-    assert_eq!(evicted[4], rec.verdicts[1].message);
+    // What the message quotes (the step) shows as code, not as backticks.
+    assert_eq!(evicted[4], rec.verdicts[1].message.replace('`', ""));
     let restarts = row(verdicts, "agent restarts");
     assert_eq!(restarts[1], "SKIP");
     assert!(
@@ -161,7 +162,7 @@ fn the_recorded_run_reads_at_a_glance() {
     let reboot = row(verdicts, "node ready after reboot");
     assert_eq!(reboot[1], "ERROR");
     assert_eq!(reboot[2], "-");
-    assert_eq!(reboot[4], "step `reboot` never ran");
+    assert_eq!(reboot[4], "step reboot never ran", "the step as code");
 
     let figures = &doc.tables[1];
     assert_eq!(figures[0], ["Stage", "After the fault"]);
@@ -184,7 +185,8 @@ fn the_recorded_run_reads_at_a_glance() {
         doc.code_blocks[0]
     );
     assert!(doc.html.iter().any(|h| h.contains("<details>")));
-    assert!(doc.code_spans.is_empty(), "nothing opens a code span");
+    // Only what faultline's own messages quote (a step, a capability) is code.
+    assert_eq!(doc.code_spans, ["stop kubelet", "containers", "reboot"]);
 }
 
 #[test]
@@ -226,11 +228,21 @@ fn errors_and_a_run_that_could_not_start_are_named() {
     );
     assert!(
         doc.text.contains(
-            "The run could not be carried out: step `stop kubelet`: ssh: connection refused"
+            "The run could not be carried out: step stop kubelet: ssh: connection refused"
         ),
         "{text}"
     );
-    assert_eq!(doc.items, rec.errors);
+    let shown: Vec<String> = rec.errors.iter().map(|e| e.replace('`', "")).collect();
+    assert_eq!(doc.items, shown);
+    assert!(
+        doc.code_spans
+            .iter()
+            .filter(|c| *c == "stop kubelet")
+            .count()
+            >= 3,
+        "both errors and the outcome quote the step: {:?}",
+        doc.code_spans
+    );
     assert!(doc.text.contains("3 errors"), "tally counts them: {text}");
 }
 
@@ -267,14 +279,27 @@ fn hostile_text_stays_in_its_cell_and_shows_as_written() {
     assert!(verdicts.iter().all(|r| r.len() == 5), "{verdicts:#?}");
     assert_eq!(verdicts[1][0], shown);
     assert_eq!(verdicts[1][1], "PASS", "the name kept to its cell");
-    assert_eq!(verdicts[2][4], shown);
-    assert!(doc.items.contains(&format!("setup failed: {shown}")));
+    // A reason and an error are faultline's own text: what they quote between backticks
+    // shows as code, still in its cell and with no markup of its own.
+    let quoted = shown.replace('`', "");
+    assert_eq!(verdicts[2][4], quoted);
+    assert!(doc.items.contains(&format!("setup failed: {quoted}")));
     assert!(doc.text.contains(&format!("cluster {shown}")));
     assert!(
         doc.text
             .contains(&format!("Recovery figures after step {shown}"))
     );
-    assert!(doc.code_spans.is_empty(), "{:?}", doc.code_spans);
+    assert_eq!(
+        doc.code_spans.iter().filter(|c| *c == "code").count(),
+        2,
+        "{:?}",
+        doc.code_spans
+    );
+    assert!(
+        doc.code_spans.iter().all(|c| !c.contains('<')),
+        "{:?}",
+        doc.code_spans
+    );
     assert!(
         doc.html.iter().all(|h| !h.contains("script")),
         "{:?}",
@@ -440,4 +465,27 @@ fn a_series_shows_each_run_and_calls_flaky_flaky() {
             .contains("score 85.7 / 92.9 / 100 (each run: 100, 85.7)"),
         "{text}"
     );
+}
+
+#[test]
+fn what_a_message_quotes_shows_as_code_not_as_backticks() {
+    let rec = record();
+    let text = markdown::render(&rec);
+    let doc = parse(&text);
+    let verdicts = &doc.tables[0];
+    let never_ran = verdicts
+        .iter()
+        .find(|r| r[4].contains("never ran"))
+        .unwrap_or_else(|| panic!("{verdicts:#?}"));
+    assert_eq!(never_ran[4], "step reboot never ran");
+    assert!(
+        doc.code_spans.iter().any(|c| c == "reboot"),
+        "{:?}",
+        doc.code_spans
+    );
+    for table in &doc.tables {
+        for row in table {
+            assert!(row.iter().all(|c| !c.contains('`')), "{row:?}\n{text}");
+        }
+    }
 }
