@@ -468,6 +468,76 @@ fn a_series_shows_each_run_and_calls_flaky_flaky() {
 }
 
 #[test]
+fn several_experiments_have_an_overview_table_on_top_of_their_sections() {
+    use faultline::events::RunEvent;
+    use faultline::report::subscribe::{Reporter, Summary};
+    use faultline::series::Series;
+    use records_support::fixture;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("summary.md");
+    std::fs::write(&path, "# CI summary\nan earlier step wrote this\n").expect("write");
+    let mut summary = Summary::new(path.clone());
+    let mut failed = fixture("node-deleted");
+    failed.experiment.name = "a failed one".into();
+    failed.outcome = RunOutcome::Failed;
+    failed.verdicts[0].outcome = Outcome::Failed;
+    let runs = [
+        fixture("kubelet-stop-past-toleration"),
+        failed,
+        fixture("local-persistent-volume"),
+    ];
+    for (i, run) in runs.iter().enumerate() {
+        let series = Arc::new(Series::single(run.clone()));
+        summary
+            .handle(&RunEvent::SeriesFinished(series))
+            .expect("written");
+        let doc = parse(&std::fs::read_to_string(&path).expect("read"));
+        let headings: Vec<&str> = doc.headings.iter().map(|(_, t)| t.as_str()).collect();
+        // One experiment: its section alone; from the second on, the overview above them.
+        let expected_overview = usize::from(i > 0);
+        assert_eq!(
+            headings.len(),
+            1 + expected_overview + i + 1,
+            "{headings:?}"
+        );
+        assert_eq!(headings[0], "CI summary");
+        if i > 0 {
+            assert_eq!(headings[1], "Overview");
+        }
+    }
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.starts_with("# CI summary\nan earlier step wrote this\n"));
+    let doc = parse(&text);
+    let overview = &doc.tables[0];
+    assert_eq!(
+        overview[0],
+        [
+            "Experiment",
+            "Outcome",
+            "Passed",
+            "Failed",
+            "Errors",
+            "Duration",
+            "Slowest figure"
+        ]
+    );
+    assert_eq!(overview.len(), 4, "{overview:#?}");
+    let past = row(overview, "kubelet-stop-past-toleration");
+    assert_eq!(past[1..6], ["PASSED", "10", "0", "0", "2m 23s"]);
+    assert!(past[6].ends_with('s') && past[6] != "-", "{past:?}");
+    let failed = row(overview, "a failed one");
+    assert_eq!(failed[1], "FAILED");
+    assert_eq!(failed[3], "1");
+    assert!(doc.strong.iter().any(|s| s == "FAILED"), "{:?}", doc.strong);
+    assert!(
+        doc.text.contains("3 experiments: 2 passed, 1 did not"),
+        "{}",
+        doc.text
+    );
+}
+
+#[test]
 fn what_a_message_quotes_shows_as_code_not_as_backticks() {
     let rec = record();
     let text = markdown::render(&rec);

@@ -29,7 +29,7 @@ fn run_marker(outcome: &RunOutcome) -> &'static str {
 }
 
 /// A run's length: `42.0s`, or `3m 05s` from a minute on.
-fn duration_text(ms: i64) -> String {
+pub(crate) fn duration_text(ms: i64) -> String {
     let ms = ms.max(0);
     if ms < 60_000 {
         format!("{:.1}s", ms as f64 / 1000.0)
@@ -282,6 +282,34 @@ pub fn append_section(section: &str, path: &Path) -> Result<(), ReportError> {
     };
     file.write_all(format!("{separator}{section}").as_bytes())
         .map_err(io)
+}
+
+/// Writes `text` as this run's part of `path`, which starts at offset `from` (`None` the
+/// first time: the file's end, after whatever other runs or CI steps wrote), replacing what
+/// this run wrote there before; returns where the part starts. A run of several
+/// experiments rewrites its part as each one ends, so the overview stays on top of it.
+pub fn write_own_part(text: &str, path: &Path, from: Option<u64>) -> Result<u64, ReportError> {
+    use std::io::{Seek, SeekFrom};
+    let io = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(io)?;
+    let start = match from {
+        Some(start) => start,
+        None => file.metadata().map_err(io)?.len(),
+    };
+    file.set_len(start).map_err(io)?;
+    file.seek(SeekFrom::Start(start)).map_err(io)?;
+    let separator = if start > 0 { "\n" } else { "" };
+    file.write_all(format!("{separator}{text}").as_bytes())
+        .map_err(io)?;
+    Ok(start)
 }
 
 #[cfg(test)]

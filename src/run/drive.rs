@@ -138,6 +138,8 @@ struct Published {
     waits: BTreeMap<usize, schedule::Wait>,
     /// Expectation → the outcome it was announced with.
     verdicts: BTreeMap<String, Outcome>,
+    /// What the run was last said to wait for.
+    progress: Option<crate::events::Progress>,
 }
 
 impl Published {
@@ -219,7 +221,7 @@ impl<'a> Run<'a> {
             self.out
                 .tick_micros
                 .push(u64::try_from(judging.elapsed().as_micros()).unwrap_or(u64::MAX));
-            self.publish(&tick);
+            self.publish(&tick, scheduler);
             if let Some(end) = tick.end {
                 return end;
             }
@@ -350,8 +352,17 @@ impl<'a> Run<'a> {
     }
 
     /// Puts on the timeline what changed since the last tick: what each waiting step now
-    /// waits for, and the expectations decided since.
-    fn publish(&mut self, tick: &schedule::Tick) {
+    /// waits for, and the expectations decided since; and tells the run's events what it
+    /// now waits for.
+    fn publish(&mut self, tick: &schedule::Tick, scheduler: &Scheduler<'_>) {
+        let progress = crate::events::Progress {
+            observe_until_ms: Some(scheduler.expected_end_ms()),
+            open: scheduler.open_expectations(&tick.verdicts),
+        };
+        if self.published.progress.as_ref() != Some(&progress) {
+            self.published.progress = Some(progress.clone());
+            self.timeline.progress(progress);
+        }
         let seen = &mut self.published;
         for (index, wait) in &tick.waiting {
             if seen.waits.get(index) == Some(wait) {
