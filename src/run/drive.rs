@@ -187,6 +187,7 @@ impl<'a> Run<'a> {
         // later: what comes after (undo, the restored check, teardown) is filed apart.
         self.out.observed_until = Some(self.timeline.end_observation(world.observable_until_ms()));
         self.conclude(&end, &scheduler);
+        self.announce_observed();
         self.out.end = Some(end);
         self.steps.disarm_unissued(&*world, &mut self.ledger).await;
         self.safety_net(&*world).await;
@@ -349,6 +350,22 @@ impl<'a> Run<'a> {
             ));
         }
         self.out.stopped_early = Some(reason);
+    }
+
+    /// Announces what the end of observation decided (`never`, `stays` until the end, an
+    /// early stop), before undo and teardown put their lines on the timeline, so a reader
+    /// sees each verdict when it is known. The final verdicts are judged again at the very
+    /// end (a signal during undo changes what was still open), and announced if changed.
+    fn announce_observed(&mut self) {
+        let plan = self.plan;
+        let stopped_early = self.out.stopped_early.as_deref();
+        let cancelled = self.cancel.is_cancelled();
+        let verdicts = self.timeline.observed_view(|index, until_ms| {
+            schedule::final_verdicts(plan.schedule(), index, until_ms, stopped_early, cancelled)
+        });
+        for v in verdicts.iter().filter(|v| v.outcome != Outcome::Pending) {
+            self.published.announce(&self.timeline, v);
+        }
     }
 
     /// Puts on the timeline what changed since the last tick: what each waiting step now
