@@ -42,12 +42,43 @@ pub enum RunEvent {
         /// The entry.
         entry: Entry,
     },
+    /// What a run waits for changed (sent by its loop, not kept on the timeline: it is a
+    /// forecast, not an observation). What a live status line shows.
+    Progress {
+        /// The experiment's name.
+        experiment: String,
+        /// Which run of a `--repeat`; `None` when not repeated.
+        run: Option<u32>,
+        /// What it waits for.
+        progress: Progress,
+    },
     /// A run ended (its faults undone, or left to `faultline restore` as its record says).
     /// The record is shared with the series it ends up in, not copied.
     RunFinished(Arc<RunRecord>),
     /// Every run of one experiment ended. Shared, not copied: at 30,000 pods one copy of
     /// its records costs tens of MB.
     SeriesFinished(Arc<Series>),
+}
+
+/// What a run waits for at one moment, in offsets of its timeline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Where observation is expected to end. Before the last step was issued, the planned
+    /// end with every wait at its longest; it moves as steps are issued.
+    pub observe_until_ms: Option<i64>,
+    /// The expectations not decided yet, in the experiment's order.
+    pub open: Vec<OpenExpectation>,
+}
+
+/// An expectation not decided yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenExpectation {
+    /// Its name.
+    pub name: String,
+    /// The offset by which its largest bound has passed (its `since` step issued plus the
+    /// bound); `None` while its step waits, or when only the end of observation decides it
+    /// (`never`, `stays` until the end).
+    pub deadline_ms: Option<i64>,
 }
 
 /// Where events go: one queue per subscriber. Cloning shares the queues; a sink with no
@@ -110,6 +141,18 @@ impl RunEvents {
             experiment: self.experiment.clone(),
             run: self.run,
             entry: entry.clone(),
+        });
+    }
+
+    /// Sends what the run waits for now.
+    pub(crate) fn progress(&self, progress: Progress) {
+        if self.sink.queues.is_empty() {
+            return;
+        }
+        self.sink.send(RunEvent::Progress {
+            experiment: self.experiment.clone(),
+            run: self.run,
+            progress,
         });
     }
 

@@ -523,3 +523,57 @@ fn an_abort_and_the_restored_check_are_cases_with_the_condition_instant_and_valu
     assert!(child(restored, "failure").is_none() && child(restored, "error").is_none());
     assert_eq!(restored.attribute("time"), Some("1.5"));
 }
+
+/// The `time` of the first suite and the sum of its cases' times, in seconds.
+fn suite_and_case_times(xml: &str) -> (f64, f64) {
+    let doc = roxmltree::Document::parse(xml).expect(xml);
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .expect("a suite");
+    let secs = |n: roxmltree::Node| -> f64 {
+        n.attribute("time")
+            .expect("a time")
+            .parse()
+            .expect("seconds")
+    };
+    let cases: f64 = suite
+        .children()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(secs)
+        .sum();
+    (secs(suite), cases)
+}
+
+#[test]
+fn the_suite_time_is_the_run_s_wall_time_and_cases_keep_their_own() {
+    use records_support::*;
+    let r = fixture("kubelet-stop-past-toleration");
+    // 15:10:41.582 to 15:13:05.151 in the record.
+    let (suite, cases) = suite_and_case_times(&junit::render(&r));
+    assert_eq!(suite, 143.568);
+    let measured: f64 = r
+        .verdicts
+        .iter()
+        .map(|v| v.measured_ms.unwrap_or(0).max(0) as f64 / 1000.0)
+        .sum();
+    assert!(
+        (cases - measured).abs() < 0.01 && (cases - suite).abs() > 1.0,
+        "each case keeps its measured time: {cases} vs {measured}"
+    );
+}
+
+#[test]
+fn a_series_suite_lasts_from_the_first_run_s_start_to_the_last_run_s_end() {
+    use records_support::*;
+    let first = fixture("kubelet-stop-within-toleration");
+    let mut second = first.clone();
+    let later = chrono::Duration::seconds(100);
+    second.started_at += later;
+    second.finished_at += later;
+    let xml = faultline::report::series::junit::render(&series(vec![first.clone(), second]));
+    let (suite, _) = suite_and_case_times(&xml);
+    let expected =
+        (first.finished_at - first.started_at + later).num_milliseconds() as f64 / 1000.0;
+    assert_eq!(suite, expected);
+}

@@ -151,7 +151,8 @@ fn the_recorded_run_reads_at_a_glance() {
         evicted[3],
         "Terminating between 30.0s and 40.0s after stop kubelet"
     );
-    assert_eq!(evicted[4], rec.verdicts[1].message);
+    // What the message quotes (the step) shows as code, not as backticks.
+    assert_eq!(evicted[4], rec.verdicts[1].message.replace('`', ""));
     let restarts = row(verdicts, "agent restarts");
     assert_eq!(restarts[1], "SKIP");
     assert!(
@@ -161,7 +162,7 @@ fn the_recorded_run_reads_at_a_glance() {
     let reboot = row(verdicts, "node ready after reboot");
     assert_eq!(reboot[1], "ERROR");
     assert_eq!(reboot[2], "-");
-    assert_eq!(reboot[4], "step `reboot` never ran");
+    assert_eq!(reboot[4], "step reboot never ran", "the step as code");
 
     let figures = &doc.tables[1];
     assert_eq!(figures[0], ["Stage", "After the fault"]);
@@ -184,7 +185,8 @@ fn the_recorded_run_reads_at_a_glance() {
         doc.code_blocks[0]
     );
     assert!(doc.html.iter().any(|h| h.contains("<details>")));
-    assert!(doc.code_spans.is_empty(), "nothing opens a code span");
+    // Only what faultline's own messages quote (a step, a capability) is code.
+    assert_eq!(doc.code_spans, ["stop kubelet", "containers", "reboot"]);
 }
 
 #[test]
@@ -226,11 +228,21 @@ fn errors_and_a_run_that_could_not_start_are_named() {
     );
     assert!(
         doc.text.contains(
-            "The run could not be carried out: step `stop kubelet`: ssh: connection refused"
+            "The run could not be carried out: step stop kubelet: ssh: connection refused"
         ),
         "{text}"
     );
-    assert_eq!(doc.items, rec.errors);
+    let shown: Vec<String> = rec.errors.iter().map(|e| e.replace('`', "")).collect();
+    assert_eq!(doc.items, shown);
+    assert!(
+        doc.code_spans
+            .iter()
+            .filter(|c| *c == "stop kubelet")
+            .count()
+            >= 3,
+        "both errors and the outcome quote the step: {:?}",
+        doc.code_spans
+    );
     assert!(doc.text.contains("3 errors"), "tally counts them: {text}");
 }
 
@@ -267,14 +279,27 @@ fn hostile_text_stays_in_its_cell_and_shows_as_written() {
     assert!(verdicts.iter().all(|r| r.len() == 5), "{verdicts:#?}");
     assert_eq!(verdicts[1][0], shown);
     assert_eq!(verdicts[1][1], "PASS", "the name kept to its cell");
-    assert_eq!(verdicts[2][4], shown);
-    assert!(doc.items.contains(&format!("setup failed: {shown}")));
+    // A reason and an error are faultline's own text: what they quote between backticks
+    // shows as code, still in its cell and with no markup of its own.
+    let quoted = shown.replace('`', "");
+    assert_eq!(verdicts[2][4], quoted);
+    assert!(doc.items.contains(&format!("setup failed: {quoted}")));
     assert!(doc.text.contains(&format!("cluster {shown}")));
     assert!(
         doc.text
             .contains(&format!("Recovery figures after step {shown}"))
     );
-    assert!(doc.code_spans.is_empty(), "{:?}", doc.code_spans);
+    assert_eq!(
+        doc.code_spans.iter().filter(|c| *c == "code").count(),
+        2,
+        "{:?}",
+        doc.code_spans
+    );
+    assert!(
+        doc.code_spans.iter().all(|c| !c.contains('<')),
+        "{:?}",
+        doc.code_spans
+    );
     assert!(
         doc.html.iter().all(|h| !h.contains("script")),
         "{:?}",
@@ -440,4 +465,97 @@ fn a_series_shows_each_run_and_calls_flaky_flaky() {
             .contains("score 85.7 / 92.9 / 100 (each run: 100, 85.7)"),
         "{text}"
     );
+}
+
+#[test]
+fn several_experiments_have_an_overview_table_on_top_of_their_sections() {
+    use faultline::events::RunEvent;
+    use faultline::report::subscribe::{Reporter, Summary};
+    use faultline::series::Series;
+    use records_support::fixture;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("summary.md");
+    std::fs::write(&path, "# CI summary\nan earlier step wrote this\n").expect("write");
+    let mut summary = Summary::new(path.clone());
+    let mut failed = fixture("node-deleted");
+    failed.experiment.name = "a failed one".into();
+    failed.outcome = RunOutcome::Failed;
+    failed.verdicts[0].outcome = Outcome::Failed;
+    let runs = [
+        fixture("kubelet-stop-past-toleration"),
+        failed,
+        fixture("local-persistent-volume"),
+    ];
+    for (i, run) in runs.iter().enumerate() {
+        let series = Arc::new(Series::single(run.clone()));
+        summary
+            .handle(&RunEvent::SeriesFinished(series))
+            .expect("written");
+        let doc = parse(&std::fs::read_to_string(&path).expect("read"));
+        let headings: Vec<&str> = doc.headings.iter().map(|(_, t)| t.as_str()).collect();
+        // One experiment: its section alone; from the second on, the overview above them.
+        let expected_overview = usize::from(i > 0);
+        assert_eq!(
+            headings.len(),
+            1 + expected_overview + i + 1,
+            "{headings:?}"
+        );
+        assert_eq!(headings[0], "CI summary");
+        if i > 0 {
+            assert_eq!(headings[1], "Overview");
+        }
+    }
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.starts_with("# CI summary\nan earlier step wrote this\n"));
+    let doc = parse(&text);
+    let overview = &doc.tables[0];
+    assert_eq!(
+        overview[0],
+        [
+            "Experiment",
+            "Outcome",
+            "Passed",
+            "Failed",
+            "Errors",
+            "Duration",
+            "Slowest figure"
+        ]
+    );
+    assert_eq!(overview.len(), 4, "{overview:#?}");
+    let past = row(overview, "kubelet-stop-past-toleration");
+    assert_eq!(past[1..6], ["PASSED", "10", "0", "0", "2m 23s"]);
+    assert!(past[6].ends_with('s') && past[6] != "-", "{past:?}");
+    let failed = row(overview, "a failed one");
+    assert_eq!(failed[1], "FAILED");
+    assert_eq!(failed[3], "1");
+    assert!(doc.strong.iter().any(|s| s == "FAILED"), "{:?}", doc.strong);
+    assert!(
+        doc.text.contains("3 experiments: 2 passed, 1 did not"),
+        "{}",
+        doc.text
+    );
+}
+
+#[test]
+fn what_a_message_quotes_shows_as_code_not_as_backticks() {
+    let rec = record();
+    let text = markdown::render(&rec);
+    let doc = parse(&text);
+    let verdicts = &doc.tables[0];
+    let never_ran = verdicts
+        .iter()
+        .find(|r| r[4].contains("never ran"))
+        .unwrap_or_else(|| panic!("{verdicts:#?}"));
+    assert_eq!(never_ran[4], "step reboot never ran");
+    assert!(
+        doc.code_spans.iter().any(|c| c == "reboot"),
+        "{:?}",
+        doc.code_spans
+    );
+    for table in &doc.tables {
+        for row in table {
+            assert!(row.iter().all(|c| !c.contains('`')), "{row:?}\n{text}");
+        }
+    }
 }

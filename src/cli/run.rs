@@ -165,7 +165,10 @@ pub(super) async fn run(args: RunArgs) -> i32 {
         }
     }
     drop(sink);
-    for ended in reporters.finish(REPORTERS_WAIT) {
+    let mut ended = reporters.finish(REPORTERS_WAIT);
+    // The terminal's own last lines (the overview of several experiments) come last.
+    ended.sort_by_key(|e| e.name == "terminal");
+    for ended in ended {
         match ended.result {
             Ok(lines) => {
                 for line in lines {
@@ -205,10 +208,12 @@ const REPORTERS_WAIT: Duration = Duration::from_secs(30);
 /// The reporters this run's arguments ask for, started; `None` (said why) when one cannot
 /// be created.
 fn reporters(args: &RunArgs) -> Option<Reporters> {
-    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mut list: Vec<Box<dyn Reporter>> = vec![Box::new(subscribe::Terminal::new(
+    let is_terminal = std::io::stdout().is_terminal();
+    let colour = is_terminal && std::env::var_os("NO_COLOR").is_none();
+    let mut list: Vec<Box<dyn Reporter>> = vec![Box::new(subscribe::Terminal::live(
         std::io::stdout(),
         colour,
+        is_terminal,
     ))];
     if let Some(path) = &args.events {
         match subscribe::EventsFile::create(path) {

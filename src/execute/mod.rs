@@ -174,7 +174,7 @@ pub enum ExecError {
     },
     /// The time limit passed, and the command is over: the node's deadline ended it, it
     /// ended just after the limit, or it was never sent.
-    #[error("node `{node}`: `{command}` did not finish within {after:?}; it was ended")]
+    #[error("{}", timed_out_text(node, command, *after, *started))]
     TimedOutEnded {
         /// Node.
         node: String,
@@ -182,6 +182,9 @@ pub enum ExecError {
         command: String,
         /// The limit.
         after: Duration,
+        /// Whether it reached the node: `false` when connecting took the whole limit and
+        /// it was never sent.
+        started: bool,
     },
     /// The time limit passed, and its end could not be heard (the session went away, the
     /// local client hung). The node's own deadline still ends it, `ends_within` after it
@@ -245,6 +248,20 @@ pub enum ExecError {
         /// What went wrong.
         message: String,
     },
+}
+
+/// A command ended by its time limit, as said to a person: one that never reached the
+/// node is not said to have run.
+fn timed_out_text(node: &str, command: &str, after: Duration, started: bool) -> String {
+    if started {
+        format!(
+            "node `{node}`: `{command}` did not finish within {after:?}; it was ended by its timeout"
+        )
+    } else {
+        format!(
+            "node `{node}`: `{command}` was ended by its timeout after {after:?}, before it started: reaching the node took all of that time, and nothing ran there"
+        )
+    }
 }
 
 fn exit_text(code: Option<i32>) -> String {
@@ -498,10 +515,11 @@ impl Executor {
         timeout: Duration,
         expects_drop: bool,
     ) -> Result<OpOutcome, ExecError> {
-        let ended = || ExecError::TimedOutEnded {
+        let ended = |started: bool| ExecError::TimedOutEnded {
             node: node.to_string(),
             command: shown.to_string(),
             after: timeout,
+            started,
         };
         let unconfirmed = || ExecError::TimedOutUnconfirmed {
             node: node.to_string(),
@@ -526,7 +544,7 @@ impl Executor {
                     dropped: false,
                 })
             } else {
-                Err(ended())
+                Err(ended(true))
             }
         };
         match plan {
@@ -574,7 +592,7 @@ impl Executor {
                     }),
                     SshEnd::Late { code, output } => late(code, output),
                     SshEnd::TimedOut { sent: true } if expects_drop => Ok(dropped(String::new())),
-                    SshEnd::TimedOut { sent: false } => Err(ended()),
+                    SshEnd::TimedOut { sent: false } => Err(ended(false)),
                     SshEnd::TimedOut { sent: true } => Err(unconfirmed()),
                 }
             }
@@ -611,7 +629,7 @@ impl Executor {
                     local::LocalEnd::Late { code, output } => late(code, output),
                     local::LocalEnd::TimedOut { .. } if expects_drop => Ok(dropped(String::new())),
                     // The local driver itself was the command: killed and reaped, it is over.
-                    local::LocalEnd::TimedOut { reaped: true } if !to_node => Err(ended()),
+                    local::LocalEnd::TimedOut { reaped: true } if !to_node => Err(ended(true)),
                     local::LocalEnd::TimedOut { .. } => Err(unconfirmed()),
                 }
             }

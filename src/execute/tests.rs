@@ -722,3 +722,26 @@ fn the_node_deadline_is_whole_seconds_and_huge_limits_do_not_overflow() {
     assert_eq!(Executor::longest_wait(Duration::MAX), Duration::MAX);
     assert!(with_node_deadline("true", Duration::MAX).is_ok());
 }
+
+/// A command the watcher gave up on before it was sent (reaching the node took the whole
+/// limit) is not said to have run; one that ran and was ended still says it did not finish.
+/// (The moment between connecting and sending is too narrow to hit from a test.)
+#[test]
+fn a_command_its_timeout_ended_before_it_started_is_not_said_to_have_run() {
+    let err = |started| ExecError::TimedOutEnded {
+        node: "n1".into(),
+        command: "systemctl stop kubelet".into(),
+        after: Duration::from_secs(30),
+        started,
+    };
+    let never = err(false).to_string();
+    assert_eq!(
+        never,
+        "node `n1`: `systemctl stop kubelet` was ended by its timeout after 30s, before it started: reaching the node took all of that time, and nothing ran there"
+    );
+    let ran = err(true).to_string();
+    assert!(
+        ran.contains("did not finish within 30s; it was ended by its timeout"),
+        "{ran}"
+    );
+}

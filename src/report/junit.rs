@@ -162,7 +162,47 @@ pub fn render(record: &RunRecord) -> String {
         ("score".to_string(), score.value_text()),
         ("score.explained".to_string(), score.explain()),
     ];
-    with_properties(xml(&report, &exp.name), &[(0, properties)])
+    let timed = with_suite_time(
+        xml(&report, &exp.name),
+        0,
+        wall_secs(record.started_at, record.finished_at),
+    );
+    with_properties(timed, &[(0, properties)])
+}
+
+/// Seconds from `started` to `finished` (never negative): a run's wall time, what a CI
+/// step waited for it.
+pub(crate) fn wall_secs(
+    started: chrono::DateTime<chrono::Utc>,
+    finished: chrono::DateTime<chrono::Utc>,
+) -> f64 {
+    (finished - started).num_milliseconds().max(0) as f64 / 1000.0
+}
+
+/// The XML with the `time` of suite `index` set to `secs`. The `junit-report` crate
+/// writes a suite's time as the sum of its cases' times: for an experiment that is the
+/// sum of measured expectation times (23 s for a 2-minute run), not how long it took.
+/// Its writer escapes `"` in attribute values, so ` time="` can only start the attribute.
+pub(crate) fn with_suite_time(xml: String, index: usize, secs: f64) -> String {
+    let Some(start) = xml.match_indices("<testsuite ").nth(index).map(|(i, _)| i) else {
+        return xml;
+    };
+    let Some(tag_end) = xml[start..].find('>').map(|e| start + e) else {
+        return xml;
+    };
+    const ATTRIBUTE: &str = " time=\"";
+    let Some(value) = xml[start..tag_end]
+        .find(ATTRIBUTE)
+        .map(|i| start + i + ATTRIBUTE.len())
+    else {
+        return xml;
+    };
+    let Some(value_end) = xml[value..tag_end].find('"').map(|e| value + e) else {
+        return xml;
+    };
+    let mut out = xml;
+    out.replace_range(value..value_end, &format!("{secs:.3}"));
+    out
 }
 
 /// The report as XML. Writing into memory only fails if the writer itself breaks; then
@@ -280,6 +320,23 @@ mod tests {
         assert_eq!(
             second.first_element_child().unwrap().attribute("value"),
             Some("<\"v\">")
+        );
+    }
+
+    #[test]
+    fn the_suite_time_set_is_that_suite_s_alone() {
+        let xml = "<testsuites><testsuite id=\"0\" name=\"a time=&quot;\" timestamp=\"t\" time=\"23.5\"><testcase name=\"x\" time=\"23.5\"/></testsuite><testsuite id=\"1\" name=\"c\" time=\"4\"/></testsuites>".to_string();
+        let out = with_suite_time(xml, 0, 130.25);
+        let doc = roxmltree::Document::parse(&out).expect(&out);
+        let times: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("testsuite") || n.has_tag_name("testcase"))
+            .map(|n| n.attribute("time"))
+            .collect();
+        assert_eq!(times, [Some("130.250"), Some("23.5"), Some("4")], "{out}");
+        assert_eq!(
+            with_suite_time("<testsuites/>".into(), 0, 1.0),
+            "<testsuites/>"
         );
     }
 }

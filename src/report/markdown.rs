@@ -29,7 +29,7 @@ fn run_marker(outcome: &RunOutcome) -> &'static str {
 }
 
 /// A run's length: `42.0s`, or `3m 05s` from a minute on.
-fn duration_text(ms: i64) -> String {
+pub(crate) fn duration_text(ms: i64) -> String {
     let ms = ms.max(0);
     if ms < 60_000 {
         format!("{:.1}s", ms as f64 / 1000.0)
@@ -50,6 +50,39 @@ fn fenced(body: &str) -> String {
     }
     let fence = "`".repeat((longest + 1).max(3));
     format!("{fence}text\n{body}{fence}\n")
+}
+
+/// Text of faultline's own making (a verdict's reason, what was expected, an error, a
+/// safety line) for one line of Markdown: what it quotes between backticks (a step, a
+/// bound, a command) is shown as code, not as backticks; everything else is escaped as
+/// [`md`] does. A code span holds no markup, so a quote cannot inject any; in a table cell
+/// (`in_cell`) its `|` is escaped, as tables require even in code. A backtick without its
+/// pair is shown as itself.
+pub(crate) fn prose(text: &str, in_cell: bool) -> String {
+    let text = crate::sanitize::clean(text);
+    let parts: Vec<&str> = text.split('`').collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, part) in parts.iter().enumerate() {
+        let between = i % 2 == 1;
+        let closed = i + 1 < parts.len();
+        if !between {
+            out.push_str(&md(part));
+        } else if closed && !part.trim().is_empty() {
+            let code: String = part
+                .chars()
+                .map(|c| if c.is_whitespace() { ' ' } else { c })
+                .collect();
+            let code = if in_cell {
+                code.replace('|', "\\|")
+            } else {
+                code
+            };
+            let _ = write!(out, "`{code}`");
+        } else {
+            out.push_str(&md(&format!("`{part}{}", if closed { "`" } else { "" })));
+        }
+    }
+    out
 }
 
 /// Renders one run as a Markdown section starting with a level-2 heading.
@@ -79,7 +112,11 @@ pub fn render(record: &RunRecord) -> String {
     let _ = writeln!(m, "{}\n", meta.join(" · "));
     match &record.outcome {
         RunOutcome::Error { message } => {
-            let _ = writeln!(m, "The run could not be carried out: {}\n", md(message));
+            let _ = writeln!(
+                m,
+                "The run could not be carried out: {}\n",
+                prose(message, false)
+            );
         }
         RunOutcome::Interrupted => {
             m.push_str("The run was interrupted before observation finished.\n\n");
@@ -113,14 +150,14 @@ pub fn render(record: &RunRecord) -> String {
     if !safety.is_empty() {
         m.push_str("**Safety**\n\n");
         for line in safety {
-            let _ = writeln!(m, "- {}", md(&line));
+            let _ = writeln!(m, "- {}", prose(&line, false));
         }
         m.push('\n');
     }
     if !record.errors.is_empty() {
         m.push_str("**Errors**\n\n");
         for e in &record.errors {
-            let _ = writeln!(m, "- {}", md(e));
+            let _ = writeln!(m, "- {}", prose(e, false));
         }
         m.push('\n');
     }
@@ -161,7 +198,7 @@ fn expectations(m: &mut String, record: &RunRecord) {
         let reason = if v.outcome == Outcome::Passed {
             String::new()
         } else {
-            md(&v.message)
+            prose(&v.message, true)
         };
         let word = outcome_word(v.outcome);
         let verdict = if v.outcome == Outcome::Passed {
@@ -174,7 +211,7 @@ fn expectations(m: &mut String, record: &RunRecord) {
             "| {} | {verdict} | {} | {} | {reason} |",
             md(&v.name),
             measured_text(v.measured_ms),
-            md(&expected),
+            prose(&expected, true),
         );
     }
     m.push('\n');
@@ -247,9 +284,53 @@ pub fn append_section(section: &str, path: &Path) -> Result<(), ReportError> {
         .map_err(io)
 }
 
+/// Writes `text` as this run's part of `path`, which starts at offset `from` (`None` the
+/// first time: the file's end, after whatever other runs or CI steps wrote), replacing what
+/// this run wrote there before; returns where the part starts. A run of several
+/// experiments rewrites its part as each one ends, so the overview stays on top of it.
+pub fn write_own_part(text: &str, path: &Path, from: Option<u64>) -> Result<u64, ReportError> {
+    use std::io::{Seek, SeekFrom};
+    let io = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(io)?;
+    let start = match from {
+        Some(start) => start,
+        None => file.metadata().map_err(io)?.len(),
+    };
+    file.set_len(start).map_err(io)?;
+    file.seek(SeekFrom::Start(start)).map_err(io)?;
+    let separator = if start > 0 { "\n" } else { "" };
+    file.write_all(format!("{separator}{text}").as_bytes())
+        .map_err(io)?;
+    Ok(start)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quotes_become_code_and_a_lone_backtick_stays_one() {
+        assert_eq!(
+            prose("step `stop kubelet` never ran", false),
+            "step `stop kubelet` never ran"
+        );
+        assert_eq!(prose("a `x|y` b", true), "a `x\\|y` b");
+        assert_eq!(
+            prose("run `faultline\nrestore`", false),
+            "run `faultline restore`"
+        );
+        assert_eq!(prose("a ` b", false), "a \\` b");
+        assert_eq!(prose("a `` b `<b>`", false), "a \\`\\` b `<b>`");
+        assert_eq!(prose("*x* <i>", false), "\\*x\\* &lt;i&gt;");
+    }
 
     #[test]
     fn durations_read_as_seconds_then_minutes() {

@@ -7,6 +7,8 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod overview;
+pub mod progress;
 
 pub mod series;
 pub mod subscribe;

@@ -30,6 +30,15 @@ pub trait Reporter: Send + 'static {
     fn finish(&mut self) -> std::io::Result<Vec<String>> {
         Ok(Vec::new())
     }
+    /// How long it may wait for an event before [`Reporter::tick`] is called (`None`:
+    /// forever): a live view redraws its clock while nothing happens.
+    fn tick_every(&self) -> Option<Duration> {
+        None
+    }
+    /// No event came for [`Reporter::tick_every`]; an error ends this reporter.
+    fn tick(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// How one reporter ended.
@@ -118,8 +127,22 @@ fn serve(reporter: &mut dyn Reporter, events: &Receiver<Arc<RunEvent>>) -> Ended
             result: Err(why),
         }
     };
-    for event in events {
-        match std::panic::catch_unwind(AssertUnwindSafe(|| reporter.handle(&event))) {
+    let every = reporter.tick_every();
+    loop {
+        let next = match every {
+            None => events.recv().map(Some).map_err(|_| ()),
+            Some(every) => match events.recv_timeout(every) {
+                Ok(event) => Ok(Some(event)),
+                Err(RecvTimeoutError::Timeout) => Ok(None),
+                Err(RecvTimeoutError::Disconnected) => Err(()),
+            },
+        };
+        let Ok(next) = next else { break };
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| match &next {
+            Some(event) => reporter.handle(event),
+            None => reporter.tick(),
+        }));
+        match result {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return fail(e.to_string()),
             Err(_) => return fail("it panicked".into()),
@@ -136,17 +159,73 @@ fn serve(reporter: &mut dyn Reporter, events: &Receiver<Arc<RunEvent>>) -> Ended
     }
 }
 
+/// The time, as the live view reads it (a fixed clock in tests).
+pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
 /// The live view: a header per run, each timeline entry as a line, the summary when the
-/// run ends, and the spread of a repeated series.
+/// run ends, and the spread of a repeated series; below the lines, what the run waits for
+/// (see [`super::progress`]); after several experiments, their overview.
 pub struct Terminal<W: Write + Send + 'static> {
     out: W,
     colour: bool,
+    status: super::progress::Status,
+    live: super::progress::Live,
+    clock: Clock,
+    overview: Vec<super::overview::Row>,
 }
 
 impl<W: Write + Send + 'static> Terminal<W> {
-    /// A live view writing to `out`, coloured when `colour`.
+    /// A live view writing plain lines to `out`, coloured when `colour`.
     pub fn new(out: W, colour: bool) -> Self {
-        Terminal { out, colour }
+        Self::with_clock(
+            out,
+            colour,
+            super::progress::Display::Plain,
+            indicatif::ProgressDrawTarget::hidden(),
+            Arc::new(Instant::now),
+        )
+    }
+
+    /// The live view of `faultline run`: a status line redrawn in place when `out` is a
+    /// terminal (`is_terminal`), plain lines otherwise.
+    pub fn live(out: W, colour: bool, is_terminal: bool) -> Self {
+        Self::with_clock(
+            out,
+            colour,
+            super::progress::Display::for_output(is_terminal),
+            indicatif::ProgressDrawTarget::stdout(),
+            Arc::new(Instant::now),
+        )
+    }
+
+    /// A live view shown as `display` (a bar drawn to `target`), reading the time from
+    /// `clock`.
+    pub fn with_clock(
+        out: W,
+        colour: bool,
+        display: super::progress::Display,
+        target: indicatif::ProgressDrawTarget,
+        clock: Clock,
+    ) -> Self {
+        let now = clock();
+        Terminal {
+            out,
+            colour,
+            status: super::progress::Status::default(),
+            live: super::progress::Live::new(display, target, now),
+            clock,
+            overview: Vec::new(),
+        }
+    }
+
+    /// The status line as last drawn (empty when plain lines are shown).
+    pub fn drawn(&self) -> String {
+        self.live.drawn()
+    }
+
+    fn print(&mut self, text: String) -> std::io::Result<()> {
+        let now = (self.clock)();
+        self.live.print(&mut self.out, &text, now)
     }
 }
 
@@ -158,42 +237,68 @@ impl<W: Write + Send + 'static> Reporter for Terminal<W> {
         false
     }
     fn handle(&mut self, event: &RunEvent) -> std::io::Result<()> {
+        let now = (self.clock)();
         match event {
             RunEvent::RunStarted {
                 experiment,
                 source,
                 run: Some(i),
                 of,
-            } => writeln!(
-                self.out,
-                "== {experiment} (run {i} of {of}; {})",
-                source.display()
-            )?,
+            } => {
+                self.status.begin();
+                self.print(format!(
+                    "== {experiment} (run {i} of {of}; {})\n",
+                    source.display()
+                ))?;
+            }
             RunEvent::RunStarted {
                 experiment, source, ..
-            } => writeln!(self.out, "== {experiment} ({})", source.display())?,
+            } => {
+                self.status.begin();
+                self.print(format!("== {experiment} ({})\n", source.display()))?;
+            }
             RunEvent::Entry { entry, .. } => {
-                writeln!(self.out, "  {}", super::terminal::entry_line(entry))?;
+                self.status.entry(entry, now);
+                self.print(format!("  {}\n", super::terminal::entry_line(entry)))?;
             }
+            RunEvent::Progress { progress, .. } => self.status.progress(progress.clone()),
             RunEvent::RunFinished(record) => {
-                writeln!(
-                    self.out,
-                    "{}",
-                    super::terminal::summary(record, self.colour)
-                )?;
+                self.status.end();
+                let summary = super::terminal::summary(record, self.colour);
+                self.print(format!("{summary}\n"))?;
             }
-            RunEvent::SeriesFinished(series) if series.is_repeated() => {
-                writeln!(
-                    self.out,
-                    "== {}: {} runs",
-                    series.name(),
-                    series.runs().len()
-                )?;
-                writeln!(self.out, "{}", super::series::terminal::summary(series))?;
+            RunEvent::SeriesFinished(series) => {
+                self.overview.push(super::overview::Row::of(series));
+                if series.is_repeated() {
+                    let summary = super::series::terminal::summary(series);
+                    self.print(format!(
+                        "== {}: {} runs\n{summary}\n",
+                        series.name(),
+                        series.runs().len()
+                    ))?;
+                }
             }
-            RunEvent::SeriesFinished(_) => {}
         }
-        self.out.flush()
+        self.tick()
+    }
+    fn tick_every(&self) -> Option<Duration> {
+        Some(super::progress::REDRAW)
+    }
+    fn tick(&mut self) -> std::io::Result<()> {
+        let now = (self.clock)();
+        let line = self.status.line(now);
+        self.live.show(&mut self.out, line.as_deref(), now)
+    }
+    /// Takes the status line away; after several experiments, their overview.
+    fn finish(&mut self) -> std::io::Result<Vec<String>> {
+        self.live.clear();
+        if self.overview.len() < 2 {
+            return Ok(Vec::new());
+        }
+        Ok(super::overview::terminal(&self.overview)
+            .lines()
+            .map(str::to_string)
+            .collect())
     }
 }
 
@@ -267,18 +372,25 @@ impl Reporter for Files {
     }
 }
 
-/// `--summary FILE`: a Markdown section per experiment, appended when its series ends.
+/// `--summary FILE`: a Markdown section per experiment, written when its series ends;
+/// after several, their overview on top of this run's part of the file (what came before
+/// it, from other runs or CI steps, is kept).
 pub struct Summary {
     path: PathBuf,
-    appended: bool,
+    /// Where this run's part of the file starts, once written.
+    start: Option<u64>,
+    sections: Vec<String>,
+    overview: Vec<super::overview::Row>,
 }
 
 impl Summary {
-    /// Appends to `path`.
+    /// Writes after what `path` already holds.
     pub fn new(path: PathBuf) -> Self {
         Summary {
             path,
-            appended: false,
+            start: None,
+            sections: Vec::new(),
+            overview: Vec::new(),
         }
     }
 }
@@ -297,13 +409,31 @@ impl Reporter for Summary {
             } else {
                 super::markdown::render(series.first())
             };
-            super::markdown::append_section(&section, &self.path).map_err(std::io::Error::other)?;
-            self.appended = true;
+            self.overview.push(super::overview::Row::of(series));
+            // A pipe or a terminal (`--summary /dev/stdout`) cannot be rewritten: each
+            // section is appended as it comes, without the overview.
+            let regular = std::fs::metadata(&self.path).map_or(true, |m| m.is_file());
+            if !regular {
+                super::markdown::append_section(&section, &self.path)
+                    .map_err(std::io::Error::other)?;
+                self.start = Some(0);
+                return Ok(());
+            }
+            self.sections.push(section);
+            let mut part = String::new();
+            if self.overview.len() > 1 {
+                part.push_str(&super::overview::markdown(&self.overview));
+                part.push('\n');
+            }
+            part.push_str(&self.sections.join("\n"));
+            let start = super::markdown::write_own_part(&part, &self.path, self.start)
+                .map_err(std::io::Error::other)?;
+            self.start = Some(start);
         }
         Ok(())
     }
     fn finish(&mut self) -> std::io::Result<Vec<String>> {
-        Ok(if self.appended {
+        Ok(if self.start.is_some() {
             vec![format!("appended the summary to {}", self.path.display())]
         } else {
             Vec::new()
@@ -441,5 +571,146 @@ mod tests {
         let ended = reporters.finish(Duration::from_millis(200));
         assert!(ended.is_empty());
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// Output kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    /// A clock that moves only when the test says, ms after its start.
+    fn test_clock() -> (Clock, Arc<std::sync::atomic::AtomicU64>) {
+        let start = Instant::now();
+        let ms = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let read = ms.clone();
+        let clock: Clock = Arc::new(move || {
+            start + Duration::from_millis(read.load(std::sync::atomic::Ordering::SeqCst))
+        });
+        (clock, ms)
+    }
+
+    /// A run announced, started at +0.5s and observing until +120.5s, fed to `view`.
+    fn observing<W: Write + Send + 'static>(view: &mut Terminal<W>) {
+        use crate::events::Progress;
+        use crate::timeline::RunPhase;
+        view.handle(&RunEvent::RunStarted {
+            experiment: "e".into(),
+            source: "e.yaml".into(),
+            run: None,
+            of: 1,
+        })
+        .unwrap();
+        view.handle(&RunEvent::Entry {
+            experiment: "e".into(),
+            run: None,
+            entry: Entry {
+                offset_ms: 0,
+                wall: chrono::Utc::now(),
+                event: Event::Run {
+                    phase: RunPhase::Started,
+                },
+            },
+        })
+        .unwrap();
+        view.handle(&RunEvent::Progress {
+            experiment: "e".into(),
+            run: None,
+            progress: Progress {
+                observe_until_ms: Some(120_000),
+                open: Vec::new(),
+            },
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn plain_output_says_what_the_run_waits_for_after_fifteen_silent_seconds() {
+        let (clock, ms) = test_clock();
+        let out = Shared::default();
+        let mut view = Terminal::with_clock(
+            out.clone(),
+            false,
+            crate::report::progress::Display::Plain,
+            indicatif::ProgressDrawTarget::hidden(),
+            clock,
+        );
+        observing(&mut view);
+        for at in [5_000, 14_000, 15_000, 16_000, 29_000, 30_000] {
+            ms.store(at, std::sync::atomic::Ordering::SeqCst);
+            view.tick().unwrap();
+        }
+        let text = out.text();
+        let waiting: Vec<&str> = text.lines().filter(|l| l.contains("waiting")).collect();
+        assert_eq!(
+            waiting,
+            [
+                "  waiting: observing 0:15 / 2:00",
+                "  waiting: observing 0:30 / 2:00"
+            ],
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}'), "{text:?}");
+        assert!(view.drawn().is_empty());
+    }
+
+    #[test]
+    fn on_a_terminal_the_status_line_is_redrawn_and_lines_print_as_before() {
+        let (clock, ms) = test_clock();
+        let out = Shared::default();
+        let mut view = Terminal::with_clock(
+            out.clone(),
+            false,
+            crate::report::progress::Display::Bar,
+            indicatif::ProgressDrawTarget::hidden(),
+            clock,
+        );
+        observing(&mut view);
+        ms.store(41_000, std::sync::atomic::Ordering::SeqCst);
+        view.tick().unwrap();
+        assert_eq!(view.drawn(), "observing 0:41 / 2:00");
+        ms.store(100_000, std::sync::atomic::Ordering::SeqCst);
+        view.tick().unwrap();
+        assert_eq!(view.drawn(), "observing 1:40 / 2:00");
+        let text = out.text();
+        assert!(
+            text.starts_with("== e (e.yaml)\n  +0.0s experiment starts"),
+            "{text}"
+        );
+        assert!(!text.contains("waiting"), "{text}");
+        assert_eq!(view.finish().unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn several_experiments_end_with_their_overview() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/records");
+        let mut view = Terminal::new(Shared::default(), false);
+        assert!(view.finish().unwrap().is_empty());
+        for name in ["node-deleted", "kubelet-stop-past-toleration"] {
+            let record = crate::record::RunRecord::load(&dir.join(format!("{name}.json")))
+                .expect("a committed record");
+            let series = crate::series::Series::single(record);
+            view.handle(&RunEvent::SeriesFinished(Arc::new(series)))
+                .unwrap();
+        }
+        let lines = view.finish().unwrap();
+        assert_eq!(lines[0], "== overview");
+        assert!(lines[1].contains("outcome") && lines[1].contains("slowest figure"));
+        assert_eq!(lines.len(), 5, "{lines:#?}");
+        assert!(lines[4].starts_with("2 experiments:"), "{lines:#?}");
     }
 }

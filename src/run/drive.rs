@@ -138,6 +138,8 @@ struct Published {
     waits: BTreeMap<usize, schedule::Wait>,
     /// Expectation → the outcome it was announced with.
     verdicts: BTreeMap<String, Outcome>,
+    /// What the run was last said to wait for.
+    progress: Option<crate::events::Progress>,
 }
 
 impl Published {
@@ -185,6 +187,7 @@ impl<'a> Run<'a> {
         // later: what comes after (undo, the restored check, teardown) is filed apart.
         self.out.observed_until = Some(self.timeline.end_observation(world.observable_until_ms()));
         self.conclude(&end, &scheduler);
+        self.announce_observed();
         self.out.end = Some(end);
         self.steps.disarm_unissued(&*world, &mut self.ledger).await;
         self.safety_net(&*world).await;
@@ -219,7 +222,7 @@ impl<'a> Run<'a> {
             self.out
                 .tick_micros
                 .push(u64::try_from(judging.elapsed().as_micros()).unwrap_or(u64::MAX));
-            self.publish(&tick);
+            self.publish(&tick, scheduler);
             if let Some(end) = tick.end {
                 return end;
             }
@@ -349,9 +352,34 @@ impl<'a> Run<'a> {
         self.out.stopped_early = Some(reason);
     }
 
+    /// Announces what the end of observation decided (`never`, `stays` until the end, an
+    /// early stop), before undo and teardown put their lines on the timeline, so a reader
+    /// sees each verdict when it is known. The final verdicts are judged again at the very
+    /// end (a signal during undo changes what was still open), and announced if changed.
+    fn announce_observed(&mut self) {
+        let plan = self.plan;
+        let stopped_early = self.out.stopped_early.as_deref();
+        let cancelled = self.cancel.is_cancelled();
+        let verdicts = self.timeline.observed_view(|index, until_ms| {
+            schedule::final_verdicts(plan.schedule(), index, until_ms, stopped_early, cancelled)
+        });
+        for v in verdicts.iter().filter(|v| v.outcome != Outcome::Pending) {
+            self.published.announce(&self.timeline, v);
+        }
+    }
+
     /// Puts on the timeline what changed since the last tick: what each waiting step now
-    /// waits for, and the expectations decided since.
-    fn publish(&mut self, tick: &schedule::Tick) {
+    /// waits for, and the expectations decided since; and tells the run's events what it
+    /// now waits for.
+    fn publish(&mut self, tick: &schedule::Tick, scheduler: &Scheduler<'_>) {
+        let progress = crate::events::Progress {
+            observe_until_ms: Some(scheduler.expected_end_ms()),
+            open: scheduler.open_expectations(&tick.verdicts),
+        };
+        if self.published.progress.as_ref() != Some(&progress) {
+            self.published.progress = Some(progress.clone());
+            self.timeline.progress(progress);
+        }
         let seen = &mut self.published;
         for (index, wait) in &tick.waiting {
             if seen.waits.get(index) == Some(wait) {

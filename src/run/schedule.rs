@@ -667,6 +667,45 @@ impl<'a> Scheduler<'a> {
         }
     }
 
+    /// Where observation is expected to end, for a live view: [`Self::observation_end_ms`]
+    /// once every step was issued; before that, no earlier than the start plus the planned
+    /// length (every wait at its longest).
+    pub(crate) fn expected_end_ms(&self) -> i64 {
+        let end = self.observation_end_ms();
+        if self.slots.iter().all(|s| s.issued_ms().is_some()) {
+            return end;
+        }
+        let planned = ms(planned_length(self.plan.exp, self.plan.timers));
+        end.max(self.start_ms.saturating_add(planned))
+    }
+
+    /// The expectations still open among `verdicts` (the experiment's, in its order), each
+    /// with the offset its largest bound passes once its `since` step was issued.
+    pub(crate) fn open_expectations(
+        &self,
+        verdicts: &[Verdict],
+    ) -> Vec<crate::events::OpenExpectation> {
+        let p = &self.plan;
+        p.exp
+            .expectations
+            .iter()
+            .zip(verdicts)
+            .filter(|(_, v)| v.outcome == Outcome::Pending)
+            .map(|(e, _)| {
+                let horizon = expectation_horizon(&e.check, p.timers);
+                let deadline_ms = self
+                    .slot_of(&e.since)
+                    .issued_ms()
+                    .filter(|_| !horizon.is_zero())
+                    .map(|t0| t0.saturating_add(ms(horizon)));
+                crate::events::OpenExpectation {
+                    name: e.name.clone(),
+                    deadline_ms,
+                }
+            })
+            .collect()
+    }
+
     /// Offset at which observation ends once every step has run: the last step's issue
     /// plus `observe.for` (or what the expectations' bounds need).
     pub(crate) fn observation_end_ms(&self) -> i64 {

@@ -219,8 +219,10 @@ impl World for Scripted {
         AfterUndo::default()
     }
 
-    async fn end(&mut self, _: &SharedTimeline) -> Vec<String> {
+    async fn end(&mut self, timeline: &SharedTimeline) -> Vec<String> {
         self.log("end".into());
+        // As the cluster's world says it deletes what setup applied.
+        timeline.note("teardown: scripted objects deleted");
         Vec::new()
     }
 }
@@ -761,4 +763,55 @@ async fn an_in_band_reboot_is_not_journaled() {
     let calls = world.calls();
     assert!(!calls.contains(&"arm a".to_string()), "{calls:#?}");
     assert!(out.errors.is_empty(), "{:?}", out.errors);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_verdict_decided_when_observation_ends_is_announced_before_the_teardown() {
+    use crate::events::{EventSink, RunEvent};
+    let h = Harness::new(STOP_START);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let events = EventSink::new(vec![tx]).for_run("scripted", None);
+    let mut world = Scripted::default();
+    h.run(&mut world, CancellationToken::new(), events).await;
+    let events: Vec<_> = rx.try_iter().collect();
+    let position = |what: &dyn Fn(&RunEvent) -> bool| {
+        events
+            .iter()
+            .position(|e| what(e))
+            .unwrap_or_else(|| panic!("not sent: {events:#?}"))
+    };
+    let verdict = position(&|e| {
+        matches!(e, RunEvent::Entry { entry, .. }
+            if matches!(&entry.event, Event::Verdict { name, .. } if name == "node stays"))
+    });
+    let teardown = position(&|e| {
+        matches!(e, RunEvent::Entry { entry, .. }
+            if matches!(&entry.event, Event::Note { message } if message.starts_with("teardown")))
+    });
+    assert!(verdict < teardown, "{events:#?}");
+    // What the run waited for went to the events too: where observation ends, and the
+    // open `never`, which only the end decides (so no deadline of its own).
+    let progress: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &**e {
+            RunEvent::Progress { progress, .. } => Some(progress),
+            _ => None,
+        })
+        .collect();
+    assert!(!progress.is_empty(), "{events:#?}");
+    assert!(
+        progress.iter().all(|p| p.observe_until_ms.is_some()),
+        "{progress:#?}"
+    );
+    assert!(
+        progress.iter().all(|p| p
+            .open
+            .iter()
+            .all(|o| o.name == "node stays" && o.deadline_ms.is_none())),
+        "{progress:#?}"
+    );
+    assert!(
+        progress.windows(2).all(|w| w[0] != w[1]),
+        "sent only when it changed: {progress:#?}"
+    );
 }

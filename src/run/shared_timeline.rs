@@ -93,6 +93,11 @@ impl SharedTimeline {
         i64::try_from(self.zero.elapsed().as_millis()).unwrap_or(i64::MAX)
     }
 
+    /// Sends what the run waits for to the run's events (not onto the timeline).
+    pub(crate) fn progress(&self, progress: crate::events::Progress) {
+        self.events.progress(progress);
+    }
+
     /// Records an event that happens now; returns its offset.
     pub(crate) fn record(&self, event: Event) -> i64 {
         let offset_ms = self.offset_ms();

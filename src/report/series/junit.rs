@@ -7,7 +7,7 @@
 use junit_report::{Duration as JDuration, OffsetDateTime, Report, TestCase, TestSuite};
 
 use crate::judge::Outcome;
-use crate::report::junit::{with_properties, xml};
+use crate::report::junit::{wall_secs, with_properties, with_suite_time, xml};
 use crate::sanitize::cdata;
 use crate::series::{ExpectationSpread, Reliability, Series};
 
@@ -65,7 +65,14 @@ pub fn render(series: &Series) -> String {
         ("score.max".to_string(), text(spread.score.max)),
         ("score.runs".to_string(), scores_text(&spread.scores)),
     ];
-    with_properties(xml(&report, series.name()), &[(0, properties)])
+    // The suite lasted from the first run's start to the last run's end.
+    let last = series.runs().last().map_or(series.first(), |r| &**r);
+    let timed = with_suite_time(
+        xml(&report, series.name()),
+        0,
+        wall_secs(series.first().started_at, last.finished_at),
+    );
+    with_properties(timed, &[(0, properties)])
 }
 
 /// The part of an error before its first `:` (`step `stop``), or `setup`.
