@@ -248,6 +248,11 @@ pub struct CompareArgs {
     /// whichever is larger; score 0.
     #[arg(long, value_name = "[KEY=]VALUE", value_parser = parse_tolerance)]
     pub tolerance: Vec<crate::compare::ToleranceSpec>,
+    /// The smallest move of a time's median that counts as a change at all: `2s` (a move
+    /// under it is noise) or `25%` (of the baseline's median). Give each part at most once;
+    /// the other keeps its default, `0s`/`0%` switches a part off. Default: 1s and 20%.
+    #[arg(long, value_name = "VALUE", value_parser = crate::compare::parse_floor)]
+    pub noise_floor: Vec<crate::compare::NoiseFloorPart>,
     /// Also write compare.md, compare.html and compare.junit.xml into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
