@@ -132,11 +132,41 @@ fn a_comparison_lists_every_regression_one_per_line_and_ends_with_the_verdict() 
     assert_eq!(
         list.iter().skip(1).map(|l| cells(l)).collect::<Vec<_>>(),
         [
-            vec!["experiment", "figure", "baseline (median)", "now (median)", "change"],
-            vec!["kubelet-stop-past-toleration", "node NotReady", "+19.2s", "+29.2s", "+10.0s (+52.1%) SLOWER"],
-            vec!["kubelet-stop-past-toleration", "unreachable taint", "+19.2s", "+29.2s", "+10.0s (+52.0%) SLOWER"],
-            vec!["kubelet-stop-past-toleration", "transition: node goes Unknown within the grace period", "+19.2s", "+29.2s", "+10.0s (+52.1%) SLOWER"],
-            vec!["kubelet-stop-past-toleration", "transition: node gets the unreachable NoExecute taint", "+21.3s", "+31.3s", "+10.0s (+46.9%) SLOWER"],
+            vec![
+                "experiment",
+                "figure",
+                "baseline (median)",
+                "now (median)",
+                "change"
+            ],
+            vec![
+                "kubelet-stop-past-toleration",
+                "node NotReady",
+                "+19.2s",
+                "+29.2s",
+                "+10.0s (+52.1%) SLOWER"
+            ],
+            vec![
+                "kubelet-stop-past-toleration",
+                "unreachable taint",
+                "+19.2s",
+                "+29.2s",
+                "+10.0s (+52.0%) SLOWER"
+            ],
+            vec![
+                "kubelet-stop-past-toleration",
+                "transition: node goes Unknown within the grace period",
+                "+19.2s",
+                "+29.2s",
+                "+10.0s (+52.1%) SLOWER"
+            ],
+            vec![
+                "kubelet-stop-past-toleration",
+                "transition: node gets the unreachable NoExecute taint",
+                "+21.3s",
+                "+31.3s",
+                "+10.0s (+46.9%) SLOWER"
+            ],
             vec!["REGRESSED: 4 regression(s) beyond the tolerance and the noise floor"],
         ],
         "{text}"

@@ -171,6 +171,6 @@ mod tests {
             warnings[0].contains("does not create deployment/missing in faultline-lab"),
             "{warnings:#?}"
         );
-        assert!(warnings[0].contains("exp.yaml:25:"), "{warnings:#?}");
+        assert!(warnings[0].contains("exp.yaml:24:"), "{warnings:#?}");
     }
 }
