@@ -369,7 +369,7 @@ fn namespace_flag_moves_the_experiments_namespace_and_refuses_what_it_cannot_mov
     assert_eq!(output.status.code(), Some(2));
     assert!(
         text(&output.stderr)
-            .contains("puts Namespace/faultline-lab in namespace `faultline-lab` itself"),
+            .contains("creates Namespace `faultline-lab` itself: with -n the run would create"),
         "{}",
         text(&output.stderr)
     );

@@ -6,7 +6,7 @@
 mod records_support;
 
 use faultline::compare::{
-    Change, Comparison, FigureKind, Movement, Presence, Tolerance, compare, parse_spec,
+    Change, Comparison, FigureKind, Movement, NoiseFloor, Presence, Tolerance, compare, parse_spec,
 };
 use faultline::judge::Outcome;
 use faultline::series::{Reliability, Series, load_all};
@@ -16,9 +16,13 @@ const WITHIN: &str = "kubelet-stop-within-toleration";
 const PAST: &str = "kubelet-stop-past-toleration";
 const UNKNOWN: &str = "node goes Unknown within the grace period";
 
+/// The tolerances given, with no noise floor: these tests are about the tolerance alone
+/// (the floor has its own tests below).
 fn tolerance(values: &[&str]) -> Tolerance {
     let specs: Vec<_> = values.iter().map(|v| parse_spec(v).unwrap()).collect();
-    Tolerance::from_specs(&specs).unwrap()
+    Tolerance::from_specs(&specs)
+        .unwrap()
+        .with_noise_floor(NoiseFloor::NONE)
 }
 
 fn cmp(baseline: Vec<Series>, now: Vec<Series>, tol: &[&str]) -> Comparison {
@@ -210,6 +214,50 @@ fn the_relative_tolerance_is_of_the_baselines_median() {
     // Default: 10 % or 1 s, whichever is larger.
     assert_eq!(at(22_000, &[]), Movement::Within);
     assert_eq!(at(22_001, &[]), Movement::Worse);
+}
+
+#[test]
+fn a_move_under_the_noise_floor_is_neither_slower_nor_faster() {
+    let r = fixture(WITHIN);
+    let at = |base_ms: i64, now_ms: i64, floor: NoiseFloor| {
+        let c = compare(
+            &[Series::single(with_node_not_ready(r.clone(), base_ms))],
+            &[Series::single(with_node_not_ready(r.clone(), now_ms))],
+            &tolerance(&["0%"]).with_noise_floor(floor),
+            ("baseline", "now"),
+        );
+        let f = figure(&c, WITHIN, "node_not_ready").clone();
+        (f, c.exit_code())
+    };
+    // Sub-second: +0.9 s is +300 %, and still the observer's own latency.
+    let (f, code) = at(300, 1_200, NoiseFloor::DEFAULT);
+    assert_eq!(f.movement, Movement::Noise);
+    assert_eq!(f.delta_pct_text(), "+300.0%");
+    assert_eq!(f.movement_text(), "noise");
+    assert!(
+        f.explain().contains("less than the noise floor"),
+        "{}",
+        f.explain()
+    );
+    assert_eq!(code, 0);
+    // +3 s on 20 s is 15 %: under the relative floor.
+    assert_eq!(
+        at(20_000, 23_000, NoiseFloor::DEFAULT).0.movement,
+        Movement::Noise
+    );
+    assert_eq!(
+        at(20_000, 17_000, NoiseFloor::DEFAULT).0.movement,
+        Movement::Noise
+    );
+    // Over both floors: slower, a regression.
+    let (f, code) = at(20_000, 25_000, NoiseFloor::DEFAULT);
+    assert_eq!((f.movement, code), (Movement::Worse, 1));
+    // Without a floor the same small moves count.
+    assert_eq!(at(300, 1_200, NoiseFloor::NONE).0.movement, Movement::Worse);
+    assert_eq!(
+        at(20_000, 17_000, NoiseFloor::NONE).0.movement,
+        Movement::Better
+    );
 }
 
 #[test]

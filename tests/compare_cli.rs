@@ -65,7 +65,7 @@ fn a_node_noticed_ten_seconds_later_exits_1_under_a_tight_tolerance() {
     let text = stdout(&out);
     assert!(
         text.contains(
-            "  changed:  Kubernetes v1.32.9 → v1.33.13; node-monitor grace period 10s → 20s"
+            "  changed:     Kubernetes v1.32.9 → v1.33.13; node-monitor grace period 10s → 20s"
         ),
         "{text}"
     );
@@ -222,6 +222,163 @@ fn bad_tolerances_and_paths_are_clear_errors() {
     );
 }
 
+/// The upgrade comparison read at a glance: a list of regressions (one per line: figure,
+/// baseline, now, change) in every format, labelled min / median / max columns, and the
+/// tolerance and noise floor stated.
+#[test]
+fn the_regressions_are_a_list_one_per_line_in_every_format() {
+    let old = "fixtures/records/upgrade/v1.31.4";
+    let new = "fixtures/records/upgrade/v1.33.13";
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let out = faultline(&["compare", old, new]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 160,
+            "a line of {} chars: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(
+        text.contains("  noise floor: a move of the median under 1s or under 20% of the baseline's median is noise, never a regression\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("baseline min / median / max  now min / median / max"),
+        "{text}"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| *l == "== regressions, one per line")
+        .expect("a regression list");
+    assert_eq!(
+        lines[start + 1]
+            .split("  ")
+            .filter(|c| !c.is_empty())
+            .map(str::trim)
+            .collect::<Vec<_>>(),
+        [
+            "experiment",
+            "figure",
+            "baseline (median)",
+            "now (median)",
+            "change"
+        ]
+    );
+    let rows = &lines[start + 2..lines.len() - 1];
+    let last = lines.last().unwrap();
+    assert_eq!(
+        *last,
+        format!(
+            "REGRESSED: {} regression(s) beyond the tolerance and the noise floor",
+            rows.len()
+        )
+    );
+    // Node NotReady moved with the grace period (40 s → 50 s): two experiments, each its
+    // recovery figure and its transition; the node-Ready-again moves (+18 %) are noise.
+    assert_eq!(rows.len(), 9, "{text}");
+    let row = rows
+        .iter()
+        .find(|r| r.contains(" node NotReady ") && r.starts_with("  kubelet-stop-within"))
+        .expect("node NotReady listed");
+    let cells: Vec<&str> = row
+        .split("  ")
+        .filter(|c| !c.is_empty())
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            "kubelet-stop-within-toleration",
+            "node NotReady",
+            "+38.2s",
+            "+49.4s",
+            "+11.2s (+29.4%) SLOWER"
+        ]
+    );
+    assert!(
+        !rows.iter().any(|r| r.contains("node Ready again")),
+        "under the noise floor: {text}"
+    );
+    let out = faultline(&["compare", old, new, "--out", out_dir]);
+    assert_eq!(out.status.code(), Some(1));
+    let md = std::fs::read_to_string(dir.path().join("compare.md")).unwrap();
+    assert!(
+        md.contains("| Experiment | Figure | Baseline (median) | Now (median) | Change |\n| --- | --- | --- | --- | --- |\n| kubelet-stop-within-toleration | node NotReady | +38.2s | +49.4s | +11.2s (+29.4%) SLOWER |\n"),
+        "{md}"
+    );
+    assert!(md.contains("| Figure | Baseline min / median / max | Now min / median / max | Median moved | % | Verdict |"), "{md}");
+    assert!(
+        md.contains("Noise floor: a move of the median under 1s"),
+        "{md}"
+    );
+    assert!(md.lines().all(|l| l.chars().count() < 300), "{md}");
+    let html = std::fs::read_to_string(dir.path().join("compare.html")).unwrap();
+    let banner = html
+        .split("<table class=\"regressions\">")
+        .nth(1)
+        .expect("a regression table");
+    let banner = banner.split("</table>").next().unwrap();
+    assert_eq!(
+        banner.matches("<tr class=\"Failed\">").count(),
+        9,
+        "{banner}"
+    );
+    assert!(html.contains("<th>baseline min / median / max</th>"));
+}
+
+/// A move under the noise floor is noise, not a regression; the floor is a flag, shown in
+/// the output, and a floor given twice is an error.
+#[test]
+fn the_noise_floor_is_a_flag_and_a_small_move_is_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    // The committed runs as if the baseline's nodes were noticed 3 s earlier: now is 3 s
+    // (about 15 %) later, beyond the default tolerance (10 % or 1 s) but under the floor.
+    for s in committed() {
+        let r = upgraded(s.first().clone(), "v1.32.9", -3_000);
+        r.save(&dir.path().join(format!("{}.json", s.name())))
+            .unwrap();
+    }
+    let base = dir.path().to_str().unwrap();
+    let out = faultline(&["compare", base, "fixtures/records"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("node NotReady") && l.ends_with("noise")),
+        "{text}"
+    );
+    let out = faultline(&["compare", base, "fixtures/records", "--noise-floor", "0%"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "  noise floor: a move of the median under 1s is noise, never a regression\n"
+        ),
+        "{text}"
+    );
+    let out = faultline(&[
+        "compare",
+        base,
+        "fixtures/records",
+        "--noise-floor",
+        "1s",
+        "--noise-floor",
+        "2s",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim(),
+        "--noise-floor gives the absolute floor twice"
+    );
+    let out = faultline(&["compare", base, "fixtures/records", "--noise-floor", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`3` has no unit"), "{}", stderr(&out));
+}
+
 #[test]
 fn report_and_rehearse_take_a_series_file() {
     let r = fixture("kubelet-stop-within-toleration");
@@ -332,7 +489,12 @@ fn the_upgrade_from_v1_31_to_v1_33_moves_node_unknown_by_about_ten_seconds() {
         text.contains("node-monitor grace period 40s → 50s"),
         "{text}"
     );
-    assert!(text.contains("node NotReady SLOWER (+"), "{text}");
+    assert!(
+        text.lines().any(|l| l.contains("  node NotReady  ")
+            && l.starts_with("  kubelet-stop-within-toleration")
+            && l.ends_with("SLOWER")),
+        "{text}"
+    );
     for dir in [old, new] {
         let out = faultline(&["compare", dir, dir, "--tolerance", "0%"]);
         assert_eq!(out.status.code(), Some(0), "{dir} against itself");

@@ -385,12 +385,27 @@ fn a_comparison_reads_as_tables_with_regressions_in_bold() {
         ],
         "{text}"
     );
-    assert_eq!(doc.tables.len(), 3, "sides, expectations, figures: {text}");
-    let sides = &doc.tables[0];
+    assert_eq!(
+        doc.tables.len(),
+        4,
+        "regressions, sides, expectations, figures: {text}"
+    );
+    let regressions = &doc.tables[0];
+    assert_eq!(
+        row(regressions, "kubelet-stop-within-toleration"),
+        [
+            "kubelet-stop-within-toleration",
+            "node NotReady",
+            "+19.8s",
+            "+29.8s",
+            "+10.0s (+50.6%) SLOWER"
+        ]
+    );
+    let sides = &doc.tables[1];
     assert_eq!(row(sides, "baseline")[3], "v1.33.13");
     assert_eq!(row(sides, "now")[3], "v1.34.1");
     assert_eq!(row(sides, "now")[5], "30s", "the grace period column");
-    let figures = &doc.tables[2];
+    let figures = &doc.tables[3];
     assert_eq!(
         row(figures, "node NotReady"),
         [

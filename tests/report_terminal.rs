@@ -88,7 +88,7 @@ fn summary_lists_outcomes_figures_targets_and_verdict() {
 mod records_support;
 
 #[test]
-fn a_comparison_ends_with_every_regression_on_one_line() {
+fn a_comparison_lists_every_regression_one_per_line_and_ends_with_the_verdict() {
     use faultline::compare::{Tolerance, compare};
     use faultline::series::Series;
     use records_support::*;
@@ -103,7 +103,7 @@ fn a_comparison_ends_with_every_regression_on_one_line() {
     let text = faultline::report::compare::terminal::render(&c);
     assert!(
         text.contains(
-            "  changed:  Kubernetes v1.33.13 → v1.34.1; node-monitor grace period 20s → 30s\n"
+            "  changed:     Kubernetes v1.33.13 → v1.34.1; node-monitor grace period 20s → 30s\n"
         ),
         "{text}"
     );
@@ -118,15 +118,57 @@ fn a_comparison_ends_with_every_regression_on_one_line() {
             && row.ends_with("SLOWER"),
         "{row}"
     );
+    let list: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "== regressions, one per line")
+        .collect();
+    let cells = |l: &str| -> Vec<String> {
+        l.split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect()
+    };
     assert_eq!(
-        text.lines().last(),
-        Some(
-            "REGRESSED: 4 regression(s) beyond the tolerance: \
-kubelet-stop-past-toleration: node NotReady SLOWER (+10.0s, +52.1%); \
-kubelet-stop-past-toleration: unreachable taint SLOWER (+10.0s, +52.0%); \
-kubelet-stop-past-toleration: node goes Unknown within the grace period SLOWER (+10.0s, +52.1%); \
-kubelet-stop-past-toleration: node gets the unreachable NoExecute taint SLOWER (+10.0s, +46.9%)"
-        ),
+        list.iter().skip(1).map(|l| cells(l)).collect::<Vec<_>>(),
+        [
+            vec![
+                "experiment",
+                "figure",
+                "baseline (median)",
+                "now (median)",
+                "change"
+            ],
+            vec![
+                "kubelet-stop-past-toleration",
+                "node NotReady",
+                "+19.2s",
+                "+29.2s",
+                "+10.0s (+52.1%) SLOWER"
+            ],
+            vec![
+                "kubelet-stop-past-toleration",
+                "unreachable taint",
+                "+19.2s",
+                "+29.2s",
+                "+10.0s (+52.0%) SLOWER"
+            ],
+            vec![
+                "kubelet-stop-past-toleration",
+                "transition: node goes Unknown within the grace period",
+                "+19.2s",
+                "+29.2s",
+                "+10.0s (+52.1%) SLOWER"
+            ],
+            vec![
+                "kubelet-stop-past-toleration",
+                "transition: node gets the unreachable NoExecute taint",
+                "+21.3s",
+                "+31.3s",
+                "+10.0s (+46.9%) SLOWER"
+            ],
+            vec!["REGRESSED: 4 regression(s) beyond the tolerance and the noise floor"],
+        ],
         "{text}"
     );
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{CompareArgs, EXIT_ERROR};
-use crate::compare::{Comparison, Tolerance, ToleranceSpec, compare as compare_sets};
+use crate::compare::{Comparison, NoiseFloor, Tolerance, ToleranceSpec, compare as compare_sets};
 use crate::report;
 use crate::series::{Series, load_all};
 
@@ -14,6 +14,13 @@ use crate::series::{Series, load_all};
 pub(super) fn compare(args: &CompareArgs) -> i32 {
     let Some(tolerance) = tolerance(&args.tolerance) else {
         return EXIT_ERROR;
+    };
+    let tolerance = match NoiseFloor::from_parts(&args.noise_floor) {
+        Ok(floor) => tolerance.with_noise_floor(floor),
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_ERROR;
+        }
     };
     let (Some(baseline), Some(now)) = (load(&args.baseline), load(&args.now)) else {
         return EXIT_ERROR;

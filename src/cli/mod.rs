@@ -46,6 +46,9 @@ pub enum Command {
         /// Experiment files or directories of them.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
+        /// Check also that each experiment can run in this namespace (`run -n`).
+        #[command(flatten)]
+        namespace: NamespaceArg,
     },
     /// Print everything a run would do, touching nothing: what setup applies, the resolved
     /// targets, each step's time and exact command, the expectations, what teardown
@@ -117,6 +120,10 @@ pub enum Command {
         /// Of a series, rehearse only this run (1 is the first).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         run: Option<u32>,
+        /// The namespace the recorded run used in place of the experiment's own (a record
+        /// of `run -n NAME`).
+        #[command(flatten)]
+        namespace: NamespaceArg,
     },
     /// Compare two sets of runs (e.g. before and after an upgrade): verdicts, recovery
     /// figures, observed transition times and scores, with spreads where runs were repeated.
@@ -248,6 +255,11 @@ pub struct CompareArgs {
     /// whichever is larger; score 0.
     #[arg(long, value_name = "[KEY=]VALUE", value_parser = parse_tolerance)]
     pub tolerance: Vec<crate::compare::ToleranceSpec>,
+    /// The smallest move of a time's median that counts as a change at all: `2s` (a move
+    /// under it is noise) or `25%` (of the baseline's median). Give each part at most once;
+    /// the other keeps its default, `0s`/`0%` switches a part off. Default: 1s and 20%.
+    #[arg(long, value_name = "VALUE", value_parser = crate::compare::parse_floor)]
+    pub noise_floor: Vec<crate::compare::NoiseFloorPart>,
     /// Also write compare.md, compare.html and compare.junit.xml into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -391,7 +403,7 @@ pub async fn main(cli: Cli) -> i32 {
     }
     match cli.command {
         Command::Run(args) => run::run(*args).await,
-        Command::Validate { paths } => validate::validate(&paths),
+        Command::Validate { paths, namespace } => validate::validate(&paths, &namespace),
         Command::Plan {
             paths,
             inventory,
@@ -428,18 +440,14 @@ pub async fn main(cli: Cli) -> i32 {
             experiment,
             record,
             run,
-        } => rehearse::run(&experiment, &record, run),
+            namespace,
+        } => rehearse::run(&experiment, &record, run, &namespace),
         Command::Compare(args) => compare::compare(&args),
     }
 }
 
-/// Loads and validates experiment files, printing every diagnostic; `None` if any failed.
-fn load_experiments(paths: &[PathBuf]) -> Option<Vec<crate::experiment::model::Experiment>> {
-    load_experiments_in(paths, &NamespaceArg::default())
-}
-
-/// [`load_experiments`], and with `-n` each experiment moved to that namespace (or
-/// refused, said why).
+/// Loads and validates experiment files, printing every diagnostic, and with `-n` moves
+/// each experiment to that namespace (or refuses it, said why); `None` if any failed.
 fn load_experiments_in(
     paths: &[PathBuf],
     namespace: &NamespaceArg,

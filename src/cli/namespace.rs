@@ -4,8 +4,9 @@
 //! The experiment's namespace is used wherever the experiment used it: as the default of
 //! references written without one, and in references that name it. References to other
 //! namespaces (kube-system, say) stay. Setup manifests are applied as written, so one
-//! that puts its objects in the experiment's namespace itself is refused: the run would
-//! create them where `-n` says nothing is looked at.
+//! that creates the experiment's Namespace, or puts its objects in that namespace itself,
+//! is refused: the run would create them where `-n` says nothing is looked at. `run`,
+//! `plan`, `doctor`, `validate` and `rehearse` take `-n`; a refusal is exit 2 in each.
 
 use std::path::PathBuf;
 
@@ -22,6 +23,24 @@ pub(crate) enum NamespaceError {
          starting and ending with a letter or digit)"
     )]
     InvalidName(String),
+    /// A setup manifest creates the experiment's namespace: moved, the run would create
+    /// that namespace and look for its workloads in another.
+    #[error(
+        "{experiment}: -n {asked}: setup manifest {file} creates Namespace `{own}` itself: \
+         with -n the run would create `{own}` and look for the workloads in `{asked}`; \
+         take the Namespace out of setup and create `{asked}` before the run, or run \
+         without -n"
+    )]
+    SetupCreatesNamespace {
+        /// The experiment.
+        experiment: String,
+        /// The namespace asked for.
+        asked: String,
+        /// The experiment's own namespace.
+        own: String,
+        /// The manifest file.
+        file: PathBuf,
+    },
     /// A setup manifest names the experiment's namespace itself.
     #[error(
         "{experiment}: -n {asked}: setup manifest {file} puts {object} in namespace `{own}` \
@@ -122,9 +141,15 @@ fn check_setup_manifests(exp: &Experiment, asked: &str) -> Result<(), NamespaceE
         for obj in objects {
             let kind = obj.types.as_ref().map(|t| t.kind.as_str()).unwrap_or("");
             let name = obj.metadata.name.as_deref().unwrap_or("");
-            let in_own = obj.metadata.namespace.as_deref() == Some(own.as_str())
-                || (kind == "Namespace" && name == own);
-            if in_own {
+            if kind == "Namespace" && name == own {
+                return Err(NamespaceError::SetupCreatesNamespace {
+                    experiment: exp.name.clone(),
+                    asked: asked.to_string(),
+                    own: own.clone(),
+                    file: file.clone(),
+                });
+            }
+            if obj.metadata.namespace.as_deref() == Some(own.as_str()) {
                 return Err(NamespaceError::ManifestNamesNamespace {
                     experiment: exp.name.clone(),
                     asked: asked.to_string(),
@@ -195,7 +220,8 @@ mod tests {
         let err = moved_to(exp, "other").unwrap_err().to_string();
         assert!(
             err.contains(
-                "00-namespace.yaml puts Namespace/faultline-lab in namespace `faultline-lab`"
+                "00-namespace.yaml creates Namespace `faultline-lab` itself: with -n the run \
+                 would create `faultline-lab` and look for the workloads in `other`"
             ),
             "{err}"
         );

@@ -13,10 +13,17 @@ use crate::sanitize::clean;
 use crate::series::Series;
 use crate::timeline::format_offset_ms;
 
-/// Rehearses the experiment at `experiment` against the run record at `record`; against
-/// each run of a series in turn (or only run `only`), the exit code the worst of them.
-pub(super) fn run(experiment: &Path, record: &Path, only: Option<u32>) -> i32 {
-    let Some(mut experiments) = super::load_experiments(&[experiment.to_path_buf()]) else {
+/// Rehearses the experiment at `experiment` (moved to `namespace` when given, as the
+/// recorded `run -n` was) against the run record at `record`; against each run of a series
+/// in turn (or only run `only`), the exit code the worst of them.
+pub(super) fn run(
+    experiment: &Path,
+    record: &Path,
+    only: Option<u32>,
+    namespace: &super::NamespaceArg,
+) -> i32 {
+    let Some(mut experiments) = super::load_experiments_in(&[experiment.to_path_buf()], namespace)
+    else {
         return EXIT_ERROR;
     };
     if experiments.len() != 1 {

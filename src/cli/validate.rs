@@ -3,17 +3,20 @@
 
 use std::path::PathBuf;
 
-use super::{EXIT_FAILED, EXIT_OK};
+use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, NamespaceArg};
 
 /// Validates every file, printing every problem as `file:line:column: message`, and the
-/// warnings of the files (which do not make a file invalid).
-pub(super) fn validate(paths: &[PathBuf]) -> i32 {
+/// warnings of the files (which do not make a file invalid). With `-n`, also checks that
+/// each valid experiment can be moved to that namespace: one that cannot is said why and
+/// makes the exit code 2, as `run -n` would refuse it before anything runs.
+pub(super) fn validate(paths: &[PathBuf], namespace: &NamespaceArg) -> i32 {
     let results = crate::experiment::load_all_checked(paths);
     if results.is_empty() {
         eprintln!("no experiment files found in {}", super::show_paths(paths));
         return EXIT_FAILED;
     }
     let mut bad = 0;
+    let mut refused_namespace = 0;
     for (path, checked) in &results {
         for w in checked.warnings.iter() {
             println!("{}", w.as_warning());
@@ -22,13 +25,28 @@ pub(super) fn validate(paths: &[PathBuf]) -> i32 {
             // The blast radius as far as the file alone decides it: targets that name
             // their nodes, step times without cluster timers.
             Ok(exp) => match crate::run::safety::check_offline(exp, None) {
-                Ok(()) => println!(
-                    "{}: ok ({}: {} step(s), {} expectation(s))",
-                    path.display(),
-                    exp.name,
-                    exp.steps.len(),
-                    exp.expectations.len()
-                ),
+                Ok(()) => match namespace.namespace.as_deref() {
+                    None => println!(
+                        "{}: ok ({}: {} step(s), {} expectation(s))",
+                        path.display(),
+                        exp.name,
+                        exp.steps.len(),
+                        exp.expectations.len()
+                    ),
+                    Some(ns) => match super::namespace::moved_to(exp.clone(), ns) {
+                        Ok(_) => println!(
+                            "{}: ok ({}: {} step(s), {} expectation(s), in namespace {ns})",
+                            path.display(),
+                            exp.name,
+                            exp.steps.len(),
+                            exp.expectations.len()
+                        ),
+                        Err(e) => {
+                            refused_namespace += 1;
+                            println!("{}: refused: {e}", path.display());
+                        }
+                    },
+                },
                 Err(e) => {
                     bad += 1;
                     println!("{}: refused: {e}", path.display());
@@ -46,5 +64,15 @@ pub(super) fn validate(paths: &[PathBuf]) -> i32 {
         results.len() - bad,
         bad
     );
-    if bad == 0 { EXIT_OK } else { EXIT_FAILED }
+    if refused_namespace > 0 {
+        println!(
+            "{refused_namespace} file(s) cannot run with -n {}",
+            namespace.namespace.as_deref().unwrap_or_default()
+        );
+        EXIT_ERROR
+    } else if bad == 0 {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
 }

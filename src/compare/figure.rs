@@ -1,6 +1,8 @@
 //! One figure on both sides of a comparison: the baseline's spread, now's, the delta, and
-//! where now lies against the baseline's spread widened by the allowance.
+//! where now lies against the baseline's spread widened by the allowance, and whether the
+//! move clears the noise floor.
 
+use crate::compare::noise::NoiseFloor;
 use crate::series::Spread;
 
 /// Where now's median lies against the baseline's spread widened by the allowance.
@@ -12,6 +14,9 @@ pub enum Movement {
     Worse,
     /// Beyond the band the good way (a time earlier, a score higher).
     Better,
+    /// Beyond the band, but the median moved by less than the noise floor: neither a
+    /// regression nor an improvement.
+    Noise,
     /// Observed in the baseline, in no run now: a regression.
     Lost,
     /// Observed now, in no baseline run.
@@ -59,6 +64,8 @@ pub struct FigureDiff {
     pub allowance: Option<f64>,
     /// Where now lies against the band.
     pub movement: Movement,
+    /// The noise floor the move was held against (`None`: the score, which has none).
+    pub noise_floor: Option<NoiseFloor>,
 }
 
 impl FigureDiff {
@@ -69,6 +76,7 @@ impl FigureDiff {
         baseline: Spread,
         now: Spread,
         allowance: impl Fn(f64) -> f64,
+        noise_floor: Option<NoiseFloor>,
     ) -> FigureDiff {
         let higher_is_worse = kind != FigureKind::Score;
         let (delta, delta_pct, allow, movement) =
@@ -92,6 +100,12 @@ impl FigureDiff {
                     };
                     let delta = n - mid;
                     let pct = (mid != 0.0).then(|| 100.0 * delta / mid.abs());
+                    let noise = noise_floor.is_some_and(|f| f.is_noise(delta, pct));
+                    let movement = if movement != Movement::Within && noise {
+                        Movement::Noise
+                    } else {
+                        movement
+                    };
                     (Some(delta), pct, Some(allow), movement)
                 }
                 (Some(_), _, _, None) => (None, None, None, Movement::Lost),
@@ -108,6 +122,7 @@ impl FigureDiff {
             delta_pct,
             allowance: allow,
             movement,
+            noise_floor,
         }
     }
 
@@ -135,7 +150,8 @@ impl FigureDiff {
     }
 
     /// The movement in words: `within spread`, `SLOWER`, `faster`, `LOWER`, `higher`,
-    /// `NO LONGER OBSERVED`, `newly observed`, `not observed`. Regressions in capitals.
+    /// `noise`, `NO LONGER OBSERVED`, `newly observed`, `not observed`. Regressions in
+    /// capitals.
     pub fn movement_text(&self) -> &'static str {
         let score = self.kind == FigureKind::Score;
         match self.movement {
@@ -144,6 +160,7 @@ impl FigureDiff {
             Movement::Worse => "SLOWER",
             Movement::Better if score => "higher",
             Movement::Better => "faster",
+            Movement::Noise => "noise",
             Movement::Lost => "NO LONGER OBSERVED",
             Movement::Appeared => "newly observed",
             Movement::Neither => "not observed",
@@ -176,12 +193,19 @@ impl FigureDiff {
                     _ if now_above(self) => "above",
                     _ => "below",
                 };
-                format!(
+                let mut text = format!(
                     "baseline {b}, now {n} ({} {}): now's median is {where_} the baseline's spread widened by {} {band}",
                     self.delta_text(),
                     self.delta_pct_text(),
                     unit(allow),
-                )
+                );
+                if let (Movement::Noise, Some(floor)) = (m, self.noise_floor) {
+                    text.push_str(&format!(
+                        ", but moved by less than the noise floor ({}): noise, not a change",
+                        floor.text()
+                    ));
+                }
+                text
             }
             (_, None) => format!("baseline {b}, now {n}"),
         }

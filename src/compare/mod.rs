@@ -13,6 +13,8 @@
 //!   one run is a spread of one). Now's median is compared with the baseline's
 //!   `[min − allowance, max + allowance]`: above it is slower (a regression), below it is
 //!   faster (reported, not a regression), inside it is within the baseline's own spread.
+//!   Beyond the band but moved (median to median) by less than the noise floor
+//!   ([`NoiseFloor`]: 1 s or 20 % by default) is noise: neither slower nor faster.
 //!   Observed in the baseline and in no run now is a regression (a stage that stopped
 //!   happening is infinitely late); observed only now is reported.
 //! - **Score**: now's median below the baseline's min minus the score tolerance is a
@@ -21,12 +23,14 @@
 //! Experiments on one side only are listed, not compared, and are not errors.
 
 mod figure;
+pub mod noise;
 mod sides;
 pub mod tolerance;
 
 use crate::series::{ExpectationSpread, Series, SeriesSpread, Spread};
 
 pub use figure::{FigureDiff, FigureKind, Movement};
+pub use noise::{NoiseFloor, NoiseFloorPart, parse_floor};
 pub use sides::{ClusterSummary, Side, TIMER_LABELS, timer_rows};
 pub use tolerance::{Allowance, Tolerance, ToleranceError, ToleranceSpec, parse_spec};
 
@@ -251,6 +255,7 @@ fn one_side(s: &Series, presence: Presence) -> ExperimentDiff {
             b,
             n,
             |_| 0.0,
+            None,
         ),
     }
 }
@@ -272,6 +277,7 @@ fn experiment(baseline: &Series, now: &Series, tol: &Tolerance) -> ExperimentDif
                 fb.spread,
                 fnow.spread,
                 |median| allowance.ms(median),
+                Some(tol.noise_floor),
             )
         })
         .collect();
@@ -289,6 +295,7 @@ fn experiment(baseline: &Series, now: &Series, tol: &Tolerance) -> ExperimentDif
                     eb.measured,
                     en.measured,
                     |median| allowance.ms(median),
+                    Some(tol.noise_floor),
                 )
             })
         })
@@ -308,6 +315,7 @@ fn experiment(baseline: &Series, now: &Series, tol: &Tolerance) -> ExperimentDif
             b.score,
             n.score,
             |_| points,
+            None,
         ),
     }
 }

@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use crate::compare::noise::NoiseFloor;
 use crate::judge::Figures;
 
 /// The key of the score's tolerance.
@@ -100,6 +101,12 @@ pub enum ToleranceError {
         /// `node_not_ready`, or `everything` for the overall one.
         whom: String,
     },
+    /// One part of the noise floor given twice.
+    #[error("--noise-floor gives the {part} floor twice")]
+    FloorTwice {
+        /// `absolute` or `relative`.
+        part: &'static str,
+    },
     /// A key that names neither a figure nor an expectation of either side.
     #[error(
         "--tolerance `{key}=…`: no recovery figure or expectation of that name; figures are {figures}, `score`, or an expectation's name"
@@ -180,6 +187,8 @@ pub struct Tolerance {
     pub per_key: BTreeMap<String, Allowance>,
     /// Score points the score may drop by.
     pub score_points: f64,
+    /// The smallest move of a time's median that counts at all (`--noise-floor`).
+    pub noise_floor: NoiseFloor,
 }
 
 impl Default for Tolerance {
@@ -188,6 +197,7 @@ impl Default for Tolerance {
             overall: Allowance::DEFAULT,
             per_key: BTreeMap::new(),
             score_points: 0.0,
+            noise_floor: NoiseFloor::DEFAULT,
         }
     }
 }
@@ -247,7 +257,16 @@ impl Tolerance {
                 .map(|(k, v)| (k, allowance(v)))
                 .collect(),
             score_points: score.unwrap_or(0.0),
+            noise_floor: NoiseFloor::DEFAULT,
         })
+    }
+
+    /// The same tolerances with another noise floor.
+    pub fn with_noise_floor(self, noise_floor: NoiseFloor) -> Tolerance {
+        Tolerance {
+            noise_floor,
+            ..self
+        }
     }
 
     /// The allowance for a figure key or expectation name.

@@ -127,3 +127,50 @@ fn created_by(manifests: &[std::path::PathBuf]) -> Option<BTreeSet<Key>> {
     }
     Some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    /// Setup creates deployment/web only. Workloads named where no expectation is about
+    /// them (a `when:` condition, a `delete-pods` step, an exec probe's pod, an `abort`
+    /// condition) get no warning; the one expectation about a workload setup never creates
+    /// gets exactly one, at its line.
+    #[test]
+    fn only_expectations_about_a_workload_are_warned() {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lab");
+        std::fs::copy(
+            lab.join("web-deployment.yaml"),
+            dir.path().join("web-deployment.yaml"),
+        )
+        .unwrap();
+        let file = dir.path().join("exp.yaml");
+        std::fs::write(
+            &file,
+            "name: warn-check\ndescription: which references are warned\nnamespace: faultline-lab\n\
+             targets:\n  victim: {role: worker, runningPodsOf: deployment/web, count: 1}\n\
+             setup:\n  manifests: [web-deployment.yaml]\n\
+             probes:\n  in-pod:\n    exec: [\"true\"]\n    pod: {workload: deployment/probe-pod, on: victim}\n\
+             steps:\n  - {name: stop, at: 0s, do: kubelet-stop, target: victim}\n\
+             \x20 - name: delete when ready\n    when: {pods: {workload: deployment/condition}, is: Ready}\n    do: delete-pods\n    pods: {workload: deployment/deleted}\n\
+             abort:\n  podsNotReady: [{workload: deployment/aborted, moreThan: 1, for: 10s}]\n\
+             expect:\n\
+             \x20 - {name: probe stays up, probe: in-pod, never: Down}\n\
+             \x20 - {name: node goes Unknown, node: victim, becomes: Unknown, within: grace + 10s}\n\
+             \x20 - {name: web stays, pods: {workload: deployment/web}, never: Gone}\n\
+             \x20 - {name: missing one, pods: {workload: deployment/missing}, never: Terminating}\n",
+        )
+        .unwrap();
+        let (_, checked) = crate::experiment::load_all_checked(&[file])
+            .into_iter()
+            .next()
+            .unwrap();
+        checked.result.as_ref().unwrap_or_else(|d| panic!("{d}"));
+        let warnings: Vec<String> = checked.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(warnings.len(), 1, "{warnings:#?}");
+        assert!(
+            warnings[0].contains("does not create deployment/missing in faultline-lab"),
+            "{warnings:#?}"
+        );
+        assert!(warnings[0].contains("exp.yaml:24:"), "{warnings:#?}");
+    }
+}

@@ -14,7 +14,30 @@ use crate::report::html::{CSS, Frame, timeline_svg_in};
 use crate::sanitize::html as esc;
 use crate::series::{Series, Spread};
 
-use super::{change_text, verdict_line};
+use super::{
+    REGRESSION_COLUMNS, change_text, figure_name, regression_rows, thresholds, verdict_line,
+};
+
+/// The regressions under the verdict, one per row.
+fn regressions(h: &mut String, cmp: &Comparison) {
+    let rows = regression_rows(cmp);
+    if rows.is_empty() {
+        return;
+    }
+    h.push_str("<table class=\"regressions\"><tr>");
+    for c in REGRESSION_COLUMNS {
+        let _ = write!(h, "<th>{c}</th>");
+    }
+    h.push_str("</tr>");
+    for r in rows {
+        h.push_str("<tr class=\"Failed\">");
+        for c in r.cells() {
+            let _ = write!(h, "<td>{}</td>", esc(c));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table>");
+}
 
 /// Renders the comparison; `baseline` and `now` are the sets it was made from, whose
 /// timelines it draws.
@@ -28,13 +51,18 @@ pub fn render(cmp: &Comparison, baseline: &[Series], now: &[Series]) -> String {
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline compare: {b} → {n}</title><style>{CSS}</style></head><body>\
-<h1>faultline compare</h1><p class=\"meta\">baseline <b>{b}</b> → now <b>{n}</b> · tolerance {tol}</p>\
+<h1>faultline compare</h1><p class=\"meta\">baseline <b>{b}</b> → now <b>{n}</b></p>\
 <p class=\"outcome {class}\">{line}</p>",
         b = esc(&cmp.baseline.label),
         n = esc(&cmp.now.label),
-        tol = esc(&cmp.tolerance.text()),
         line = esc(&verdict_line(cmp)),
     );
+    regressions(&mut h, cmp);
+    h.push_str("<ul class=\"meta\">");
+    for (name, text) in thresholds(cmp) {
+        let _ = write!(h, "<li>{name}: {}</li>", esc(&text));
+    }
+    h.push_str("</ul>");
     h.push_str("<h2>Clusters</h2><table><tr><th>side</th><th>cluster</th><th>Kubernetes</th>");
     for l in TIMER_LABELS {
         let _ = write!(h, "<th>{l}</th>");
@@ -104,7 +132,7 @@ fn experiment(h: &mut String, e: &ExperimentDiff, baseline: &[Series], now: &[Se
             x.change.word()
         );
     }
-    h.push_str("</table><table class=\"figures\"><tr><th>figure</th><th>baseline</th><th>now</th><th>Δ</th><th>Δ %</th><th></th></tr>");
+    h.push_str("</table><table class=\"figures\"><tr><th>figure</th><th>baseline min / median / max</th><th>now min / median / max</th><th>median moved</th><th>%</th><th>verdict</th></tr>");
     for f in e
         .figures
         .iter()
@@ -116,7 +144,7 @@ fn experiment(h: &mut String, e: &ExperimentDiff, baseline: &[Series], now: &[Se
             h,
             "<tr class=\"{class}\" title=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&f.explain()),
-            esc(&f.label),
+            esc(&figure_name(f)),
             esc(&f.spread_text(&f.baseline)),
             esc(&f.spread_text(&f.now)),
             esc(&f.delta_text()),

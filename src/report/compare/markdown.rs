@@ -1,7 +1,9 @@
 //! A comparison as Markdown, for `$GITHUB_STEP_SUMMARY` or a pull request comment: the
-//! verdict in the heading, a table of the two sides' clusters, then per experiment the
-//! expectations and every figure with baseline, now, delta and delta %. Regressions are
-//! bold. Text from records goes through `sanitize::markdown`.
+//! verdict in the heading, the regressions as a table (one per row: figure, baseline, now,
+//! change), a table of the two sides' clusters, the tolerance and the noise floor, then per
+//! experiment the expectations and every figure in labelled columns (baseline and now as
+//! min / median / max, how far the median moved). Regressions are bold. Text from records
+//! goes through `sanitize::markdown`.
 
 use std::fmt::Write as _;
 
@@ -10,7 +12,32 @@ use crate::compare::{
 };
 use crate::sanitize::markdown as md;
 
-use super::{change_text, verdict_line};
+use super::{REGRESSION_COLUMNS, change_text, regression_rows, thresholds, verdict_line};
+
+/// One regression per row, under a header naming each column.
+fn regressions(m: &mut String, cmp: &Comparison) {
+    let rows = regression_rows(cmp);
+    if rows.is_empty() {
+        return;
+    }
+    table_header(m, &REGRESSION_COLUMNS);
+    for r in rows {
+        let cells: Vec<String> = r.cells().iter().map(|c| md(c)).collect();
+        let _ = writeln!(m, "| {} |", cells.join(" | "));
+    }
+    m.push('\n');
+}
+
+fn table_header(m: &mut String, columns: &[&str]) {
+    let mut names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+    for n in &mut names {
+        if let Some(first) = n.get_mut(..1) {
+            first.make_ascii_uppercase();
+        }
+    }
+    let _ = writeln!(m, "| {} |", names.join(" | "));
+    let _ = writeln!(m, "|{}", " --- |".repeat(columns.len()));
+}
 
 /// Renders the comparison as one Markdown section starting with a level-2 heading.
 pub fn render(cmp: &Comparison) -> String {
@@ -27,8 +54,13 @@ pub fn render(cmp: &Comparison) -> String {
         md(&cmp.now.label)
     );
     let _ = writeln!(m, "{}\n", md(&verdict_line(cmp)));
+    regressions(&mut m, cmp);
     sides(&mut m, cmp);
-    let _ = writeln!(m, "Tolerance: {}\n", md(&cmp.tolerance.text()));
+    for (name, text) in thresholds(cmp) {
+        let mut name = name.to_string();
+        name[..1].make_ascii_uppercase();
+        let _ = writeln!(m, "{name}: {}\n", md(&text));
+    }
     for e in &cmp.experiments {
         experiment(&mut m, e);
     }
@@ -102,7 +134,17 @@ fn experiment(m: &mut String, e: &ExperimentDiff) {
         let _ = writeln!(m, "| {} | {} | {change} |", md(&x.name), change_text(x));
     }
     m.push('\n');
-    m.push_str("| Figure | Baseline | Now | Δ | Δ % | |\n| --- | --- | --- | --- | --- | --- |\n");
+    table_header(
+        m,
+        &[
+            "figure",
+            "baseline min / median / max",
+            "now min / median / max",
+            "median moved",
+            "%",
+            "verdict",
+        ],
+    );
     for f in e
         .figures
         .iter()

@@ -8,8 +8,10 @@ pub mod terminal;
 
 use std::path::{Path, PathBuf};
 
-use crate::compare::{Change, Comparison, ExpectationDiff, Presence, Side, timer_rows};
-use crate::series::{ExpectationSpread, Reliability, Series};
+use crate::compare::{
+    Change, Comparison, ExpectationDiff, FigureDiff, FigureKind, Presence, Side, timer_rows,
+};
+use crate::series::{ExpectationSpread, Reliability, Series, Spread};
 
 use super::{ReportError, outcome_word, write_text};
 
@@ -85,8 +87,47 @@ pub fn change_text(x: &ExpectationDiff) -> String {
     )
 }
 
-/// Every regression, one line each: `kubelet-stop: node NotReady SLOWER (+10.0s, +24.4%)`.
-pub fn regression_lines(cmp: &Comparison) -> Vec<String> {
+/// One regression as a row of the reports' regression list: which experiment, which
+/// figure or verdict, the baseline's value, now's, and the change in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegressionRow {
+    /// The experiment's name.
+    pub experiment: String,
+    /// `node NotReady`, `verdict: <expectation>`, `transition: <expectation>`, `score`.
+    pub figure: String,
+    /// The baseline's median (`+38.2s`), verdicts (`held 3/3`) or score.
+    pub baseline: String,
+    /// Now's, in the same form.
+    pub now: String,
+    /// `+11.2s (+29.4%) SLOWER`, `held less often`, `NO LONGER OBSERVED`.
+    pub change: String,
+}
+
+/// The header of the regression list, in the order of [`RegressionRow`]'s fields.
+pub const REGRESSION_COLUMNS: [&str; 5] = [
+    "experiment",
+    "figure",
+    "baseline (median)",
+    "now (median)",
+    "change",
+];
+
+impl RegressionRow {
+    /// The row's cells, in the order of [`REGRESSION_COLUMNS`].
+    pub fn cells(&self) -> [&str; 5] {
+        [
+            &self.experiment,
+            &self.figure,
+            &self.baseline,
+            &self.now,
+            &self.change,
+        ]
+    }
+}
+
+/// Every regression, one row each: the verdicts that hold less often, then the figures,
+/// transitions and scores beyond the tolerance and the noise floor.
+pub fn regression_rows(cmp: &Comparison) -> Vec<RegressionRow> {
     let mut out = Vec::new();
     for e in &cmp.experiments {
         for x in e
@@ -94,25 +135,74 @@ pub fn regression_lines(cmp: &Comparison) -> Vec<String> {
             .iter()
             .filter(|x| x.change == Change::Regressed)
         {
-            out.push(format!("{}: `{}` {}", e.name, x.name, change_text(x)));
+            out.push(RegressionRow {
+                experiment: e.name.clone(),
+                figure: format!("verdict: {}", x.name),
+                baseline: verdicts_text(x.baseline.as_ref()),
+                now: verdicts_text(x.now.as_ref()),
+                change: "holds less often".to_string(),
+            });
         }
     }
     for (e, f) in cmp.figure_diffs().filter(|(_, f)| f.movement.regressed()) {
-        let numbers = match f.delta {
-            Some(_) => format!(" ({}, {})", f.delta_text(), f.delta_pct_text()),
-            None => String::new(),
+        let change = match f.delta {
+            Some(_) => format!(
+                "{} ({}) {}",
+                f.delta_text(),
+                f.delta_pct_text(),
+                f.movement_text()
+            ),
+            None => f.movement_text().to_string(),
         };
-        out.push(format!(
-            "{}: {} {}{numbers}",
-            e.name,
-            f.label,
-            f.movement_text()
-        ));
+        out.push(RegressionRow {
+            experiment: e.name.clone(),
+            figure: figure_name(f),
+            baseline: median_text(f, &f.baseline),
+            now: median_text(f, &f.now),
+            change,
+        });
     }
     out
 }
 
-/// The comparison's last line: `REGRESSED: …`, `NO REGRESSION: …` or `NOTHING COMPARED: …`.
+/// How the reports name a figure row: its label, `transition: <expectation>` for an
+/// observed transition.
+pub fn figure_name(f: &FigureDiff) -> String {
+    match f.kind {
+        FigureKind::Transition => format!("transition: {}", f.label),
+        _ => f.label.clone(),
+    }
+}
+
+/// A side's median as text: `+38.2s`, `100` for the score, `not observed`.
+pub fn median_text(f: &FigureDiff, spread: &Spread) -> String {
+    match (spread.median, f.kind) {
+        (None, _) => "not observed".to_string(),
+        (Some(v), FigureKind::Score) => Spread::of([Some(v)]).score_text(),
+        (Some(v), _) => crate::judge::format_relative(v.round() as i64),
+    }
+}
+
+/// The tolerance and the noise floor in words, one line each, for the reports' header.
+pub fn thresholds(cmp: &Comparison) -> [(&'static str, String); 2] {
+    [
+        (
+            "tolerance",
+            format!("{} (widens the baseline's min–max)", cmp.tolerance.text()),
+        ),
+        (
+            "noise floor",
+            format!(
+                "a move of the median {} is noise, never a regression",
+                cmp.tolerance.noise_floor.text()
+            ),
+        ),
+    ]
+}
+
+/// The comparison's verdict in one short line: `REGRESSED: 6 regression(s) beyond the
+/// tolerance and the noise floor`, `NO REGRESSION: …` or `NOTHING COMPARED: …`. The
+/// regressions themselves are listed by [`regression_rows`].
 pub fn verdict_line(cmp: &Comparison) -> String {
     let names = |p: Presence| {
         cmp.experiments
@@ -128,14 +218,10 @@ pub fn verdict_line(cmp: &Comparison) -> String {
             or_none(names(Presence::BaselineOnly)),
             or_none(names(Presence::NowOnly))
         ),
-        1 => {
-            let lines = regression_lines(cmp);
-            format!(
-                "REGRESSED: {} regression(s) beyond the tolerance: {}",
-                lines.len(),
-                lines.join("; ")
-            )
-        }
+        1 => format!(
+            "REGRESSED: {} regression(s) beyond the tolerance and the noise floor",
+            cmp.regressions()
+        ),
         _ => format!(
             "NO REGRESSION: {} experiment(s) compared, every change within the tolerance",
             cmp.in_common()

@@ -1,36 +1,72 @@
-//! A comparison for the terminal: both sides' clusters and what differs between them, then
-//! per experiment the verdicts that changed, every figure with baseline, now, delta and
-//! delta %, and one last line with every regression.
+//! A comparison for the terminal: both sides' clusters and what differs between them, the
+//! tolerance and the noise floor, then per experiment the verdicts and every figure in
+//! labelled columns (baseline and now as min / median / max, how far the median moved),
+//! the regressions as a list (one per line) and a last line with the verdict.
 
-use crate::compare::{Change, Comparison, ExperimentDiff, FigureDiff, Presence};
+use crate::compare::{Change, Comparison, ExperimentDiff, FigureDiff, Presence, Side, timer_rows};
 use crate::sanitize::clean;
 
-use super::{change_text, side_text, verdict_line};
+use super::{REGRESSION_COLUMNS, change_text, regression_rows, thresholds, verdict_line};
+
+/// The header of every figure table: what each column holds.
+const FIGURE_COLUMNS: [&str; 5] = [
+    "baseline min / median / max",
+    "now min / median / max",
+    "median moved",
+    "%",
+    "verdict",
+];
 
 /// The comparison as text.
 pub fn render(cmp: &Comparison) -> String {
     let mut out = String::from("faultline compare\n");
-    out.push_str(&format!(
-        "  baseline: {} — {}\n",
-        clean(&cmp.baseline.label),
-        clean(&side_text(&cmp.baseline))
-    ));
-    out.push_str(&format!(
-        "  now:      {} — {}\n",
-        clean(&cmp.now.label),
-        clean(&side_text(&cmp.now))
-    ));
+    side(&mut out, "baseline", &cmp.baseline);
+    side(&mut out, "now", &cmp.now);
     let changes = cmp.cluster_changes();
     if !changes.is_empty() {
-        out.push_str(&format!("  changed:  {}\n", clean(&changes.join("; "))));
+        out.push_str(&format!(
+            "  {:<12} {}\n",
+            "changed:",
+            clean(&changes.join("; "))
+        ));
     }
-    out.push_str(&format!("  tolerance: {}\n", clean(&cmp.tolerance.text())));
+    for (name, text) in thresholds(cmp) {
+        out.push_str(&format!("  {:<12} {}\n", format!("{name}:"), clean(&text)));
+    }
     for e in &cmp.experiments {
         out.push_str(&experiment(e));
+    }
+    let rows = regression_rows(cmp);
+    if !rows.is_empty() {
+        out.push_str("== regressions, one per line\n");
+        let cells: Vec<[String; 5]> = rows.iter().map(|r| r.cells().map(clean)).collect();
+        out.push_str(&table(&REGRESSION_COLUMNS.map(String::from), &cells, "  "));
     }
     out.push_str(&clean(&verdict_line(cmp)));
     out.push('\n');
     out
+}
+
+/// A side as three short lines: where its runs came from, its clusters and their timers.
+fn side(out: &mut String, name: &str, side: &Side) {
+    let label = format!("{name}:");
+    out.push_str(&format!("  {label:<12} {}\n", clean(&side.label)));
+    if side.clusters.is_empty() {
+        out.push_str(&format!("  {:<12} no runs\n", ""));
+    }
+    for c in &side.clusters {
+        out.push_str(&format!(
+            "  {:<12} cluster {}, Kubernetes {}\n",
+            "",
+            clean(&c.name),
+            clean(c.server_version.as_deref().unwrap_or("unknown"))
+        ));
+        let timers: Vec<String> = timer_rows(&c.timers)
+            .iter()
+            .map(|(label, value)| format!("{label} {value}"))
+            .collect();
+        out.push_str(&format!("  {:<12} {}\n", "", timers.join(", ")));
+    }
 }
 
 fn experiment(e: &ExperimentDiff) -> String {
@@ -69,52 +105,68 @@ fn experiment(e: &ExperimentDiff) -> String {
             change_text(x)
         ));
     }
-    out.push_str(&figures("recovery figures", &e.figures));
+    out.push_str(&figures(
+        "recovery figures (after the fault step)",
+        "figure",
+        &e.figures,
+    ));
     if !e.transitions.is_empty() {
         out.push_str(&figures(
             "observed transitions (after each expectation's `since`)",
+            "expectation",
             &e.transitions,
         ));
     }
-    out.push_str(&figures("resilience score", std::slice::from_ref(&e.score)));
+    out.push_str(&figures(
+        "resilience score",
+        "",
+        std::slice::from_ref(&e.score),
+    ));
     out
 }
 
-fn figures(title: &str, rows: &[FigureDiff]) -> String {
-    let width = rows
+fn figures(title: &str, first_column: &str, rows: &[FigureDiff]) -> String {
+    let mut header = vec![first_column.to_string()];
+    header.extend(FIGURE_COLUMNS.map(String::from));
+    let cells: Vec<[String; 6]> = rows
         .iter()
-        .map(|f| f.label.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(8);
-    let b: Vec<String> = rows.iter().map(|f| f.spread_text(&f.baseline)).collect();
-    let n: Vec<String> = rows.iter().map(|f| f.spread_text(&f.now)).collect();
-    let bw = b
-        .iter()
-        .map(|s| s.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(8);
-    let nw = n
-        .iter()
-        .map(|s| s.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(8);
-    let mut out = format!(
-        "  {title}:\n    {:<width$}  {:<bw$}  {:<nw$}  {:>8}  {:>8}\n",
-        "", "baseline", "now", "delta", "delta %"
-    );
-    for (i, f) in rows.iter().enumerate() {
-        out.push_str(&format!(
-            "    {:<width$}  {:<bw$}  {:<nw$}  {:>8}  {:>8}  {}\n",
-            clean(&f.label),
-            b[i],
-            n[i],
-            f.delta_text(),
-            f.delta_pct_text(),
-            f.movement_text()
-        ));
+        .map(|f| {
+            [
+                clean(&f.label),
+                f.spread_text(&f.baseline),
+                f.spread_text(&f.now),
+                f.delta_text(),
+                f.delta_pct_text(),
+                f.movement_text().to_string(),
+            ]
+        })
+        .collect();
+    let header: [String; 6] = header.try_into().expect("six columns");
+    format!("  {title}:\n{}", table(&header, &cells, "    "))
+}
+
+/// Rows under a header, each column as wide as its widest cell, the last one unpadded.
+fn table<const N: usize>(header: &[String; N], rows: &[[String; N]], indent: &str) -> String {
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String; N]| {
+        let mut l = indent.to_string();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == N {
+                l.push_str(cell);
+            } else {
+                l.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    let mut out = line(header);
+    for row in rows {
+        out.push_str(&line(row));
     }
     out
 }
