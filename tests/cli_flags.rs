@@ -462,3 +462,41 @@ fn completions_for_bash_zsh_and_fish_know_the_commands_and_flags() {
         }
     }
 }
+
+#[test]
+fn run_baseline_takes_compares_noise_floor_and_refuses_a_bad_one_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/records/kubelet-stop-past-toleration.json");
+    let baseline = baseline.to_str().expect("utf-8");
+    let (output, left) = run_into(
+        dir.path(),
+        &["--baseline", baseline, "--noise-floor", "5 parsecs"],
+        None,
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(stderr.contains("noise-floor"), "names the flag:\n{stderr}");
+    assert!(left.is_empty(), "no report may be written: {left:?}");
+    assert!(
+        stderr.contains("5 parsecs"),
+        "the floor's own error:\n{stderr}"
+    );
+    // A good floor is taken: the run goes on to its next check (here: no kubeconfig).
+    let (output, _) = run_into(
+        dir.path(),
+        &["--baseline", baseline, "--noise-floor", "2s"],
+        None,
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(
+        !stderr.contains("noise") && stderr.contains("kubeconfig"),
+        "past the flags, stopped by the missing kubeconfig:\n{stderr}"
+    );
+    // Without --baseline it means nothing, and clap says so.
+    let (output, _) = run_into(dir.path(), &["--noise-floor", "2s"], None);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(stderr.contains("--baseline"), "{stderr}");
+}

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use faultline::inventory::{CommandKey, PowerKey};
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -113,7 +115,7 @@ fn each_distributions_inventory_loads_with_every_node_reachable_and_stoppable() 
             // k3d runs k3s as the container's PID 1: no kubelet to stop alone.
             if name != "k3d" {
                 assert!(
-                    node.commands.kubelet_stop.is_some(),
+                    node.commands.has(CommandKey::KubeletStop),
                     "{name}: {} has no kubelet stop",
                     node.name
                 );
@@ -133,7 +135,10 @@ fn each_distributions_inventory_loads_with_every_node_reachable_and_stoppable() 
     for name in ["kubeadm", "rke2", "kind", "k3d"] {
         let path = repo().join(format!("fixtures/inventory/{name}.yaml"));
         let inv = faultline::inventory::Inventory::load(&path).unwrap();
-        assert!(inv.nodes().iter().all(|n| n.power.on.is_some()), "{name}");
+        assert!(
+            inv.nodes().iter().all(|n| n.power.has(PowerKey::On)),
+            "{name}"
+        );
     }
 }
 

@@ -10,17 +10,26 @@ use crate::compare::{Comparison, NoiseFloor, Tolerance, ToleranceSpec, compare a
 use crate::report;
 use crate::series::{Series, load_all};
 
-/// `faultline compare`.
-pub(super) fn compare(args: &CompareArgs) -> i32 {
-    let Some(tolerance) = tolerance(&args.tolerance) else {
-        return EXIT_ERROR;
-    };
-    let tolerance = match NoiseFloor::from_parts(&args.noise_floor) {
-        Ok(floor) => tolerance.with_noise_floor(floor),
+/// The tolerance and the noise floor of `compare` and `run --baseline`, from their flags;
+/// `None` (said on stderr) when either is wrong.
+pub(super) fn tolerance_with_floor(
+    specs: &[ToleranceSpec],
+    floor: &[crate::compare::NoiseFloorPart],
+) -> Option<Tolerance> {
+    let tolerance = tolerance(specs)?;
+    match NoiseFloor::from_parts(floor) {
+        Ok(floor) => Some(tolerance.with_noise_floor(floor)),
         Err(e) => {
             eprintln!("{e}");
-            return EXIT_ERROR;
+            None
         }
+    }
+}
+
+/// `faultline compare`.
+pub(super) fn compare(args: &CompareArgs) -> i32 {
+    let Some(tolerance) = tolerance_with_floor(&args.tolerance, &args.noise_floor) else {
+        return EXIT_ERROR;
     };
     let (Some(baseline), Some(now)) = (load(&args.baseline), load(&args.now)) else {
         return EXIT_ERROR;

@@ -223,6 +223,10 @@ pub struct RunArgs {
     /// Tolerance of the `--baseline` comparison, as `faultline compare --tolerance`.
     #[arg(long, value_name = "[KEY=]VALUE", requires = "baseline", value_parser = parse_tolerance)]
     pub tolerance: Vec<crate::compare::ToleranceSpec>,
+    /// Noise floor of the `--baseline` comparison, as `faultline compare --noise-floor`
+    /// (default 1s and 20%).
+    #[arg(long, value_name = "VALUE", requires = "baseline", value_parser = crate::compare::parse_floor)]
+    pub noise_floor: Vec<crate::compare::NoiseFloorPart>,
 }
 
 /// Arguments of `faultline report`.

@@ -35,7 +35,8 @@ fn baseline(args: &RunArgs, experiments: &[Experiment]) -> Result<Option<Baselin
         );
         return Err(());
     }
-    let tolerance = super::compare::tolerance(&args.tolerance).ok_or(())?;
+    let tolerance =
+        super::compare::tolerance_with_floor(&args.tolerance, &args.noise_floor).ok_or(())?;
     let sets = super::compare::load(path).ok_or(())?;
     let mut names = crate::compare::expectation_names(&[&sets]);
     names.extend(
