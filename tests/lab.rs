@@ -599,13 +599,20 @@ async fn repeated_runs_report_their_spread_and_are_compared_with_a_baseline() {
         "every verdict as in the baseline: {failed:?}"
     );
     assert!(s.reports().join("compare.md").exists() && s.reports().join("compare.html").exists());
+    // The verdict last, the regressions listed one per row above it.
     let last = stdout
         .lines()
-        .rfind(|l| l.starts_with("REGRESSED: "))
+        .rfind(|l| !l.trim().is_empty())
+        .expect(&stdout);
+    assert!(last.starts_with("REGRESSED: "), "{last}");
+    let row = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("== regressions"))
+        .find(|l| l.contains(NAME) && l.contains(" node NotReady "))
         .expect(&stdout);
     assert!(
-        last.contains(&format!("{NAME}: node NotReady SLOWER (+")),
-        "{last}"
+        row.contains("(+") && row.trim_end().ends_with("SLOWER"),
+        "{row}"
     );
 
     // The series against itself: nothing moved.
