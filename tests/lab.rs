@@ -599,12 +599,12 @@ async fn repeated_runs_report_their_spread_and_are_compared_with_a_baseline() {
         "every verdict as in the baseline: {failed:?}"
     );
     assert!(s.reports().join("compare.md").exists() && s.reports().join("compare.html").exists());
-    // The verdict last, the regressions listed one per row above it.
-    let last = stdout
+    // The verdict, and the regressions listed one per row above it.
+    let verdict = stdout
         .lines()
-        .rfind(|l| !l.trim().is_empty())
+        .rfind(|l| l.starts_with("REGRESSED: "))
         .expect(&stdout);
-    assert!(last.starts_with("REGRESSED: "), "{last}");
+    assert!(verdict.contains("regression(s)"), "{verdict}");
     let row = stdout
         .lines()
         .skip_while(|l| !l.starts_with("== regressions"))
