@@ -12,8 +12,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use faultline::judge::{Observed, judge_until};
-use faultline::record::{RunOutcome, RunRecord};
+use faultline::record::RunRecord;
 use faultline::timeline::Event;
 
 fn main() -> ExitCode {
@@ -38,25 +37,10 @@ fn main() -> ExitCode {
 fn rejudge(record: &Path, experiment: &Path, out: &Path) -> Result<String, String> {
     let mut run = RunRecord::load(record).map_err(|e| e.to_string())?;
     let exp = faultline::experiment::load(experiment).map_err(|d| d.to_string())?;
-    let until_ms = run
-        .observed_until_ms
-        .unwrap_or_else(|| run.timeline.end_ms());
     run.timeline
         .entries
         .retain(|e| !matches!(e.event, Event::Verdict { .. }));
-    run.verdicts = judge_until(
-        &exp,
-        &run.targets,
-        &run.cluster.timers,
-        &run.cluster.capabilities,
-        &run.timeline.until(until_ms),
-        Observed {
-            until_ms,
-            complete: true,
-        },
-    );
-    run.experiment = exp;
-    run.outcome = RunOutcome::from_verdicts(&run.verdicts, &run.errors);
+    run.judged_against(exp);
     run.run_id = format!("{}+rejudged", run.run_id);
     run.save(out).map_err(|e| e.to_string())?;
     Ok(format!(

@@ -233,6 +233,27 @@ impl RunOutcome {
 }
 
 impl RunRecord {
+    /// The same observations judged against `experiment` (another belief about the same
+    /// run), up to where observation ended: verdicts, experiment and outcome replaced.
+    pub fn judged_against(&mut self, experiment: Experiment) {
+        let until_ms = self
+            .observed_until_ms
+            .unwrap_or_else(|| self.timeline.end_ms());
+        self.verdicts = crate::judge::judge_until(
+            &experiment,
+            &self.targets,
+            &self.cluster.timers,
+            &self.cluster.capabilities,
+            &self.timeline.until(until_ms),
+            crate::judge::Observed {
+                until_ms,
+                complete: true,
+            },
+        );
+        self.experiment = experiment;
+        self.outcome = RunOutcome::from_verdicts(&self.verdicts, &self.errors);
+    }
+
     /// The mark a report puts after an expectation whose bounds rest on an assumed timer
     /// (` [ASSUMED: grace = 50s]`), or nothing; nothing for records that do not say where
     /// their timers came from.

@@ -5,7 +5,7 @@
 
 mod records_support;
 
-use faultline::judge::{Observed, Outcome, judge_until};
+use faultline::judge::Outcome;
 use faultline::record::{RunOutcome, RunRecord};
 use faultline::report::html;
 use records_support::{fixture, repo};
@@ -166,20 +166,8 @@ fn failed_run() -> RunRecord {
         &repo().join("docs/examples/kubelet-stop-believed-faster.yaml"),
     )
     .expect("the stricter experiment");
-    let until_ms = run.observed_until_ms.expect("observed until");
-    run.verdicts = judge_until(
-        &exp,
-        &run.targets,
-        &run.cluster.timers,
-        &run.cluster.capabilities,
-        &run.timeline.until(until_ms),
-        Observed {
-            until_ms,
-            complete: true,
-        },
-    );
-    run.experiment = exp;
-    run.outcome = RunOutcome::from_verdicts(&run.verdicts, &run.errors);
+    assert!(run.observed_until_ms.is_some(), "observed until");
+    run.judged_against(exp);
     run
 }
 
