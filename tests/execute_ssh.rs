@@ -724,3 +724,152 @@ async fn a_timed_out_command_is_ended_on_the_node() {
         "the command went on on the node after perform returned its timeout"
     );
 }
+
+/// The client port of the command's own connection, from `$SSH_CONNECTION`.
+const CLIENT_PORT: &str = "set -- $SSH_CONNECTION; echo \"$2\"";
+
+/// The logins sshd accepted so far, each with its client port.
+fn accepted_ports(sshd: &Sshd) -> Vec<String> {
+    let log = fs::read_to_string(sshd.d().join("sshd.log")).unwrap_or_default();
+    log.lines()
+        .filter(|l| l.contains("Accepted publickey"))
+        .filter_map(|l| l.split(" port ").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn commands_on_a_node_share_one_connection_and_a_stale_one_is_replaced() {
+    let Some(sshd) = start_sshd() else { return };
+    // kubeletStop answers, then its sshd session process dies a moment later: what a
+    // kept connection sees when sshd restarts or the node reboots between two steps.
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!(
+            "  kubeletStatus: {CLIENT_PORT}\n  kubeletStop: >-\n    {CLIENT_PORT};\n    \
+             p=$PPID; while [ \"$p\" -gt 1 ] && ! grep -q '^sshd' /proc/$p/comm;\n    \
+             do p=$(awk '{{print $4}}' /proc/$p/stat); done;\n    \
+             (sleep 0.3; kill -KILL $p) </dev/null >/dev/null 2>&1 &\n"
+        ),
+    );
+    let port = |o: faultline::execute::OpOutcome| o.output.trim().to_string();
+    let first = port(
+        ex.perform("local", &NodeOp::KubeletStatus, T)
+            .await
+            .expect("1"),
+    );
+    let second = port(
+        ex.perform("local", &NodeOp::KubeletStatus, T)
+            .await
+            .expect("2"),
+    );
+    assert_eq!(
+        first, second,
+        "the second command opened a connection of its own"
+    );
+    let third = port(
+        ex.perform("local", &NodeOp::KubeletStop, T)
+            .await
+            .expect("3"),
+    );
+    assert_eq!(first, third);
+    assert_eq!(
+        accepted_ports(&sshd),
+        std::slice::from_ref(&first),
+        "one login for three commands"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    // The kept connection is dead now: the next command opens a new one, silently.
+    let fourth = port(
+        ex.perform("local", &NodeOp::KubeletStatus, T)
+            .await
+            .expect("4"),
+    );
+    assert_ne!(first, fourth);
+    assert_eq!(accepted_ports(&sshd), [first, fourth]);
+}
+
+#[tokio::test]
+async fn a_command_that_takes_the_machine_down_leaves_its_connection_behind() {
+    let Some(sshd) = start_sshd() else { return };
+    // `reboot` answers (as `systemctl reboot` does) and the machine goes away afterwards;
+    // the next command must not be sent down the connection the reboot used.
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!("  kubeletStatus: {CLIENT_PORT}\n  reboot: {CLIENT_PORT}\n"),
+    );
+    let port = |o: faultline::execute::OpOutcome| o.output.trim().to_string();
+    let before = port(
+        ex.perform("local", &NodeOp::KubeletStatus, T)
+            .await
+            .expect("1"),
+    );
+    let reboot = port(
+        ex.perform("local", &NodeOp::Reboot, T)
+            .await
+            .expect("reboot"),
+    );
+    assert_eq!(before, reboot, "the reboot reused the kept connection");
+    let after = port(
+        ex.perform("local", &NodeOp::KubeletStatus, T)
+            .await
+            .expect("2"),
+    );
+    assert_ne!(reboot, after);
+}
+
+#[tokio::test]
+async fn sessions_opened_ahead_carry_the_next_command_and_an_unreachable_node_is_reported() {
+    let Some(sshd) = start_sshd() else { return };
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!("  kubeletStatus: {CLIENT_PORT}\n"),
+    );
+    let opened = ex.open_sessions(&["local"]).await;
+    assert!(
+        matches!(opened.as_slice(), [(n, Ok(()))] if n == "local"),
+        "{opened:?}"
+    );
+    let logins = accepted_ports(&sshd);
+    assert_eq!(logins.len(), 1, "{logins:?}");
+    // Opening again keeps the one there is.
+    ex.open_sessions(&["local"]).await;
+    let out = ex
+        .perform("local", &NodeOp::KubeletStatus, T)
+        .await
+        .expect("runs");
+    assert_eq!(out.output.trim(), logins[0], "the command logged in again");
+    assert_eq!(accepted_ports(&sshd), logins);
+
+    // Nothing listens on this port: reported by name, within the connect timeout.
+    let closed = free_port();
+    let ex = executor_with(
+        &format!(
+            "  user: {}\n  port: {closed}\n  knownHosts: {}/known_hosts\n",
+            user(),
+            sshd.d().display()
+        ),
+        "127.0.0.1",
+        "",
+    );
+    let started = Instant::now();
+    let opened = ex.open_sessions(&["local", "nowhere"]).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    match opened.as_slice() {
+        [
+            (_, Err(ExecError::Ssh { node, .. })),
+            (_, Err(ExecError::UnknownNode(unknown))),
+        ] => {
+            assert_eq!((node.as_str(), unknown.as_str()), ("local", "nowhere"));
+        }
+        other => panic!("{other:?}"),
+    }
+}

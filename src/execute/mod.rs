@@ -36,7 +36,9 @@ mod local;
 mod output;
 pub(crate) mod render;
 mod ssh;
+mod ssh_pool;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -46,7 +48,8 @@ use crate::inventory::{Inventory, NodeAccess, TransportKind};
 pub use output::MAX_OUTPUT;
 use render::RenderError;
 pub use ssh::SshError;
-use ssh::{Secret, SshEnd, SshTarget};
+use ssh::{Limits, Secret, SshEnd, SshTarget};
+use ssh_pool::SessionPool;
 
 use crate::experiment::fault::{CommandKey, KeyTable, PowerKey};
 pub use crate::experiment::fault::{NodeCommand, NodeOp, PowerAction};
@@ -287,10 +290,12 @@ pub struct ArmedRestore {
     pub local: bool,
 }
 
-/// Runs operations on the nodes of one inventory.
+/// Runs operations on the nodes of one inventory. Clones share the SSH connections kept
+/// open for the nodes ([`Executor::open_sessions`]); they close when the last clone goes.
 #[derive(Debug, Clone)]
 pub struct Executor {
     inventory: Inventory,
+    sessions: Arc<SessionPool>,
 }
 
 /// A fully rendered command and the transport that will carry it.
@@ -335,7 +340,48 @@ impl Plan {
 impl Executor {
     /// Wrap an inventory; nothing is contacted yet.
     pub fn new(inventory: Inventory) -> Executor {
-        Executor { inventory }
+        Executor {
+            inventory,
+            sessions: Arc::default(),
+        }
+    }
+
+    /// Opens and logs into the SSH connection of each of `nodes` that reaches its node
+    /// over SSH and has none kept yet, all at once, each within its connect timeout (twice
+    /// over, for the handshake), so that a step's commands start when it is due instead of
+    /// one handshake later. The loop calls it ahead of every step. A node that cannot be
+    /// reached now is reported here and tried again by its command; other transports have
+    /// nothing to open.
+    pub async fn open_sessions(&self, nodes: &[&str]) -> Vec<(String, Result<(), ExecError>)> {
+        futures::future::join_all(nodes.iter().map(|node| async move {
+            let opened = match self.access(node) {
+                Err(e) => Err(e),
+                Ok(access) if access.transport != TransportKind::Ssh => Ok(()),
+                Ok(access) => {
+                    let limit = access.ssh.connect_timeout.saturating_mul(2);
+                    ssh::open(self.sessions.clone(), Self::ssh_target(&access), limit)
+                        .await
+                        .map_err(|source| ExecError::Ssh {
+                            node: node.to_string(),
+                            source,
+                        })
+                }
+            };
+            (node.to_string(), opened)
+        }))
+        .await
+    }
+
+    fn ssh_target(access: &NodeAccess) -> SshTarget {
+        SshTarget {
+            node: access.name.clone(),
+            host: access
+                .ssh
+                .host_name
+                .clone()
+                .unwrap_or_else(|| access.address.clone()),
+            settings: access.ssh.clone(),
+        }
     }
 
     /// The inventory this executor acts on.
@@ -412,15 +458,7 @@ impl Executor {
                     ),
                 };
                 Ok(Plan::Ssh {
-                    target: Box::new(SshTarget {
-                        node: access.name.clone(),
-                        host: access
-                            .ssh
-                            .host_name
-                            .clone()
-                            .unwrap_or_else(|| access.address.clone()),
-                        settings: access.ssh.clone(),
-                    }),
+                    target: Box::new(Self::ssh_target(access)),
                     command,
                 })
             }
@@ -557,7 +595,13 @@ impl Executor {
                         target.settings.sudo_password_env.clone(),
                     )
                 });
-                let end = ssh::run(*target, command, stdin, timeout, ends_within(timeout))
+                let limits = Limits {
+                    timeout,
+                    ends_within: ends_within(timeout),
+                };
+                // A command that takes the machine down leaves its connection behind.
+                let keep = !expects_drop;
+                let end = ssh::run(*target, command, stdin, limits, self.sessions.clone(), keep)
                     .await
                     .map_err(|source| ExecError::Ssh {
                         node: node.to_string(),

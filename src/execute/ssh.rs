@@ -24,6 +24,7 @@ use ssh2::{CheckResult, ExtendedData, KnownHostFileKind, Session};
 
 use super::bridge::Bridge;
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail};
+use super::ssh_pool::SessionPool;
 use crate::inventory::SshSettings;
 
 /// Where and how to run one command over SSH.
@@ -35,6 +36,39 @@ pub(super) struct SshTarget {
     pub host: String,
     /// Merged SSH settings.
     pub settings: SshSettings,
+}
+
+impl SshTarget {
+    /// What a kept connection is kept under: the node, and how it is logged into (user,
+    /// address, port, key, the jump hosts on the way), so that a connection is only ever
+    /// reused for exactly the login it was opened with.
+    pub(super) fn pool_key(&self) -> String {
+        let s = &self.settings;
+        let jumps: Vec<String> = s
+            .jump
+            .iter()
+            .map(|j| format!("{}@{}:{}", j.user, j.host, j.port))
+            .collect();
+        format!(
+            "{} {}@{}:{} key={:?} via={}",
+            self.node,
+            s.user,
+            self.host,
+            s.port,
+            s.identity_file,
+            jumps.join(",")
+        )
+    }
+}
+
+/// An authenticated connection to a node: its session, the bridges that carry it through
+/// jump hosts, and a copy of every socket on the way (to cut it from outside). Fields drop
+/// in order: the session before the bridges under it.
+pub(super) struct Connection {
+    session: Session,
+    /// Held only to keep the pumps running while the session lives.
+    _bridges: Vec<Bridge>,
+    sockets: Vec<Socket>,
 }
 
 /// How an SSH command ended.
@@ -118,6 +152,13 @@ enum Socket {
 }
 
 impl Socket {
+    fn try_clone(&self) -> std::io::Result<Socket> {
+        Ok(match self {
+            Socket::Tcp(s) => Socket::Tcp(s.try_clone()?),
+            Socket::Unix(s) => Socket::Unix(s.try_clone()?),
+        })
+    }
+
     fn shutdown(&self) {
         let _ = match self {
             Socket::Tcp(s) => s.shutdown(Shutdown::Both),
@@ -175,13 +216,22 @@ impl Drop for Cut {
 /// ([`SshEnd::Late`]); past that the session is cut ([`SshEnd::TimedOut`]
 /// `{ sent: true }`). `stdin`, when given, is written to the command's standard input,
 /// which is then closed.
+///
+/// The command goes over the connection `pool` keeps for this node when there is one, else
+/// over a new one; with `keep`, the connection is put back once the command ended normally
+/// (not for a command that takes the machine down).
 pub(super) async fn run(
     target: SshTarget,
     command: String,
     stdin: Option<Secret>,
-    timeout: Duration,
-    ends_within: Duration,
+    limits: Limits,
+    pool: Arc<SessionPool>,
+    keep: bool,
 ) -> Result<SshEnd, SshError> {
+    let Limits {
+        timeout,
+        ends_within,
+    } = limits;
     let mut cut = Cut {
         sockets: Arc::new(Mutex::new(Vec::new())),
         state: Arc::new(AtomicU8::new(CONNECTING)),
@@ -201,7 +251,13 @@ pub(super) async fn run(
                 state: &state,
                 sent_at: &sent_at,
             };
-            run_blocking(&target, &command, stdin, timeout, backstop, &session)
+            let key = target.pool_key();
+            let (connection, end) =
+                run_blocking(&target, &command, stdin, timeout, backstop, &session, &pool)?;
+            if keep && matches!(end, SshEnd::Exited { .. }) {
+                pool.put(key, connection);
+            }
+            Ok(end)
         })
     };
     let joined = |j: Result<Result<SshEnd, SshError>, tokio::task::JoinError>| match j {
@@ -259,6 +315,18 @@ struct Hop<'a> {
     identity_file: Option<&'a Path>,
 }
 
+/// The two time limits of one command: the caller's, and the one by which the node's own
+/// deadline has surely ended it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    /// The caller's limit (connecting included).
+    pub timeout: Duration,
+    /// How long after it was sent the node's deadline has surely ended the command.
+    pub ends_within: Duration,
+}
+
+/// Runs the command over the kept connection for the node, or a new one when none is kept
+/// or the kept one has gone stale; returns the connection with the command's ending.
 fn run_blocking(
     target: &SshTarget,
     command: &str,
@@ -266,7 +334,63 @@ fn run_blocking(
     timeout: Duration,
     backstop: Duration,
     watch: &Watch<'_>,
-) -> Result<SshEnd, SshError> {
+    pool: &SessionPool,
+) -> Result<(Connection, SshEnd), SshError> {
+    let kept = pool
+        .take(&target.pool_key())
+        .and_then(|c| reuse(c, target, watch.sockets));
+    let (connection, mut channel) = match kept {
+        Some(pair) => pair,
+        None => {
+            let connection = connect(target, timeout, watch.sockets)?;
+            let channel = connection.session.channel_session()?;
+            (connection, channel)
+        }
+    };
+    // Connected within the limit: from here a call waits as long as the watcher may.
+    connection
+        .session
+        .set_timeout(u32::try_from(backstop.as_millis()).unwrap_or(u32::MAX));
+    let end = exchange(&mut channel, command, stdin, watch)?;
+    drop(channel);
+    Ok((connection, end))
+}
+
+/// A kept connection with a new channel on it, or `None` (the connection closed) when it
+/// has gone stale: the node rebooted, or sshd ended the session. A connection that went
+/// silent costs the node's connect timeout before a new one is opened.
+fn reuse(
+    connection: Connection,
+    target: &SshTarget,
+    sockets: &Sockets,
+) -> Option<(Connection, ssh2::Channel)> {
+    if let Ok(mut guard) = sockets.lock() {
+        guard.extend(connection.sockets.iter().filter_map(|s| s.try_clone().ok()));
+    }
+    let limit = target.settings.connect_timeout.as_millis();
+    connection
+        .session
+        .set_timeout(u32::try_from(limit).unwrap_or(u32::MAX));
+    match connection.session.channel_session() {
+        Ok(channel) => Some((connection, channel)),
+        Err(e) => {
+            tracing::debug!(
+                node = %target.node,
+                "the kept SSH connection is stale ({e}); opening a new one"
+            );
+            None
+        }
+    }
+}
+
+/// Opens a connection to the node, through its jump hosts, every host key verified and
+/// every hop logged into; its sockets are also registered in `sockets`, so that a watcher
+/// can cut it.
+fn connect(
+    target: &SshTarget,
+    timeout: Duration,
+    sockets: &Sockets,
+) -> Result<Connection, SshError> {
     let s = &target.settings;
     let mut hops: Vec<Hop<'_>> = s
         .jump
@@ -288,11 +412,23 @@ fn run_blocking(
     });
     // Declared before the sessions, so that they are dropped (pumps stopped) after them.
     let mut bridges: Vec<Bridge> = Vec::new();
-    let session = connect_through(&hops, target, timeout, watch.sockets, &mut bridges)?;
-    // Connected within the limit: from here a call waits as long as the watcher may.
-    session.set_timeout(u32::try_from(backstop.as_millis()).unwrap_or(u32::MAX));
+    let mut own = Vec::new();
+    let session = connect_through(&hops, target, timeout, sockets, &mut own, &mut bridges)?;
+    Ok(Connection {
+        session,
+        _bridges: bridges,
+        sockets: own,
+    })
+}
 
-    let mut channel = session.channel_session()?;
+/// Sends the command on `channel` (unless the watcher gave up on it first), feeds it
+/// `stdin`, and reads its output and its ending.
+fn exchange(
+    channel: &mut ssh2::Channel,
+    command: &str,
+    stdin: Option<Secret>,
+    watch: &Watch<'_>,
+) -> Result<SshEnd, SshError> {
     channel.handle_extended_data(ExtendedData::Merge)?;
     // Sent only if the watcher has not given up on it: never after the limit.
     if watch
@@ -311,7 +447,7 @@ fn run_blocking(
         let _ = channel.write_all(format!("{text}\n").as_bytes());
         let _ = channel.send_eof();
     }
-    let (tail, read) = read_tail(&mut channel, MAX_OUTPUT);
+    let (tail, read) = read_tail(&mut *channel, MAX_OUTPUT);
     let output = bounded(&tail, &Tail::new(0));
     if read.is_err() {
         return Ok(SshEnd::Dropped { output });
@@ -339,12 +475,13 @@ fn connect_through(
     target: &SshTarget,
     timeout: Duration,
     sockets: &Sockets,
+    own: &mut Vec<Socket>,
     bridges: &mut Vec<Bridge>,
 ) -> Result<Session, SshError> {
     let first = hops.first().expect("the node is always a hop");
     let tcp = connect_tcp(first, target.settings.connect_timeout)?;
-    if let (Ok(mut guard), Ok(clone)) = (sockets.lock(), tcp.try_clone()) {
-        guard.push(Socket::Tcp(clone));
+    if let Ok(clone) = tcp.try_clone() {
+        register(sockets, own, Socket::Tcp(clone));
     }
     let mut fd = tcp.as_raw_fd();
     let mut session = open_session(tcp, first, target, timeout)?;
@@ -361,8 +498,8 @@ fn connect_through(
             })?;
         let (near, far) = UnixStream::pair()
             .map_err(|e| SshError::Protocol(format!("cannot make a socket pair: {e}")))?;
-        if let (Ok(mut guard), Ok(clone)) = (sockets.lock(), near.try_clone()) {
-            guard.push(Socket::Unix(clone));
+        if let Ok(clone) = near.try_clone() {
+            register(sockets, own, Socket::Unix(clone));
         }
         bridges.push(
             Bridge::start(session, channel, fd, far)
@@ -372,6 +509,55 @@ fn connect_through(
         session = open_session(near, next, target, timeout)?;
     }
     Ok(session)
+}
+
+/// Keeps `socket` with the connection (`own`) and a copy of it where the watcher cuts.
+fn register(sockets: &Sockets, own: &mut Vec<Socket>, socket: Socket) {
+    if let (Ok(mut guard), Ok(copy)) = (sockets.lock(), socket.try_clone()) {
+        guard.push(copy);
+    }
+    own.push(socket);
+}
+
+/// Opens and keeps a connection to the node ahead of its commands, unless one is kept
+/// already; within `timeout`, else the sockets are shut and it is an error.
+pub(super) async fn open(
+    pool: Arc<SessionPool>,
+    target: SshTarget,
+    timeout: Duration,
+) -> Result<(), SshError> {
+    let key = target.pool_key();
+    if pool.has(&key) {
+        return Ok(());
+    }
+    let mut cut = Cut {
+        sockets: Arc::new(Mutex::new(Vec::new())),
+        state: Arc::new(AtomicU8::new(CONNECTING)),
+        done: false,
+    };
+    let addr = format!("{}:{}", target.host, target.settings.port);
+    let mut task = {
+        let sockets = cut.sockets.clone();
+        tokio::task::spawn_blocking(move || {
+            let connection = connect(&target, timeout, &sockets)?;
+            pool.put(key, connection);
+            Ok(())
+        })
+    };
+    let result = match tokio::time::timeout(timeout, &mut task).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(join)) => Err(SshError::Protocol(format!("ssh worker failed: {join}"))),
+        Err(_) => {
+            cut.shut();
+            let _ = tokio::time::timeout(super::REAP, &mut task).await;
+            Err(SshError::Connect {
+                addr,
+                message: format!("not connected and logged in within {timeout:?}"),
+            })
+        }
+    };
+    cut.done = true;
+    result
 }
 
 fn connect_tcp(hop: &Hop<'_>, connect_timeout: Duration) -> Result<TcpStream, SshError> {

@@ -195,6 +195,15 @@ impl World for ClusterWorld<'_> {
 
     async fn before_fault(&mut self, step: usize, action: &Action, nodes: &[&str]) {
         let executor = &self.prepared.executor;
+        // Logged in ahead, so that the step's commands start when it is due; a node not
+        // reachable now is tried again, and reported, by the command itself.
+        if faults::node_op(action).is_some() {
+            for (node, opened) in executor.open_sessions(nodes).await {
+                if let Err(e) = opened {
+                    tracing::debug!(node, "no session opened ahead of step {step}: {e}");
+                }
+            }
+        }
         let remember = async {
             if faults::takes_node_down(action) {
                 self.addresses.remember(executor, nodes).await;
