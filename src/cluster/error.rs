@@ -95,7 +95,7 @@ pub enum ClusterError {
         /// The nodes that matched.
         matched: Vec<String>,
     },
-    /// An `exec` probe's workload has no pod on its target's node.
+    /// An `exec` or `logs` probe's workload has no pod on its target's node.
     #[error("probe `{probe}`: {workload} has no running pod on node `{node}` (target `{target}`)")]
     NoPodForProbe {
         /// Probe name.

@@ -146,11 +146,21 @@ pub(crate) fn needed(experiments: &[Experiment]) -> Vec<Access> {
             }
         }
         for probe in &exp.probes {
-            if let ProbeKind::Exec { workload, .. } = &probe.kind {
-                let why = format!("exec probe `{}` of {}", probe.name, exp.name);
-                all.push(
-                    Access::new("create", "", "pods", Some(&workload.namespace), &why).sub("exec"),
-                );
+            match &probe.kind {
+                ProbeKind::Exec { workload, .. } => {
+                    let why = format!("exec probe `{}` of {}", probe.name, exp.name);
+                    all.push(
+                        Access::new("create", "", "pods", Some(&workload.namespace), &why)
+                            .sub("exec"),
+                    );
+                }
+                ProbeKind::Logs { workload, .. } => {
+                    let why = format!("logs probe `{}` of {}", probe.name, exp.name);
+                    all.push(
+                        Access::new("get", "", "pods", Some(&workload.namespace), &why).sub("log"),
+                    );
+                }
+                ProbeKind::Command { .. } | ProbeKind::Http { .. } => {}
             }
         }
     }
@@ -236,5 +246,22 @@ mod tests {
                 .any(|g| g == "patch persistentvolumeclaims in namespace data"),
             "finalizers are patched only where the step removes them: {got:#?}"
         );
+    }
+
+    #[test]
+    fn exec_and_logs_probes_need_their_pod_subresources() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("experiments/power-off-service-outage.yaml");
+        let e = crate::experiment::load(&path).unwrap_or_else(|d| panic!("{d}"));
+        let got: Vec<String> = needed(&[e]).iter().map(Access::show).collect();
+        for want in [
+            "create pods/exec in namespace faultline-lab",
+            "get pods/log in namespace faultline-lab",
+        ] {
+            assert!(
+                got.iter().any(|g| g == want),
+                "{want} missing from {got:#?}"
+            );
+        }
     }
 }

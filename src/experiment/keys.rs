@@ -166,6 +166,7 @@ enum Part {
     Expectation,
     Probe,
     ProbePod,
+    ProbeLogs,
     Abort,
     PodsNotReady,
     ProbeDown,
@@ -201,6 +202,7 @@ impl Part {
             Part::Expectation => fields_of::<RawExpectation>(),
             Part::Probe => fields_of::<RawProbe>(),
             Part::ProbePod => fields_of::<RawProbePod>(),
+            Part::ProbeLogs => fields_of::<RawProbeLogs>(),
             Part::Abort => fields_of::<RawAbort>(),
             Part::PodsNotReady => fields_of::<RawPodsNotReady>(),
             Part::ProbeDown => fields_of::<RawProbeDown>(),
@@ -226,6 +228,7 @@ impl Part {
             Part::Expectation => "in an expectation",
             Part::Probe => "in a probe",
             Part::ProbePod => "in a probe's `pod`",
+            Part::ProbeLogs => "in a probe's `logs`",
             Part::Abort => "in `abort`",
             Part::PodsNotReady => "in `abort.podsNotReady`",
             Part::ProbeDown => "in `abort.probeDown`",
@@ -254,6 +257,7 @@ impl Part {
                 Shape::Keys(Part::State)
             }
             (Part::Probe, "pod") => Shape::Keys(Part::ProbePod),
+            (Part::Probe, "logs") => Shape::Keys(Part::ProbeLogs),
             (Part::Abort, "podsNotReady") => Shape::List(Part::PodsNotReady),
             (Part::Abort, "probeDown") => Shape::List(Part::ProbeDown),
             (Part::Abort, "prometheus") => Shape::List(Part::Query),

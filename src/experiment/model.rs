@@ -239,6 +239,32 @@ pub enum ProbeKind {
         /// Container name; `None` uses the pod's default container.
         container: Option<String>,
     },
+    /// A read of a pod's container log through the API server and the pod's kubelet, as
+    /// `kubectl logs` does; a log served (even an empty one) is Up. Shows when `kubectl
+    /// logs` stops and starts working for the pods on a node.
+    Logs {
+        /// The workload whose pod is read.
+        workload: WorkloadRef,
+        /// Target of exactly one node; the workload's pod on it when probes start is read
+        /// for the whole run.
+        on: String,
+        /// Container name; `None` reads the pod's default container.
+        container: Option<String>,
+        /// How many lines from the end of the log each try reads.
+        tail_lines: u32,
+    },
+}
+
+impl ProbeKind {
+    /// The workload and one-node target whose pod the probe works in (`exec` and `logs`).
+    pub fn pod(&self) -> Option<(&WorkloadRef, &str)> {
+        match self {
+            ProbeKind::Exec { workload, on, .. } | ProbeKind::Logs { workload, on, .. } => {
+                Some((workload, on))
+            }
+            ProbeKind::Command { .. } | ProbeKind::Http { .. } => None,
+        }
+    }
 }
 
 /// A named set of nodes chosen by a selector.

@@ -77,7 +77,7 @@ pub(super) struct RawQuery {
     pub every: Option<S<String>>,
 }
 
-/// One entry of `probes:`; exactly one of `command`, `http` and `exec`.
+/// One entry of `probes:`; exactly one of `command`, `http`, `exec` and `logs`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct RawProbe {
@@ -85,6 +85,7 @@ pub(super) struct RawProbe {
     pub on: Option<S<String>>,
     pub http: Option<S<String>>,
     pub exec: Option<S<Vec<S<String>>>>,
+    pub logs: Option<S<RawProbeLogs>>,
     pub pod: Option<S<RawProbePod>>,
     pub expect_status: Option<S<i64>>,
     pub insecure: Option<S<bool>>,
@@ -93,7 +94,14 @@ pub(super) struct RawProbe {
     pub timeout: Option<S<String>>,
 }
 
-/// `pod:` of an `exec` probe: the pod of a workload on a target's node.
+/// `logs:` of a logs probe: how much of the log each try reads.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawProbeLogs {
+    pub tail_lines: Option<S<i64>>,
+}
+
+/// `pod:` of an `exec` or `logs` probe: the pod of a workload on a target's node.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(super) struct RawProbePod {

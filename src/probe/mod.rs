@@ -5,11 +5,13 @@
 //! timeline). Each probe is its own tokio task; only a change of result becomes an event
 //! (the first result always does), so a probe tried every second does not flood the
 //! timeline. How one try is made lives in [`command`] (local `sh -c` or a node's
-//! transport) and [`http`] (a GET over hyper with rustls).
+//! transport), [`http`] (a GET over hyper with rustls), [`exec`] (`kubectl exec`'s path)
+//! and [`logs`] (`kubectl logs`'s path).
 
 pub(crate) mod command;
 pub(crate) mod exec;
 pub(crate) mod http;
+pub(crate) mod logs;
 pub(crate) mod query;
 
 use std::collections::BTreeMap;
@@ -74,8 +76,8 @@ pub(crate) enum ProbeError {
         /// Which placeholder, and why.
         reason: String,
     },
-    /// An exec probe was given no pod (or no cluster) to run in.
-    #[error("probe `{probe}`: no pod was chosen to run the command in")]
+    /// An exec or logs probe was given no pod (or no cluster) to work in.
+    #[error("probe `{probe}`: no pod was chosen for it")]
     NoPod {
         /// Probe name.
         probe: String,
@@ -104,6 +106,8 @@ enum Prober {
     Http(http::HttpProbe),
     /// A command in a pod through the API server and its kubelet.
     Exec(exec::ExecProbe),
+    /// A pod's log through the API server and its kubelet.
+    Logs(logs::LogsProbe),
 }
 
 /// What probes need from the run besides their specs: where the targets landed, and the
@@ -113,7 +117,7 @@ pub(crate) struct ProbeContext<'a> {
     pub targets: &'a BTreeMap<String, Vec<String>>,
     /// Node name → `InternalIP`, for `{internalIP:<target>}` in HTTP URLs.
     pub internal_ips: &'a BTreeMap<String, String>,
-    /// Exec probe name → the pod it runs in (chosen when targets were resolved).
+    /// Exec and logs probe name → its pod (chosen when targets were resolved).
     pub exec_pods: &'a BTreeMap<String, String>,
     /// Node operations, for command probes with `on`.
     pub executor: Arc<Executor>,
@@ -132,6 +136,7 @@ impl Prober {
             } => command::remote(executor, node, command, timeout).await,
             Prober::Http(p) => p.attempt(timeout).await,
             Prober::Exec(p) => p.attempt(timeout).await,
+            Prober::Logs(p) => p.attempt(timeout).await,
         }
     }
 }
@@ -205,16 +210,26 @@ impl Probes {
                     container,
                     ..
                 } => {
-                    let (Some(client), Some(pod)) = (&client, exec_pods.get(&spec.name)) else {
-                        return Err(ProbeError::NoPod {
-                            probe: spec.name.clone(),
-                        });
-                    };
+                    let (pods, pod) = pod_of(spec, &client, exec_pods, &workload.namespace)?;
                     Prober::Exec(exec::ExecProbe::new(
-                        kube::Api::namespaced(client.clone(), &workload.namespace),
-                        pod.clone(),
+                        pods,
+                        pod,
                         container.clone(),
                         command.clone(),
+                    ))
+                }
+                ProbeKind::Logs {
+                    workload,
+                    container,
+                    tail_lines,
+                    ..
+                } => {
+                    let (pods, pod) = pod_of(spec, &client, exec_pods, &workload.namespace)?;
+                    Prober::Logs(logs::LogsProbe::new(
+                        pods,
+                        pod,
+                        container.clone(),
+                        *tail_lines,
                     ))
                 }
             };
@@ -234,6 +249,24 @@ impl Probes {
         for t in self.tasks {
             let _ = t.await;
         }
+    }
+}
+
+/// The pods of `namespace` and the pod chosen for an exec or logs probe.
+fn pod_of(
+    spec: &ProbeSpec,
+    client: &Option<kube::Client>,
+    exec_pods: &BTreeMap<String, String>,
+    namespace: &str,
+) -> Result<(kube::Api<k8s_openapi::api::core::v1::Pod>, String), ProbeError> {
+    match (client, exec_pods.get(&spec.name)) {
+        (Some(client), Some(pod)) => Ok((
+            kube::Api::namespaced(client.clone(), namespace),
+            pod.clone(),
+        )),
+        _ => Err(ProbeError::NoPod {
+            probe: spec.name.clone(),
+        }),
     }
 }
 

@@ -86,10 +86,7 @@ fn an_exec_probe_without_a_chosen_pod_is_refused() {
     )
     .err()
     .expect("no pod, no probe");
-    assert_eq!(
-        err.to_string(),
-        "probe `shell`: no pod was chosen to run the command in"
-    );
+    assert_eq!(err.to_string(), "probe `shell`: no pod was chosen for it");
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use crate::cluster::{self, ClusterError};
 use crate::doctor;
 use crate::execute::Executor;
 use crate::experiment::fault;
-use crate::experiment::model::{Experiment, ProbeKind};
+use crate::experiment::model::Experiment;
 use crate::inventory::Inventory;
 use crate::journal::{Journal, JournalError};
 use crate::observe::Scope;
@@ -201,7 +201,7 @@ pub(crate) async fn resolve(
     Ok(())
 }
 
-/// The pod each exec probe runs in: its workload's first pod on its target's node. Chosen
+/// The pod each exec or logs probe works in: its workload's first pod on its target's node. Chosen
 /// once, so a pod that keeps its name through the fault (a kubelet stop, a reboot) is the
 /// one probed before, during and after.
 async fn exec_pods(
@@ -211,7 +211,7 @@ async fn exec_pods(
 ) -> Result<BTreeMap<String, String>, RunError> {
     let mut chosen = BTreeMap::new();
     for probe in &exp.probes {
-        let ProbeKind::Exec { workload, on, .. } = &probe.kind else {
+        let Some((workload, on)) = probe.kind.pod() else {
             continue;
         };
         // Validation made `on` a one-node target, and resolution gave it its node.
@@ -225,7 +225,7 @@ async fn exec_pods(
             .ok_or_else(|| ClusterError::NoPodForProbe {
                 probe: probe.name.clone(),
                 workload: workload.to_string(),
-                target: on.clone(),
+                target: on.to_string(),
                 node: node.clone(),
             })?;
         chosen.insert(probe.name.clone(), pod);

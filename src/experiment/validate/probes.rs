@@ -54,28 +54,37 @@ impl Validator<'_> {
             .timeout
             .as_ref()
             .map_or(Some(DEFAULT_PROBE_TIMEOUT), |t| self.plain(t));
-        let kind = match (&p.command, &p.http, &p.exec) {
-            (Some(c), None, None) => self.command_probe(c, p, targets),
-            (None, Some(h), None) => self.http_probe(h, p, targets),
-            (None, None, Some(e)) => self.exec_probe(e, p, targets),
-            (None, None, None) => {
+        let kind = match (&p.command, &p.http, &p.exec, &p.logs) {
+            (Some(c), None, None, None) => self.command_probe(c, p, targets),
+            (None, Some(h), None, None) => self.http_probe(h, p, targets),
+            (None, None, Some(e), None) => self.exec_probe(e, p, targets),
+            (None, None, None, Some(l)) => self.logs_probe(l, p, targets),
+            (None, None, None, None) => {
                 self.err(
                     probe,
-                    format!("probe `{}` has none of `command`, `http` and `exec`", name.value),
-                    Some("write `command: \"true\"` with `on: <target>`, `http: https://host/path`, or `exec: [true]` with `pod: {workload, on}`"),
+                    format!(
+                        "probe `{}` has none of `command`, `http`, `exec` and `logs`",
+                        name.value
+                    ),
+                    Some("write `command: \"true\"` with `on: <target>`, `http: https://host/path`, `exec: [true]` or `logs: {}` with `pod: {workload, on}`"),
                 );
                 None
             }
-            (c, h, e) => {
+            (c, h, e, l) => {
                 // Point at the second check written: the one that makes it two.
-                let second = [c.as_ref().map(at), h.as_ref().map(at), e.as_ref().map(at)]
-                    .into_iter()
-                    .flatten()
-                    .nth(1);
+                let second = [
+                    c.as_ref().map(at),
+                    h.as_ref().map(at),
+                    e.as_ref().map(at),
+                    l.as_ref().map(at),
+                ]
+                .into_iter()
+                .flatten()
+                .nth(1);
                 if let Some(loc) = second {
                     self.report(
                         pos(loc),
-                        "a probe is one check: a `command`, an `http` or an `exec`, not several",
+                        "a probe is one check: a `command`, an `http`, an `exec` or a `logs`, not several",
                         Some("split it into several probes".into()),
                     );
                 }
@@ -98,14 +107,6 @@ impl Validator<'_> {
         p: &RawProbe,
         targets: &[TargetSpec],
     ) -> Option<ProbeKind> {
-        self.no_http_keys(p);
-        if let Some(o) = &p.on {
-            self.err(
-                o,
-                "`on` goes under `pod:` for an `exec` probe",
-                Some("write `pod: {workload: deployment/web, on: <target>}`"),
-            );
-        }
         let command: Vec<String> = exec.value.iter().map(|a| a.value.clone()).collect();
         if command.first().is_none_or(|c| c.trim().is_empty()) {
             self.err(
@@ -114,10 +115,71 @@ impl Validator<'_> {
                 Some("give the command as a list, e.g. `exec: [true]`"),
             );
         }
+        let (workload, on, container) = self.probe_pod(exec, p, targets, "an `exec`")?;
+        if command.first().is_none_or(|c| c.trim().is_empty()) {
+            return None;
+        }
+        Some(ProbeKind::Exec {
+            command,
+            workload,
+            on,
+            container,
+        })
+    }
+
+    /// A `logs` probe: `pod: {workload, on}` as for `exec`, and how many lines from the
+    /// end of the log each try reads (`tailLines`, one when not written).
+    fn logs_probe(
+        &mut self,
+        logs: &S<RawProbeLogs>,
+        p: &RawProbe,
+        targets: &[TargetSpec],
+    ) -> Option<ProbeKind> {
+        let tail_lines = match &logs.value.tail_lines {
+            None => Some(1),
+            Some(n) => match u32::try_from(n.value) {
+                Ok(n) if n >= 1 => Some(n),
+                _ => {
+                    self.err(
+                        n,
+                        format!("`tailLines` must be 1 or more, not {}", n.value),
+                        Some("each try reads that many lines from the end of the log"),
+                    );
+                    None
+                }
+            },
+        };
+        let (workload, on, container) = self.probe_pod(logs, p, targets, "a `logs`")?;
+        Some(ProbeKind::Logs {
+            workload,
+            on,
+            container,
+            tail_lines: tail_lines?,
+        })
+    }
+
+    /// The `pod: {workload, on, container}` of an `exec` or `logs` probe (`what`, with its
+    /// article: "an `exec`"), `on` a
+    /// target of one node; the HTTP keys and a probe-level `on` do not go with it.
+    fn probe_pod<T>(
+        &mut self,
+        check: &S<T>,
+        p: &RawProbe,
+        targets: &[TargetSpec],
+        what: &str,
+    ) -> Option<(WorkloadRef, String, Option<String>)> {
+        self.no_http_keys(p);
+        if let Some(o) = &p.on {
+            self.err(
+                o,
+                format!("`on` goes under `pod:` for {what} probe"),
+                Some("write `pod: {workload: deployment/web, on: <target>}`"),
+            );
+        }
         let Some(pod) = &p.pod else {
             self.err(
-                exec,
-                "an `exec` probe needs `pod: {workload, on}`: whose pod, on which node",
+                check,
+                format!("{what} probe needs `pod: {{workload, on}}`: whose pod, on which node"),
                 Some("write `pod: {workload: deployment/web, on: <target>}`"),
             );
             return None;
@@ -131,16 +193,9 @@ impl Validator<'_> {
             return None;
         };
         let workload = self.workload(w);
-        let on = self.single_node_target(o, targets, "an `exec` probe uses the pod on");
-        if command.first().is_none_or(|c| c.trim().is_empty()) {
-            return None;
-        }
-        Some(ProbeKind::Exec {
-            command,
-            workload: workload?,
-            on: on?,
-            container: pod.value.container.as_ref().map(|c| c.value.clone()),
-        })
+        let on = self.single_node_target(o, targets, &format!("{what} probe uses the pod on"));
+        let container = pod.value.container.as_ref().map(|c| c.value.clone());
+        Some((workload?, on?, container))
     }
 
     /// Reports the keys that only go with an `http` probe.
@@ -168,7 +223,7 @@ impl Validator<'_> {
     ) -> Option<ProbeKind> {
         self.no_http_keys(p);
         if let Some(pod) = &p.pod {
-            self.err(pod, "`pod` only goes with an `exec` probe", None);
+            self.err(pod, "`pod` only goes with an `exec` or `logs` probe", None);
         }
         if command.value.trim().is_empty() {
             self.err(command, "the probe's `command` is empty", None);
@@ -247,7 +302,7 @@ impl Validator<'_> {
             );
         }
         if let Some(pod) = &p.pod {
-            self.err(pod, "`pod` only goes with an `exec` probe", None);
+            self.err(pod, "`pod` only goes with an `exec` or `logs` probe", None);
         }
         let filled = self.url_template(url, targets)?;
         let scheme_ok = filled.starts_with("http://") || filled.starts_with("https://");
