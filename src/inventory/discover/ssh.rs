@@ -86,8 +86,10 @@ pub(super) fn yaml(ssh: &SshReach, quoted: impl Fn(&str) -> String) -> Result<St
          # reboot` makes systemd, PID 1 of the node container, exit (status 129), and kind's\n\
          # restart policy (on-failure:1) starts the container again only the first time; a\n\
          # second reboot leaves the node off. Here a reboot is `docker stop`, 5 s, `docker\n\
-         # start`. The address check catches a node container that comes back with another\n\
-         # address (kind #2045), which would also break this file's `address:`.\n",
+         # start`. Power-off likewise: in-band, systemd exits with status 130 and the same\n\
+         # policy starts the node again. The address check catches a node container that\n\
+         # comes back with another address (kind #2045), which would also break this file's\n\
+         # `address:`.\n",
     );
     out.push_str("power:\n");
     for key in PowerKey::ALL {
