@@ -233,7 +233,8 @@ fn docker_k3d_shaped_containers_become_an_inventory_with_the_k3s_flags_as_timers
         server_argv: side.server_argv,
     };
     let discovered = discover::build(&facts).unwrap_or_else(|e| panic!("{e}"));
-    let text = discover::render(&discovered, "faultline inventory k3d (test)");
+    let text = discover::render(&discovered, "faultline inventory k3d (test)")
+        .unwrap_or_else(|e| panic!("{e}"));
     let inv = Inventory::parse(&text, Path::new("generated.yaml"))
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     let names: Vec<&str> = inv.nodes().iter().map(|n| n.name.as_str()).collect();

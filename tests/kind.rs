@@ -21,10 +21,19 @@ const BACK: Duration = Duration::from_secs(180);
 /// the lab lacks), each fault confirmed on the timeline, every node Ready afterwards and the
 /// journal empty.
 async fn shipped_experiment_passes_on_kind(name: &str) -> faultline::record::RunRecord {
+    shipped_experiment_passes_with(name, &[]).await
+}
+
+/// [`shipped_experiment_passes_on_kind`] with more arguments for `faultline run` (another
+/// inventory).
+async fn shipped_experiment_passes_with(
+    name: &str,
+    extra: &[&str],
+) -> faultline::record::RunRecord {
     let client = client().await;
     all_nodes_ready(&client, BACK).await;
     let s = Scratch::new();
-    let out = s.run(&format!("experiments/{name}.yaml"), &[]);
+    let out = s.run(&format!("experiments/{name}.yaml"), extra);
     let record = s.record(name);
     let cases = junit_cases(&s.junit(name));
     assert_eq!(
@@ -113,6 +122,150 @@ async fn kind_power_off_service_outage() {
     }
 }
 
+/// The inventory `ci/kind/up` wrote for the same cluster reached over SSH: the `kubeadm`
+/// profile, every node at its container's address as root, host keys pinned in
+/// `target/kind/ssh/known_hosts`, power through Docker. Checked to be that before use, so a
+/// test named "over SSH" cannot silently run through `docker exec`.
+fn ssh_inventory() -> String {
+    let path = lab_dir().join("inventory-ssh.yaml");
+    let inv = faultline::inventory::Inventory::load(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (written by ci/kind/up)", path.display()));
+    for node in inv.nodes() {
+        assert_eq!(
+            node.profile,
+            Some(faultline::inventory::ProfileName::Kubeadm),
+            "{}",
+            node.name
+        );
+        assert_eq!(node.transport, faultline::inventory::TransportKind::Ssh);
+        assert_ne!(
+            node.address, node.name,
+            "reached at its container's address"
+        );
+        assert!(!node.ssh.insecure_ignore_host_keys);
+        let known_hosts = node.ssh.known_hosts.as_ref().expect("knownHosts set");
+        let pinned = std::fs::read_to_string(known_hosts).expect("read known_hosts");
+        assert!(
+            pinned
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(node.address.as_str())),
+            "{}'s host key is pinned by its address in {}",
+            node.name,
+            known_hosts.display()
+        );
+    }
+    path.display().to_string()
+}
+
+/// Root logins the node's own sshd accepted since `since`, from its journal: proof that a
+/// run's commands went over SSH.
+fn ssh_logins_since(node: &str, since: chrono::DateTime<chrono::Utc>) -> usize {
+    let since = format!("@{}", since.timestamp() - 1);
+    docker(&[
+        "exec",
+        node,
+        "journalctl",
+        "-u",
+        "ssh.service",
+        "--since",
+        &since,
+        "-o",
+        "cat",
+        "--no-pager",
+    ])
+    .lines()
+    .filter(|l| l.starts_with("Accepted publickey for root"))
+    .count()
+}
+
+/// The victim of a recorded run (its one `victim` target node).
+fn victim_of(record: &faultline::record::RunRecord) -> String {
+    let victims = &record.targets["victim"];
+    assert_eq!(victims.len(), 1, "{victims:?}");
+    victims[0].clone()
+}
+
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_ssh_kubelet_stop_past_toleration_with_the_kubeadm_profile() {
+    let inventory = ssh_inventory();
+    let record =
+        shipped_experiment_passes_with("kubelet-stop-past-toleration", &["-i", &inventory]).await;
+    let f = &record.figures;
+    assert!(
+        f.node_not_ready_ms.is_some() && f.first_eviction_ms.is_some(),
+        "{f:?}"
+    );
+    let victim = victim_of(&record);
+    let logins = ssh_logins_since(&victim, record.started_at);
+    assert!(
+        logins >= 2,
+        "stop and start went over SSH to {victim}: {logins} login(s)"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_ssh_partition_with_the_kubeadm_profile() {
+    // The kubeadm profile's iptables rule on a real node beside kube-proxy's rules: the
+    // kubelet's heartbeats to the API server's port stop, the SSH session does not.
+    let inventory = ssh_inventory();
+    let record = shipped_experiment_passes_with("partition", &["-i", &inventory]).await;
+    let victim = victim_of(&record);
+    let logins = ssh_logins_since(&victim, record.started_at);
+    assert!(
+        logins >= 2,
+        "partition and heal went over SSH to {victim}: {logins} login(s)"
+    );
+    let rules = docker(&["exec", &victim, "iptables", "-w", "10", "-S", "OUTPUT"]);
+    assert!(!rules.contains("faultline-partition"), "healed: {rules}");
+}
+
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_ssh_reboot_with_the_kubeadm_profile() {
+    // On kind the inventory's out-of-band reboot (Docker, as a BMC) carries it out: the
+    // kubeadm profile's in-band `systemctl reboot` would leave the node container stopped.
+    let inventory = ssh_inventory();
+    let record = shipped_experiment_passes_with("reboot", &["-i", &inventory]).await;
+    assert_eq!(
+        outcome_of(&record, "containers restarted once in place"),
+        Outcome::Passed
+    );
+    // sshd came back with the node and its pinned host key: the node answers over SSH again.
+    let victim = victim_of(&record);
+    let inv = faultline::inventory::Inventory::load(&inventory).expect("ssh inventory");
+    let node = inv.node(&victim).expect("victim in the inventory");
+    let ssh = &node.ssh;
+    let out = std::process::Command::new("ssh")
+        .args([
+            "-n",
+            "-F",
+            "none",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+        ])
+        .arg("-i")
+        .arg(ssh.identity_file.as_ref().expect("identityFile"))
+        .arg("-o")
+        .arg(format!(
+            "UserKnownHostsFile={}",
+            ssh.known_hosts.as_ref().expect("knownHosts").display()
+        ))
+        .arg(format!("root@{}", node.address))
+        .arg("systemctl is-active kubelet")
+        .output()
+        .expect("run ssh");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "active",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Whether the kubelet unit inside a kind node container is active, asked with systemd's
 /// own words (`active`, `inactive`, ...), out of band from faultline.
 fn kubelet_unit_state(node: &str) -> String {
@@ -123,10 +276,23 @@ fn kubelet_unit_state(node: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// `docker ps`'s filter for this cluster's containers: another kind cluster may run on the
+/// same engine (ci/kind/up writes the name, `KIND_CLUSTER_NAME`, to target/kind/env).
+fn this_cluster() -> String {
+    let env = std::fs::read_to_string(lab_dir().join("env")).expect("target/kind/env");
+    let name = env
+        .lines()
+        .find_map(|l| l.strip_prefix("KIND_CLUSTER_NAME="))
+        .expect("KIND_CLUSTER_NAME in target/kind/env");
+    format!("label=io.x-k8s.kind.cluster={}", name.trim())
+}
+
 /// The kind workers whose kubelet unit is not active.
 fn workers_with_kubelet_down() -> Vec<String> {
     docker(&[
         "ps",
+        "--filter",
+        &this_cluster(),
         "--filter",
         "label=io.x-k8s.kind.role=worker",
         "--format",
@@ -250,6 +416,8 @@ fn exited_workers() -> Vec<String> {
     docker(&[
         "ps",
         "-a",
+        "--filter",
+        &this_cluster(),
         "--filter",
         "label=io.x-k8s.kind.role=worker",
         "--filter",

@@ -3,19 +3,28 @@
 
 use std::path::PathBuf;
 
-use super::{EXIT_ERROR, EXIT_OK, InventoryArgs, InventoryCommand};
+use super::{EXIT_ERROR, EXIT_OK, InventoryArgs, InventoryCommand, NodeTransportArg};
 use crate::cluster::kubeconfig::{file_defining, read_merged};
 use crate::cluster::resolve_access;
 use crate::inventory::discover::live::{Source, gather};
-use crate::inventory::discover::{self, Tool, choose_cluster};
+use crate::inventory::discover::{self, SshReach, Tool, choose_cluster};
 
 /// Discovers the cluster and writes its inventory (to `--out` or stdout).
 pub(super) async fn inventory(which: InventoryCommand) -> i32 {
-    let (tool, args) = match which {
-        InventoryCommand::Kind(a) => (Tool::Kind, a),
-        InventoryCommand::K3d(a) => (Tool::K3d, a),
+    let (tool, args, ssh) = match which {
+        InventoryCommand::Kind(a) => {
+            let ssh = match (a.transport, a.identity_file, a.known_hosts) {
+                (NodeTransportArg::Ssh, Some(identity_file), Some(known_hosts)) => Some(SshReach {
+                    identity_file: absolute(identity_file),
+                    known_hosts: absolute(known_hosts),
+                }),
+                _ => None,
+            };
+            (Tool::Kind, a.common, ssh)
+        }
+        InventoryCommand::K3d(a) => (Tool::K3d, a, None),
     };
-    match generate(tool, &args).await {
+    match generate(tool, &args, ssh).await {
         Ok(summary) => {
             eprintln!("{summary}");
             EXIT_OK
@@ -27,7 +36,16 @@ pub(super) async fn inventory(which: InventoryCommand) -> i32 {
     }
 }
 
-async fn generate(tool: Tool, args: &InventoryArgs) -> Result<String, String> {
+/// The path as the inventory names it: absolute, so the file works from any directory.
+fn absolute(path: PathBuf) -> PathBuf {
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+async fn generate(
+    tool: Tool,
+    args: &InventoryArgs,
+    ssh: Option<SshReach>,
+) -> Result<String, String> {
     // No inventory yet: only the flags, KUBECONFIG and ~/.kube/config choose the cluster.
     let access = resolve_access(&args.api.overrides(), None, None);
     let current = read_merged(&access.kubeconfig)
@@ -57,9 +75,12 @@ async fn generate(tool: Tool, args: &InventoryArgs) -> Result<String, String> {
         kubeconfig_to_write,
     };
     let facts = gather(&source).await.map_err(|e| e.to_string())?;
-    let discovered = discover::build(&facts).map_err(|e| e.to_string())?;
+    let mut discovered = discover::build(&facts).map_err(|e| e.to_string())?;
+    if let Some(ssh) = ssh {
+        discovered = discovered.over_ssh(ssh).map_err(|e| e.to_string())?;
+    }
     let command: Vec<String> = std::env::args().collect();
-    let text = discover::render(&discovered, &command.join(" "));
+    let text = discover::render(&discovered, &command.join(" ")).map_err(|e| e.to_string())?;
     let written_to = match &args.out {
         Some(path) => {
             write(path, &text)?;
@@ -80,6 +101,13 @@ async fn generate(tool: Tool, args: &InventoryArgs) -> Result<String, String> {
         t.node_monitor_grace_period.value,
         t.default_unreachable_toleration_seconds.value,
     );
+    if let discover::Reach::Ssh(ssh) = &discovered.reach {
+        summary.push_str(&format!(
+            "\nnodes reached over SSH as root (kubeadm profile), host keys checked against {}; \
+             power through Docker",
+            ssh.known_hosts.display()
+        ));
+    }
     for note in &discovered.notes {
         summary.push_str(&format!("\nnote: {note}"));
     }

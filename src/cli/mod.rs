@@ -319,7 +319,7 @@ pub struct NamespaceArg {
 pub enum InventoryCommand {
     /// A kind cluster: nodes from the API and the `io.x-k8s.kind.cluster` containers,
     /// timers from the kube-controller-manager and kube-apiserver static pods.
-    Kind(InventoryArgs),
+    Kind(KindInventoryArgs),
     /// A k3d cluster: nodes from the API and the `k3d.cluster` containers, timers from the
     /// k3s server's command line.
     K3d(InventoryArgs),
@@ -339,6 +339,35 @@ pub struct InventoryArgs {
     /// Kubeconfig and context to read the cluster through.
     #[command(flatten)]
     pub api: ApiArgs,
+}
+
+/// Arguments of `faultline inventory kind`: the common ones, and how nodes are reached.
+#[derive(Debug, Args)]
+pub struct KindInventoryArgs {
+    /// Name, output, kubeconfig and context, as for k3d.
+    #[command(flatten)]
+    pub common: InventoryArgs,
+    /// How faultline reaches the nodes: `exec` (the `kind` profile: `docker exec`), or `ssh`
+    /// (the `kubeadm` profile over SSH to each node container's address, as root; power
+    /// stays with Docker). SSH needs an sshd in the node image (ci/kind/build's has one).
+    #[arg(long, value_enum, default_value_t = NodeTransportArg::Exec)]
+    pub transport: NodeTransportArg,
+    /// With `--transport ssh`: the private key authorized for root on every node.
+    #[arg(long, value_name = "FILE", required_if_eq("transport", "ssh"))]
+    pub identity_file: Option<PathBuf>,
+    /// With `--transport ssh`: the known_hosts file holding every node's host key by its
+    /// address (faultline always checks host keys).
+    #[arg(long, value_name = "FILE", required_if_eq("transport", "ssh"))]
+    pub known_hosts: Option<PathBuf>,
+}
+
+/// How `faultline inventory kind` has nodes reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NodeTransportArg {
+    /// `docker exec` into each node container (the `kind` profile).
+    Exec,
+    /// SSH to each node container's address (the `kubeadm` profile).
+    Ssh,
 }
 
 /// Observation modes on the command line.

@@ -26,12 +26,25 @@ pub struct Container {
     pub state: String,
     /// The command Docker started it with: `Path` then `Args`.
     pub command: Vec<String>,
+    /// Its IPv4 address on each Docker network it is attached to (network name to
+    /// address; a stopped container has none): where SSH reaches a kind node.
+    pub addresses: BTreeMap<String, String>,
 }
 
 impl Container {
     /// A label's value, if set.
     pub fn label(&self, key: &str) -> Option<&str> {
         self.labels.get(key).map(String::as_str)
+    }
+
+    /// The address a node container is reached at from the host: its only network's, or,
+    /// attached to several, the one on kind's network `kind`. `None` when it has none (a
+    /// stopped container) or several networks none of which is `kind`.
+    pub fn address(&self) -> Option<&str> {
+        match self.addresses.len() {
+            1 => self.addresses.values().next().map(String::as_str),
+            _ => self.addresses.get("kind").map(String::as_str),
+        }
     }
 }
 
@@ -45,6 +58,22 @@ struct Inspected {
     args: Vec<String>,
     state: InspectedState,
     config: InspectedConfig,
+    #[serde(default)]
+    network_settings: Option<InspectedNetworkSettings>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedNetworkSettings {
+    #[serde(default)]
+    networks: Option<BTreeMap<String, InspectedNetwork>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct InspectedNetwork {
+    #[serde(default, rename = "IPAddress")]
+    ip_address: String,
 }
 
 #[derive(Deserialize)]
@@ -72,6 +101,14 @@ pub fn parse_inspect(json: &str) -> Result<Vec<Container>, String> {
             command: std::iter::once(c.path)
                 .filter(|p| !p.is_empty())
                 .chain(c.args)
+                .collect(),
+            addresses: c
+                .network_settings
+                .and_then(|n| n.networks)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(_, net)| !net.ip_address.is_empty())
+                .map(|(name, net)| (name, net.ip_address))
                 .collect(),
         })
         .collect())
@@ -166,6 +203,25 @@ mod tests {
         assert_eq!(all[1].label("io.x-k8s.kind.cluster"), Some("faultline"));
         assert_eq!(all[0].state, "running");
         assert_eq!(all[0].command, ["/usr/local/bin/entrypoint", "/sbin/init"]);
+        assert_eq!(
+            all[0].addresses,
+            BTreeMap::from([("kind".to_string(), "172.18.0.3".to_string())])
+        );
+    }
+
+    #[test]
+    fn a_container_on_several_networks_is_reached_on_kinds() {
+        let mut c = parse_inspect(include_str!("../../../fixtures/docker/kind/inspect.json"))
+            .unwrap()
+            .remove(0);
+        assert_eq!(c.address(), Some("172.18.0.3"));
+        c.addresses.insert("bridge".into(), "172.17.0.5".into());
+        assert_eq!(c.address(), Some("172.18.0.3"));
+        c.addresses.remove("kind");
+        c.addresses.insert("other".into(), "10.0.0.5".into());
+        assert_eq!(c.address(), None, "two networks, neither kind's: no guess");
+        c.addresses.clear();
+        assert_eq!(c.address(), None, "a stopped container has no address");
     }
 
     #[test]

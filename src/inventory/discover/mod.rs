@@ -15,6 +15,7 @@ mod docker;
 pub mod live;
 mod nodes;
 mod render;
+mod ssh;
 mod target;
 mod timers;
 
@@ -27,6 +28,7 @@ use thiserror::Error;
 
 pub use docker::{Container, parse_inspect};
 pub use nodes::ApiNode;
+pub use ssh::{Reach, SshReach};
 pub use target::{ClusterChoice, choose_cluster};
 pub use timers::{Sourced, TimerSources};
 
@@ -120,6 +122,9 @@ pub struct InventoryNode {
     pub role: &'static str,
     /// A short note for the file (`k3s server`), if any.
     pub note: Option<String>,
+    /// The node container's address (see [`Container::address`]), written only when the
+    /// inventory reaches nodes over SSH.
+    pub address: Option<String>,
 }
 
 /// A generated inventory before it is written as YAML.
@@ -141,6 +146,8 @@ pub struct Discovered {
     pub timers: TimerSources,
     /// Things the reader should know (stopped containers, containers without nodes).
     pub notes: Vec<String>,
+    /// How the inventory reaches the nodes (`docker exec` unless [`Discovered::over_ssh`]).
+    pub reach: Reach,
 }
 
 /// Why no inventory could be written; each names what was looked at and where.
@@ -180,6 +187,9 @@ pub enum DiscoverError {
     /// A timer could not be read from the cluster.
     #[error("{0}")]
     Timers(String),
+    /// The nodes cannot be reached over SSH as asked.
+    #[error("{0}")]
+    Ssh(String),
     /// The kubeconfig has no such context.
     #[error(
         "kube context `{context}` is not in {kubeconfig}: is the {} cluster `{cluster}` \
@@ -215,11 +225,14 @@ pub fn build(facts: &ClusterFacts) -> Result<Discovered, DiscoverError> {
         nodes,
         timers,
         notes,
+        reach: Reach::DockerExec,
     })
 }
 
 /// The inventory as YAML that `faultline run -i` reads unchanged, each timer commented
 /// with its source; `command` is the command line that generated it, for the header.
-pub fn render(discovered: &Discovered, command: &str) -> String {
-    render::yaml(discovered, command)
+/// Fails only if the built-in kind profile, whose power commands an SSH inventory copies,
+/// cannot be read (the unit tests catch that).
+pub fn render(discovered: &Discovered, command: &str) -> Result<String, DiscoverError> {
+    render::yaml(discovered, command).map_err(DiscoverError::Ssh)
 }

@@ -147,6 +147,7 @@ pub(crate) fn match_nodes(
                 Tool::Kind => None,
                 Tool::K3d => Some(format!("k3s {}", role_word(tool, *cp))),
             },
+            address: container.address().map(str::to_string),
         });
     }
     for (c, _) in &node_containers {

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::Discovered;
+use super::{Discovered, Reach};
 
 fn quoted(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
@@ -29,7 +29,7 @@ fn duration(d: Duration) -> String {
 }
 
 /// The YAML text; `command` is the command line that produced it, for the header.
-pub(crate) fn yaml(d: &Discovered, command: &str) -> String {
+pub(crate) fn yaml(d: &Discovered, command: &str) -> Result<String, String> {
     let mut out = String::new();
     let tool = d.tool.name();
     let _ = writeln!(
@@ -56,10 +56,15 @@ pub(crate) fn yaml(d: &Discovered, command: &str) -> String {
         "  allowedContexts: [{}]   # a run against any other context refuses to start",
         quoted(&d.context)
     );
-    let _ = writeln!(
-        out,
-        "profile: {tool}                  # nodes are containers: docker exec, docker stop/start"
-    );
+    match &d.reach {
+        Reach::DockerExec => {
+            let _ = writeln!(
+                out,
+                "profile: {tool}                  # nodes are containers: docker exec, docker stop/start"
+            );
+        }
+        Reach::Ssh(ssh) => out.push_str(&super::ssh::yaml(ssh, quoted)?),
+    }
     let t = &d.timers;
     out.push_str(
         "timers:                          # read from the cluster; each value's source after it\n",
@@ -90,11 +95,24 @@ pub(crate) fn yaml(d: &Discovered, command: &str) -> String {
     );
     out.push_str("nodes:\n");
     for n in &d.nodes {
-        let _ = write!(out, "  - {{name: {}, roles: [{}]}}", n.name, n.role);
+        match (&d.reach, &n.address) {
+            (Reach::Ssh(_), Some(address)) => {
+                let _ = write!(
+                    out,
+                    "  - {{name: {}, address: {}, roles: [{}]}}",
+                    n.name,
+                    quoted(address),
+                    n.role
+                );
+            }
+            _ => {
+                let _ = write!(out, "  - {{name: {}, roles: [{}]}}", n.name, n.role);
+            }
+        }
         if let Some(note) = &n.note {
             let _ = write!(out, "   # {}", comment(note));
         }
         out.push('\n');
     }
-    out
+    Ok(out)
 }

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 
 use super::*;
 use crate::cluster::timers::pod_command;
+use crate::experiment::fault::PowerKey;
 use crate::inventory::{CommandKey, Inventory, ProfileName, TransportKind};
 
 fn fixture(rel: &str) -> String {
@@ -85,7 +86,7 @@ fn k3d_facts() -> ClusterFacts {
 /// The generated text, parsed exactly as `faultline run -i` parses it.
 fn generate(facts: &ClusterFacts) -> (String, Inventory) {
     let d = build(facts).unwrap_or_else(|e| panic!("{e}"));
-    let text = render(&d, "faultline inventory test");
+    let text = render(&d, "faultline inventory test").unwrap_or_else(|e| panic!("{e}"));
     let inv = Inventory::parse(&text, Path::new("generated.yaml"))
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     (text, inv)
@@ -364,4 +365,76 @@ fn odd_strings_cannot_break_the_generated_file() {
     let (_, inv) = generate(&facts);
     assert_eq!(inv.context(), Some("ctx: with \"quotes\" # and hash"));
     assert_eq!(inv.kubeconfig(), [PathBuf::from("/tmp/a b/kube: config")]);
+}
+
+fn ssh_files() -> SshReach {
+    SshReach {
+        identity_file: PathBuf::from("/work/main/target/kind/ssh/id_ed25519"),
+        known_hosts: PathBuf::from("/work/main/target/kind/ssh/known_hosts"),
+    }
+}
+
+#[test]
+fn a_kind_cluster_over_ssh_is_kubeadm_nodes_at_their_container_addresses_powered_by_docker() {
+    let facts = kind_facts("kind-tuned");
+    let (_, over_docker) = generate(&facts);
+    let d = build(&facts).unwrap().over_ssh(ssh_files()).unwrap();
+    let text = render(&d, "faultline inventory kind --transport ssh").unwrap();
+    let inv = Inventory::parse(&text, Path::new("generated.yaml"))
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(names_and_roles(&inv), names_and_roles(&over_docker));
+    let addresses: Vec<(&str, &str)> = inv
+        .nodes()
+        .iter()
+        .map(|n| (n.name.as_str(), n.address.as_str()))
+        .collect();
+    // The recorded `docker inspect`: each container's address on the `kind` network.
+    assert_eq!(
+        addresses,
+        [
+            ("faultline-control-plane", "172.18.0.3"),
+            ("faultline-worker", "172.18.0.4"),
+            ("faultline-worker2", "172.18.0.2"),
+        ]
+    );
+    let worker = inv.node("faultline-worker").unwrap();
+    assert_eq!(worker.profile, Some(ProfileName::Kubeadm));
+    assert_eq!(worker.transport, TransportKind::Ssh);
+    assert_eq!(worker.ssh.user, "root");
+    assert_eq!(worker.ssh.config, None, "config: none");
+    assert_eq!(worker.ssh.identity_file, Some(ssh_files().identity_file));
+    assert_eq!(worker.ssh.known_hosts, Some(ssh_files().known_hosts));
+    assert!(!worker.ssh.insecure_ignore_host_keys);
+    assert_eq!(
+        worker
+            .commands
+            .get(CommandKey::KubeletStop)
+            .map(String::as_str),
+        Some("systemctl stop kubelet"),
+        "the kubeadm profile's commands"
+    );
+    // Power, reboots included, is exactly what the kind profile does through Docker.
+    let docker_worker = over_docker.node("faultline-worker").unwrap();
+    assert_eq!(worker.power, docker_worker.power);
+    assert!(worker.power.has(PowerKey::Reboot) && worker.power.has(PowerKey::Address));
+    // The timers are read from the cluster either way.
+    assert_eq!(inv.stated_timers(), over_docker.stated_timers());
+}
+
+#[test]
+fn ssh_is_refused_for_k3d_and_for_a_node_container_without_an_address() {
+    let k3d = build(&k3d_facts()).unwrap();
+    let err = k3d.over_ssh(ssh_files()).unwrap_err().to_string();
+    assert!(err.contains("kind clusters only"), "{err}");
+
+    let mut facts = kind_facts("kind");
+    let stopped = facts
+        .containers
+        .iter_mut()
+        .find(|c| c.name == "faultline-worker2")
+        .unwrap();
+    stopped.addresses.clear();
+    let d = build(&facts).unwrap();
+    let err = d.over_ssh(ssh_files()).unwrap_err().to_string();
+    assert!(err.contains("faultline-worker2 has no address"), "{err}");
 }
