@@ -31,6 +31,7 @@ pub mod judge;
 pub mod observe;
 pub mod outcome;
 pub(crate) mod probe;
+pub mod rbac;
 pub mod record;
 pub mod report;
 pub mod run;

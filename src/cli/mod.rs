@@ -8,6 +8,7 @@ mod inventory;
 mod namespace;
 mod plan;
 mod preflight;
+mod rbac;
 mod rehearse;
 mod report;
 mod restore;
@@ -92,6 +93,25 @@ pub enum Command {
         /// Skip SSH host key verification (the host-key check then says so).
         #[arg(long)]
         insecure_ignore_host_keys: bool,
+    },
+    /// Print the RBAC rules of faultline's two ServiceAccounts: the observer (read-only,
+    /// the same for every experiment) and the actor (exactly what these experiments' faults,
+    /// setup and probes do beyond reading), as Kubernetes objects or as the Helm chart's values.
+    Rbac {
+        /// Experiment files or directories (needed for the actor).
+        paths: Vec<PathBuf>,
+        /// Only this ServiceAccount's rules (default: both).
+        #[arg(long, value_enum)]
+        role: Option<crate::rbac::RbacRole>,
+        /// ClusterRole and Role objects, or values for `helm install -f`.
+        #[arg(long, short = 'o', value_enum, default_value_t = RbacOutput::Manifests)]
+        output: RbacOutput,
+        /// Prefix of the objects' names (`<prefix>-observer`, `<prefix>-actor`).
+        #[arg(long, default_value = "faultline")]
+        name: String,
+        /// Namespace in place of the experiments' own.
+        #[command(flatten)]
+        namespace: NamespaceArg,
     },
     /// Undo every fault a crashed or killed run left behind (from the fault journal).
     Restore {
@@ -379,6 +399,15 @@ pub enum ObserveArg {
     Poll,
 }
 
+/// How `faultline rbac` prints the rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RbacOutput {
+    /// ClusterRole and Role objects, ready for `kubectl apply -f -`.
+    Manifests,
+    /// The Helm chart's `rbac:` values (`helm install -f`).
+    Values,
+}
+
 /// How `faultline doctor` prints its findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DoctorOutput {
@@ -443,6 +472,13 @@ pub async fn main(cli: Cli) -> i32 {
             api,
             namespace,
         } => plan::plan(&paths, inventory.as_deref(), &api, &namespace).await,
+        Command::Rbac {
+            paths,
+            role,
+            output,
+            name,
+            namespace,
+        } => rbac::rbac(&paths, role, output, &name, &namespace),
         Command::Restore {
             inventory,
             journal,

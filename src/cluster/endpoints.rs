@@ -44,6 +44,9 @@ pub struct Connection {
     pub client: Client,
     /// `None` with a single endpoint: nothing to fail over to.
     pub failover: Option<Failover>,
+    /// The kubeconfig's (or the in-cluster) API server URL: the endpoint used first, which
+    /// a run must not take down when there is nothing to fail over to.
+    pub primary_url: String,
 }
 
 /// Connects like [`super::connect`], over every endpoint `endpoints` allows, the
@@ -79,6 +82,7 @@ pub async fn connect_with_failover(
         return Ok(Connection {
             client: client_for(config)?,
             failover: None,
+            primary_url: primary,
         });
     }
     let mut clients = Vec::with_capacity(urls.len());
@@ -86,7 +90,7 @@ pub async fn connect_with_failover(
         Some(c) => c,
         None => client_for(quick.clone())?,
     };
-    clients.push((primary, primary_client));
+    clients.push((primary.clone(), primary_client));
     for url in urls.into_iter().skip(1) {
         let mut c = quick.clone();
         c.cluster_url = url.parse().map_err(|e| ClusterError::Endpoint {
@@ -100,6 +104,7 @@ pub async fn connect_with_failover(
     Ok(Connection {
         client,
         failover: Some(failover),
+        primary_url: primary,
     })
 }
 

@@ -89,24 +89,57 @@ pub async fn read_cluster(inventory: &Inventory) -> ClusterView {
 /// permission refused to a step or the observer, a warning per optional one refused, and
 /// one pass when everything is allowed.
 pub async fn preflight_cluster(client: &Client, experiments: &[Experiment]) -> Vec<Finding> {
+    check_access(client, experiments).await.findings
+}
+
+/// The findings of [`preflight_cluster`], and the required permissions refused.
+pub(crate) struct AccessAnswers {
+    /// As [`preflight_cluster`] returns them.
+    pub findings: Vec<Finding>,
+    /// Every required permission the API server refused, to print as rules.
+    pub missing: Vec<Access>,
+}
+
+/// [`preflight_cluster`], keeping the refused permissions apart.
+pub(crate) async fn check_access(client: &Client, experiments: &[Experiment]) -> AccessAnswers {
     let mut needed = access::needed(experiments);
-    let mut findings = Vec::new();
+    let mut unread = Vec::new();
     for exp in experiments {
         match manifest_access(client, exp).await {
             Ok(more) => needed.extend(more),
-            Err(why) => findings.push(Finding::cluster(CheckKind::Rbac, Status::Fail, why)),
+            Err(why) => unread.push(Finding::cluster(CheckKind::Rbac, Status::Fail, why)),
         }
     }
-    let needed = access::dedup(needed);
+    let mut answers = Vec::new();
+    for a in access::dedup(needed) {
+        let answer = can_i(client, &a).await.map_err(|e| e.to_string());
+        answers.push((a, answer));
+    }
+    judge_access(unread, answers)
+}
+
+/// The findings from each permission's answer (allowed, refused, or the question failed),
+/// after `earlier` ones (setup manifests that could not be read): what the API server
+/// decided, turned into what `doctor` prints and `run` refuses on.
+pub(crate) fn judge_access(
+    earlier: Vec<Finding>,
+    answers: Vec<(Access, Result<bool, String>)>,
+) -> AccessAnswers {
+    let mut findings = earlier;
+    let mut missing = Vec::new();
     let mut allowed = 0;
-    for a in &needed {
-        match can_i(client, a).await {
+    let total = answers.len();
+    for (a, answer) in answers {
+        match answer {
             Ok(true) => allowed += 1,
-            Ok(false) if a.required => findings.push(Finding::cluster(
-                CheckKind::Rbac,
-                Status::Fail,
-                format!("`{}` is not allowed; {} needs it", a.show(), a.why),
-            )),
+            Ok(false) if a.required => {
+                findings.push(Finding::cluster(
+                    CheckKind::Rbac,
+                    Status::Fail,
+                    format!("`{}` is not allowed; {} needs it", a.show(), a.why),
+                ));
+                missing.push(a);
+            }
             Ok(false) => findings.push(Finding::cluster(
                 CheckKind::Rbac,
                 Status::Warn,
@@ -129,14 +162,11 @@ pub async fn preflight_cluster(client: &Client, experiments: &[Experiment]) -> V
             Finding::cluster(
                 CheckKind::Rbac,
                 Status::Pass,
-                format!(
-                    "{allowed} of {} permissions the experiments use are allowed",
-                    needed.len()
-                ),
+                format!("{allowed} of {total} permissions the experiments use are allowed"),
             ),
         );
     }
-    findings
+    AccessAnswers { findings, missing }
 }
 
 /// One `SelfSubjectAccessReview`.

@@ -30,6 +30,9 @@ use std::fmt;
 use futures::future::join_all;
 use serde::Serialize;
 
+pub(crate) use cluster::check_access;
+#[cfg(test)]
+pub(crate) use cluster::{AccessAnswers, judge_access};
 pub use cluster::{ClusterView, preflight_cluster, read_cluster};
 pub use needs::Needs;
 pub use node::{Depth, check_node, preflight_nodes};
@@ -200,6 +203,9 @@ pub struct Examination {
     pub findings: Vec<Finding>,
     /// The timers a run would use and where each comes from.
     pub timers: timers::Resolved,
+    /// The required permissions the API server refused, as RBAC rules ready to paste
+    /// (`None`: nothing is missing, or the API was not asked).
+    pub missing_rules: Option<String>,
 }
 
 impl Examination {
@@ -215,9 +221,16 @@ pub async fn examine(inventory: &Inventory, experiments: &[Experiment]) -> Exami
     let executor = Executor::new(inventory.clone());
     let view = read_cluster(inventory).await;
     let mut findings = vec![view.finding.clone()];
+    let mut missing_rules = None;
     let client = view.connection.as_ref().map(|c| c.client.clone());
     match &client {
-        Some(client) => findings.extend(preflight_cluster(client, experiments).await),
+        Some(client) => {
+            let answers = check_access(client, experiments).await;
+            findings.extend(answers.findings);
+            if !answers.missing.is_empty() {
+                missing_rules = Some(crate::rbac::paste_ready(&answers.missing));
+            }
+        }
         None => findings.push(Finding::cluster(
             CheckKind::Rbac,
             Status::Skip,
@@ -247,5 +260,6 @@ pub async fn examine(inventory: &Inventory, experiments: &[Experiment]) -> Exami
         version: view.version,
         findings,
         timers: resolved,
+        missing_rules,
     }
 }

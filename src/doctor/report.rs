@@ -54,6 +54,10 @@ pub fn table(exam: &Examination) -> String {
     for f in exam.findings.iter().filter(|f| f.status == Status::Fail) {
         out.push_str(&format!("FAIL {}\n", one_line(&f.to_string())));
     }
+    if let Some(rules) = &exam.missing_rules {
+        out.push_str("\nRBAC rules that grant the missing permissions, ready to paste:\n");
+        out.push_str(rules);
+    }
     out
 }
 
@@ -75,6 +79,8 @@ struct Document<'a> {
     timers: &'a [TimerSource],
     #[serde(rename = "timersNotRead")]
     timers_not_read: &'a [String],
+    #[serde(rename = "missingRules", skip_serializing_if = "Option::is_none")]
+    missing_rules: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -102,6 +108,7 @@ pub fn json(exam: &Examination) -> String {
         findings: &exam.findings,
         timers: &exam.timers.in_force.sources,
         timers_not_read: &exam.timers.misses,
+        missing_rules: exam.missing_rules.as_deref(),
     };
     serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
@@ -135,6 +142,7 @@ mod tests {
                 ),
                 misses: vec!["no controller-manager".into()],
             },
+            missing_rules: None,
         }
     }
 

@@ -17,6 +17,7 @@ mod cluster_world;
 mod context_tests;
 pub(crate) mod drive;
 pub(crate) mod ledger;
+mod own_feet;
 pub(crate) mod prepare;
 mod proofs;
 pub mod rehearse;

@@ -19,6 +19,7 @@ use crate::inventory::Inventory;
 use crate::journal::{Journal, JournalError};
 use crate::observe::Scope;
 use crate::record::ClusterInfo;
+use crate::run::own_feet;
 use crate::run::safety::{self, ResolvedTargets, SafetyError};
 
 /// Why a run did not start. Nothing on the cluster was touched.
@@ -54,6 +55,13 @@ pub(crate) enum RunError {
          them all): {0}"
     )]
     Preflight(String),
+    /// A step would fault the node faultline runs on, or its only API server.
+    #[error(transparent)]
+    OwnFeet(#[from] super::own_feet::OwnFeetError),
+    /// faultline runs in a pod (`POD_NAME`, `POD_NAMESPACE`) that could not be read, so
+    /// the node it must spare is unknown.
+    #[error("{0}")]
+    OwnPod(String),
     /// A step acts on a node the inventory does not describe.
     #[error(
         "step `{step}` acts on node `{node}` (target `{target}`), which is not in the inventory {inventory}; \
@@ -94,6 +102,8 @@ pub(crate) struct Prepared {
     pub timer_misses: Vec<String>,
     /// What the observer watches.
     pub scope: Scope,
+    /// The API server URL used first (the kubeconfig's, or the in-cluster one).
+    pub api_url: String,
 }
 
 /// The kube context a run will use: the inventory's (or `--context`'s, once applied), or
@@ -171,6 +181,7 @@ pub(crate) async fn prepare(
         exec_pods: BTreeMap::new(),
         client,
         failover: connection.failover,
+        api_url: connection.primary_url,
     })
 }
 
@@ -194,6 +205,18 @@ pub(crate) async fn resolve(
         .filter_map(|n| n.metadata.name.clone())
         .collect();
     safety::check_blast_radius(exp, &targets, &control_plane, &prepared.cluster.timers)?;
+    let feet = own_feet::OwnFeet {
+        own_pod: own_feet::own_pod(&prepared.client)
+            .await
+            .map_err(RunError::OwnPod)?,
+        api_server_node: own_feet::api_server_node(
+            &prepared.api_url,
+            prepared.failover.is_some(),
+            &nodes,
+            &own_feet::apiserver_pod_nodes(&prepared.client).await,
+        ),
+    };
+    own_feet::check(exp, &targets, &feet, &prepared.api_url)?;
     check_inventory_covers(exp, &targets, inv)?;
     prepared.exec_pods = exec_pods(exp, &targets, &prepared.client).await?;
     prepared.targets = targets;
@@ -269,8 +292,14 @@ pub(crate) async fn preflight_cluster(
     exp: &Experiment,
     prepared: &Prepared,
 ) -> Result<Vec<String>, RunError> {
-    let findings = doctor::preflight_cluster(&prepared.client, std::slice::from_ref(exp)).await;
-    verdict(&findings)
+    let answers = doctor::check_access(&prepared.client, std::slice::from_ref(exp)).await;
+    verdict(&answers.findings).map_err(|refused| match refused {
+        RunError::Preflight(why) if !answers.missing.is_empty() => RunError::Preflight(format!(
+            "{why}\nRBAC rules that grant the missing permissions (`faultline rbac` prints them all):\n{}",
+            crate::rbac::paste_ready(&answers.missing)
+        )),
+        other => other,
+    })
 }
 
 /// After the targets are resolved, before the first fault: every node a step acts on is

@@ -1,0 +1,68 @@
+//! `faultline rbac [EXPERIMENT…] [--role observer|actor] [-o manifests|values]`: the RBAC
+//! rules of faultline's ServiceAccounts, generated from the fault table, to apply or to
+//! pass to the Helm chart.
+
+use std::path::PathBuf;
+
+use super::{EXIT_ERROR, EXIT_OK, NamespaceArg, RbacOutput};
+use crate::rbac::{self, RbacRole};
+
+/// Prints the rules; exit 2 when the experiments cannot be read or a setup manifest's kind
+/// is not known offline.
+pub(super) fn rbac(
+    paths: &[PathBuf],
+    role: Option<RbacRole>,
+    output: RbacOutput,
+    name: &str,
+    namespace: &NamespaceArg,
+) -> i32 {
+    let roles = match role {
+        Some(r) => vec![r],
+        None => vec![RbacRole::Observer, RbacRole::Actor],
+    };
+    let experiments = if paths.is_empty() {
+        if roles.contains(&RbacRole::Actor) {
+            eprintln!(
+                "faultline rbac: the actor's rules depend on the experiments; name them (or --role observer)"
+            );
+            return EXIT_ERROR;
+        }
+        Vec::new()
+    } else {
+        match super::load_experiments_in(paths, namespace) {
+            Some(e) => e,
+            None => return EXIT_ERROR,
+        }
+    };
+    let mut grants = Vec::new();
+    for r in roles {
+        match rbac::grants(r, &experiments) {
+            Ok(g) => grants.push((r, g)),
+            Err(e) => {
+                eprintln!("{e}");
+                return EXIT_ERROR;
+            }
+        }
+    }
+    match output {
+        RbacOutput::Manifests => {
+            for (r, g) in &grants {
+                print!("{}", rbac::manifests(name, *r, g));
+            }
+        }
+        RbacOutput::Values => {
+            let mut namespaces = Vec::new();
+            for exp in &experiments {
+                match rbac::kinds::setup_namespaces(exp) {
+                    Ok(ns) => namespaces.extend(ns),
+                    Err(e) => {
+                        eprintln!("{e}");
+                        return EXIT_ERROR;
+                    }
+                }
+            }
+            print!("{}", rbac::values(&grants, &namespaces));
+        }
+    }
+    EXIT_OK
+}

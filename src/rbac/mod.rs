@@ -1,0 +1,206 @@
+//! The permissions faultline needs inside a cluster, as RBAC: `faultline rbac` prints them
+//! and the Helm chart (`deploy/helm/faultline/`) installs what it printed.
+//!
+//! Two roles, so a security review reads two short lists:
+//! - the **observer** only reads: nodes, pods and workloads (to follow the run), events,
+//!   and the node heartbeats (Leases) in `kube-node-lease` alone. It is the same for every
+//!   experiment. With it alone a run is refused before any fault, naming what is missing
+//!   and the rules that grant it; `doctor`, `validate` and `plan` need nothing more.
+//! - the **actor** holds exactly what the chosen experiments do beyond reading: each step's
+//!   API requests from the fault table (`fault::info(..).api`), what the setup manifests
+//!   apply and delete, exec probes. It is generated, never written by hand.
+
+pub(crate) mod kinds;
+pub(crate) mod rules;
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
+use kube::api::ObjectMeta;
+use serde_json::json;
+
+use crate::doctor::access::{self, Access};
+use crate::experiment::model::Experiment;
+pub(crate) use kinds::KindError;
+pub(crate) use rules::Grants;
+
+/// The namespace holding the nodes' heartbeat Leases: the only place the observer reads
+/// Leases.
+pub(crate) const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+
+/// Which of faultline's two ServiceAccounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RbacRole {
+    /// Read-only: what watching a run needs.
+    Observer,
+    /// What the experiments' faults, setup and probes do beyond reading.
+    Actor,
+}
+
+impl RbacRole {
+    /// The suffix of its objects' names (`faultline-observer`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            RbacRole::Observer => "observer",
+            RbacRole::Actor => "actor",
+        }
+    }
+}
+
+fn read(verbs: &[&str], group: &str, resource: &str, namespace: Option<&str>) -> Vec<Access> {
+    verbs
+        .iter()
+        .map(|verb| Access {
+            verb: (*verb).into(),
+            group: group.into(),
+            resource: resource.into(),
+            subresource: None,
+            namespace: namespace.map(str::to_string),
+            why: "observing the cluster".into(),
+            required: true,
+        })
+        .collect()
+}
+
+/// Everything the observer may do: read nodes, pods, workloads and events anywhere, and
+/// node Leases in `kube-node-lease` only.
+pub(crate) fn observer() -> Vec<Access> {
+    const READ: &[&str] = &["get", "list", "watch"];
+    let mut all = Vec::new();
+    for (group, resource) in [
+        ("", "nodes"),
+        ("", "pods"),
+        ("apps", "deployments"),
+        ("apps", "statefulsets"),
+        ("apps", "daemonsets"),
+        ("apps", "replicasets"),
+    ] {
+        all.extend(read(READ, group, resource, None));
+    }
+    all.extend(read(&["list", "watch"], "", "events", None));
+    all.extend(read(&["list", "watch"], "events.k8s.io", "events", None));
+    all.extend(read(
+        READ,
+        "coordination.k8s.io",
+        "leases",
+        Some(NODE_LEASE_NAMESPACE),
+    ));
+    all
+}
+
+/// What the actor needs on top of the observer for `experiments`: every required
+/// permission a run of them uses ([`access::needed`] and the setup manifests) that the
+/// observer's rules do not already allow. Optional permissions (faultline does without
+/// them) are left out: least privilege wins over a slightly better timer reading.
+pub(crate) fn actor(experiments: &[Experiment]) -> Result<Vec<Access>, KindError> {
+    let mut all = access::needed(experiments);
+    for exp in experiments {
+        all.extend(kinds::setup_access(exp)?);
+    }
+    let observer = Grants::of(&observer());
+    Ok(access::dedup(all)
+        .into_iter()
+        .filter(|a| a.required && !observer.allows(a))
+        .collect())
+}
+
+/// The rules of `role` for `experiments` (the observer's do not depend on them).
+pub(crate) fn grants(role: RbacRole, experiments: &[Experiment]) -> Result<Grants, KindError> {
+    Ok(match role {
+        RbacRole::Observer => Grants::of(&observer()),
+        RbacRole::Actor => Grants::of(&actor(experiments)?),
+    })
+}
+
+/// `missing` as the `rules:` of a ClusterRole and of a Role per namespace, each headed by
+/// a comment naming where it goes: ready to paste into the manifests.
+pub(crate) fn paste_ready(missing: &[Access]) -> String {
+    let grants = Grants::of(missing);
+    let mut out = String::new();
+    if !grants.cluster.is_empty() {
+        out.push_str("# ClusterRole rules:\n");
+        out.push_str(&rules_yaml(&grants.cluster));
+    }
+    for (ns, rules) in &grants.namespaced {
+        out.push_str(&format!("# Role rules in namespace {ns}:\n"));
+        out.push_str(&rules_yaml(rules));
+    }
+    out
+}
+
+fn rules_yaml(rules: &[PolicyRule]) -> String {
+    serde_saphyr::to_string(&json!({ "rules": rules })).unwrap_or_default()
+}
+
+/// `grants` as Kubernetes objects: a ClusterRole `<prefix>-<role>` for the cluster-wide
+/// rules and a Role of the same name in each namespace, as YAML documents.
+pub(crate) fn manifests(prefix: &str, role: RbacRole, grants: &Grants) -> String {
+    let name = format!("{prefix}-{}", role.name());
+    let mut docs: Vec<serde_json::Value> = Vec::new();
+    if !grants.cluster.is_empty() {
+        let cr = ClusterRole {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..ObjectMeta::default()
+            },
+            rules: Some(grants.cluster.clone()),
+            ..ClusterRole::default()
+        };
+        docs.push(with_type(&cr, "ClusterRole"));
+    }
+    for (ns, rules) in &grants.namespaced {
+        let r = Role {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(ns.clone()),
+                ..ObjectMeta::default()
+            },
+            rules: Some(rules.clone()),
+        };
+        docs.push(with_type(&r, "Role"));
+    }
+    docs.iter()
+        .map(|d| format!("---\n{}", serde_saphyr::to_string(d).unwrap_or_default()))
+        .collect()
+}
+
+fn with_type<T: serde::Serialize>(object: &T, kind: &str) -> serde_json::Value {
+    let mut value = serde_json::to_value(object).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.insert("apiVersion".into(), json!("rbac.authorization.k8s.io/v1"));
+        map.insert("kind".into(), json!(kind));
+    }
+    value
+}
+
+/// The chart's values for these roles: `rbac.<role>.clusterRules`, and
+/// `rbac.<role>.namespaceRules` as a list of `{namespace, rules}` (a list, because helm
+/// merges a map from `-f` into the chart's default one, and the default experiment's
+/// namespaces would stay); `rbac.createNamespaces`: the namespaces the actor's Roles live
+/// in that the experiments' own setup creates, so the Roles can be installed first.
+pub(crate) fn values(roles: &[(RbacRole, Grants)], setup_namespaces: &[String]) -> String {
+    let mut rbac = serde_json::Map::new();
+    let mut create: Vec<&String> = Vec::new();
+    for (role, grants) in roles {
+        let namespaced: Vec<serde_json::Value> = grants
+            .namespaced
+            .iter()
+            .map(|(ns, rules)| json!({ "namespace": ns, "rules": rules }))
+            .collect();
+        if *role == RbacRole::Actor {
+            create.extend(
+                grants
+                    .namespaced
+                    .keys()
+                    .filter(|ns| setup_namespaces.contains(ns)),
+            );
+        }
+        rbac.insert(
+            role.name().into(),
+            json!({ "clusterRules": grants.cluster, "namespaceRules": namespaced }),
+        );
+    }
+    rbac.insert("createNamespaces".into(), json!(create));
+    serde_saphyr::to_string(&json!({ "rbac": rbac })).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;

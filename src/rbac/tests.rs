@@ -1,0 +1,204 @@
+use std::path::Path;
+
+use super::*;
+use crate::experiment::load_all_checked;
+
+fn load(path: &str) -> Vec<Experiment> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    load_all_checked(&[root.join(path)])
+        .into_iter()
+        .map(|(p, c)| c.result.unwrap_or_else(|d| panic!("{}: {d}", p.display())))
+        .collect()
+}
+
+fn shown(accesses: &[Access]) -> Vec<String> {
+    accesses.iter().map(Access::show).collect()
+}
+
+#[test]
+fn the_observer_only_reads_and_sees_leases_in_kube_node_lease_alone() {
+    let observer = observer();
+    assert!(
+        observer
+            .iter()
+            .all(|a| ["get", "list", "watch"].contains(&a.verb.as_str())),
+        "{:#?}",
+        shown(&observer)
+    );
+    let grants = Grants::of(&observer);
+    let lease = |ns: Option<&str>| Access {
+        verb: "list".into(),
+        group: "coordination.k8s.io".into(),
+        resource: "leases".into(),
+        subresource: None,
+        namespace: ns.map(str::to_string),
+        why: String::new(),
+        required: true,
+    };
+    assert!(grants.allows(&lease(Some(NODE_LEASE_NAMESPACE))));
+    assert!(!grants.allows(&lease(Some("kube-system"))));
+    assert!(!grants.allows(&lease(None)));
+    // Everything a run only observes is covered: no experiment's actor holds a read the
+    // observer already has.
+    let exps = load("experiments");
+    let needed = access::needed(&exps);
+    for a in needed.iter().filter(|a| a.why.starts_with("observing")) {
+        assert!(grants.allows(a), "observer lacks {}", a.show());
+    }
+}
+
+#[test]
+fn the_actor_holds_the_drains_requests_and_nothing_the_observer_has() {
+    let exps = load("deploy/helm/faultline/files/experiments");
+    let actor = actor(&exps).unwrap_or_else(|e| panic!("{e}"));
+    let got = shown(&actor);
+    for want in [
+        "patch nodes (cluster-wide)",
+        "create pods/eviction (cluster-wide)",
+        "patch namespaces (cluster-wide)",
+        "get namespaces (cluster-wide)",
+        "patch deployments.apps in namespace faultline-demo",
+    ] {
+        assert!(
+            got.iter().any(|g| g == want),
+            "{want} missing from {got:#?}"
+        );
+    }
+    let observer = Grants::of(&observer());
+    assert!(actor.iter().all(|a| !observer.allows(a)), "{got:#?}");
+    assert!(
+        !got.iter().any(|g| g.starts_with("delete ")),
+        "the default experiment deletes nothing (no teardown): {got:#?}"
+    );
+}
+
+/// What the API server answers a ServiceAccount holding `granted`, permission by
+/// permission, judged as `doctor` and `run` judge its answers.
+fn judged(granted: &Grants, exps: &[Experiment]) -> crate::doctor::AccessAnswers {
+    let mut needed = access::needed(exps);
+    for exp in exps {
+        needed.extend(kinds::setup_access(exp).unwrap_or_else(|e| panic!("{e}")));
+    }
+    let answers = access::dedup(needed)
+        .into_iter()
+        .map(|a| {
+            let allowed = granted.allows(&a);
+            (a, Ok(allowed))
+        })
+        .collect();
+    crate::doctor::judge_access(Vec::new(), answers)
+}
+
+#[test]
+fn with_the_observer_alone_a_run_is_refused_naming_the_missing_rules() {
+    let exps = load("deploy/helm/faultline/files/experiments");
+    let refused = judged(&Grants::of(&observer()), &exps);
+    let failures: Vec<String> = crate::doctor::failures(&refused.findings)
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+    for want in [
+        "`patch nodes (cluster-wide)` is not allowed; step `drain` of drain-a-worker needs it",
+        "`create pods/eviction (cluster-wide)` is not allowed; step `drain` of drain-a-worker needs it",
+        "`patch deployments.apps in namespace faultline-demo` is not allowed; setup of drain-a-worker",
+    ] {
+        assert!(
+            failures.iter().any(|f| f.contains(want)),
+            "{want} missing from {failures:#?}"
+        );
+    }
+    let rules = paste_ready(&refused.missing);
+    assert!(rules.contains("# ClusterRole rules:"), "{rules}");
+    assert!(rules.contains("pods/eviction"), "{rules}");
+    assert!(
+        rules.contains("# Role rules in namespace faultline-demo:"),
+        "{rules}"
+    );
+    assert_eq!(
+        Grants::of(&refused.missing),
+        Grants::of(&actor(&exps).unwrap_or_else(|e| panic!("{e}"))),
+        "what the observer lacks is exactly the actor's rules"
+    );
+
+    let mut both = observer();
+    both.extend(actor(&exps).unwrap_or_else(|e| panic!("{e}")));
+    let allowed = judged(&Grants::of(&both), &exps);
+    assert!(
+        crate::doctor::failures(&allowed.findings).is_empty(),
+        "observer and actor together allow the run: {:#?}",
+        allowed.findings
+    );
+    assert!(allowed.missing.is_empty());
+}
+
+#[test]
+fn every_shipped_experiment_gets_rules_and_an_unknown_kind_is_refused() {
+    for exp in load("experiments") {
+        actor(std::slice::from_ref(&exp)).unwrap_or_else(|e| panic!("{}: {e}", exp.name));
+    }
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.path().join("crd.yaml"),
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: x}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.path().join("e.yaml"),
+        "name: e\ndescription: d\nnamespace: x\ntargets: {v: {role: worker, count: 1}}\nsetup: {manifests: [crd.yaml]}\nsteps:\n  - {name: cordon, at: 0s, do: cordon, target: v}\nexpect:\n  - {name: n, node: v, stays: Ready, until: cordon}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let exps: Vec<Experiment> = load_all_checked(&[dir.path().join("e.yaml")])
+        .into_iter()
+        .map(|(_, c)| c.result.unwrap_or_else(|d| panic!("{d}")))
+        .collect();
+    let err = actor(&exps)
+        .expect_err("a custom kind has no known resource")
+        .to_string();
+    assert!(err.contains("example.com/v1 Widget"), "{err}");
+}
+
+#[test]
+fn manifests_and_values_carry_the_same_rules() {
+    let exps = load("experiments/local-persistent-volume.yaml");
+    let grants = grants(RbacRole::Actor, &exps).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !grants.namespaced.is_empty(),
+        "deletes claims in its namespace"
+    );
+    let text = manifests("faultline", RbacRole::Actor, &grants);
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let mut back = Grants::default();
+    for d in docs {
+        let rules: Vec<PolicyRule> =
+            serde_json::from_value(d["rules"].clone()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(d["metadata"]["name"], "faultline-actor");
+        match d["kind"].as_str() {
+            Some("ClusterRole") => back.cluster = rules,
+            Some("Role") => {
+                let ns = d["metadata"]["namespace"].as_str().unwrap_or_default();
+                back.namespaced.insert(ns.to_string(), rules);
+            }
+            other => panic!("unexpected kind {other:?}"),
+        }
+    }
+    assert_eq!(back, grants);
+    let values: serde_json::Value = serde_saphyr::from_str(&values(
+        &[(RbacRole::Actor, grants.clone())],
+        &["faultline-lab".to_string(), "elsewhere".to_string()],
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let cluster: Vec<PolicyRule> =
+        serde_json::from_value(values["rbac"]["actor"]["clusterRules"].clone())
+            .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cluster, grants.cluster);
+    assert_eq!(
+        values["rbac"]["actor"]["namespaceRules"][0]["namespace"],
+        "faultline-lab"
+    );
+    assert_eq!(
+        values["rbac"]["createNamespaces"],
+        serde_json::json!(["faultline-lab"]),
+        "only namespaces the actor has Roles in"
+    );
+}
