@@ -216,7 +216,8 @@ async fn manifest_access(client: &Client, exp: &Experiment) -> Result<Vec<Access
                     })?;
             let namespace = cluster::manifests::namespace_of(&obj, &caps.scope);
             let why = format!("setup of {} ({})", exp.name, path.display());
-            let mut verbs = vec!["patch", "get"];
+            // A server-side apply that creates the object is authorized as `create` too.
+            let mut verbs = vec!["create", "patch", "get"];
             if exp.teardown.delete_manifests {
                 verbs.push("delete");
             }

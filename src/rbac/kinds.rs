@@ -120,7 +120,8 @@ pub(crate) fn setup_access(exp: &Experiment) -> Result<Vec<Access>, KindError> {
                     .clone()
                     .unwrap_or_else(|| "default".to_string())
             });
-            let mut verbs = vec!["patch", "get"];
+            // A server-side apply that creates the object is authorized as `create` too.
+            let mut verbs = vec!["create", "patch", "get"];
             if exp.teardown.delete_manifests {
                 verbs.push("delete");
             }
