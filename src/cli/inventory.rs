@@ -59,7 +59,10 @@ async fn generate(tool: Tool, args: &InventoryArgs) -> Result<String, String> {
     let facts = gather(&source).await.map_err(|e| e.to_string())?;
     let discovered = discover::build(&facts).map_err(|e| e.to_string())?;
     let command: Vec<String> = std::env::args().collect();
-    let text = discover::render(&discovered, &command.join(" "));
+    let mut text = discover::render(&discovered, &command.join(" "));
+    if args.transport == Some(super::TransportArg::Pod) {
+        text.push_str(&discover::pod_transport(&discovered.version));
+    }
     let written_to = match &args.out {
         Some(path) => {
             write(path, &text)?;

@@ -49,6 +49,10 @@ pub enum Command {
         /// Check also that each experiment can run in this namespace (`run -n`).
         #[command(flatten)]
         namespace: NamespaceArg,
+        /// Check also that the inventory's transports can carry out every step (a node
+        /// reached through the API cannot be reached while its kubelet is stopped).
+        #[arg(long, short)]
+        inventory: Option<PathBuf>,
     },
     /// Print everything a run would do, touching nothing: what setup applies, the resolved
     /// targets, each step's time and exact command, the expectations, what teardown
@@ -339,6 +343,16 @@ pub struct InventoryArgs {
     /// Kubeconfig and context to read the cluster through.
     #[command(flatten)]
     pub api: ApiArgs,
+    /// How node commands reach the nodes (default: the profile's, `docker exec`).
+    #[arg(long, value_enum)]
+    pub transport: Option<TransportArg>,
+}
+
+/// Transports `faultline inventory` can write for the nodes it discovers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    /// A privileged pod on the node and the API's exec: needs nothing but the API.
+    Pod,
 }
 
 /// Observation modes on the command line.
@@ -407,7 +421,11 @@ pub async fn main(cli: Cli) -> i32 {
     }
     match cli.command {
         Command::Run(args) => run::run(*args).await,
-        Command::Validate { paths, namespace } => validate::validate(&paths, &namespace),
+        Command::Validate {
+            paths,
+            namespace,
+            inventory,
+        } => validate::validate(&paths, &namespace, inventory.as_deref()),
         Command::Plan {
             paths,
             inventory,

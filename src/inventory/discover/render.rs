@@ -98,3 +98,15 @@ pub(crate) fn yaml(d: &Discovered, command: &str) -> String {
     }
     out
 }
+
+/// The top-level lines that switch a discovered inventory to the API transport
+/// (`faultline inventory kind --transport pod`): node commands through a privileged pod,
+/// whose image is the cluster's own kube-proxy image (present on every node, so nothing is
+/// pulled; on the offline kind cluster it is a Debian root filesystem with `nsenter`).
+pub fn pod_transport(version: &str) -> String {
+    format!(
+        "transport: pod                   # node commands through a privileged pod and the API's exec (no SSH, no Docker)\n\
+         pod:\n  \
+           image: \"registry.k8s.io/kube-proxy:{version}\"   # any image with sh and nsenter; this one is on every node\n"
+    )
+}
