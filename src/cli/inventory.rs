@@ -61,7 +61,10 @@ async fn generate(tool: Tool, args: &InventoryArgs) -> Result<String, String> {
     let command: Vec<String> = std::env::args().collect();
     let mut text = discover::render(&discovered, &command.join(" "));
     if args.transport == Some(super::TransportArg::Pod) {
-        text.push_str(&discover::pod_transport(&discovered.version));
+        if tool != Tool::Kind {
+            return Err("--transport pod is written for kind clusters only".into());
+        }
+        text = discover::pod_transport(&text, &discovered.version);
     }
     let written_to = match &args.out {
         Some(path) => {

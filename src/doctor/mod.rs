@@ -17,6 +17,7 @@ mod clock;
 mod cluster;
 pub(crate) mod needs;
 mod node;
+mod pod_access;
 mod power;
 mod programs;
 pub mod report;
@@ -97,6 +98,8 @@ pub enum CheckKind {
     SelfRestore,
     /// The node's clock against the runner's.
     Clock,
+    /// The API transport's pod is admitted and may be created and exec'd into.
+    PodAccess,
 }
 
 impl CheckKind {
@@ -115,6 +118,7 @@ impl CheckKind {
             CheckKind::Power => "power",
             CheckKind::SelfRestore => "self-restore",
             CheckKind::Clock => "clock",
+            CheckKind::PodAccess => "pod access",
         }
     }
 }
@@ -217,7 +221,10 @@ pub async fn examine(inventory: &Inventory, experiments: &[Experiment]) -> Exami
     let mut findings = vec![view.finding.clone()];
     let client = view.connection.as_ref().map(|c| c.client.clone());
     match &client {
-        Some(client) => findings.extend(preflight_cluster(client, experiments).await),
+        Some(client) => {
+            findings.extend(preflight_cluster(client, experiments).await);
+            findings.extend(pod_access::findings(client, inventory).await);
+        }
         None => findings.push(Finding::cluster(
             CheckKind::Rbac,
             Status::Skip,

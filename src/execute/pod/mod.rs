@@ -586,7 +586,7 @@ fn exit_code(status: Option<&Status>) -> ExitOf {
 }
 
 /// Deletes every node-access pod left in the cluster (a run killed while a command ran),
-/// in any namespace; returns `namespace/name` of each.
+/// in any namespace, except those already being deleted; returns `namespace/name` of each.
 pub async fn delete_leftovers(client: &Client) -> Result<Vec<String>, PodError> {
     let all: Api<Pod> = Api::all(client.clone());
     let found = all
@@ -595,6 +595,11 @@ pub async fn delete_leftovers(client: &Client) -> Result<Vec<String>, PodError> 
         .map_err(api_error("listing node-access pods"))?;
     let mut deleted = Vec::new();
     for pod in found.items {
+        // One already being deleted (after its command, or on a node whose kubelet is
+        // away until it returns) is not left behind.
+        if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
         let (Some(ns), Some(name)) = (pod.metadata.namespace, pod.metadata.name) else {
             continue;
         };

@@ -251,3 +251,17 @@ fn plan_shows_the_pod_and_the_host_command() {
         )
     );
 }
+
+#[test]
+fn the_openshift_profile_arms_its_restore_with_the_template_tested_on_kind() {
+    // The API transport's default self-restore is the `openshift` profile's, so the kind
+    // tests through the API exercise that profile's systemd-run timer on real systemd.
+    let inv = Inventory::parse(
+        "cluster: {name: c}\nprofile: openshift\nnodes: [{name: a}]\n",
+        Path::new("t.yaml"),
+    )
+    .expect("valid");
+    let a = inv.node("a").expect("a");
+    assert_eq!(a.arm_restore.as_deref(), Some(SYSTEMD_ARM));
+    assert_eq!(a.disarm_restore.as_deref(), Some(SYSTEMD_DISARM));
+}
