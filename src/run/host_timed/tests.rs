@@ -23,7 +23,7 @@ fn shipped(name: &str) -> Experiment {
 
 fn experiment(steps: &str) -> Experiment {
     let yaml = format!(
-        "name: t\nnamespace: default\ntargets:\n  victim: {{names: [w]}}\nsteps:\n{steps}\nexpect:\n  - name: back\n    node: victim\n    eventually: Ready\n"
+        "name: t\ndescription: t\nnamespace: default\ntargets:\n  victim: {{names: [w]}}\nsteps:\n{steps}\nexpect:\n  - name: back\n    node: victim\n    eventually: Ready\n"
     );
     crate::experiment::parse(&yaml, Path::new("t.yaml")).unwrap_or_else(|d| panic!("{d}"))
 }
