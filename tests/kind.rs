@@ -21,7 +21,7 @@ const BACK: Duration = Duration::from_secs(180);
 /// the lab lacks), each fault confirmed on the timeline, every node Ready afterwards and the
 /// journal empty.
 async fn shipped_experiment_passes_on_kind(name: &str) -> faultline::record::RunRecord {
-    shipped_experiment_passes_with(name, &[]).await
+    shipped_experiment_passes_on_kind_as(name, |s, experiment| s.run(experiment, &[])).await
 }
 
 /// [`shipped_experiment_passes_on_kind`] with more arguments for `faultline run` (another
@@ -30,10 +30,18 @@ async fn shipped_experiment_passes_with(
     name: &str,
     extra: &[&str],
 ) -> faultline::record::RunRecord {
+    shipped_experiment_passes_on_kind_as(name, |s, experiment| s.run(experiment, extra)).await
+}
+
+/// [`shipped_experiment_passes_on_kind`], run by `run` (the scratch, the experiment file).
+async fn shipped_experiment_passes_on_kind_as(
+    name: &str,
+    run: impl FnOnce(&Scratch, &str) -> std::process::Output,
+) -> faultline::record::RunRecord {
     let client = client().await;
     all_nodes_ready(&client, BACK).await;
     let s = Scratch::new();
-    let out = s.run(&format!("experiments/{name}.yaml"), extra);
+    let out = run(&s, &format!("experiments/{name}.yaml"));
     let record = s.record(name);
     let cases = junit_cases(&s.junit(name));
     assert_eq!(
@@ -279,12 +287,7 @@ fn kubelet_unit_state(node: &str) -> String {
 /// `docker ps`'s filter for this cluster's containers: another kind cluster may run on the
 /// same engine (ci/kind/up writes the name, `KIND_CLUSTER_NAME`, to target/kind/env).
 fn this_cluster() -> String {
-    let env = std::fs::read_to_string(lab_dir().join("env")).expect("target/kind/env");
-    let name = env
-        .lines()
-        .find_map(|l| l.strip_prefix("KIND_CLUSTER_NAME="))
-        .expect("KIND_CLUSTER_NAME in target/kind/env");
-    format!("label=io.x-k8s.kind.cluster={}", name.trim())
+    format!("label=io.x-k8s.kind.cluster={}", kind_cluster())
 }
 
 /// The kind workers whose kubelet unit is not active.
@@ -514,5 +517,198 @@ async fn kind_node_back_with_another_address_is_reported_as_a_broken_environment
     );
     assert!(stdout.contains("#2045"), "{stdout}");
     assert_eq!(out.status.code(), Some(2), "a broken environment is exit 2");
+    all_nodes_ready(&client, BACK).await;
+}
+
+/// Where the Docker engine would be for faultline in the API-transport tests: nowhere, to
+/// prove that nothing but the Kubernetes API carries their node commands.
+const NO_DOCKER: &str = "unix:///nonexistent/docker.sock";
+
+/// The name of the kind cluster under test (`ci/kind/up` writes it to `env`), so that the
+/// containers of another kind cluster on the same Docker engine are never looked at.
+fn kind_cluster() -> String {
+    let env = std::fs::read_to_string(lab_dir().join("env")).expect("ci/kind/up wrote env");
+    env.lines()
+        .find_map(|l| l.strip_prefix("KIND_CLUSTER_NAME="))
+        .expect("KIND_CLUSTER_NAME in env")
+        .trim_matches(['\'', '"'])
+        .to_string()
+}
+
+/// An inventory of the kind cluster written by `faultline inventory kind --transport pod`
+/// (discovery itself reads Docker; the runs that use the inventory do not).
+fn api_transport_inventory(s: &Scratch) -> std::path::PathBuf {
+    let cluster = kind_cluster();
+    let path = s.reports().with_file_name("inventory-pod.yaml");
+    let kubeconfig = lab_dir().join("kubeconfig");
+    let out = s
+        .faultline(&[
+            "inventory",
+            "kind",
+            "--name",
+            &cluster,
+            "--kubeconfig",
+            &kubeconfig.display().to_string(),
+            "--transport",
+            "pod",
+            "--out",
+            &path.display().to_string(),
+        ])
+        .output()
+        .expect("run faultline inventory");
+    echo(&out);
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&path).expect("the inventory");
+    assert!(text.contains("transport: pod"), "{text}");
+    path
+}
+
+/// `faultline ARGS` with the pod-transport inventory and Docker out of reach.
+fn without_docker(
+    s: &Scratch,
+    inventory: &std::path::Path,
+    args: &[&str],
+) -> std::process::Command {
+    let mut cmd = s.faultline(args);
+    cmd.env("FAULTLINE_INVENTORY", inventory)
+        .env("DOCKER_HOST", NO_DOCKER);
+    cmd
+}
+
+/// A shipped experiment run through the API transport with Docker hidden: it passes as it
+/// does over `docker exec` (every expectation, restored, fault confirmed, journal empty),
+/// and no node-access pod is left.
+async fn shipped_experiment_passes_through_the_api(name: &str) {
+    let started = std::time::Instant::now();
+    let record = shipped_experiment_passes_on_kind_as(name, |s, experiment| {
+        let inventory = api_transport_inventory(s);
+        let reports = s.reports().display().to_string();
+        let out = without_docker(
+            s,
+            &inventory,
+            &["run", experiment, "--yes", "--reports", &reports],
+        )
+        .output()
+        .expect("run faultline");
+        echo(&out);
+        out
+    })
+    .await;
+    // The undo was the node's own timer, confirmed through the API.
+    let undone_on_host = record.timeline.entries.iter().any(|e| {
+        format!("{:?}", e.event).contains("undone on the node by the timer armed before the fault")
+    });
+    assert!(
+        undone_on_host,
+        "the planned undo was confirmed through the API"
+    );
+    no_node_access_pods_left().await;
+    println!("{name} through the API transport: {:?}", started.elapsed());
+}
+
+/// No pod labelled as a node-access pod remains (each is deleted after its command; one
+/// on a node whose kubelet was away goes once the kubelet is back).
+async fn no_node_access_pods_left() {
+    use k8s_openapi::api::core::v1::Pod;
+    let pods: kube::Api<Pod> = kube::Api::all(client().await);
+    let label = format!("{}=true", faultline::execute::pod::ACCESS_LABEL);
+    let mut left = Vec::new();
+    for _ in 0..60 {
+        left = pods
+            .list(&kube::api::ListParams::default().labels(&label))
+            .await
+            .expect("list pods")
+            .items
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .collect::<Vec<_>>();
+        if left.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    panic!("node-access pods left: {left:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_api_transport_kubelet_stop_within_toleration() {
+    shipped_experiment_passes_through_the_api("kubelet-stop-within-toleration").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_api_transport_kubelet_stop_past_toleration() {
+    shipped_experiment_passes_through_the_api("kubelet-stop-past-toleration").await;
+}
+
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_api_transport_partition() {
+    shipped_experiment_passes_through_the_api("partition").await;
+}
+
+/// `kill -9` while a kubelet stopped through the API is down: the planned undo armed on
+/// the node as a systemd timer (the transport cannot reach a node without its kubelet)
+/// starts the kubelet by itself at the undo step's time, the node is Ready without help,
+/// and `restore`, through the API too, leaves nothing behind.
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_api_transport_kill_9_during_a_kubelet_stop_the_hosts_timer_heals() {
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let s = Scratch::new();
+    let inventory = api_transport_inventory(&s);
+    let reports = s.reports().display().to_string();
+    let mut child = without_docker(
+        &s,
+        &inventory,
+        &[
+            "run",
+            "fixtures/experiments/lab/kubelet-stop-short.yaml",
+            "--yes",
+            "--reports",
+            &reports,
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::inherit())
+    .spawn()
+    .expect("spawn faultline");
+    let issued = |line: &str| line.contains("step `stop kubelet` ") && line.ends_with(" issued");
+    assert!(
+        wait_for(&mut child, issued, Duration::from_secs(120)),
+        "step `stop kubelet` was never issued"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let killed = std::time::Instant::now();
+    let down = wait_until("the victim's kubelet down", Duration::from_secs(30), || {
+        workers_with_kubelet_down().len() == 1
+    })
+    .await;
+    let victim = workers_with_kubelet_down().remove(0);
+    println!("kubelet on {victim} down {down:?} after the kill");
+    // The undo step is at grace + 20 s (20 s fast timers): the timer fires then.
+    let took = wait_until("the kubelet started by the node's timer", BACK, || {
+        kubelet_unit_state(&victim) == "active"
+    })
+    .await;
+    println!(
+        "kubelet on {victim} active again {:?} after the kill, by the node's own timer",
+        killed.elapsed().max(took)
+    );
+    wait_ready(&client, &victim, BACK).await;
+    let out = without_docker(&s, &inventory, &["restore"])
+        .output()
+        .expect("restore");
+    echo(&out);
+    assert_eq!(out.status.code(), Some(0));
+    let again = without_docker(&s, &inventory, &["restore"])
+        .output()
+        .expect("restore");
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
+    no_node_access_pods_left().await;
     all_nodes_ready(&client, BACK).await;
 }

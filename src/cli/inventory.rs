@@ -11,8 +11,9 @@ use crate::inventory::discover::{self, SshReach, Tool, choose_cluster};
 
 /// Discovers the cluster and writes its inventory (to `--out` or stdout).
 pub(super) async fn inventory(which: InventoryCommand) -> i32 {
-    let (tool, args, ssh) = match which {
+    let (tool, args, ssh, pod) = match which {
         InventoryCommand::Kind(a) => {
+            let pod = a.transport == NodeTransportArg::Pod;
             let ssh = match (a.transport, a.identity_file, a.known_hosts) {
                 (NodeTransportArg::Ssh, Some(identity_file), Some(known_hosts)) => Some(SshReach {
                     identity_file: absolute(identity_file),
@@ -20,11 +21,11 @@ pub(super) async fn inventory(which: InventoryCommand) -> i32 {
                 }),
                 _ => None,
             };
-            (Tool::Kind, a.common, ssh)
+            (Tool::Kind, a.common, ssh, pod)
         }
-        InventoryCommand::K3d(a) => (Tool::K3d, a, None),
+        InventoryCommand::K3d(a) => (Tool::K3d, a, None, false),
     };
-    match generate(tool, &args, ssh).await {
+    match generate(tool, &args, ssh, pod).await {
         Ok(summary) => {
             eprintln!("{summary}");
             EXIT_OK
@@ -41,10 +42,12 @@ fn absolute(path: PathBuf) -> PathBuf {
     std::path::absolute(&path).unwrap_or(path)
 }
 
+/// `ssh`: the nodes are reached over SSH so; `pod`: through a privileged pod and the API.
 async fn generate(
     tool: Tool,
     args: &InventoryArgs,
     ssh: Option<SshReach>,
+    pod: bool,
 ) -> Result<String, String> {
     // No inventory yet: only the flags, KUBECONFIG and ~/.kube/config choose the cluster.
     let access = resolve_access(&args.api.overrides(), None, None);
@@ -80,7 +83,10 @@ async fn generate(
         discovered = discovered.over_ssh(ssh).map_err(|e| e.to_string())?;
     }
     let command: Vec<String> = std::env::args().collect();
-    let text = discover::render(&discovered, &command.join(" ")).map_err(|e| e.to_string())?;
+    let mut text = discover::render(&discovered, &command.join(" ")).map_err(|e| e.to_string())?;
+    if pod {
+        text = discover::pod_transport(&text, &discovered.version);
+    }
     let written_to = match &args.out {
         Some(path) => {
             write(path, &text)?;

@@ -50,6 +50,10 @@ pub enum Command {
         /// Check also that each experiment can run in this namespace (`run -n`).
         #[command(flatten)]
         namespace: NamespaceArg,
+        /// Check also that the inventory's transports can carry out every step (a node
+        /// reached through the API cannot be reached while its kubelet is stopped).
+        #[arg(long, short)]
+        inventory: Option<PathBuf>,
     },
     /// Print everything a run would do, touching nothing: what setup applies, the resolved
     /// targets, each step's time and exact command, the expectations, what teardown
@@ -367,9 +371,11 @@ pub struct KindInventoryArgs {
     /// Name, output, kubeconfig and context, as for k3d.
     #[command(flatten)]
     pub common: InventoryArgs,
-    /// How faultline reaches the nodes: `exec` (the `kind` profile: `docker exec`), or `ssh`
+    /// How faultline reaches the nodes: `exec` (the `kind` profile: `docker exec`), `ssh`
     /// (the `kubeadm` profile over SSH to each node container's address, as root; power
-    /// stays with Docker). SSH needs an sshd in the node image (ci/kind/build's has one).
+    /// stays with Docker; needs an sshd in the node image, as ci/kind/build's has), or `pod`
+    /// (the `kubeadm` profile through a privileged pod and the API's exec: nothing but the
+    /// API).
     #[arg(long, value_enum, default_value_t = NodeTransportArg::Exec)]
     pub transport: NodeTransportArg,
     /// With `--transport ssh`: the private key authorized for root on every node.
@@ -388,6 +394,8 @@ pub enum NodeTransportArg {
     Exec,
     /// SSH to each node container's address (the `kubeadm` profile).
     Ssh,
+    /// A privileged pod on the node and the API's exec (the `kubeadm` profile).
+    Pod,
 }
 
 /// Observation modes on the command line.
@@ -465,7 +473,11 @@ pub async fn main(cli: Cli) -> i32 {
     }
     match cli.command {
         Command::Run(args) => run::run(*args).await,
-        Command::Validate { paths, namespace } => validate::validate(&paths, &namespace),
+        Command::Validate {
+            paths,
+            namespace,
+            inventory,
+        } => validate::validate(&paths, &namespace, inventory.as_deref()),
         Command::Plan {
             paths,
             inventory,

@@ -43,6 +43,7 @@ pub(super) async fn restore(
         journal_line(&location, journal.active(&cluster).len(), &cluster)
     );
     let executor = Executor::new(inventory.clone());
+    delete_node_access_pods(&inventory).await;
     let snapshot_path = snapshot::path_beside(&path, &cluster);
     let before = match snapshot::load(&snapshot_path) {
         Ok(s) => s,
@@ -221,5 +222,40 @@ async fn compare(
             snapshot_path.display()
         );
         EXIT_FAILED
+    }
+}
+
+/// Deletes the node-access pods a killed run left behind, when the inventory reaches any
+/// node through the API (`transport: pod`); says what it deleted, or why it could not.
+async fn delete_node_access_pods(inventory: &crate::inventory::Inventory) {
+    use crate::inventory::TransportKind;
+    if !inventory
+        .nodes()
+        .iter()
+        .any(|n| n.transport == TransportKind::Pod)
+    {
+        return;
+    }
+    let client = match crate::cluster::connect_with_failover(
+        inventory.kubeconfig(),
+        inventory.context(),
+        &inventory.cluster().api_endpoints(),
+    )
+    .await
+    {
+        Ok(c) => c.client,
+        Err(e) => {
+            eprintln!("cannot look for node-access pods left behind: {e}");
+            return;
+        }
+    };
+    match crate::execute::pod::delete_leftovers(&client).await {
+        Ok(gone) if gone.is_empty() => {}
+        Ok(gone) => println!(
+            "deleted {} node-access pod(s) left behind: {}",
+            gone.len(),
+            gone.join(", ")
+        ),
+        Err(e) => eprintln!("cannot delete the node-access pods left behind: {e}"),
     }
 }

@@ -1,7 +1,7 @@
 //! `faultline validate`: check experiment files without a cluster, and the blast-radius
 //! interlocks as far as a file alone decides them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, NamespaceArg};
 
@@ -9,7 +9,20 @@ use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, NamespaceArg};
 /// warnings of the files (which do not make a file invalid). With `-n`, also checks that
 /// each valid experiment can be moved to that namespace: one that cannot is said why and
 /// makes the exit code 2, as `run -n` would refuse it before anything runs.
-pub(super) fn validate(paths: &[PathBuf], namespace: &NamespaceArg) -> i32 {
+///
+/// With an inventory, also refuses the steps its transports cannot carry out.
+pub(super) fn validate(
+    paths: &[PathBuf],
+    namespace: &NamespaceArg,
+    inventory: Option<&Path>,
+) -> i32 {
+    let inventory = match inventory.map(crate::inventory::Inventory::load).transpose() {
+        Ok(inv) => inv,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_ERROR;
+        }
+    };
     let results = crate::experiment::load_all_checked(paths);
     if results.is_empty() {
         eprintln!("no experiment files found in {}", super::show_paths(paths));
@@ -24,7 +37,11 @@ pub(super) fn validate(paths: &[PathBuf], namespace: &NamespaceArg) -> i32 {
         match &checked.result {
             // The blast radius as far as the file alone decides it: targets that name
             // their nodes, step times without cluster timers.
-            Ok(exp) => match crate::run::safety::check_offline(exp, None) {
+            Ok(exp) => match crate::run::safety::check_offline(exp, None).and_then(|()| {
+                inventory
+                    .as_ref()
+                    .map_or(Ok(()), |inv| crate::run::safety::check_transport(exp, inv))
+            }) {
                 Ok(()) => match namespace.namespace.as_deref() {
                     None => println!(
                         "{}: ok ({}: {} step(s), {} expectation(s))",

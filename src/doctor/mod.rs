@@ -17,6 +17,7 @@ mod clock;
 mod cluster;
 pub(crate) mod needs;
 mod node;
+mod pod_access;
 mod power;
 mod programs;
 pub mod report;
@@ -100,6 +101,8 @@ pub enum CheckKind {
     SelfRestore,
     /// The node's clock against the runner's.
     Clock,
+    /// The API transport's pod is admitted and may be created and exec'd into.
+    PodAccess,
 }
 
 impl CheckKind {
@@ -118,6 +121,7 @@ impl CheckKind {
             CheckKind::Power => "power",
             CheckKind::SelfRestore => "self-restore",
             CheckKind::Clock => "clock",
+            CheckKind::PodAccess => "pod access",
         }
     }
 }
@@ -230,6 +234,7 @@ pub async fn examine(inventory: &Inventory, experiments: &[Experiment]) -> Exami
             if !answers.missing.is_empty() {
                 missing_rules = Some(crate::rbac::paste_ready(&answers.missing));
             }
+            findings.extend(pod_access::findings(client, inventory).await);
         }
         None => findings.push(Finding::cluster(
             CheckKind::Rbac,

@@ -23,9 +23,20 @@ pub(super) fn findings(
                 .cloned()
                 .unwrap_or_default()
         ),
+        TransportKind::Pod => format!(
+            "api exec in a privileged pod (namespace {}, image {})",
+            node.pod.namespace, node.pod.image
+        ),
     };
     let ssh = node.transport == TransportKind::Ssh;
-    let not_ssh = |check| f(check, Status::Skip, "not SSH: the exec transport".into());
+    let not_ssh = |check| {
+        let which = if node.transport == TransportKind::Pod {
+            "not SSH: the API transport"
+        } else {
+            "not SSH: the exec transport"
+        };
+        f(check, Status::Skip, which.into())
+    };
     let sudo_unset = || {
         if !ssh {
             not_ssh(CheckKind::Sudo)

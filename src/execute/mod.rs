@@ -2,8 +2,9 @@
 //! transport (SSH or a local argv such as `docker exec`), drive out-of-band power, arm
 //! self-restoring faults (the fault journal that `restore` replays is `crate::journal`).
 //!
-//! Nothing here looks at the Kubernetes API: this stage only makes things happen on
-//! machines and says precisely what happened.
+//! This stage only makes things happen on machines and says precisely what happened; it
+//! looks at the Kubernetes API only to carry commands through it (`transport: pod`,
+//! [`pod`]).
 //!
 //! # When a call returns, its command is over
 //!
@@ -34,6 +35,7 @@
 mod bridge;
 mod local;
 mod output;
+pub mod pod;
 pub(crate) mod render;
 mod ssh;
 mod ssh_pool;
@@ -243,6 +245,14 @@ pub enum ExecError {
         /// How to fix it.
         hint: String,
     },
+    /// The API transport could not carry the command (see [`pod::PodError`]).
+    #[error("node `{node}`: {source}")]
+    Pod {
+        /// Node.
+        node: String,
+        /// Cause.
+        source: pod::PodError,
+    },
     /// A self-restore could not be armed or the token is unusable.
     #[error("node `{node}`: {message}")]
     Restore {
@@ -296,6 +306,23 @@ pub struct ArmedRestore {
 pub struct Executor {
     inventory: Inventory,
     sessions: Arc<SessionPool>,
+    /// The API client of the pod transport: the run's own when it gave one, else connected
+    /// at the first command that needs it.
+    api: ApiHandle,
+}
+
+/// The executor's API client, shared by its clones and connected once.
+#[derive(Clone, Default)]
+struct ApiHandle(std::sync::Arc<tokio::sync::OnceCell<kube::Client>>);
+
+impl std::fmt::Debug for ApiHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.initialized() {
+            "ApiHandle(connected)"
+        } else {
+            "ApiHandle(not connected)"
+        })
+    }
 }
 
 /// A fully rendered command and the transport that will carry it.
@@ -309,6 +336,12 @@ enum Plan {
         /// Whether the argv carries a command to a node (`docker exec`), which then has
         /// a node-side deadline, or is the whole command (an out-of-band power driver).
         to_node: bool,
+    },
+    /// Through a privileged pod on the node and the API's exec.
+    Pod {
+        node: String,
+        settings: crate::inventory::PodSettings,
+        command: String,
     },
 }
 
@@ -333,6 +366,11 @@ impl Plan {
                 )
             }
             Plan::Local { argv, .. } => format!("local: {}", render::show_argv(argv)),
+            Plan::Pod {
+                node,
+                settings,
+                command,
+            } => pod::show(node, settings, command),
         }
     }
 }
@@ -343,7 +381,50 @@ impl Executor {
         Executor {
             inventory,
             sessions: Arc::default(),
+            api: ApiHandle::default(),
         }
+    }
+
+    /// Carries the pod transport's commands over `client` (the run's, with its API
+    /// failover) instead of connecting on first use.
+    pub fn with_client(self, client: kube::Client) -> Executor {
+        let api = ApiHandle::default();
+        let _ = api.0.set(client);
+        Executor { api, ..self }
+    }
+
+    /// The API client of the pod transport, connected from the inventory's kubeconfig and
+    /// context at first use.
+    async fn client(&self, node: &str) -> Result<kube::Client, ExecError> {
+        let inv = &self.inventory;
+        self.api
+            .0
+            .get_or_try_init(|| async {
+                crate::cluster::connect_with_failover(
+                    inv.kubeconfig(),
+                    inv.context(),
+                    &inv.cluster().api_endpoints(),
+                )
+                .await
+                .map(|c| c.client)
+            })
+            .await
+            .cloned()
+            .map_err(|e| ExecError::Pod {
+                node: node.to_string(),
+                source: pod::PodError::Exec {
+                    namespace: String::new(),
+                    pod: String::new(),
+                    message: format!("cannot connect to the API server: {e}"),
+                },
+            })
+    }
+
+    /// Whether `node` is reached through the API (`transport: pod`).
+    pub fn through_api(&self, node: &str) -> bool {
+        self.inventory
+            .node(node)
+            .is_some_and(|a| a.transport == TransportKind::Pod)
     }
 
     /// Opens and logs into the SSH connection of each of `nodes` that reaches its node
@@ -485,6 +566,11 @@ impl Executor {
                     to_node: true,
                 })
             }
+            TransportKind::Pod => Ok(Plan::Pod {
+                node: access.name.clone(),
+                settings: access.pod.clone(),
+                command,
+            }),
         }
     }
 
@@ -521,8 +607,12 @@ impl Executor {
         // Messages show the command as `describe` does, without the deadline wrapper.
         let shown = Self::plan(&access, command.clone(), None)?.show();
         let plan = Self::plan(&access, command, Some(timeout))?;
+        // Through the API, a command that stops the kubelet or cuts the node off ends its
+        // own stream; its proof is then read through the API.
+        let expects_drop = op.expects_drop()
+            || (access.transport == TransportKind::Pod && pod::cuts_transport(op));
         let outcome = self
-            .carry(&access.name, plan, &shown, timeout, op.expects_drop())
+            .carry(&access.name, plan, &shown, timeout, expects_drop)
             .await?;
         if matches!(op, NodeOp::KubeletStatus) {
             return Ok(outcome);
@@ -638,6 +728,42 @@ impl Executor {
                     SshEnd::TimedOut { sent: true } if expects_drop => Ok(dropped(String::new())),
                     SshEnd::TimedOut { sent: false } => Err(ended(false)),
                     SshEnd::TimedOut { sent: true } => Err(unconfirmed()),
+                }
+            }
+            Plan::Pod {
+                node: on,
+                settings,
+                command,
+            } => {
+                tracing::debug!(node, "pod: {command}");
+                let client = self.client(node).await?;
+                let grace = ends_within(timeout)
+                    .saturating_add(CONFIRM_SLACK)
+                    .saturating_sub(timeout);
+                let end = pod::run(&client, &on, &settings, &command, timeout, grace)
+                    .await
+                    .map_err(|source| ExecError::Pod {
+                        node: node.to_string(),
+                        source,
+                    })?;
+                match end {
+                    pod::PodEnd::Exited { code, output } => Ok(OpOutcome {
+                        exit_status: Some(code),
+                        output,
+                        dropped: false,
+                    }),
+                    pod::PodEnd::Dropped { output } if expects_drop => Ok(dropped(output)),
+                    pod::PodEnd::Dropped { output } => Err(ExecError::Dropped {
+                        node: node.to_string(),
+                        command: shown.to_string(),
+                        output,
+                    }),
+                    pod::PodEnd::Late { code, output } => late(Some(code), output),
+                    pod::PodEnd::TimedOut { sent: true } if expects_drop => {
+                        Ok(dropped(String::new()))
+                    }
+                    pod::PodEnd::TimedOut { sent: false } => Err(ended(false)),
+                    pod::PodEnd::TimedOut { sent: true } => Err(unconfirmed()),
                 }
             }
             Plan::Local { argv, to_node } => {

@@ -24,7 +24,7 @@ use crate::timers::StatedTimers;
 pub use jump::JumpHost;
 pub use profile::ProfileName;
 pub use raw::TransportKind;
-use raw::{RawInventory, RawNode, RawProfile, RawSsh};
+use raw::{RawInventory, RawNode, RawPod, RawProfile, RawSsh};
 
 /// Why an inventory could not be used; always names the file (and line:column when known).
 #[derive(Debug, Error)]
@@ -178,6 +178,23 @@ impl Default for SshSettings {
     }
 }
 
+/// The API transport's settings after merging (`transport: pod`): where faultline's
+/// privileged pod on the node lives and what it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSettings {
+    /// Namespace of the pods (default [`crate::execute::pod::DEFAULT_NAMESPACE`]).
+    pub namespace: String,
+    /// Create the namespace, labelled for the `privileged` Pod Security level, when it is
+    /// missing: on for the default namespace, off for one the inventory names (unless it
+    /// says `createNamespace: true`).
+    pub create_namespace: bool,
+    /// Image of the pod: anything with `sh` and `nsenter` (util-linux).
+    pub image: String,
+    /// How long the pod may take to run before faultline gives up on the command (pulling
+    /// the image, the kubelet starting it); the command's own limit starts after.
+    pub start_timeout: Duration,
+}
+
 /// Shell commands run ON the node, per key of the fault table's command keys
 /// ([`CommandKey`]); a key no layer set is absent.
 pub type Commands = Configured<CommandKey, String>;
@@ -201,6 +218,8 @@ pub struct NodeAccess {
     pub transport: TransportKind,
     /// Argv template for `transport: exec` (contains `{command}`).
     pub exec: Option<Vec<String>>,
+    /// The API transport's pod (used when `transport: pod`).
+    pub pod: PodSettings,
     /// SSH settings (used when `transport: ssh`).
     pub ssh: SshSettings,
     /// Node commands.
@@ -524,7 +543,13 @@ fn merge_node(
     .into_iter()
     .find(|(arm, disarm)| arm.is_some() || disarm.is_some())
     .map(|(arm, disarm)| (arm.cloned(), disarm.cloned()))
-    .unwrap_or_default();
+    .unwrap_or_else(|| crate::execute::pod::default_restore(transport));
+    let pod = merge_pod([
+        node.pod.as_ref(),
+        top.pod.as_ref(),
+        p.and_then(|p| p.pod.as_ref()),
+    ])
+    .map_err(|e| format!("node `{name}`: {e}"))?;
     Ok(NodeAccess {
         name: name.clone(),
         address,
@@ -532,11 +557,42 @@ fn merge_node(
         profile: profile_name,
         transport,
         exec,
+        pod,
         ssh,
         commands,
         power,
         arm_restore,
         disarm_restore,
+    })
+}
+
+/// The API transport's settings from the inventory's layers (node, top level, profile).
+fn merge_pod(layers: [Option<&RawPod>; 3]) -> Result<PodSettings, String> {
+    use crate::execute::pod;
+    macro_rules! pick {
+        ($f:ident) => {
+            first(layers.map(|l| l.and_then(|s| s.$f.as_ref())))
+        };
+    }
+    let named: Option<String> = pick!(namespace);
+    if let Some(ns) = &named
+        && !pod::valid_dns_label(ns)
+    {
+        return Err(format!(
+            "pod.namespace `{}` is not a valid namespace name (lowercase letters, digits and \
+             '-', at most 63, starting and ending alphanumeric)",
+            ns.escape_debug()
+        ));
+    }
+    let image: String = pick!(image).unwrap_or_else(|| pod::DEFAULT_IMAGE.to_string());
+    if image.trim().is_empty() {
+        return Err("pod.image is empty".into());
+    }
+    Ok(PodSettings {
+        create_namespace: pick!(create_namespace).unwrap_or(named.is_none()),
+        namespace: named.unwrap_or_else(|| pod::DEFAULT_NAMESPACE.to_string()),
+        image,
+        start_timeout: pick!(start_timeout).map_or(pod::DEFAULT_START_TIMEOUT, |h| h.0),
     })
 }
 

@@ -19,6 +19,7 @@ pub(super) struct RawInventory {
     pub timers: Option<RawTimers>,
     pub transport: Option<TransportKind>,
     pub exec: Option<Vec<String>>,
+    pub pod: Option<RawPod>,
     pub ssh: Option<RawSsh>,
     pub commands: Option<RawCommands>,
     pub power: Option<RawPower>,
@@ -83,6 +84,19 @@ pub enum TransportKind {
     Ssh,
     /// A local argv template (`docker exec`, `oc debug`).
     Exec,
+    /// A short-lived privileged pod pinned to the node, commands through the API's exec
+    /// (`pod:` settings; see `crate::execute::pod`).
+    Pod,
+}
+
+/// `pod:` settings of the API transport; every field may be overridden per node.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct RawPod {
+    pub namespace: Option<String>,
+    pub create_namespace: Option<bool>,
+    pub image: Option<String>,
+    pub start_timeout: Option<HumanDuration>,
 }
 
 /// `ssh:` settings; every field may be overridden per node.
@@ -126,6 +140,7 @@ pub(super) struct RawNode {
     pub profile: Option<ProfileName>,
     pub transport: Option<TransportKind>,
     pub exec: Option<Vec<String>>,
+    pub pod: Option<RawPod>,
     pub ssh: Option<RawSsh>,
     pub commands: Option<RawCommands>,
     pub power: Option<RawPower>,
@@ -139,6 +154,7 @@ pub(super) struct RawNode {
 pub(crate) struct RawProfile {
     pub transport: Option<TransportKind>,
     pub exec: Option<Vec<String>>,
+    pub pod: Option<RawPod>,
     pub ssh: Option<RawSsh>,
     pub commands: Option<RawCommands>,
     pub power: Option<RawPower>,

@@ -55,6 +55,10 @@ pub(crate) enum ActError {
     /// A rehearsed step that failed in the record it replays.
     #[error("failed in the record")]
     Recorded,
+    /// An undo armed on the node (the pod transport's timer) was not seen to take effect
+    /// through the API: what was seen.
+    #[error("{0}")]
+    NotConfirmed(String),
 }
 
 /// Everything an action may need to reach the cluster and its nodes.

@@ -248,6 +248,10 @@ impl World for ClusterWorld<'_> {
         }
     }
 
+    fn undo_armed_on_host(&self, node: &str, fault: &Action) -> bool {
+        super::host_timed::cuts_transport(&self.prepared.executor, node, fault)
+    }
+
     async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), String> {
         self.prepared
             .executor
@@ -264,6 +268,13 @@ impl World for ClusterWorld<'_> {
         node: Option<&str>,
         timeout: Duration,
     ) -> Result<ActResult, ActError> {
+        // Through the API, the undo of a fault that cuts the transport was armed on the
+        // node beforehand: it is confirmed through the API instead of carried.
+        if let Some(n) = node
+            && super::host_timed::undone_on_host(&self.prepared.executor, n, action)
+        {
+            return super::host_timed::confirm(&self.prepared.client, n, timeout).await;
+        }
         self.actor().act(action, node, timeout).await
     }
 

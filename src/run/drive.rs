@@ -177,6 +177,7 @@ impl<'a> Run<'a> {
         let start_ms = self.timeline.offset_ms();
         self.out.start_ms = Some(start_ms);
         let mut scheduler = Scheduler::new(self.plan.schedule(), start_ms);
+        self.steps.learn_fixed_offsets(&scheduler);
         let planned = schedule::planned_length(self.plan.exp, self.plan.timers)
             .saturating_add(self.plan.restore_margin)
             .min(FAR_FUTURE);

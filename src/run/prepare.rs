@@ -124,6 +124,7 @@ pub(crate) async fn prepare(
     settings: &RunSettings,
 ) -> Result<Prepared, RunError> {
     let inv = &settings.inventory;
+    safety::check_transport(exp, inv)?;
     // Both lists must allow the context: the operator's (--allow-context) and the
     // inventory's (allowedContexts); an empty list allows any.
     let context = effective_context(inv);
@@ -154,7 +155,7 @@ pub(crate) async fn prepare(
     .await?;
     let client = connection.client;
     let server_version = cluster::cluster_version(&client).await.ok();
-    let executor = Executor::new(inv.clone());
+    let executor = Executor::new(inv.clone()).with_client(client.clone());
     // Only an API that answered is asked for the timers: one that does not would hold
     // every request for its connect timeout.
     let timers = doctor::timers::resolve(

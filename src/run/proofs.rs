@@ -112,7 +112,12 @@ impl Proofs {
         baseline: Option<Baseline>,
     ) {
         let (step, action, node) = (fault.name, fault.action, fault.node);
-        let proof = fault::proof(action);
+        let proof = match fault::proof(action) {
+            // Through the API, a stopped kubelet cannot be asked (exec goes through it):
+            // its heartbeat stopping is the evidence.
+            Proof::KubeletInactive if executor.through_api(node) => Proof::HeartbeatStopped,
+            proof => proof,
+        };
         if proof == Proof::None {
             return;
         }

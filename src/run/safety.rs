@@ -25,6 +25,9 @@ pub(crate) type ResolvedTargets = BTreeMap<String, Vec<String>>;
 /// Why a plan is refused before it starts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum SafetyError {
+    /// Steps the nodes' transport cannot carry out (`crate::run::host_timed`).
+    #[error("{0}")]
+    TransportCannot(String),
     /// More nodes would be down at once than the experiment allows.
     #[error(
         "{} would have {down} nodes down at once ({nodes}) {}; the experiment allows {limit}.{notes} \
@@ -149,6 +152,21 @@ pub(crate) fn check_blast_radius(
 /// upstream defaults, as the offline plan shows them). Without one, an experiment whose
 /// step times use a timer (`grace`, `monitor`, `toleration`) is not checked: that is for
 /// `plan`, which knows the cluster's.
+/// Refuses the steps the inventory's transports cannot carry out, each with its reason.
+pub(crate) fn check_transport(exp: &Experiment, inv: &Inventory) -> Result<(), SafetyError> {
+    let refused = super::host_timed::refusals(exp, inv);
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(SafetyError::TransportCannot(
+        refused
+            .iter()
+            .map(|r| format!("step `{}` cannot be carried out: {}", r.step, r.reason))
+            .collect::<Vec<_>>()
+            .join("; "),
+    ))
+}
+
 pub(crate) fn check_offline(exp: &Experiment, inv: Option<&Inventory>) -> Result<(), SafetyError> {
     let timers = match inv {
         Some(inv) => {
@@ -169,6 +187,9 @@ pub(crate) fn check_offline(exp: &Experiment, inv: Option<&Inventory>) -> Result
                 }
         }),
     };
+    if let Some(inv) = inv {
+        check_transport(exp, inv)?;
+    }
     let targets = resolve_named_targets(&exp.targets, &present);
     let control_plane: BTreeSet<String> = inv
         .map(|inv| {

@@ -400,6 +400,17 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Step `index`'s action ended at `at_ms`, well or not.
+    /// The offset a step with a fixed time (`at:`) is due at; `None` for a step that
+    /// waits on another step or a condition.
+    pub(crate) fn fixed_due_ms(&self, index: usize) -> Option<i64> {
+        match &self.plan.exp.steps.get(index)?.at {
+            StepTime::Offset(b) => {
+                Some(self.start_ms + ms(resolve_cluster_bound(b, self.plan.timers)))
+            }
+            StepTime::AfterStep { .. } | StepTime::When { .. } => None,
+        }
+    }
+
     pub(crate) fn finished(&mut self, index: usize, at_ms: i64, ok: bool) {
         let issued_ms = self.slots[index].issued_ms().unwrap_or(at_ms);
         self.slots[index] = if ok {

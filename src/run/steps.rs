@@ -66,6 +66,8 @@ pub(super) struct Steps<'a> {
     timeline: SharedTimeline,
     /// Timed steps armed ahead of their due offset.
     armed_ahead: ArmedAhead,
+    /// Step index → the offset it is due at, for steps with a fixed time.
+    fixed_due_ms: BTreeMap<usize, i64>,
 }
 
 impl<'a> Steps<'a> {
@@ -80,7 +82,16 @@ impl<'a> Steps<'a> {
             targets,
             timeline,
             armed_ahead: ArmedAhead::new(),
+            fixed_due_ms: BTreeMap::new(),
         }
+    }
+
+    /// Reads, once the run started, the offset of every step with a fixed time: a fault
+    /// whose undo is armed on its node needs its planned undo's.
+    pub(super) fn learn_fixed_offsets(&mut self, scheduler: &Scheduler<'_>) {
+        self.fixed_due_ms = (0..self.exp.steps.len())
+            .filter_map(|i| scheduler.fixed_due_ms(i).map(|due| (i, due)))
+            .collect();
     }
 
     /// The first offset at which a timed step not armed yet should be armed.
@@ -128,6 +139,16 @@ impl<'a> Steps<'a> {
         let nodes = self.step_nodes(index);
         let named: Vec<&str> = nodes.iter().flatten().map(String::as_str).collect();
         world.before_fault(index, &step.action, &named).await;
+        let restore_after = super::host_timed::restore_after(
+            exp,
+            index,
+            named
+                .iter()
+                .any(|n| world.undo_armed_on_host(n, &step.action)),
+            &self.fixed_due_ms,
+            self.timeline.offset_ms(),
+        )
+        .unwrap_or(restore_after);
         let armed = ledger
             .before_faults(&*world, &step.name, &named, &step.action, restore_after)
             .await;

@@ -86,6 +86,13 @@ pub(crate) trait World {
         super::ledger::journal_undo(fault)
     }
 
+    /// Whether `fault` on `node` cuts the transport its undo would take (a kubelet stop on
+    /// a node reached through the API): the planned undo is then armed on the node, as a
+    /// timer, before the fault ([`super::host_timed`]).
+    fn undo_armed_on_host(&self, _node: &str, _fault: &Action) -> bool {
+        false
+    }
+
     /// Withdraws a self-restore armed by [`World::arm_restore`].
     async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), String>;
 

@@ -28,6 +28,7 @@ use thiserror::Error;
 
 pub use docker::{Container, parse_inspect};
 pub use nodes::ApiNode;
+pub use render::pod_transport;
 pub use ssh::{Reach, SshReach};
 pub use target::{ClusterChoice, choose_cluster};
 pub use timers::{Sourced, TimerSources};

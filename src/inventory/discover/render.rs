@@ -116,3 +116,30 @@ pub(crate) fn yaml(d: &Discovered, command: &str) -> Result<String, String> {
     }
     Ok(out)
 }
+
+/// A discovered kind inventory switched to the API transport (`faultline inventory kind
+/// --transport pod`): the `kubeadm` profile (kind nodes are kubeadm nodes running
+/// `kubelet.service`; the `kind` profile's power driver needs Docker, which this transport
+/// is meant to do without), node commands through a privileged pod whose image is the
+/// cluster's own kube-proxy image (on every node, so nothing is pulled; on the offline kind
+/// cluster a Debian root filesystem with `nsenter`).
+pub fn pod_transport(text: &str, version: &str) -> String {
+    let mut out: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("profile: kind") {
+                "profile: kubeadm               # kind nodes are kubeadm nodes (kubelet.service); no power driver: Docker is not used".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    out.push('\n');
+    out.push_str(&format!(
+        "transport: pod                   # node commands through a privileged pod and the API's exec (no SSH, no Docker)\n\
+         pod:\n  \
+           image: \"registry.k8s.io/kube-proxy:{version}\"   # any image with sh and nsenter; this one is on every node\n"
+    ));
+    out
+}

@@ -438,3 +438,25 @@ fn ssh_is_refused_for_k3d_and_for_a_node_container_without_an_address() {
     let err = d.over_ssh(ssh_files()).unwrap_err().to_string();
     assert!(err.contains("faultline-worker2 has no address"), "{err}");
 }
+
+#[test]
+fn the_pod_transport_inventory_needs_neither_docker_nor_ssh() {
+    let discovered = "cluster:\n  name: \"kind-x\"\nprofile: kind                  # nodes are containers: docker exec, docker stop/start\nnodes:\n  - {name: x-worker, roles: [worker]}\n";
+    let text = super::pod_transport(discovered, "v1.33.13");
+    let inv = crate::inventory::Inventory::parse(&text, std::path::Path::new("t.yaml"))
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let node = inv.node("x-worker").expect("node");
+    assert_eq!(node.transport, crate::inventory::TransportKind::Pod);
+    assert_eq!(node.pod.image, "registry.k8s.io/kube-proxy:v1.33.13");
+    // No power driver: the kind profile's is Docker.
+    assert!(
+        !node.power.has(crate::inventory::PowerKey::Status),
+        "{text}"
+    );
+    assert_eq!(
+        node.commands
+            .get(crate::inventory::CommandKey::KubeletStop)
+            .map(String::as_str),
+        Some("systemctl stop kubelet")
+    );
+}

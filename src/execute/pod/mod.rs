@@ -1,0 +1,617 @@
+//! The API transport (`transport: pod`): a node command carried by the Kubernetes API
+//! alone, for clusters that give no SSH (managed node pools) and no Docker socket.
+//!
+//! For each command faultline creates a short-lived privileged pod pinned to the node
+//! (`nodeName`, host PID and network, the host's root filesystem at `/host`, tolerating
+//! every taint) in a namespace labelled for the `privileged` Pod Security level, runs the
+//! command in the host's namespaces (`nsenter -t 1 -m -u -i -n -p`) through the API's exec
+//! (the path `kubectl exec` takes), reads its exit status from the status the API server
+//! sends at the end of the stream, and deletes the pod. Pods carry [`ACCESS_LABEL`], so
+//! `faultline restore` deletes any a killed run left behind; each one also ends by itself
+//! (`activeDeadlineSeconds`).
+//!
+//! Exec goes through the node's kubelet: while the kubelet is stopped, or the node is cut
+//! off from the API server, nothing reaches the node this way. So what must happen then
+//! is armed on the host beforehand: the self-restore is a transient systemd timer
+//! ([`SYSTEMD_ARM`]), and the run arms a fault's planned undo the same way when the
+//! transport cannot carry it (see `crate::run`). A command that cuts the transport (a
+//! kubelet stop) ends its own stream: the stream closing without a status after the
+//! command was sent is then the expected outcome ([`cuts_transport`]), and the fault's
+//! proof is read through the API.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{
+    Container, HostPathVolumeSource, Namespace, Pod, PodSpec, SecurityContext, Toleration, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status};
+use kube::api::{AttachParams, DeleteParams, ListParams, PostParams};
+use kube::{Api, Client};
+use thiserror::Error;
+
+use super::NodeOp;
+use super::output::{MAX_OUTPUT, bounded, read_tail_async};
+use crate::inventory::{PodSettings, TransportKind};
+
+/// Namespace of the node-access pods when the inventory names none; faultline creates it.
+pub const DEFAULT_NAMESPACE: &str = "faultline-node-access";
+
+/// Image of the node-access pod when the inventory names none: the kube-proxy image the
+/// offline kind cluster (`ci/kind/build`) builds from a Debian root filesystem and loads
+/// into every node, so it runs without a registry. On another cluster set `pod.image` to
+/// any image with `sh` and `nsenter` (util-linux), e.g. `debian:bookworm-slim`.
+pub const DEFAULT_IMAGE: &str = "registry.k8s.io/kube-proxy:v1.33.13";
+
+/// How long a node-access pod may take to run when the inventory does not say.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The label every node-access pod carries (value `true`), for `restore` to find them.
+pub const ACCESS_LABEL: &str = "faultline.dev/node-access";
+
+/// The annotation naming the node a pod was made for (a label value cannot hold every
+/// node name).
+const NODE_ANNOTATION: &str = "faultline.dev/node";
+
+/// The Pod Security labels that admit a privileged pod in a namespace.
+pub const PRIVILEGED_LABELS: [(&str, &str); 3] = [
+    ("pod-security.kubernetes.io/enforce", "privileged"),
+    ("pod-security.kubernetes.io/audit", "privileged"),
+    ("pod-security.kubernetes.io/warn", "privileged"),
+];
+
+/// Seconds a pod outlives the longest its command may take, before its own deadline ends
+/// it (a pod left behind by a killed run must not stay privileged on the node for ever).
+const LIFETIME_MARGIN: Duration = Duration::from_secs(60);
+
+/// How often a starting pod is read.
+const POLL: Duration = Duration::from_millis(250);
+
+/// The self-restore of a node reached through the API: a command run in the node-access
+/// pod dies with it, so the undo is handed to the host's systemd as a transient timer and
+/// service (the same template as the `openshift` profile, whose `oc debug` pod has the
+/// same life). `AccuracySec=1s`: a timer's default accuracy is a minute.
+pub const SYSTEMD_ARM: &str = "systemd-run --quiet --collect --unit=faultline-restore-{token} --on-active={seconds} --timer-property=AccuracySec=1s sh -c {undo}";
+
+/// Disarms [`SYSTEMD_ARM`]'s timer by name; prints `gone` when it already fired.
+pub const SYSTEMD_DISARM: &str = "if systemctl is-active --quiet faultline-restore-{token}.timer; then systemctl stop faultline-restore-{token}.timer && echo disarmed; else echo gone; fi";
+
+/// The self-restore templates a transport uses when no layer of the inventory sets them:
+/// the systemd timer for the API transport, the executor's built-in default otherwise.
+pub(crate) fn default_restore(transport: TransportKind) -> (Option<String>, Option<String>) {
+    match transport {
+        TransportKind::Pod => (Some(SYSTEMD_ARM.into()), Some(SYSTEMD_DISARM.into())),
+        TransportKind::Ssh | TransportKind::Exec => (None, None),
+    }
+}
+
+/// Whether a node operation cuts the API transport while its fault lasts (the kubelet is
+/// gone, the node no longer reaches the API server, the machine is down): its own exec
+/// stream may end without a status, and its undo cannot be carried this way.
+pub fn cuts_transport(op: &NodeOp) -> bool {
+    matches!(
+        op,
+        NodeOp::KubeletStop
+            | NodeOp::KubeletRestart
+            | NodeOp::Partition
+            | NodeOp::Reboot
+            | NodeOp::PowerOff
+    )
+}
+
+/// A Kubernetes namespace name: an RFC 1123 label.
+pub(crate) fn valid_dns_label(name: &str) -> bool {
+    let b = name.as_bytes();
+    let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
+    let end = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    match b {
+        [] => false,
+        _ if b.len() > 63 => false,
+        [only] => end(only),
+        [first, mid @ .., last] => end(first) && end(last) && mid.iter().all(inner),
+    }
+}
+
+/// The argv run in the pod: the command in the host's mount, UTS, IPC, network and PID
+/// namespaces (those of the node's PID 1), so it sees the node as a login shell would.
+pub(crate) fn enter_argv(command: &str) -> Vec<String> {
+    [
+        "nsenter", "-t", "1", "-m", "-u", "-i", "-n", "-p", "--", "sh", "-c",
+    ]
+    .iter()
+    .map(|s| (*s).to_string())
+    .chain(std::iter::once(command.to_string()))
+    .collect()
+}
+
+/// How `plan` and messages show a command carried this way.
+pub(crate) fn show(node: &str, settings: &PodSettings, command: &str) -> String {
+    format!(
+        "api exec in a privileged pod on {node} (namespace {}, image {}): nsenter -t 1 -m -u -i -n -p -- sh -c {}",
+        settings.namespace,
+        settings.image,
+        shlex::try_quote(command).map_or_else(|_| command.to_string(), |q| q.into_owned())
+    )
+}
+
+/// The namespace faultline creates for its pods: admitted at the `privileged` level.
+pub(crate) fn namespace_object(name: &str) -> Namespace {
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some(
+                PRIVILEGED_LABELS
+                    .iter()
+                    .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                    .chain(std::iter::once((ACCESS_LABEL.to_string(), "true".into())))
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    }
+}
+
+/// The node-access pod for `node`: pinned to it by `nodeName` (no scheduler, so neither a
+/// cordon nor a taint keeps it off), tolerating every taint (so a NotReady or unreachable
+/// node does not evict it), in the host's PID and network namespaces, privileged, the
+/// host's root at `/host`; its container sleeps, and the pod ends by itself after
+/// `lifetime`.
+pub(crate) fn pod_object(node: &str, settings: &PodSettings, lifetime: Duration) -> Pod {
+    let secs = lifetime.as_secs().max(1);
+    // generateName keeps at most 58 characters of the prefix before its random suffix.
+    let mut prefix: String = format!("faultline-{node}").chars().take(52).collect();
+    while prefix.ends_with(['-', '.']) {
+        prefix.pop();
+    }
+    prefix.push('-');
+    Pod {
+        metadata: ObjectMeta {
+            generate_name: Some(prefix),
+            namespace: Some(settings.namespace.clone()),
+            labels: Some([(ACCESS_LABEL.to_string(), "true".to_string())].into()),
+            annotations: Some([(NODE_ANNOTATION.to_string(), node.to_string())].into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            node_name: Some(node.to_string()),
+            host_pid: Some(true),
+            host_network: Some(true),
+            host_ipc: Some(true),
+            restart_policy: Some("Never".into()),
+            active_deadline_seconds: Some(i64::try_from(secs).unwrap_or(i64::MAX)),
+            termination_grace_period_seconds: Some(1),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            tolerations: Some(vec![Toleration {
+                operator: Some("Exists".into()),
+                ..Toleration::default()
+            }]),
+            containers: vec![Container {
+                name: "node".into(),
+                image: Some(settings.image.clone()),
+                image_pull_policy: Some("IfNotPresent".into()),
+                command: Some(vec!["sleep".into(), secs.to_string()]),
+                security_context: Some(SecurityContext {
+                    privileged: Some(true),
+                    ..SecurityContext::default()
+                }),
+                volume_mounts: Some(vec![VolumeMount {
+                    name: "host".into(),
+                    mount_path: "/host".into(),
+                    ..VolumeMount::default()
+                }]),
+                ..Container::default()
+            }],
+            volumes: Some(vec![Volume {
+                name: "host".into(),
+                host_path: Some(HostPathVolumeSource {
+                    path: "/".into(),
+                    ..HostPathVolumeSource::default()
+                }),
+                ..Volume::default()
+            }]),
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    }
+}
+
+/// How a command carried through a node-access pod ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum PodEnd {
+    /// It ended within its limit with this exit code.
+    Exited {
+        /// Exit code.
+        code: i32,
+        /// stdout then stderr, at most [`MAX_OUTPUT`] bytes.
+        output: String,
+    },
+    /// The stream closed without a status after the command was sent: the kubelet or the
+    /// node went away under it.
+    Dropped {
+        /// Output seen before.
+        output: String,
+    },
+    /// It ended after its limit, within the wait for the node's own deadline.
+    Late {
+        /// Exit code.
+        code: i32,
+        /// Output.
+        output: String,
+    },
+    /// Its end was not heard: never sent (`sent: false`, opening the stream took the whole
+    /// limit) or sent and not heard ending (the stream was then cut).
+    TimedOut {
+        /// Whether the command reached the node.
+        sent: bool,
+    },
+}
+
+/// Why a command could not be carried through a node-access pod; nothing ran on the node
+/// unless it says so.
+#[derive(Debug, Error)]
+pub enum PodError {
+    /// The API refused or failed a request.
+    #[error("{what}: {source}")]
+    Api {
+        /// What was asked.
+        what: String,
+        /// Cause.
+        source: Box<kube::Error>,
+    },
+    /// The pod did not run in time, or could not.
+    #[error(
+        "the node-access pod {namespace}/{pod} did not run within {after:?} ({why}); nothing ran on the node"
+    )]
+    NotStarted {
+        /// Namespace.
+        namespace: String,
+        /// Pod.
+        pod: String,
+        /// Its start timeout.
+        after: Duration,
+        /// What the pod said last.
+        why: String,
+    },
+    /// The exec stream could not be opened, or it ended with a failure that is not an
+    /// exit code (the API server could not reach the kubelet).
+    #[error("exec in {namespace}/{pod}: {message}")]
+    Exec {
+        /// Namespace.
+        namespace: String,
+        /// Pod.
+        pod: String,
+        /// What the API server said.
+        message: String,
+    },
+}
+
+fn api_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> PodError {
+    let what = what.into();
+    move |source| PodError::Api {
+        what,
+        source: Box::new(source),
+    }
+}
+
+/// Creates the namespace when it is missing (labelled for privileged pods); one that
+/// exists is left as it is (`doctor` says whether it admits the pod).
+pub(crate) async fn ensure_namespace(client: &Client, name: &str) -> Result<(), PodError> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    if namespaces
+        .get_opt(name)
+        .await
+        .map_err(api_error(format!("reading namespace {name}")))?
+        .is_some()
+    {
+        return Ok(());
+    }
+    match namespaces
+        .create(&PostParams::default(), &namespace_object(name))
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Another command created it meanwhile.
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(api_error(format!("creating namespace {name}"))(e)),
+    }
+}
+
+/// Runs `command` (already wrapped with the node's deadline) on `node` through a fresh
+/// node-access pod, then deletes the pod. `limit` is the command's time limit, starting
+/// the pod included; `grace` how long past it faultline listens for the node's deadline
+/// to end it.
+pub(crate) async fn run(
+    client: &Client,
+    node: &str,
+    settings: &PodSettings,
+    command: &str,
+    limit: Duration,
+    grace: Duration,
+) -> Result<PodEnd, PodError> {
+    // Starting the pod counts within the command's limit, as connecting does over SSH: a
+    // caller's own wait (`Executor::longest_wait`) holds for every transport.
+    let began = tokio::time::Instant::now();
+    if settings.create_namespace {
+        ensure_namespace(client, &settings.namespace).await?;
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
+    let lifetime = settings.start_timeout + limit + grace + LIFETIME_MARGIN;
+    let created = pods
+        .create(
+            &PostParams::default(),
+            &pod_object(node, settings, lifetime),
+        )
+        .await
+        .map_err(api_error(format!(
+            "creating a privileged pod on node {node} in namespace {}",
+            settings.namespace
+        )))?;
+    let name = created.metadata.name.unwrap_or_default();
+    let result = async {
+        let start_within = settings
+            .start_timeout
+            .min(limit.saturating_sub(began.elapsed()));
+        wait_running(&pods, &settings.namespace, &name, start_within).await?;
+        let spent = began.elapsed();
+        let remaining = limit.saturating_sub(spent);
+        if remaining.is_zero() {
+            return Ok(PodEnd::TimedOut { sent: false });
+        }
+        // The node's deadline counts from the command's start: listen as long past the
+        // remaining limit as it may take.
+        exec(
+            &pods,
+            &settings.namespace,
+            &name,
+            command,
+            remaining,
+            grace + spent,
+        )
+        .await
+    }
+    .await;
+    // Returned at once: a pod on a node whose kubelet is away stays Terminating until it
+    // is back, and the kubelet then ends it; its own deadline ends it in any case.
+    if let Err(e) = pods
+        .delete(
+            &name,
+            &DeleteParams {
+                grace_period_seconds: Some(1),
+                ..DeleteParams::default()
+            },
+        )
+        .await
+    {
+        tracing::warn!(node, "could not delete the node-access pod {name}: {e}");
+    }
+    result
+}
+
+/// Waits for the pod's container to run; fails at once when it cannot (an image that
+/// cannot be pulled, a pod the kubelet rejected).
+async fn wait_running(
+    pods: &Api<Pod>,
+    namespace: &str,
+    name: &str,
+    within: Duration,
+) -> Result<(), PodError> {
+    let deadline = tokio::time::Instant::now() + within;
+    let not_started = |why: String| PodError::NotStarted {
+        namespace: namespace.to_string(),
+        pod: name.to_string(),
+        after: within,
+        why,
+    };
+    let mut last = "not scheduled to the node's kubelet yet".to_string();
+    loop {
+        if let Some(pod) = pods
+            .get_opt(name)
+            .await
+            .map_err(api_error(format!("reading pod {namespace}/{name}")))?
+        {
+            match start_state(&pod) {
+                StartState::Running => return Ok(()),
+                StartState::Failed(why) => return Err(not_started(why)),
+                StartState::Waiting(why) => last = why,
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(not_started(last));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Where a node-access pod is on its way to running.
+#[derive(Debug, PartialEq, Eq)]
+enum StartState {
+    Running,
+    /// It will not run: why.
+    Failed(String),
+    /// Not yet: what it says.
+    Waiting(String),
+}
+
+/// Image-pull and configuration reasons a waiting container does not recover from by
+/// itself within a command's time.
+const HOPELESS: &[&str] = &[
+    "ErrImageNeverPull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "ImagePullBackOff",
+    "ErrImagePull",
+];
+
+fn start_state(pod: &Pod) -> StartState {
+    let status = pod.status.clone().unwrap_or_default();
+    let phase = status.phase.clone().unwrap_or_else(|| "Pending".into());
+    if matches!(phase.as_str(), "Failed" | "Succeeded") {
+        let why = status.reason.or(status.message).unwrap_or_default();
+        return StartState::Failed(format!("phase {phase} {why}").trim().to_string());
+    }
+    let container = status
+        .container_statuses
+        .unwrap_or_default()
+        .into_iter()
+        .next();
+    let Some(state) = container.and_then(|c| c.state) else {
+        return StartState::Waiting(format!("phase {phase}"));
+    };
+    if state.running.is_some() {
+        return StartState::Running;
+    }
+    if let Some(t) = state.terminated {
+        return StartState::Failed(format!(
+            "its container ended: {}",
+            t.reason.unwrap_or_else(|| format!("exit {}", t.exit_code))
+        ));
+    }
+    match state.waiting {
+        Some(w) => {
+            let reason = w.reason.unwrap_or_default();
+            let said = format!("{reason}: {}", w.message.unwrap_or_default());
+            if HOPELESS.contains(&reason.as_str()) {
+                StartState::Failed(said)
+            } else {
+                StartState::Waiting(said)
+            }
+        }
+        None => StartState::Waiting(format!("phase {phase}")),
+    }
+}
+
+/// Runs the command through the API's exec and classifies its end.
+async fn exec(
+    pods: &Api<Pod>,
+    namespace: &str,
+    name: &str,
+    command: &str,
+    limit: Duration,
+    grace: Duration,
+) -> Result<PodEnd, PodError> {
+    let exec_error = |message: String| PodError::Exec {
+        namespace: namespace.to_string(),
+        pod: name.to_string(),
+        message,
+    };
+    let params = AttachParams::default()
+        .stdin(false)
+        .stdout(true)
+        .stderr(true);
+    let opened = tokio::time::timeout(limit, pods.exec(name, enter_argv(command), &params)).await;
+    let mut process = match opened {
+        Err(_) => return Ok(PodEnd::TimedOut { sent: false }),
+        Ok(Err(e)) => return Err(exec_error(e.to_string())),
+        Ok(Ok(p)) => p,
+    };
+    let stdout = process.stdout();
+    let stderr = process.stderr();
+    let status = process.take_status();
+    let finished = async move {
+        let read = |r: Option<_>| async move {
+            match r {
+                Some(r) => read_tail_async(r, MAX_OUTPUT).await.0,
+                None => super::output::Tail::new(MAX_OUTPUT),
+            }
+        };
+        let (out, err) = futures::join!(read(stdout), read(stderr));
+        let status = match status {
+            Some(s) => s.await,
+            None => None,
+        };
+        (bounded(&out, &err), status)
+    };
+    tokio::pin!(finished);
+    let (late, (output, status)) = match tokio::time::timeout(limit, &mut finished).await {
+        Ok(done) => (false, done),
+        Err(_) => match tokio::time::timeout(grace, &mut finished).await {
+            Ok(done) => (true, done),
+            Err(_) => {
+                process.abort();
+                return Ok(PodEnd::TimedOut { sent: true });
+            }
+        },
+    };
+    let _ = process.join().await;
+    match (exit_code(status.as_ref()), late) {
+        (ExitOf::Code(code), false) => Ok(PodEnd::Exited { code, output }),
+        (ExitOf::Code(code), true) => Ok(PodEnd::Late { code, output }),
+        (ExitOf::NoStatus, _) => Ok(PodEnd::Dropped { output }),
+        (ExitOf::Refused(message), _) => Err(exec_error(message)),
+    }
+}
+
+/// What the status at the end of an exec stream says about the command.
+#[derive(Debug, PartialEq, Eq)]
+enum ExitOf {
+    /// It exited with this code.
+    Code(i32),
+    /// The stream ended without a status.
+    NoStatus,
+    /// A failure that is not the command's exit (the API server could not reach the
+    /// kubelet, the container is gone): what it said.
+    Refused(String),
+}
+
+fn exit_code(status: Option<&Status>) -> ExitOf {
+    let Some(status) = status else {
+        return ExitOf::NoStatus;
+    };
+    if status.status.as_deref() == Some("Success") {
+        return ExitOf::Code(0);
+    }
+    let code = status
+        .details
+        .as_ref()
+        .and_then(|d| d.causes.as_ref())
+        .and_then(|causes| {
+            causes
+                .iter()
+                .find(|c| c.reason.as_deref() == Some("ExitCode"))
+        })
+        .and_then(|c| c.message.as_deref())
+        .and_then(|m| m.trim().parse::<i32>().ok());
+    match code {
+        Some(code) => ExitOf::Code(code),
+        None => ExitOf::Refused(
+            status
+                .message
+                .clone()
+                .unwrap_or_else(|| "exec failed without a message".into()),
+        ),
+    }
+}
+
+/// Deletes every node-access pod left in the cluster (a run killed while a command ran),
+/// in any namespace, except those already being deleted; returns `namespace/name` of each.
+pub async fn delete_leftovers(client: &Client) -> Result<Vec<String>, PodError> {
+    let all: Api<Pod> = Api::all(client.clone());
+    let found = all
+        .list(&ListParams::default().labels(&format!("{ACCESS_LABEL}=true")))
+        .await
+        .map_err(api_error("listing node-access pods"))?;
+    let mut deleted = Vec::new();
+    for pod in found.items {
+        // One already being deleted (after its command, or on a node whose kubelet is
+        // away until it returns) is not left behind.
+        if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let (Some(ns), Some(name)) = (pod.metadata.namespace, pod.metadata.name) else {
+            continue;
+        };
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        match pods.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => deleted.push(format!("{ns}/{name}")),
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            Err(e) => return Err(api_error(format!("deleting pod {ns}/{name}"))(e)),
+        }
+    }
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests;

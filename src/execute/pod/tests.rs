@@ -1,0 +1,267 @@
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::inventory::Inventory;
+
+fn settings() -> PodSettings {
+    PodSettings {
+        namespace: DEFAULT_NAMESPACE.into(),
+        create_namespace: true,
+        image: "example/debian:12".into(),
+        start_timeout: Duration::from_secs(30),
+    }
+}
+
+fn status(json: &str) -> Status {
+    serde_json::from_str(json).expect("a Status")
+}
+
+#[test]
+fn the_pod_is_pinned_privileged_in_the_hosts_namespaces_and_tolerates_every_taint() {
+    let pod = pod_object("worker-1", &settings(), Duration::from_secs(125));
+    let meta = &pod.metadata;
+    assert_eq!(meta.namespace.as_deref(), Some(DEFAULT_NAMESPACE));
+    assert_eq!(
+        meta.labels.as_ref().and_then(|l| l.get(ACCESS_LABEL)),
+        Some(&"true".to_string())
+    );
+    assert_eq!(meta.generate_name.as_deref(), Some("faultline-worker-1-"));
+    let spec = pod.spec.expect("a spec");
+    assert_eq!(spec.node_name.as_deref(), Some("worker-1"));
+    assert_eq!(spec.host_pid, Some(true));
+    assert_eq!(spec.host_network, Some(true));
+    assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+    assert_eq!(spec.active_deadline_seconds, Some(125));
+    // One toleration with no key and `Exists` matches every taint, NoExecute included.
+    let tolerations = spec.tolerations.expect("tolerations");
+    assert_eq!(tolerations.len(), 1);
+    assert_eq!(tolerations[0].operator.as_deref(), Some("Exists"));
+    assert_eq!(tolerations[0].key, None);
+    assert_eq!(tolerations[0].effect, None);
+    let c = &spec.containers[0];
+    assert_eq!(c.image.as_deref(), Some("example/debian:12"));
+    assert_eq!(
+        c.command,
+        Some(vec!["sleep".to_string(), "125".to_string()])
+    );
+    assert_eq!(
+        c.security_context.as_ref().and_then(|s| s.privileged),
+        Some(true)
+    );
+    let mount = &c.volume_mounts.as_ref().expect("mounts")[0];
+    assert_eq!(mount.mount_path, "/host");
+    let volume = &spec.volumes.expect("volumes")[0];
+    assert_eq!(volume.name, mount.name);
+    assert_eq!(
+        volume.host_path.as_ref().map(|h| h.path.as_str()),
+        Some("/")
+    );
+}
+
+#[test]
+fn a_long_node_name_still_gives_a_valid_generate_name() {
+    let node = format!("{}.example.com", "n".repeat(80));
+    let pod = pod_object(&node, &settings(), Duration::from_secs(1));
+    let prefix = pod.metadata.generate_name.expect("generateName");
+    assert!(prefix.len() <= 58, "{prefix}");
+    assert!(prefix.ends_with('-'));
+    assert!(
+        !prefix.ends_with("--") && !prefix.contains(".-"),
+        "{prefix}"
+    );
+    // The node name is kept whole in the annotation.
+    assert_eq!(
+        pod.metadata
+            .annotations
+            .and_then(|a| a.get("faultline.dev/node").cloned()),
+        Some(node)
+    );
+}
+
+#[test]
+fn the_namespace_admits_privileged_pods() {
+    let ns = namespace_object("faultline-node-access");
+    let labels = ns.metadata.labels.expect("labels");
+    assert_eq!(
+        labels
+            .get("pod-security.kubernetes.io/enforce")
+            .map(String::as_str),
+        Some("privileged")
+    );
+    assert_eq!(ns.metadata.name.as_deref(), Some("faultline-node-access"));
+}
+
+#[test]
+fn the_command_runs_in_the_hosts_namespaces_as_one_argument() {
+    let argv = enter_argv("exec timeout -k 5 3 sh -c 'systemctl stop kubelet'");
+    assert_eq!(&argv[..3], ["nsenter", "-t", "1"]);
+    assert!(argv.contains(&"-m".to_string()) && argv.contains(&"-p".to_string()));
+    assert_eq!(argv[argv.len() - 3..argv.len() - 1], ["sh", "-c"]);
+    assert_eq!(
+        argv.last().map(String::as_str),
+        Some("exec timeout -k 5 3 sh -c 'systemctl stop kubelet'")
+    );
+}
+
+#[test]
+fn the_exit_status_comes_from_the_streams_final_status() {
+    assert_eq!(
+        exit_code(Some(&status(r#"{"metadata": {}, "status": "Success"}"#))),
+        ExitOf::Code(0)
+    );
+    let failed = status(
+        r#"{"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+            "message": "command terminated with non-zero exit code: exit status 3",
+            "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}"#,
+    );
+    assert_eq!(exit_code(Some(&failed)), ExitOf::Code(3));
+    assert_eq!(exit_code(None), ExitOf::NoStatus);
+    let refused = status(
+        r#"{"metadata": {}, "status": "Failure",
+            "message": "error dialing backend: dial tcp 172.18.0.4:10250: connect: connection refused"}"#,
+    );
+    assert_eq!(
+        exit_code(Some(&refused)),
+        ExitOf::Refused(
+            "error dialing backend: dial tcp 172.18.0.4:10250: connect: connection refused".into()
+        )
+    );
+}
+
+fn pod_status(json: &str) -> Pod {
+    serde_json::from_str(json).expect("a Pod")
+}
+
+#[test]
+fn a_pod_that_cannot_start_fails_at_once_and_one_on_its_way_is_waited_for() {
+    let never = pod_status(
+        r#"{"metadata": {}, "status": {"phase": "Pending", "containerStatuses": [{"name": "node",
+            "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "ErrImageNeverPull", "message": "not present"}}}]}}"#,
+    );
+    assert!(
+        matches!(start_state(&never), StartState::Failed(w) if w.contains("ErrImageNeverPull"))
+    );
+    let creating = pod_status(
+        r#"{"metadata": {}, "status": {"phase": "Pending", "containerStatuses": [{"name": "node",
+            "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "ContainerCreating"}}}]}}"#,
+    );
+    assert!(matches!(start_state(&creating), StartState::Waiting(_)));
+    let running = pod_status(
+        r#"{"metadata": {}, "status": {"phase": "Running", "containerStatuses": [{"name": "node",
+            "image": "x", "imageID": "", "ready": true, "restartCount": 0,
+            "state": {"running": {}}}]}}"#,
+    );
+    assert_eq!(start_state(&running), StartState::Running);
+    assert!(matches!(
+        start_state(&pod_status(r#"{"metadata": {}, "status": {"phase": "Failed", "reason": "DeadlineExceeded"}}"#)),
+        StartState::Failed(w) if w.contains("DeadlineExceeded")
+    ));
+    assert!(matches!(
+        start_state(&pod_status(r#"{"metadata": {}}"#)),
+        StartState::Waiting(_)
+    ));
+}
+
+#[test]
+fn the_faults_that_cut_the_transport() {
+    for op in [
+        NodeOp::KubeletStop,
+        NodeOp::Partition,
+        NodeOp::Reboot,
+        NodeOp::PowerOff,
+    ] {
+        assert!(cuts_transport(&op), "{op:?}");
+    }
+    for op in [
+        NodeOp::KubeletStart,
+        NodeOp::Heal,
+        NodeOp::KubeletStatus,
+        NodeOp::Run("x".into()),
+    ] {
+        assert!(!cuts_transport(&op), "{op:?}");
+    }
+}
+
+#[test]
+fn the_inventory_reads_pod_settings_and_arms_restores_with_systemd() {
+    let inv = Inventory::parse(
+        r#"
+cluster: {name: c}
+profile: kind
+transport: pod
+nodes:
+  - {name: a}
+  - {name: b, pod: {namespace: ops-debug, image: "debian:12", startTimeout: 20s}}
+"#,
+        Path::new("t.yaml"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let a = inv.node("a").expect("a");
+    assert_eq!(a.transport, TransportKind::Pod);
+    assert_eq!(a.pod.namespace, DEFAULT_NAMESPACE);
+    assert!(a.pod.create_namespace);
+    assert_eq!(a.pod.image, DEFAULT_IMAGE);
+    assert_eq!(a.arm_restore.as_deref(), Some(SYSTEMD_ARM));
+    assert_eq!(a.disarm_restore.as_deref(), Some(SYSTEMD_DISARM));
+    let b = inv.node("b").expect("b");
+    // A namespace the inventory names is used as it is, not created.
+    assert_eq!(b.pod.namespace, "ops-debug");
+    assert!(!b.pod.create_namespace);
+    assert_eq!(b.pod.image, "debian:12");
+    assert_eq!(b.pod.start_timeout, Duration::from_secs(20));
+    // The kind profile's own nodes keep the executor's default self-restore.
+    let kind = Inventory::parse(
+        "cluster: {name: c}\nprofile: kind\nnodes: [{name: a}]\n",
+        Path::new("t.yaml"),
+    )
+    .expect("valid");
+    assert_eq!(kind.node("a").expect("a").arm_restore, None);
+}
+
+#[test]
+fn a_bad_namespace_is_refused_with_the_node() {
+    let err = Inventory::parse(
+        "cluster: {name: c}\ntransport: pod\npod: {namespace: Not_OK}\nnodes: [{name: a}]\n",
+        Path::new("t.yaml"),
+    )
+    .expect_err("invalid");
+    let said = err.to_string();
+    assert!(
+        said.contains("node `a`") && said.contains("pod.namespace `Not_OK`"),
+        "{said}"
+    );
+}
+
+#[test]
+fn plan_shows_the_pod_and_the_host_command() {
+    let inv = Inventory::parse(
+        "cluster: {name: c}\nprofile: kind\ntransport: pod\nnodes: [{name: w}]\n",
+        Path::new("t.yaml"),
+    )
+    .expect("valid");
+    let ex = crate::execute::Executor::new(inv);
+    let shown = ex.describe("w", &NodeOp::KubeletStop);
+    assert_eq!(
+        shown,
+        format!(
+            "api exec in a privileged pod on w (namespace {DEFAULT_NAMESPACE}, image {DEFAULT_IMAGE}): nsenter -t 1 -m -u -i -n -p -- sh -c 'systemctl stop kubelet'"
+        )
+    );
+}
+
+#[test]
+fn the_openshift_profile_arms_its_restore_with_the_template_tested_on_kind() {
+    // The API transport's default self-restore is the `openshift` profile's, so the kind
+    // tests through the API exercise that profile's systemd-run timer on real systemd.
+    let inv = Inventory::parse(
+        "cluster: {name: c}\nprofile: openshift\nnodes: [{name: a}]\n",
+        Path::new("t.yaml"),
+    )
+    .expect("valid");
+    let a = inv.node("a").expect("a");
+    assert_eq!(a.arm_restore.as_deref(), Some(SYSTEMD_ARM));
+    assert_eq!(a.disarm_restore.as_deref(), Some(SYSTEMD_DISARM));
+}

@@ -1,0 +1,210 @@
+//! Undos armed on the node, for nodes reached through the API (`transport: pod`).
+//!
+//! Exec goes through the node's kubelet: while a fault has stopped it, or cut the node off
+//! from the API server, no command reaches the node that way, the planned undo included.
+//! So the planned undo of such a fault is armed on the node before the fault, as the
+//! self-restore is (a transient systemd timer, `crate::execute::pod::SYSTEMD_ARM`), due
+//! [`MARGIN`] after the undo step's fixed offset; the undo step then confirms through the
+//! API that the node is back (its Lease renewed, Ready) instead of carrying a command.
+//! The timer fires after the step is due, never before: the fault's proof watches until
+//! the step begins, and a node back earlier would look undone by someone else.
+//!
+//! That needs the undo at a fixed time (`at:`): an undo that waits on a condition or on
+//! another step cannot be armed ahead, and no other command reaches the node while the
+//! fault lasts. [`refusals`] lists such steps for `plan`, `validate -i` and `run`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Node;
+use kube::{Api, Client};
+
+use super::act::{ActError, ActResult};
+use crate::execute::{Executor, pod};
+use crate::experiment::fault::{self, Via};
+use crate::experiment::model::{Action, Experiment, StepTime};
+use crate::inventory::{Inventory, TransportKind};
+
+/// How long after its undo step is due the node's timer fires: covers the whole seconds
+/// the timer is armed with and the step's own start.
+pub(crate) const MARGIN: Duration = Duration::from_secs(2);
+
+/// How often the API is read while an undo is confirmed.
+const POLL: Duration = Duration::from_millis(500);
+
+/// Whether `fault` on `node` cuts the transport the node is reached by: a node command
+/// that stops the kubelet or cuts the node off, on a node reached through the API.
+pub(crate) fn cuts_transport(executor: &Executor, node: &str, fault: &Action) -> bool {
+    executor.through_api(node) && cuts(fault)
+}
+
+/// Whether the action is a node command that cuts the API transport.
+fn cuts(action: &Action) -> bool {
+    fault::node_op(action).is_some_and(|op| pod::cuts_transport(&op))
+        && matches!(fault::info(action).via, Via::Node(_))
+}
+
+/// Whether `action` on `node` is the undo of a fault that cuts the node's transport, and
+/// so was armed on the node: it is then confirmed, not carried.
+pub(crate) fn undone_on_host(executor: &Executor, node: &str, action: &Action) -> bool {
+    executor.through_api(node)
+        && [Action::KubeletStop, Action::Partition]
+            .iter()
+            .any(|f| cuts(f) && fault::undoes(action, f))
+}
+
+/// The later step that undoes step `index`'s fault on the same target, if any.
+fn undo_step(exp: &Experiment, index: usize) -> Option<usize> {
+    let step = exp.steps.get(index)?;
+    exp.steps
+        .iter()
+        .enumerate()
+        .skip(index + 1)
+        .find(|(_, s)| s.target == step.target && fault::undoes(&s.action, &step.action))
+        .map(|(i, _)| i)
+}
+
+/// How long after now (`now_ms`) the self-restore of step `index`'s fault is armed for
+/// when it `cut` the transport of one of its nodes: [`MARGIN`] after its undo step's fixed
+/// offset, the node's timer then being the planned undo. `None`: as any other fault (no
+/// cut, or no undo at a fixed offset).
+pub(crate) fn restore_after(
+    exp: &Experiment,
+    index: usize,
+    cut: bool,
+    fixed_due_ms: &BTreeMap<usize, i64>,
+    now_ms: i64,
+) -> Option<Duration> {
+    if !cut {
+        return None;
+    }
+    let due = *fixed_due_ms.get(&undo_step(exp, index)?)?;
+    let after = u64::try_from(due.saturating_sub(now_ms)).unwrap_or(0);
+    Some(Duration::from_millis(after) + MARGIN)
+}
+
+/// Waits until `node` is seen back through the API: its Lease renewed since the wait began
+/// and its Ready condition True. That is the undo armed on the node having taken effect.
+pub(crate) async fn confirm(
+    client: &Client,
+    node: &str,
+    timeout: Duration,
+) -> Result<ActResult, ActError> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let nodes: Api<Node> = Api::all(client.clone());
+    let renew_time = |l: Option<Lease>| {
+        l.and_then(|l| l.spec)
+            .and_then(|s| s.renew_time)
+            .map(|t| t.0.to_string())
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let first = renew_time(leases.get_opt(node).await.ok().flatten());
+    let seen = loop {
+        let renewed = renew_time(leases.get_opt(node).await.ok().flatten());
+        let ready = nodes
+            .get_opt(node)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|n| n.status)
+            .and_then(|s| s.conditions)
+            .and_then(|c| c.into_iter().find(|c| c.type_ == "Ready"))
+            .map(|c| c.status);
+        let renewed_since = renewed.is_some() && renewed != first;
+        if renewed_since && ready.as_deref() == Some("True") {
+            return Ok(ActResult {
+                exit_status: None,
+                output: format!(
+                    "undone on the node by the timer armed before the fault: Lease renewed at {}, node Ready",
+                    renewed.unwrap_or_default()
+                ),
+            });
+        }
+        let seen = format!(
+            "Lease renewTime {} (at the start {}), Ready {}",
+            renewed.as_deref().unwrap_or("unset"),
+            first.as_deref().unwrap_or("unset"),
+            ready.as_deref().unwrap_or("unknown")
+        );
+        if tokio::time::Instant::now() >= deadline {
+            break seen;
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    Err(ActError::NotConfirmed(format!(
+        "the undo armed on node {node} was not seen to take effect within {timeout:?}: {seen}"
+    )))
+}
+
+/// A step a node's transport cannot carry out, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    /// The step.
+    pub(crate) step: String,
+    /// Why, with what would allow it.
+    pub(crate) reason: String,
+}
+
+/// The steps of `exp` that the API transport cannot carry out on `inventory`'s nodes: an
+/// undo of a transport-cutting fault at no fixed time, and any other node command on the
+/// same target while such a fault lasts. Offline, a target's nodes are not known: the
+/// check applies when any node of the inventory is reached through the API.
+pub(crate) fn refusals(exp: &Experiment, inventory: &Inventory) -> Vec<Refusal> {
+    if !inventory
+        .nodes()
+        .iter()
+        .any(|n| n.transport == TransportKind::Pod)
+    {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, fault_step) in exp.steps.iter().enumerate() {
+        if !cuts(&fault_step.action) {
+            continue;
+        }
+        let target = fault_step.target.as_deref().unwrap_or("?");
+        let undo = undo_step(exp, i);
+        if let Some(j) = undo {
+            let s = &exp.steps[j];
+            let waits = match &s.at {
+                StepTime::Offset(_) => None,
+                StepTime::AfterStep { step, .. } => Some(format!("waits for step `{step}`")),
+                StepTime::When { .. } => Some("waits on `when:`".to_string()),
+            };
+            if let Some(waits) = waits {
+                out.push(Refusal {
+                    step: s.name.clone(),
+                    reason: format!(
+                        "it {waits}, but the nodes of target `{target}` are reached through the API \
+                         (transport: pod) and step `{}` ({}) cuts that path: its undo must be armed \
+                         on the node as a timer before the fault, which needs a fixed time; give \
+                         it `at:`, or reach these nodes over SSH",
+                        fault_step.name,
+                        fault::action_name(&fault_step.action)
+                    ),
+                });
+            }
+        }
+        let end = undo.unwrap_or(exp.steps.len());
+        for s in &exp.steps[i + 1..end] {
+            let on_node = matches!(fault::info(&s.action).via, Via::Node(_) | Via::StepCommand);
+            if on_node && s.target == fault_step.target {
+                out.push(Refusal {
+                    step: s.name.clone(),
+                    reason: format!(
+                        "it runs a command on the nodes of target `{target}`, which are reached \
+                         through the API (transport: pod), while step `{}` ({}) has cut that \
+                         path; only its undo, armed on the node beforehand, runs then",
+                        fault_step.name,
+                        fault::action_name(&fault_step.action)
+                    ),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
