@@ -28,6 +28,7 @@ pub mod heap_samples;
 pub mod inventory;
 pub(crate) mod journal;
 pub mod judge;
+pub mod model;
 pub mod observe;
 pub mod outcome;
 pub(crate) mod probe;

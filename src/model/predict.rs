@@ -1,0 +1,302 @@
+//! The prediction itself: node windows first, then each zone's state and eviction queue,
+//! then each pod on a faulted node.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{
+    ControllerSettings, ModelNode, ModelPod, Outage, Owner, Prediction, Rule, Toleration,
+    Transition, Window,
+};
+
+/// How often `doNoExecuteTaintingPass` takes nodes off the zone's queue
+/// (`scheduler.NodeEvictionPeriod`).
+const TAINT_PASS: Duration = Duration::from_millis(100);
+
+/// A zone's state as `ComputeZoneState` decides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ZoneState {
+    Normal,
+    Partial,
+    Full,
+}
+
+/// A window known to happen, as two offsets (`latest` may be open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    earliest: Duration,
+    latest: Option<Duration>,
+}
+
+impl Span {
+    fn window(self) -> Window {
+        Window::Between {
+            earliest: self.earliest,
+            latest: self.latest,
+        }
+    }
+
+    fn shifted(self, by: Duration) -> Span {
+        Span {
+            earliest: self.earliest + by,
+            latest: self.latest.map(|l| l + by),
+        }
+    }
+}
+
+/// What happens to one faulted node: its Unknown span (or why not) and its taint's.
+struct NodeFate<'a> {
+    outage: &'a Outage,
+    unknown: Result<Span, Rule>,
+    tainted: Result<(Span, Rule), Rule>,
+}
+
+/// Every transition the outages cause on their nodes and those nodes' pods, each with its
+/// window and the rule that produced it. `nodes` is the whole cluster (zones and readiness
+/// decide the eviction rate); `pods` are the pods on the faulted nodes.
+pub fn predict(
+    settings: &ControllerSettings,
+    nodes: &[ModelNode],
+    pods: &[ModelPod],
+    outages: &[Outage],
+) -> Vec<Prediction> {
+    let mut fates: Vec<NodeFate<'_>> = outages
+        .iter()
+        .map(|outage| NodeFate {
+            outage,
+            unknown: unknown_span(settings, outage),
+            tainted: Err(Rule::GracePeriod),
+        })
+        .collect();
+    taint_spans(settings, nodes, &mut fates);
+
+    let mut out = Vec::new();
+    for fate in &fates {
+        let node = &fate.outage.node;
+        out.push(prediction(
+            node,
+            Transition::NodeUnknown,
+            fate.unknown.clone().map(|s| (s, Rule::GracePeriod)),
+        ));
+        out.push(prediction(
+            node,
+            Transition::NodeTainted,
+            fate.tainted.clone(),
+        ));
+        if let (Ok(_), Some(back)) = (&fate.unknown, fate.outage.until) {
+            out.push(prediction(
+                node,
+                Transition::NodeReady,
+                Ok((
+                    Span {
+                        earliest: back,
+                        latest: None,
+                    },
+                    Rule::Answers,
+                )),
+            ));
+        }
+        for pod in pods.iter().filter(|p| &p.node == node) {
+            out.extend(pod_predictions(settings, fate, pod));
+        }
+    }
+    out
+}
+
+fn prediction(
+    subject: &str,
+    transition: Transition,
+    when: Result<(Span, Rule), Rule>,
+) -> Prediction {
+    let (window, rule) = match when {
+        Ok((span, rule)) => (span.window(), rule),
+        Err(rule) => (Window::Never, rule),
+    };
+    Prediction {
+        subject: subject.to_string(),
+        transition,
+        window,
+        rule,
+    }
+}
+
+/// When the node's Ready goes Unknown: the last Lease renewal is up to one renew interval
+/// before the fault; the controller acts once the grace period has passed since it, at its
+/// next monitor pass. A node that answers again before that never goes Unknown.
+fn unknown_span(settings: &ControllerSettings, outage: &Outage) -> Result<Span, Rule> {
+    let grace = settings.node_monitor_grace_period;
+    let earliest = (outage.from + grace)
+        .saturating_sub(settings.renew_interval())
+        .max(outage.from);
+    let mut latest = outage.from + grace + settings.node_monitor_period;
+    if let Some(back) = outage.until {
+        if back <= earliest {
+            return Err(Rule::BackBeforeGrace);
+        }
+        latest = latest.min(back);
+    }
+    Ok(Span {
+        earliest,
+        latest: Some(latest),
+    })
+}
+
+/// Each zone's state once its faulted nodes are Unknown, and from it each node's taint:
+/// through the zone's token bucket (burst 1) at the zone's rate, in the order the nodes
+/// go Unknown; none when every zone is fully disrupted or a small zone is partially.
+fn taint_spans(settings: &ControllerSettings, nodes: &[ModelNode], fates: &mut [NodeFate<'_>]) {
+    let down: Vec<&str> = fates
+        .iter()
+        .filter(|f| f.unknown.is_ok())
+        .map(|f| f.outage.node.as_str())
+        .collect();
+    let mut zones: BTreeMap<&str, (usize, usize)> = BTreeMap::new(); // zone → (size, not Ready)
+    for n in nodes {
+        let entry = zones.entry(n.zone.as_str()).or_default();
+        entry.0 += 1;
+        if !n.ready || down.contains(&n.name.as_str()) {
+            entry.1 += 1;
+        }
+    }
+    let state = |zone: &str| -> (ZoneState, usize) {
+        let (size, not_ready) = zones.get(zone).copied().unwrap_or((1, 1));
+        let ready = size - not_ready;
+        let s = if ready == 0 && not_ready > 0 {
+            ZoneState::Full
+        } else if not_ready > 2
+            && not_ready as f64 / size as f64 >= settings.unhealthy_zone_threshold
+        {
+            ZoneState::Partial
+        } else {
+            ZoneState::Normal
+        };
+        (s, size)
+    };
+    let all_full = !zones.is_empty() && zones.keys().all(|z| state(z).0 == ZoneState::Full);
+    let zone_of = |node: &str| {
+        nodes
+            .iter()
+            .find(|n| n.name == node)
+            .map_or("", |n| n.zone.as_str())
+    };
+
+    // Per zone, the faulted nodes in the order they go Unknown.
+    let mut order: Vec<usize> = (0..fates.len())
+        .filter(|&i| fates[i].unknown.is_ok())
+        .collect();
+    order.sort_by_key(|&i| fates[i].unknown.as_ref().map(|s| s.earliest).ok());
+    let mut first_in_zone: BTreeMap<String, (Duration, usize)> = BTreeMap::new();
+    for i in order {
+        let zone = zone_of(&fates[i].outage.node).to_string();
+        let Ok(unknown) = fates[i].unknown.clone() else {
+            continue;
+        };
+        let (zone_state, size) = state(&zone);
+        let rate = match zone_state {
+            _ if all_full => {
+                fates[i].tainted = Err(Rule::AllZonesDisrupted);
+                continue;
+            }
+            ZoneState::Partial if size <= settings.large_cluster_size_threshold => {
+                fates[i].tainted = Err(Rule::PartialDisruptionSmallZone { zone });
+                continue;
+            }
+            ZoneState::Partial => settings.secondary_eviction_rate,
+            ZoneState::Normal | ZoneState::Full => settings.eviction_rate,
+        };
+        let (first, position) = {
+            let entry = first_in_zone.entry(zone).or_insert((unknown.earliest, 0));
+            let position = entry.1;
+            entry.1 += 1;
+            (entry.0, position)
+        };
+        let wait = Duration::from_secs_f64(position as f64 / rate);
+        let earliest = unknown.earliest.max(first + wait);
+        let latest = unknown.latest.map(|l| l + wait + TAINT_PASS);
+        let span = Span { earliest, latest };
+        fates[i].tainted = match fates[i].outage.until {
+            Some(back) if back <= earliest => Err(Rule::BackBeforeGrace),
+            _ => Ok((span, Rule::EvictionQueue { rate, position })),
+        };
+    }
+}
+
+/// NotReady, Terminating and the replacement of one pod on a faulted node.
+fn pod_predictions(
+    settings: &ControllerSettings,
+    fate: &NodeFate<'_>,
+    pod: &ModelPod,
+) -> Vec<Prediction> {
+    let name = pod.name.as_str();
+    let not_ready = fate.unknown.clone().map(|s| (s, Rule::WithItsNode));
+    let by_taint = match (&fate.tainted, pod.toleration) {
+        (Err(rule), _) => Err(rule.clone()),
+        (Ok(_), Toleration::Forever) => Err(Rule::ToleratesForever),
+        (Ok((span, _)), t) => {
+            let wait = match t {
+                Toleration::Default => settings.default_unreachable_toleration,
+                Toleration::For(d) => d,
+                Toleration::Forever => unreachable!("handled above"),
+            };
+            let at = span.shifted(wait);
+            match fate.outage.until {
+                Some(back) if back <= at.earliest => Err(Rule::BackBeforeToleration),
+                _ => Ok((at, Rule::Toleration(wait))),
+            }
+        }
+    };
+    // The out-of-service taint (NoExecute, tolerated by no default) evicts at once.
+    let by_out_of_service = fate
+        .outage
+        .out_of_service
+        .filter(|_| pod.owner != Owner::DaemonSet)
+        .map(|at| {
+            (
+                Span {
+                    earliest: at,
+                    latest: Some(at + TAINT_PASS + settings.node_monitor_period),
+                },
+                Rule::OutOfService,
+            )
+        });
+    let terminating = match (by_taint, by_out_of_service) {
+        (Ok(t), Some(o)) if o.0.earliest < t.0.earliest => Ok(o),
+        (Ok(t), _) => Ok(t),
+        (Err(_), Some(o)) => Ok(o),
+        (Err(rule), None) => Err(rule),
+    };
+    let replaced = match (&terminating, pod.owner) {
+        (Err(rule), _) => Err(rule.clone()),
+        (Ok(_), Owner::DaemonSet | Owner::None) => Err(Rule::NotReplaced),
+        (Ok((span, _)), Owner::ReplicaSet) => Ok((*span, Rule::ReplicaSetReplaces)),
+        (Ok((span, rule)), Owner::StatefulSet) => {
+            // Gone once the node answers again (its kubelet finishes the deletion) or, out
+            // of service, when the pod garbage collector force-deletes it.
+            let gone = [
+                fate.outage.until.filter(|b| *b >= span.earliest),
+                (*rule == Rule::OutOfService).then_some(span.earliest),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            match gone {
+                Some(at) if *rule == Rule::OutOfService && Some(at) == Some(span.earliest) => {
+                    Ok((*span, Rule::OutOfService))
+                }
+                Some(at) => Ok((
+                    Span {
+                        earliest: at,
+                        latest: None,
+                    },
+                    Rule::Answers,
+                )),
+                None => Err(Rule::StatefulSetWaits),
+            }
+        }
+    };
+    vec![
+        prediction(name, Transition::PodNotReady, not_ready),
+        prediction(name, Transition::PodTerminating, terminating),
+        prediction(name, Transition::PodReplaced, replaced),
+    ]
+}

@@ -1,0 +1,299 @@
+use std::time::Duration;
+
+use super::*;
+
+fn s(secs: u64) -> Duration {
+    Duration::from_secs(secs)
+}
+
+fn cluster(workers: usize, zone: &str) -> Vec<ModelNode> {
+    let mut nodes = vec![ModelNode {
+        name: "cp".into(),
+        zone: zone.into(),
+        ready: true,
+    }];
+    nodes.extend((1..=workers).map(|i| ModelNode {
+        name: format!("w{i}"),
+        zone: zone.into(),
+        ready: true,
+    }));
+    nodes
+}
+
+fn stop(node: &str, from: u64, until: Option<u64>) -> Outage {
+    Outage {
+        node: node.into(),
+        from: s(from),
+        until: until.map(s),
+        out_of_service: None,
+    }
+}
+
+fn pod(name: &str, node: &str, owner: Owner, toleration: Toleration) -> ModelPod {
+    ModelPod {
+        name: name.into(),
+        node: node.into(),
+        owner,
+        toleration,
+    }
+}
+
+fn find<'p>(all: &'p [Prediction], subject: &str, t: Transition) -> &'p Prediction {
+    all.iter()
+        .find(|p| p.subject == subject && p.transition == t)
+        .unwrap_or_else(|| panic!("no {t:?} for {subject} in {all:#?}"))
+}
+
+fn between(earliest: Duration, latest: Option<Duration>) -> Window {
+    Window::Between { earliest, latest }
+}
+
+#[test]
+fn a_stopped_kubelet_with_the_defaults_goes_unknown_after_the_grace_period_and_its_pods_go_after_the_toleration()
+ {
+    let settings = ControllerSettings::default();
+    let pods = [
+        pod("shop/web-1", "w1", Owner::ReplicaSet, Toleration::Default),
+        pod("shop/db-0", "w1", Owner::StatefulSet, Toleration::Default),
+        pod(
+            "kube-system/proxy-x",
+            "w1",
+            Owner::DaemonSet,
+            Toleration::Forever,
+        ),
+    ];
+    let all = predict(&settings, &cluster(2, ""), &pods, &[stop("w1", 0, None)]);
+    // The last renewal is up to 10 s (40 s / 4) before the fault; 50 s of grace, then up
+    // to one 5 s monitor period.
+    let unknown = find(&all, "w1", Transition::NodeUnknown);
+    assert_eq!(unknown.window, between(s(40), Some(s(55))));
+    assert_eq!(unknown.rule, Rule::GracePeriod);
+    let tainted = find(&all, "w1", Transition::NodeTainted);
+    assert_eq!(
+        tainted.window,
+        between(s(40), Some(s(55) + Duration::from_millis(100)))
+    );
+    assert!(matches!(
+        tainted.rule,
+        Rule::EvictionQueue { position: 0, .. }
+    ));
+    assert_eq!(
+        find(&all, "shop/web-1", Transition::PodNotReady).window,
+        unknown.window
+    );
+    let web = find(&all, "shop/web-1", Transition::PodTerminating);
+    assert_eq!(
+        web.window,
+        between(s(340), Some(s(355) + Duration::from_millis(100)))
+    );
+    assert_eq!(web.rule, Rule::Toleration(s(300)));
+    assert_eq!(
+        find(&all, "shop/web-1", Transition::PodReplaced).rule,
+        Rule::ReplicaSetReplaces
+    );
+    // The StatefulSet's pod is Terminating as well, and nothing replaces it.
+    let db = find(&all, "shop/db-0", Transition::PodReplaced);
+    assert_eq!(
+        (db.window, &db.rule),
+        (Window::Never, &Rule::StatefulSetWaits)
+    );
+    let ds = find(&all, "kube-system/proxy-x", Transition::PodTerminating);
+    assert_eq!(
+        (ds.window, &ds.rule),
+        (Window::Never, &Rule::ToleratesForever)
+    );
+}
+
+#[test]
+fn the_labs_fast_timers_give_the_labs_windows() {
+    let settings = ControllerSettings {
+        node_monitor_period: s(2),
+        node_monitor_grace_period: s(20),
+        default_unreachable_toleration: s(30),
+        node_lease_duration: s(10),
+        ..ControllerSettings::default()
+    };
+    let pods = [pod(
+        "lab/web-1",
+        "w1",
+        Owner::ReplicaSet,
+        Toleration::Default,
+    )];
+    let all = predict(&settings, &cluster(3, ""), &pods, &[stop("w1", 5, None)]);
+    assert_eq!(
+        find(&all, "w1", Transition::NodeUnknown).window,
+        between(Duration::from_millis(22_500), Some(s(27)))
+    );
+    assert_eq!(
+        find(&all, "lab/web-1", Transition::PodTerminating).window,
+        between(
+            Duration::from_millis(52_500),
+            Some(s(57) + Duration::from_millis(100))
+        )
+    );
+}
+
+#[test]
+fn a_node_back_before_the_grace_period_never_goes_unknown_and_one_back_before_the_toleration_keeps_its_pods()
+ {
+    let settings = ControllerSettings::default();
+    let pods = [pod(
+        "shop/web-1",
+        "w1",
+        Owner::ReplicaSet,
+        Toleration::Default,
+    )];
+    let all = predict(
+        &settings,
+        &cluster(2, ""),
+        &pods,
+        &[stop("w1", 0, Some(30))],
+    );
+    let unknown = find(&all, "w1", Transition::NodeUnknown);
+    assert_eq!(
+        (unknown.window, &unknown.rule),
+        (Window::Never, &Rule::BackBeforeGrace)
+    );
+    assert_eq!(
+        find(&all, "shop/web-1", Transition::PodTerminating).window,
+        Window::Never
+    );
+
+    let all = predict(
+        &settings,
+        &cluster(2, ""),
+        &pods,
+        &[stop("w1", 0, Some(120))],
+    );
+    let web = find(&all, "shop/web-1", Transition::PodTerminating);
+    assert_eq!(
+        (web.window, &web.rule),
+        (Window::Never, &Rule::BackBeforeToleration)
+    );
+    assert_eq!(
+        find(&all, "w1", Transition::NodeReady).window,
+        between(s(120), None)
+    );
+}
+
+#[test]
+fn when_every_node_is_down_the_controller_blames_itself_and_evicts_nothing() {
+    let settings = ControllerSettings::default();
+    let nodes = cluster(1, "");
+    let pods = [pod(
+        "shop/web-1",
+        "w1",
+        Owner::ReplicaSet,
+        Toleration::Default,
+    )];
+    let all = predict(
+        &settings,
+        &nodes,
+        &pods,
+        &[stop("cp", 0, None), stop("w1", 0, None)],
+    );
+    let tainted = find(&all, "w1", Transition::NodeTainted);
+    assert_eq!(
+        (tainted.window, &tainted.rule),
+        (Window::Never, &Rule::AllZonesDisrupted)
+    );
+    assert_eq!(
+        find(&all, "shop/web-1", Transition::PodTerminating).rule,
+        Rule::AllZonesDisrupted
+    );
+}
+
+#[test]
+fn a_small_zone_in_partial_disruption_stops_evictions_and_a_large_one_slows_them() {
+    let settings = ControllerSettings::default();
+    // 3 of 5 nodes down: more than 2 and 60 % ≥ 55 %.
+    let small = cluster(4, "a");
+    let outages = [
+        stop("w1", 0, None),
+        stop("w2", 0, None),
+        stop("w3", 0, None),
+    ];
+    let all = predict(&settings, &small, &[], &outages);
+    assert_eq!(
+        find(&all, "w2", Transition::NodeTainted).rule,
+        Rule::PartialDisruptionSmallZone { zone: "a".into() }
+    );
+    // Another zone's health does not change that: zones are judged one by one.
+    let mut two_zones = small.clone();
+    two_zones.extend(cluster(10, "b").into_iter().map(|mut n| {
+        n.name = format!("b-{}", n.name);
+        n
+    }));
+    let all = predict(&settings, &two_zones, &[], &outages);
+    assert!(matches!(
+        find(&all, "w3", Transition::NodeTainted).rule,
+        Rule::PartialDisruptionSmallZone { .. }
+    ));
+    // 40 of 61 down in one zone above the large-cluster threshold: 0.01 nodes a second.
+    let large = cluster(60, "c");
+    let outages: Vec<Outage> = (1..=40).map(|i| stop(&format!("w{i}"), 0, None)).collect();
+    let all = predict(&settings, &large, &[], &outages);
+    let second = all
+        .iter()
+        .find(|p| {
+            p.transition == Transition::NodeTainted
+                && matches!(p.rule, Rule::EvictionQueue { position: 1, .. })
+        })
+        .expect("a second node in the queue");
+    assert_eq!(
+        second.rule,
+        Rule::EvictionQueue {
+            rate: 0.01,
+            position: 1
+        }
+    );
+    assert!(matches!(second.window, Window::Between { earliest, .. } if earliest == s(140)));
+}
+
+#[test]
+fn in_a_healthy_zone_the_queue_taints_one_node_every_ten_seconds() {
+    let settings = ControllerSettings::default();
+    let all = predict(
+        &settings,
+        &cluster(9, ""),
+        &[],
+        &[stop("w1", 0, None), stop("w2", 0, None)],
+    );
+    let mut earliest: Vec<Duration> = ["w1", "w2"]
+        .iter()
+        .map(|n| match find(&all, n, Transition::NodeTainted).window {
+            Window::Between { earliest, .. } => earliest,
+            Window::Never => panic!("{all:#?}"),
+        })
+        .collect();
+    earliest.sort();
+    assert_eq!(earliest, [s(40), s(50)]);
+}
+
+#[test]
+fn the_out_of_service_taint_frees_a_statefulset_pod_without_waiting_for_the_node() {
+    let settings = ControllerSettings::default();
+    let pods = [
+        pod("data/db-0", "w1", Owner::StatefulSet, Toleration::Default),
+        pod(
+            "kube-system/proxy-x",
+            "w1",
+            Owner::DaemonSet,
+            Toleration::Forever,
+        ),
+    ];
+    let outage = Outage {
+        out_of_service: Some(s(90)),
+        ..stop("w1", 0, None)
+    };
+    let all = predict(&settings, &cluster(2, ""), &pods, &[outage]);
+    let term = find(&all, "data/db-0", Transition::PodTerminating);
+    assert_eq!(term.rule, Rule::OutOfService);
+    let replaced = find(&all, "data/db-0", Transition::PodReplaced);
+    assert_eq!(replaced.rule, Rule::OutOfService);
+    assert!(matches!(replaced.window, Window::Between { earliest, .. } if earliest == s(90)));
+    assert_eq!(
+        find(&all, "kube-system/proxy-x", Transition::PodTerminating).window,
+        Window::Never
+    );
+}
