@@ -16,6 +16,7 @@ use kube::api::AttachParams;
 use tokio::io::AsyncReadExt;
 
 use super::TryResult;
+use crate::execute::pod::{ExitOf, exit_code};
 use crate::timeline::format_secs;
 
 /// One exec probe: the pod (fixed when probes start) and the command run in it.
@@ -94,28 +95,14 @@ impl ExecProbe {
 /// is exit 0; a non-zero exit names its code (and the command's stderr); anything else says
 /// what the API server said.
 pub(crate) fn verdict(status: Option<&Status>, stderr: &str) -> TryResult {
-    let Some(status) = status else {
-        return TryResult::new(false, "the exec stream ended without a status");
-    };
-    if status.status.as_deref() == Some("Success") {
-        return TryResult::new(true, "exit 0");
-    }
-    let exit_code = status
-        .details
-        .as_ref()
-        .and_then(|d| d.causes.as_ref())
-        .and_then(|causes| {
-            causes
-                .iter()
-                .find(|c| c.reason.as_deref() == Some("ExitCode"))
-        })
-        .and_then(|c| c.message.clone());
-    let said = status.message.clone().unwrap_or_default();
-    match exit_code {
-        Some(code) if stderr.trim().is_empty() => TryResult::new(false, format!("exit {code}")),
-        Some(code) => TryResult::new(false, format!("exit {code}: {}", stderr.trim())),
-        None if said.is_empty() => TryResult::new(false, "exec failed without a message"),
-        None => TryResult::new(false, said),
+    match exit_code(status) {
+        ExitOf::NoStatus => TryResult::new(false, "the exec stream ended without a status"),
+        ExitOf::Code(0) => TryResult::new(true, "exit 0"),
+        ExitOf::Code(code) if stderr.trim().is_empty() => {
+            TryResult::new(false, format!("exit {code}"))
+        }
+        ExitOf::Code(code) => TryResult::new(false, format!("exit {code}: {}", stderr.trim())),
+        ExitOf::Refused(said) => TryResult::new(false, said),
     }
 }
 

@@ -544,9 +544,10 @@ async fn exec(
     }
 }
 
-/// What the status at the end of an exec stream says about the command.
+/// What the status at the end of an exec stream says about the command (shared with the
+/// exec probe, which reads the same stream end).
 #[derive(Debug, PartialEq, Eq)]
-enum ExitOf {
+pub(crate) enum ExitOf {
     /// It exited with this code.
     Code(i32),
     /// The stream ended without a status.
@@ -556,7 +557,10 @@ enum ExitOf {
     Refused(String),
 }
 
-fn exit_code(status: Option<&Status>) -> ExitOf {
+/// The command's exit code from the status the API server sends at the end of an exec
+/// stream: Success is 0, a `NonZeroExitCode` failure carries its code in an `ExitCode`
+/// cause; anything else is a refusal, with what the API server said.
+pub(crate) fn exit_code(status: Option<&Status>) -> ExitOf {
     let Some(status) = status else {
         return ExitOf::NoStatus;
     };
