@@ -65,6 +65,34 @@ impl Access {
     }
 }
 
+/// What applying one setup object of `resource` needs, and deleting it when the
+/// experiment's teardown deletes its manifests: a server-side apply that creates its
+/// object is authorized as `create` as well as `patch`.
+pub(crate) fn setup_object(
+    exp: &Experiment,
+    group: &str,
+    resource: &str,
+    namespace: Option<String>,
+    why: &str,
+) -> Vec<Access> {
+    let mut verbs = vec!["create", "patch", "get"];
+    if exp.teardown.delete_manifests {
+        verbs.push("delete");
+    }
+    verbs
+        .into_iter()
+        .map(|verb| Access {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            subresource: None,
+            namespace: namespace.clone(),
+            why: why.into(),
+            required: true,
+        })
+        .collect()
+}
+
 fn workload_resource(kind: WorkloadKind) -> &'static str {
     match kind {
         WorkloadKind::Deployment => "deployments",

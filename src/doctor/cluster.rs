@@ -216,22 +216,13 @@ async fn manifest_access(client: &Client, exp: &Experiment) -> Result<Vec<Access
                     })?;
             let namespace = cluster::manifests::namespace_of(&obj, &caps.scope);
             let why = format!("setup of {} ({})", exp.name, path.display());
-            // A server-side apply that creates the object is authorized as `create` too.
-            let mut verbs = vec!["create", "patch", "get"];
-            if exp.teardown.delete_manifests {
-                verbs.push("delete");
-            }
-            for verb in verbs {
-                out.push(Access {
-                    verb: verb.into(),
-                    group: resource.group.clone(),
-                    resource: resource.plural.clone(),
-                    subresource: None,
-                    namespace: namespace.clone(),
-                    why: why.clone(),
-                    required: true,
-                });
-            }
+            out.extend(super::access::setup_object(
+                exp,
+                &resource.group,
+                &resource.plural,
+                namespace,
+                &why,
+            ));
         }
     }
     Ok(out)

@@ -120,22 +120,13 @@ pub(crate) fn setup_access(exp: &Experiment) -> Result<Vec<Access>, KindError> {
                     .clone()
                     .unwrap_or_else(|| "default".to_string())
             });
-            // A server-side apply that creates the object is authorized as `create` too.
-            let mut verbs = vec!["create", "patch", "get"];
-            if exp.teardown.delete_manifests {
-                verbs.push("delete");
-            }
-            for verb in verbs {
-                out.push(Access {
-                    verb: verb.into(),
-                    group: info.group.into(),
-                    resource: info.plural.into(),
-                    subresource: None,
-                    namespace: namespace.clone(),
-                    why: format!("setup of {} ({})", exp.name, path.display()),
-                    required: true,
-                });
-            }
+            out.extend(crate::doctor::access::setup_object(
+                exp,
+                info.group,
+                info.plural,
+                namespace,
+                &format!("setup of {} ({})", exp.name, path.display()),
+            ));
         }
     }
     Ok(out)
