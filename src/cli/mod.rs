@@ -7,6 +7,7 @@ mod doctor;
 mod inventory;
 mod namespace;
 mod plan;
+mod plan_predicted;
 mod preflight;
 mod rbac;
 mod rehearse;

@@ -396,6 +396,20 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
             }
         }
     }
+    let nodes: Vec<String> = v
+        .executor
+        .inventory()
+        .nodes()
+        .iter()
+        .map(|n| n.name.clone())
+        .collect();
+    out.push_str(&super::plan_predicted::section(
+        exp,
+        (targets, resolved),
+        &projected,
+        &v.timers.timers,
+        &nodes,
+    ));
     if !exp.expectations.is_empty() {
         out.push_str("expectations:\n");
         for e in &exp.expectations {
@@ -631,6 +645,32 @@ mod tests {
         assert!(
             text.contains(
                 "(ASSUMED timers were not read: not read from the cluster: connection refused)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_plan_predicts_what_the_cluster_should_do_from_the_timers_in_force() {
+        let inv = four_nodes();
+        let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
+        let executor = Executor::new(inv);
+        let exp = shipped("kubelet-stop-past-toleration.yaml");
+        let text = offline(&exp, &settings, &executor, "connection refused");
+        // The lab fixture's timers: 20 s grace, 2 s monitor period, 30 s toleration; the
+        // kubelet stops at +0 s and starts at +80 s, after its pods' toleration ran out.
+        for line in [
+            "  lab-worker-1: Unknown +10.0s … +22.0s (grace period after the last lease renewal, at the next monitor pass)\n",
+            "  lab-worker-1 its pods (default toleration, ReplicaSet): Terminating (evicted) +40.0s … +52.1s (its toleration, 30s after the taint)\n",
+            "  lab-worker-1: Ready again from +80.0s (once it answers again (how fast it starts is not modelled))\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing from:\n{text}");
+        }
+        let within = shipped("kubelet-stop-within-toleration.yaml");
+        let text = offline(&within, &settings, &executor, "connection refused");
+        assert!(
+            text.contains(
+                "its pods (default toleration, ReplicaSet): Terminating (evicted) never (the node answers again before the toleration runs out)"
             ),
             "{text}"
         );

@@ -1,0 +1,213 @@
+//! The "predicted" section of `faultline plan`: what the node failure model
+//! ([`crate::model`]) says the cluster should do about each step that silences a node,
+//! from the timers in force and the schedule the experiment alone decides.
+//!
+//! The plan knows the nodes (inventory or cluster) but not the pods, so each node gets
+//! one line for a pod that tolerates the unreachable taint for the API server's default
+//! time and is owned by a ReplicaSet, the common case; a pod's own toleration moves its
+//! window by the difference. The kubelet's lease is not known here: the upstream default
+//! (40 s) is assumed, and said so.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::experiment::fault;
+use crate::experiment::model::{Action, ClusterTimers, Experiment};
+use crate::model::{
+    ControllerSettings, ModelNode, ModelPod, Outage, Owner, Prediction, Rule, Toleration,
+    Transition, Window, predict,
+};
+use crate::run::schedule::Projected;
+use crate::timeline::format_offset_ms;
+
+/// The subject standing for the pods of a node in the plan.
+const TYPICAL_POD: &str = "its pods (default toleration, ReplicaSet)";
+
+/// Whether `action` silences the node towards the control plane until it is undone (a
+/// reboot comes back by itself, after a boot time no plan knows).
+fn silences(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::KubeletStop | Action::PowerOff | Action::Partition
+    )
+}
+
+/// The outages the schedule decides: each silencing step on each of its nodes, until the
+/// first later step on the same node that undoes it. Steps that wait for something
+/// observed have no offset: their outages are left out.
+fn outages(
+    exp: &Experiment,
+    targets: &BTreeMap<String, Vec<String>>,
+    projected: &[Projected],
+    resolved: bool,
+) -> Vec<Outage> {
+    let at = |i: usize| {
+        projected
+            .get(i)
+            .and_then(|p| p.at_ms)
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map(Duration::from_millis)
+    };
+    let mut out = Vec::new();
+    for (i, step) in exp.steps.iter().enumerate() {
+        let Some(from) = at(i).filter(|_| silences(&step.action)) else {
+            continue;
+        };
+        // Targets not resolved yet list every candidate: the model takes the first.
+        let nodes = step.nodes(targets);
+        let nodes = if resolved {
+            nodes
+        } else {
+            &nodes[..nodes.len().min(1)]
+        };
+        for node in nodes {
+            let until = exp
+                .steps
+                .iter()
+                .enumerate()
+                .skip(i + 1)
+                .find(|(_, s)| {
+                    fault::undoes(&s.action, &step.action) && s.nodes(targets).contains(node)
+                })
+                .and_then(|(j, _)| at(j));
+            out.push(Outage {
+                node: node.clone(),
+                from,
+                until,
+                out_of_service: None,
+            });
+        }
+    }
+    out
+}
+
+/// An offset as the plan's steps show theirs.
+fn offset(d: Duration) -> String {
+    format_offset_ms(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn window_text(w: Window) -> String {
+    match w {
+        Window::Never => "never".to_string(),
+        Window::Between {
+            earliest,
+            latest: Some(latest),
+        } => format!("{} … {}", offset(earliest), offset(latest)),
+        Window::Between {
+            earliest,
+            latest: None,
+        } => format!("from {}", offset(earliest)),
+    }
+}
+
+fn transition_text(t: Transition) -> &'static str {
+    match t {
+        Transition::NodeUnknown => "Unknown",
+        Transition::NodeTainted => "tainted unreachable:NoExecute",
+        Transition::NodeReady => "Ready again",
+        Transition::PodNotReady => "not Ready",
+        Transition::PodTerminating => "Terminating (evicted)",
+        Transition::PodReplaced => "replaced",
+    }
+}
+
+/// Why, in words.
+fn rule_text(rule: &Rule) -> String {
+    match rule {
+        Rule::GracePeriod => {
+            "grace period after the last lease renewal, at the next monitor pass".into()
+        }
+        Rule::BackBeforeGrace => "the node answers again before the grace period runs out".into(),
+        Rule::EvictionQueue { rate, position: 0 } => {
+            format!("first in its zone's queue ({rate}/s)")
+        }
+        Rule::EvictionQueue { rate, position } => {
+            format!(
+                "{} node(s) ahead of it in its zone's queue at {rate}/s",
+                position
+            )
+        }
+        Rule::AllZonesDisrupted => {
+            "every zone fully disrupted: the controller evicts nothing".into()
+        }
+        Rule::PartialDisruptionSmallZone { zone } => {
+            format!("zone `{zone}` partially disrupted and small: evictions stop")
+        }
+        Rule::Toleration(d) => format!("its toleration, {}s after the taint", d.as_secs()),
+        Rule::ToleratesForever => "tolerates the taint without a limit".into(),
+        Rule::BackBeforeToleration => {
+            "the node answers again before the toleration runs out".into()
+        }
+        Rule::WithItsNode => "with its node".into(),
+        Rule::ReplicaSetReplaces => "its ReplicaSet replaces it once it is Terminating".into(),
+        Rule::StatefulSetWaits => "a StatefulSet waits for the pod to be gone".into(),
+        Rule::OutOfService => "the out-of-service taint".into(),
+        Rule::NotReplaced => "nothing replaces it".into(),
+        Rule::Answers => "once it answers again (how fast it starts is not modelled)".into(),
+    }
+}
+
+/// The section, or nothing when no step silences a node at a known offset. `resolved`:
+/// the targets are the run's nodes, not candidates (then the first candidate stands in).
+pub(super) fn section(
+    exp: &Experiment,
+    (targets, resolved): (&BTreeMap<String, Vec<String>>, bool),
+    projected: &[Projected],
+    timers: &ClusterTimers,
+    nodes: &[String],
+) -> String {
+    let outages = outages(exp, targets, projected, resolved);
+    if outages.is_empty() {
+        return String::new();
+    }
+    let settings = ControllerSettings {
+        node_monitor_period: timers.node_monitor_period,
+        node_monitor_grace_period: timers.node_monitor_grace_period,
+        default_unreachable_toleration: timers.default_unreachable_toleration,
+        ..ControllerSettings::default()
+    };
+    let mut all: Vec<String> = nodes.to_vec();
+    all.extend(outages.iter().map(|o| o.node.clone()));
+    all.sort();
+    all.dedup();
+    let model_nodes: Vec<ModelNode> = all
+        .into_iter()
+        .map(|name| ModelNode {
+            name,
+            zone: String::new(),
+            ready: true,
+        })
+        .collect();
+    let pods: Vec<ModelPod> = outages
+        .iter()
+        .map(|o| ModelPod {
+            name: format!("{} {TYPICAL_POD}", o.node),
+            node: o.node.clone(),
+            owner: Owner::ReplicaSet,
+            toleration: Toleration::Default,
+        })
+        .collect();
+    let mut out = format!(
+        "predicted by the node failure model (docs/model.md; lease {}s assumed, one zone{}):\n",
+        settings.node_lease_duration.as_secs(),
+        if resolved {
+            ""
+        } else {
+            "; for the first candidate of each target"
+        }
+    );
+    for p in predict(&settings, &model_nodes, &pods, &outages) {
+        out.push_str(&line(&p));
+    }
+    out
+}
+
+fn line(p: &Prediction) -> String {
+    format!(
+        "  {}: {} {} ({})\n",
+        p.subject,
+        transition_text(p.transition),
+        window_text(p.window),
+        rule_text(&p.rule)
+    )
+}
