@@ -1231,10 +1231,14 @@ async fn prometheus_abort_condition_trips_on_a_real_value_and_on_no_data() {
         tripped.value.starts_with("1 (above 0) since +"),
         "{tripped:?}"
     );
+    // Up to the trip: 0 before the fault, 1 once the node is Unknown. The query goes on
+    // being recorded while the faults are undone (the node back: 0 again, when a sample
+    // falls in that time), which is recorded, not judged.
     let answers: Vec<Option<f64>> = record
         .timeline
         .entries
         .iter()
+        .filter(|e| e.offset_ms <= tripped.at_ms)
         .filter_map(|e| match &e.event {
             Event::Query { value, .. } => Some(*value),
             _ => None,
