@@ -166,7 +166,7 @@ fn ssh_inventory() -> String {
 }
 
 /// Root logins the node's own sshd accepted since `since`, from its journal: proof that a
-/// run's commands went over SSH.
+/// run reached the node over SSH.
 fn ssh_logins_since(node: &str, since: chrono::DateTime<chrono::Utc>) -> usize {
     let since = format!("@{}", since.timestamp() - 1);
     docker(&[
@@ -206,8 +206,10 @@ async fn kind_ssh_kubelet_stop_past_toleration_with_the_kubeadm_profile() {
     );
     let victim = victim_of(&record);
     let logins = ssh_logins_since(&victim, record.started_at);
+    // One login or a few: faultline keeps its connection to a node for the run
+    // (execute/ssh_pool.rs), and the SSH inventory has no other way to the node.
     assert!(
-        logins >= 2,
+        logins >= 1,
         "stop and start went over SSH to {victim}: {logins} login(s)"
     );
 }
@@ -221,8 +223,10 @@ async fn kind_ssh_partition_with_the_kubeadm_profile() {
     let record = shipped_experiment_passes_with("partition", &["-i", &inventory]).await;
     let victim = victim_of(&record);
     let logins = ssh_logins_since(&victim, record.started_at);
+    // One login or a few: faultline keeps its connection to a node for the run
+    // (execute/ssh_pool.rs), and the SSH inventory has no other way to the node.
     assert!(
-        logins >= 2,
+        logins >= 1,
         "partition and heal went over SSH to {victim}: {logins} login(s)"
     );
     let rules = docker(&["exec", &victim, "iptables", "-w", "10", "-S", "OUTPUT"]);
