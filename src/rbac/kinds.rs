@@ -93,13 +93,7 @@ pub(crate) enum KindError {
 pub(crate) fn setup_access(exp: &Experiment) -> Result<Vec<Access>, KindError> {
     let mut out = Vec::new();
     for path in &exp.setup.manifests {
-        let unreadable = |message: String| KindError::Unreadable {
-            experiment: exp.name.clone(),
-            path: path.display().to_string(),
-            message,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
-        let objects = parse_manifest(path, &text).map_err(|e| unreadable(e.to_string()))?;
+        let objects = setup_objects(exp, path)?;
         for obj in objects {
             let types = obj.types.clone().unwrap_or_default();
             let group = types.api_version.rsplit_once('/').map_or("", |(g, _)| g);
@@ -132,17 +126,25 @@ pub(crate) fn setup_access(exp: &Experiment) -> Result<Vec<Access>, KindError> {
     Ok(out)
 }
 
+/// The objects of one of `exp`'s setup manifests.
+fn setup_objects(
+    exp: &Experiment,
+    path: &std::path::Path,
+) -> Result<Vec<kube::api::DynamicObject>, KindError> {
+    let unreadable = |message: String| KindError::Unreadable {
+        experiment: exp.name.clone(),
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
+    parse_manifest(path, &text).map_err(|e| unreadable(e.to_string()))
+}
+
 /// The Namespaces `exp`'s setup manifests create.
 pub(crate) fn setup_namespaces(exp: &Experiment) -> Result<Vec<String>, KindError> {
     let mut out = Vec::new();
     for path in &exp.setup.manifests {
-        let unreadable = |message: String| KindError::Unreadable {
-            experiment: exp.name.clone(),
-            path: path.display().to_string(),
-            message,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
-        let objects = parse_manifest(path, &text).map_err(|e| unreadable(e.to_string()))?;
+        let objects = setup_objects(exp, path)?;
         out.extend(
             objects
                 .into_iter()
