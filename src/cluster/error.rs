@@ -95,6 +95,23 @@ pub enum ClusterError {
         /// The nodes that matched.
         matched: Vec<String>,
     },
+    /// A step would act on a node that is already down before any fault.
+    #[error(
+        "step `{step}` acts on node {node} (target `{target}`), which is not healthy before any \
+         fault: {problem}. A fault on a node that is already down shows nothing, and the \
+         restored check would take its broken state as normal: wait until it is Ready, or \
+         choose other nodes"
+    )]
+    TargetNotHealthy {
+        /// The first step that acts on the node.
+        step: String,
+        /// Target name.
+        target: String,
+        /// The node.
+        node: String,
+        /// What is wrong with it ([`crate::cluster::targets::health_problem`]).
+        problem: String,
+    },
     /// An `exec` or `logs` probe's workload has no pod on its target's node.
     #[error("probe `{probe}`: {workload} has no running pod on node `{node}` (target `{target}`)")]
     NoPodForProbe {

@@ -28,6 +28,41 @@ pub(crate) fn is_control_plane(node: &Node) -> bool {
         .is_some_and(|l| CONTROL_PLANE_LABELS.iter().any(|k| l.contains_key(*k)))
 }
 
+/// Taints the node lifecycle controller puts on a node it sees as down.
+const DOWN_TAINTS: [&str; 2] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+
+/// What is wrong with a node before any fault, if anything: its Ready condition is not
+/// True, or it carries the controller's not-ready or unreachable taint (Ready flips back
+/// before the taints come off). `None`: healthy, a node a fault can say something about.
+pub(crate) fn health_problem(node: &Node) -> Option<String> {
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.status.as_str());
+    let taints: Vec<String> = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|t| DOWN_TAINTS.contains(&t.key.as_str()))
+        .map(|t| format!("{}:{}", t.key, t.effect))
+        .collect();
+    if ready == Some("True") && taints.is_empty() {
+        return None;
+    }
+    let mut said = format!("Ready {}", ready.unwrap_or("not reported"));
+    if !taints.is_empty() {
+        said.push_str(&format!(", tainted {}", taints.join(", ")));
+    }
+    Some(said)
+}
+
 /// Node name → the node's first `InternalIP` (`status.addresses`): where a NodePort
 /// Service answers, for probes that go through a node.
 pub(crate) fn internal_ips(nodes: &[Node]) -> BTreeMap<String, String> {
@@ -128,7 +163,7 @@ pub(crate) fn resolve_with(
                 })?;
             excluded.extend(nodes.iter().cloned());
         }
-        let mut matched: Vec<String> = nodes
+        let mut matched: Vec<&Node> = nodes
             .iter()
             .filter(|n| {
                 let name = n.metadata.name.as_deref().unwrap_or("");
@@ -146,9 +181,14 @@ pub(crate) fn resolve_with(
                         .is_none_or(|w| running.get(w).is_some_and(|s| s.contains(name)))
                     && !excluded.contains(name)
             })
+            .collect();
+        // Healthy nodes first, each group by name: a `count` picks nodes a fault can say
+        // something about when there are enough of them (the run refuses to fault the rest).
+        matched.sort_by_key(|n| (health_problem(n).is_some(), n.metadata.name.clone()));
+        let mut matched: Vec<String> = matched
+            .into_iter()
             .filter_map(|n| n.metadata.name.clone())
             .collect();
-        matched.sort();
         let needed = spec.count.map(|c| c as usize).unwrap_or(1).max(1);
         if matched.len() < needed {
             return Err(ClusterError::TargetUnsatisfied {
@@ -160,6 +200,7 @@ pub(crate) fn resolve_with(
         if let Some(c) = spec.count {
             matched.truncate(c as usize);
         }
+        matched.sort();
         resolved.insert(spec.name.clone(), matched);
     }
     Ok(resolved)
@@ -320,6 +361,42 @@ mod tests {
         )];
         let r = resolve_with(&specs, &cluster(), &running).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r["web-node"], vec!["lab-worker-1"]);
+    }
+
+    #[test]
+    fn a_count_picks_healthy_nodes_first_and_names_what_is_wrong_with_the_rest() {
+        let workers = |count| {
+            vec![target(
+                "victim",
+                NodeSelector {
+                    role: Some(NodeRole::Worker),
+                    ..Default::default()
+                },
+                Some(count),
+            )]
+        };
+        let mut nodes = cluster();
+        // The healthy worker sorts last by name: health comes before the name.
+        nodes[1].metadata.name = Some("lab-worker-9".to_string());
+        let r = resolve_with(&workers(1), &nodes, &BTreeMap::new()).unwrap();
+        assert_eq!(r["victim"], vec!["lab-worker-9"]);
+        let r = resolve_with(&workers(2), &nodes, &BTreeMap::new()).unwrap();
+        assert_eq!(r["victim"], vec!["lab-worker-2", "lab-worker-9"]);
+
+        let said: Vec<Option<String>> = cluster().iter().map(health_problem).collect();
+        assert_eq!(
+            said,
+            [
+                Some("Ready False, tainted node.kubernetes.io/not-ready:NoSchedule".to_string()),
+                None,
+                Some(
+                    "Ready Unknown, tainted node.kubernetes.io/unreachable:NoExecute, \
+                     node.kubernetes.io/unreachable:NoSchedule"
+                        .to_string()
+                ),
+                Some("Ready not reported".to_string()),
+            ]
+        );
     }
 
     #[test]

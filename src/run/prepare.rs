@@ -206,6 +206,7 @@ pub(crate) async fn resolve(
         .filter_map(|n| n.metadata.name.clone())
         .collect();
     safety::check_blast_radius(exp, &targets, &control_plane, &prepared.cluster.timers)?;
+    check_acted_on_nodes_healthy(exp, &targets, &nodes)?;
     let feet = own_feet::OwnFeet {
         own_pod: own_feet::own_pod(&prepared.client)
             .await
@@ -255,6 +256,40 @@ async fn exec_pods(
         chosen.insert(probe.name.clone(), pod);
     }
     Ok(chosen)
+}
+
+/// Every node a step acts on must be healthy before the first fault: a node still down
+/// from an earlier run (seen in CI: Ready Unknown a few seconds after its kubelet came
+/// back) would fail the experiment for the wrong reason, and the restored check would
+/// take its broken state as the one to return to.
+fn check_acted_on_nodes_healthy(
+    exp: &Experiment,
+    targets: &ResolvedTargets,
+    nodes: &[Node],
+) -> Result<(), ClusterError> {
+    for step in &exp.steps {
+        let Some(target) = step.target.as_ref() else {
+            continue;
+        };
+        for name in targets.get(target).into_iter().flatten() {
+            let node = nodes
+                .iter()
+                .find(|n| n.metadata.name.as_ref() == Some(name));
+            let problem = match node {
+                Some(n) => cluster::targets::health_problem(n),
+                None => Some("not in the cluster's node list".to_string()),
+            };
+            if let Some(problem) = problem {
+                return Err(ClusterError::TargetNotHealthy {
+                    step: step.name.clone(),
+                    target: target.clone(),
+                    node: name.clone(),
+                    problem,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every node a node-level step acts on must be reachable through the inventory.
@@ -330,4 +365,38 @@ fn verdict(findings: &[doctor::Finding]) -> Result<Vec<String>, RunError> {
         .filter(|f| f.status == doctor::Status::Warn)
         .map(|f| format!("pre-flight: {f}"))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::load;
+
+    #[test]
+    fn a_step_on_a_node_that_is_already_down_is_refused_naming_it_and_why() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/experiments/lab/wrong-expectation.yaml");
+        let exp = crate::experiment::load(&path).unwrap_or_else(|d| panic!("{d:?}"));
+        let healthy: Node = load("node-ready.json");
+        let down: Node = load("node-unreachable.json");
+        let on = |node: &str| ResolvedTargets::from([("victim".to_string(), vec![node.into()])]);
+        let nodes = [healthy, down];
+        assert!(check_acted_on_nodes_healthy(&exp, &on("lab-worker-1"), &nodes).is_ok());
+        let err = check_acted_on_nodes_healthy(&exp, &on("lab-worker-2"), &nodes)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with(
+                "step `stop kubelet` acts on node lab-worker-2 (target `victim`), which is not \
+                 healthy before any fault: Ready Unknown, tainted node.kubernetes.io/unreachable"
+            ),
+            "{err}"
+        );
+        let err = check_acted_on_nodes_healthy(&exp, &on("lab-worker-7"), &nodes)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("not in the cluster's node list"), "{err}");
+    }
 }
