@@ -20,6 +20,7 @@ pub mod doctor;
 pub mod events;
 pub mod execute;
 pub mod experiment;
+pub mod explain;
 pub(crate) mod file_names;
 #[cfg(test)]
 mod fixtures;

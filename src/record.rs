@@ -134,6 +134,10 @@ pub struct ClusterInfo {
     pub timer_sources: Vec<TimerSource>,
     /// Capabilities the cluster has (e.g. `containers`).
     pub capabilities: Vec<String>,
+    /// The nodes' Lease duration (the kubelet's `nodeLeaseDurationSeconds`), read from a
+    /// Lease at the start; absent in records written before it was read, or unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_lease_seconds: Option<u64>,
 }
 
 /// How the run as a whole ended.

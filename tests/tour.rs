@@ -61,8 +61,10 @@ fn every_command_of_the_readme_tour_runs_offline_as_it_says() {
     let names: Vec<&str> = commands.iter().map(|(w, _)| w[1].as_str()).collect();
     assert_eq!(
         names,
-        ["validate", "plan", "rehearse", "report", "compare"],
-        "the tour shows the five offline commands"
+        [
+            "validate", "plan", "rehearse", "report", "explain", "compare"
+        ],
+        "the tour shows the six offline commands"
     );
     let tracked = Command::new("git")
         .args(["ls-files"])

@@ -4,6 +4,7 @@
 mod compare;
 mod completion;
 mod doctor;
+mod explain;
 mod inventory;
 mod namespace;
 mod plan;
@@ -156,6 +157,18 @@ pub enum Command {
     Compare(CompareArgs),
     /// Render saved run records or series (the .json a run wrote) again.
     Report(ReportArgs),
+    /// Explain recorded runs with the node failure model: each transition it predicts for
+    /// the silenced nodes and their pods (window and rule) beside what the run saw, and for
+    /// each deviation the most likely cause, or "outside the model". Exit 1 when a
+    /// deviation has no cause the model can name.
+    Explain {
+        /// Run records or series (the .json a run wrote), or directories of them.
+        #[arg(required = true)]
+        records: Vec<PathBuf>,
+        /// Text for people, JSON for tools.
+        #[arg(long, short = 'o', value_enum, default_value_t = ExplainFormat::Text)]
+        output: ExplainFormat,
+    },
     /// Print a shell completion script: `source <(faultline completion bash)`, or save it
     /// where your shell loads completions from.
     Completion {
@@ -417,6 +430,15 @@ pub enum RbacOutput {
     Values,
 }
 
+/// How `faultline explain` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExplainFormat {
+    /// One line per predicted transition, with the observation and any cause.
+    Text,
+    /// One JSON object per run: the assumptions and every explained transition.
+    Json,
+}
+
 /// How `faultline doctor` prints its findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DoctorOutput {
@@ -517,6 +539,7 @@ pub async fn main(cli: Cli) -> i32 {
         }
         Command::Inventory(which) => inventory::inventory(which).await,
         Command::Report(args) => report::report(&args),
+        Command::Explain { records, output } => explain::explain(&records, output),
         Command::Completion { shell } => completion::completion(shell),
         Command::Rehearse {
             experiment,

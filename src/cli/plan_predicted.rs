@@ -12,25 +12,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::experiment::fault;
-use crate::experiment::model::{Action, ClusterTimers, Experiment};
+use crate::experiment::model::{ClusterTimers, Experiment};
 use crate::model::{
-    ControllerSettings, ModelNode, ModelPod, Outage, Owner, Prediction, Rule, Toleration,
-    Transition, Window, predict,
+    ControllerSettings, ModelNode, ModelPod, Outage, Owner, Prediction, Toleration, predict,
 };
 use crate::run::schedule::Projected;
-use crate::timeline::format_offset_ms;
 
 /// The subject standing for the pods of a node in the plan.
 const TYPICAL_POD: &str = "its pods (default toleration, ReplicaSet)";
-
-/// Whether `action` silences the node towards the control plane until it is undone (a
-/// reboot comes back by itself, after a boot time no plan knows).
-fn silences(action: &Action) -> bool {
-    matches!(
-        action,
-        Action::KubeletStop | Action::PowerOff | Action::Partition
-    )
-}
 
 /// The outages the schedule decides: each silencing step on each of its nodes, until the
 /// first later step on the same node that undoes it. Steps that wait for something
@@ -50,7 +39,7 @@ fn outages(
     };
     let mut out = Vec::new();
     for (i, step) in exp.steps.iter().enumerate() {
-        let Some(from) = at(i).filter(|_| silences(&step.action)) else {
+        let Some(from) = at(i).filter(|_| fault::silences_node(&step.action)) else {
             continue;
         };
         // Targets not resolved yet list every candidate: the model takes the first.
@@ -79,72 +68,6 @@ fn outages(
         }
     }
     out
-}
-
-/// An offset as the plan's steps show theirs.
-fn offset(d: Duration) -> String {
-    format_offset_ms(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn window_text(w: Window) -> String {
-    match w {
-        Window::Never => "never".to_string(),
-        Window::Between {
-            earliest,
-            latest: Some(latest),
-        } => format!("{} … {}", offset(earliest), offset(latest)),
-        Window::Between {
-            earliest,
-            latest: None,
-        } => format!("from {}", offset(earliest)),
-    }
-}
-
-fn transition_text(t: Transition) -> &'static str {
-    match t {
-        Transition::NodeUnknown => "Unknown",
-        Transition::NodeTainted => "tainted unreachable:NoExecute",
-        Transition::NodeReady => "Ready again",
-        Transition::PodNotReady => "not Ready",
-        Transition::PodTerminating => "Terminating (evicted)",
-        Transition::PodReplaced => "replaced",
-    }
-}
-
-/// Why, in words.
-fn rule_text(rule: &Rule) -> String {
-    match rule {
-        Rule::GracePeriod => {
-            "grace period after the last lease renewal, at the next monitor pass".into()
-        }
-        Rule::BackBeforeGrace => "the node answers again before the grace period runs out".into(),
-        Rule::EvictionQueue { rate, position: 0 } => {
-            format!("first in its zone's queue ({rate}/s)")
-        }
-        Rule::EvictionQueue { rate, position } => {
-            format!(
-                "{} node(s) ahead of it in its zone's queue at {rate}/s",
-                position
-            )
-        }
-        Rule::AllZonesDisrupted => {
-            "every zone fully disrupted: the controller evicts nothing".into()
-        }
-        Rule::PartialDisruptionSmallZone { zone } => {
-            format!("zone `{zone}` partially disrupted and small: evictions stop")
-        }
-        Rule::Toleration(d) => format!("its toleration, {}s after the taint", d.as_secs()),
-        Rule::ToleratesForever => "tolerates the taint without a limit".into(),
-        Rule::BackBeforeToleration => {
-            "the node answers again before the toleration runs out".into()
-        }
-        Rule::WithItsNode => "with its node".into(),
-        Rule::ReplicaSetReplaces => "its ReplicaSet replaces it once it is Terminating".into(),
-        Rule::StatefulSetWaits => "a StatefulSet waits for the pod to be gone".into(),
-        Rule::OutOfService => "the out-of-service taint".into(),
-        Rule::NotReplaced => "nothing replaces it".into(),
-        Rule::Answers => "once it answers again (how fast it starts is not modelled)".into(),
-    }
 }
 
 /// The section, or nothing when no step silences a node at a known offset. `resolved`:
@@ -205,9 +128,6 @@ pub(super) fn section(
 fn line(p: &Prediction) -> String {
     format!(
         "  {}: {} {} ({})\n",
-        p.subject,
-        transition_text(p.transition),
-        window_text(p.window),
-        rule_text(&p.rule)
+        p.subject, p.transition, p.window, p.rule
     )
 }

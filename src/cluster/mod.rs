@@ -81,6 +81,20 @@ fn client_for(config: Config) -> Result<Client, ClusterError> {
     })
 }
 
+/// How long a node's Lease lasts (`spec.leaseDurationSeconds` of the first Lease in
+/// `kube-node-lease`): the kubelet's `nodeLeaseDurationSeconds`, which the node failure
+/// model needs for when the last heartbeat before a fault was. `None` when unreadable.
+pub async fn node_lease_seconds(client: &Client) -> Option<u64> {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let leases: kube::Api<Lease> = kube::Api::namespaced(client.clone(), "kube-node-lease");
+    let list = leases
+        .list(&kube::api::ListParams::default().limit(1))
+        .await
+        .ok()?;
+    let secs = list.items.first()?.spec.as_ref()?.lease_duration_seconds?;
+    u64::try_from(secs).ok()
+}
+
 /// The API server's version (`v1.33.4`), for the report header: failover behaviour
 /// differs between versions, so every result must say which one it was measured on.
 pub async fn cluster_version(client: &Client) -> Result<String, ClusterError> {

@@ -34,12 +34,33 @@
 mod predict;
 #[cfg(test)]
 mod tests;
+pub mod words;
 
 use std::time::Duration;
 
 use serde::Serialize;
 
 pub use predict::predict;
+
+/// Durations written to JSON as whole milliseconds, as the timeline writes its offsets.
+pub(crate) mod json_ms {
+    use std::time::Duration;
+
+    use serde::Serializer;
+
+    /// A duration as milliseconds.
+    pub(crate) fn one<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// An optional duration as milliseconds, or null.
+    pub(crate) fn maybe<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => one(d, s),
+            None => s.serialize_none(),
+        }
+    }
+}
 
 /// The node lifecycle controller's settings the model needs, with the upstream defaults.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -175,8 +196,10 @@ pub enum Window {
     /// can give, such as a machine's boot time).
     Between {
         /// The earliest offset.
+        #[serde(rename = "earliest_ms", serialize_with = "json_ms::one")]
         earliest: Duration,
         /// The latest offset, when the model knows one.
+        #[serde(rename = "latest_ms", serialize_with = "json_ms::maybe")]
         latest: Option<Duration>,
     },
     /// It does not happen.
@@ -207,7 +230,7 @@ pub enum Rule {
         zone: String,
     },
     /// The pod tolerates the taint for this long.
-    Toleration(Duration),
+    Toleration(#[serde(serialize_with = "json_ms::one")] Duration),
     /// The pod tolerates the taint without a limit.
     ToleratesForever,
     /// The node came back before the pod's toleration ran out; the taint went with it.

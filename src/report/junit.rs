@@ -22,9 +22,16 @@ pub fn render(record: &RunRecord) -> String {
     if let Ok(ts) = OffsetDateTime::from_unix_timestamp(started.timestamp()) {
         suite.set_timestamp(ts);
     }
+    let explanation = crate::explain::explain(record);
     for v in &record.verdicts {
         let name = cdata(&v.name);
-        let full = super::verdict_message(record, v);
+        let mut full = super::verdict_message(record, v);
+        if v.outcome == Outcome::Failed {
+            for line in super::model_lines(record, &explanation, v) {
+                full.push('\n');
+                full.push_str(&line);
+            }
+        }
         let message = cdata(&full);
         let secs = v.measured_ms.unwrap_or(0).max(0) as f64 / 1000.0;
         let time = JDuration::seconds_f64(secs);
@@ -295,6 +302,39 @@ pub fn write(record: &RunRecord, path: &Path) -> Result<(), ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_case_carries_what_the_model_predicted_and_what_was_seen() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/records/kubelet-stop-past-toleration.json");
+        let mut record = RunRecord::load(&path).unwrap();
+        let failed = "web pods on the node go Terminating after their own toleration";
+        for v in &mut record.verdicts {
+            if v.name == failed {
+                v.outcome = Outcome::Failed;
+                v.message = "a belief the run contradicted".into();
+            }
+        }
+        let xml = render(&record);
+        let message = xml
+            .split("<testcase")
+            .find(|case| case.contains(failed))
+            .unwrap_or_default();
+        assert!(
+            message.contains(
+                "the node failure model: faultline-lab/web-7f95d99b4-7r6q8 Terminating \
+                 (evicted): predicted +41.0s … +53.1s (its toleration, 30s after the taint); \
+                 observed +52.1s: inside"
+            ),
+            "{message}"
+        );
+        // Passed cases carry no model lines.
+        assert_eq!(
+            xml.matches("the node failure model").count(),
+            message.matches("the node failure model").count(),
+            "{xml}"
+        );
+    }
 
     #[test]
     fn properties_go_first_in_the_right_suite() {

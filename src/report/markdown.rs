@@ -145,6 +145,7 @@ pub fn render(record: &RunRecord) -> String {
         let _ = writeln!(m, "Timers: {}\n", md(&timers.join("; ")));
     }
     expectations(&mut m, record);
+    model(&mut m, record);
     figures(&mut m, record);
     let safety = super::safety_lines(record);
     if !safety.is_empty() {
@@ -213,6 +214,46 @@ fn expectations(m: &mut String, record: &RunRecord) {
             measured_text(v.measured_ms),
             prose(&expected, true),
         );
+    }
+    m.push('\n');
+}
+
+/// What the node failure model predicted against what was seen: how many transitions
+/// fell inside their windows, each deviation with its cause, and for each failed
+/// expectation the predictions it is about (a belief the model and the cluster both
+/// contradict is the belief's fault). Nothing when no step silenced a node.
+fn model(m: &mut String, record: &RunRecord) {
+    let explanation = crate::explain::explain(record);
+    if explanation.items.is_empty() {
+        return;
+    }
+    let decided = explanation
+        .items
+        .iter()
+        .filter(|i| i.fit != crate::explain::Fit::Undecided)
+        .count();
+    let deviations: Vec<_> = explanation
+        .items
+        .iter()
+        .filter(|i| i.fit.deviates())
+        .collect();
+    let _ = writeln!(
+        m,
+        "**Against the node failure model** (as faultline explain shows it): {} of {decided} decided \
+         transition(s) inside their predicted window.\n",
+        decided - deviations.len()
+    );
+    for i in &deviations {
+        let _ = writeln!(m, "- {}", prose(&i.line(), false));
+    }
+    for v in record
+        .verdicts
+        .iter()
+        .filter(|v| v.outcome == Outcome::Failed)
+    {
+        for line in super::model_lines(record, &explanation, v) {
+            let _ = writeln!(m, "- {}: {}", md(&v.name), prose(&line, false));
+        }
     }
     m.push('\n');
 }

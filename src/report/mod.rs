@@ -31,6 +31,28 @@ pub fn verdict_message(record: &RunRecord, v: &crate::judge::Verdict) -> String 
     format!("{}{}", v.message, record.assumed_mark(&v.name))
 }
 
+/// What the node failure model predicted for the transitions a verdict's expectation is
+/// about, each beside what was observed and, for a deviation, its cause: one line each,
+/// for a failed case's message (empty when the model predicts nothing for them).
+pub fn model_lines(
+    record: &RunRecord,
+    explanation: &crate::explain::Explanation,
+    v: &crate::judge::Verdict,
+) -> Vec<String> {
+    let Some(expectation) = record
+        .experiment
+        .expectations
+        .iter()
+        .find(|e| e.name == v.name)
+    else {
+        return Vec::new();
+    };
+    crate::explain::related(explanation, record, expectation)
+        .into_iter()
+        .map(|i| format!("the node failure model: {}", i.line()))
+        .collect()
+}
+
 /// One line per timer the run resolved its bounds against, with where it came from
 /// (`nodeMonitorGracePeriod 20s (cluster: …)`); none for records that do not say.
 pub fn timer_lines(record: &RunRecord) -> Vec<String> {

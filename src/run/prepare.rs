@@ -165,6 +165,10 @@ pub(crate) async fn prepare(
         &executor,
     )
     .await;
+    let node_lease_seconds = match server_version {
+        Some(_) => cluster::node_lease_seconds(&client).await,
+        None => None,
+    };
     Ok(Prepared {
         executor,
         cluster: ClusterInfo {
@@ -174,6 +178,7 @@ pub(crate) async fn prepare(
             timers: timers.in_force.timers,
             timer_sources: timers.in_force.sources.clone(),
             capabilities: inv.cluster().capabilities(),
+            node_lease_seconds,
         },
         timer_misses: timers.misses,
         scope: scope_of(exp),

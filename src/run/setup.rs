@@ -27,6 +27,7 @@ pub(super) fn unread_cluster(settings: &RunSettings) -> ClusterInfo {
         timers: timers.timers,
         timer_sources: timers.sources,
         capabilities: inv.cluster().capabilities(),
+        node_lease_seconds: None,
     }
 }
 

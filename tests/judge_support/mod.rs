@@ -257,6 +257,7 @@ pub fn record() -> RunRecord {
             timers: timers(),
             timer_sources: vec![],
             capabilities: vec![],
+            node_lease_seconds: None,
         },
         targets: targets(),
         started_at: Utc.with_ymd_and_hms(2026, 11, 22, 9, 59, 0).unwrap(),

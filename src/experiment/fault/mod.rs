@@ -559,6 +559,17 @@ pub(crate) fn undoes(action: &Action, fault: &Action) -> bool {
     inverse(fault).as_ref() == Some(action) || info(action).also_undoes.as_ref() == Some(fault)
 }
 
+/// Whether the action silences the node towards the control plane until it is undone (its
+/// Lease stops being renewed): the faults the node failure model ([`crate::model`]) starts
+/// an outage at. Read from the row's proof; a reboot comes back by itself, after a boot
+/// time nothing knows in advance, so it is not one.
+pub(crate) fn silences_node(action: &Action) -> bool {
+    matches!(
+        proof(action),
+        Proof::KubeletInactive | Proof::HeartbeatStopped | Proof::PoweredOff
+    )
+}
+
 /// Whether the action takes the node out of service (counts against the blast radius).
 pub(crate) fn takes_node_down(action: &Action) -> bool {
     info(action).takes_node_down

@@ -1,0 +1,187 @@
+//! What the model needs, read from a run record: the timers in force, the nodes, each
+//! silenced node's outage (from the steps the run recorded) and the pods on it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::experiment::fault::{self, ActionKind};
+use crate::experiment::model::{Action, WorkloadKind, WorkloadRef};
+use crate::model::{ControllerSettings, ModelNode, ModelPod, Outage, Owner, Toleration};
+use crate::record::RunRecord;
+use crate::timeline::{ConditionStatus, Entry, Event, StepPhase};
+
+/// A milliseconds offset as a duration from the start (offsets before it count as 0).
+pub(super) fn at(ms: i64) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// The controller's settings from the record's timers and the nodes' Lease duration;
+/// where a record does not hold the lease, the upstream default stands (said in
+/// [`super::Explanation::assumed`]).
+pub(super) fn settings(record: &RunRecord) -> ControllerSettings {
+    let t = &record.cluster.timers;
+    let defaults = ControllerSettings::default();
+    ControllerSettings {
+        node_monitor_period: t.node_monitor_period,
+        node_monitor_grace_period: t.node_monitor_grace_period,
+        default_unreachable_toleration: t.default_unreachable_toleration,
+        node_lease_duration: record
+            .cluster
+            .node_lease_seconds
+            .map_or(defaults.node_lease_duration, Duration::from_secs),
+        ..defaults
+    }
+}
+
+/// Every node the run saw, Ready or not when first seen. Zones are not recorded: one.
+pub(super) fn nodes(record: &RunRecord) -> Vec<ModelNode> {
+    let mut out: Vec<ModelNode> = Vec::new();
+    for e in &record.timeline.entries {
+        if let Event::Node {
+            name,
+            after: Some(state),
+            ..
+        } = &e.event
+            && !out.iter().any(|n| &n.name == name)
+        {
+            out.push(ModelNode {
+                name: name.clone(),
+                zone: String::new(),
+                ready: state.ready == ConditionStatus::True,
+            });
+        }
+    }
+    out
+}
+
+/// The action a recorded step ran: the experiment's step of that name, or (an undo by
+/// the safety net, which is no step of the experiment) the bare action of that name.
+fn action_of(record: &RunRecord, step: &str, action: &str) -> Option<Action> {
+    record
+        .experiment
+        .steps
+        .iter()
+        .find(|s| s.name == step)
+        .map(|s| s.action.clone())
+        .or_else(|| ActionKind::named(action).and_then(ActionKind::bare))
+}
+
+/// Whether a step entry says its action was carried out: finished, or an undo that worked.
+fn carried_out(phase: &StepPhase) -> bool {
+    matches!(
+        phase,
+        StepPhase::Finished { .. } | StepPhase::Undo { ok: true, .. }
+    )
+}
+
+/// An outage and the fault that caused it.
+pub(super) struct RecordedOutage {
+    /// The model's view.
+    pub outage: Outage,
+    /// The silencing action.
+    pub fault: Action,
+}
+
+/// Each silencing step carried out on a node, from the moment it finished until the first
+/// later action on the node that undoes it (a planned step or the safety net's undo).
+pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
+    let entries = &record.timeline.entries;
+    let done = |e: &Entry| match &e.event {
+        Event::Step {
+            step,
+            action,
+            node: Some(node),
+            phase,
+        } if carried_out(phase) => {
+            action_of(record, step, action).map(|a| (node.clone(), a, e.offset_ms))
+        }
+        _ => None,
+    };
+    let mut out: Vec<RecordedOutage> = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let Some((node, fault_action, from)) = done(e) else {
+            continue;
+        };
+        if !fault::silences_node(&fault_action) {
+            continue;
+        }
+        // A node already down (a second step on it) keeps its first outage.
+        if out
+            .iter()
+            .map(|o| &o.outage)
+            .any(|o| o.node == node && o.until.is_none_or(|u| u > at(from)))
+        {
+            continue;
+        }
+        let until = entries[i + 1..]
+            .iter()
+            .filter_map(done)
+            .find(|(n, a, _)| *n == node && fault::undoes(a, &fault_action))
+            .map(|(_, _, ms)| at(ms));
+        out.push(RecordedOutage {
+            outage: Outage {
+                node,
+                from: at(from),
+                until,
+                out_of_service: None,
+            },
+            fault: fault_action,
+        });
+    }
+    out
+}
+
+/// A pod on a faulted node as the model sees it, with the workload it belongs to.
+pub(super) struct RecordedPod {
+    /// The model's view.
+    pub model: ModelPod,
+    /// Its workload, when it has one.
+    pub workload: Option<WorkloadRef>,
+}
+
+/// The pods on `node` when its outage began: every pod first seen there, not
+/// Terminating, at or before `from`.
+pub(super) fn pods_on(record: &RunRecord, node: &str, from: Duration) -> Vec<RecordedPod> {
+    let mut seen: BTreeMap<String, RecordedPod> = BTreeMap::new();
+    for e in &record.timeline.entries {
+        if at(e.offset_ms) > from {
+            break;
+        }
+        let Event::Pod {
+            pod,
+            before: None,
+            after: Some(state),
+        } = &e.event
+        else {
+            continue;
+        };
+        if state.node.as_deref() != Some(node) || state.terminating {
+            continue;
+        }
+        let name = format!("{}/{}", pod.namespace, pod.name);
+        let owner = match state.owner.as_ref().map(|w| w.kind) {
+            Some(WorkloadKind::Deployment) => Owner::ReplicaSet,
+            Some(WorkloadKind::StatefulSet) => Owner::StatefulSet,
+            Some(WorkloadKind::DaemonSet) => Owner::DaemonSet,
+            None => Owner::None,
+        };
+        let toleration = match (
+            state.tolerates_unreachable_forever,
+            state.unreachable_toleration_secs,
+        ) {
+            (true, _) => Toleration::Forever,
+            (false, Some(s)) => Toleration::For(Duration::from_secs(u64::try_from(s).unwrap_or(0))),
+            (false, None) => Toleration::Default,
+        };
+        seen.entry(name.clone()).or_insert(RecordedPod {
+            model: ModelPod {
+                name,
+                node: node.to_string(),
+                owner,
+                toleration,
+            },
+            workload: state.owner.clone(),
+        });
+    }
+    seen.into_values().collect()
+}

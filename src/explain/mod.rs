@@ -1,0 +1,274 @@
+//! `faultline explain`: each transition the node failure model ([`crate::model`])
+//! predicts for a recorded run, beside what the run saw, and for each deviation the most
+//! likely cause named from the model, or "outside the model" when nothing explains it.
+//!
+//! Reads only the record: the timers in force, the steps as carried out (each silencing
+//! step's outage lasts until the step or undo that ended it), the nodes and the pods on
+//! the silenced nodes with their owners and tolerations. What the record does not hold
+//! (the kubelet's lease, node zones) is assumed and listed in [`Explanation::assumed`].
+//! The reports call [`explain`] too: a failed JUnit case and the Markdown summary carry
+//! the prediction and the cause for the transitions their expectation is about.
+
+mod cause;
+mod inputs;
+mod observed;
+mod related;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::experiment::fault::{self, ActionKind};
+use crate::experiment::model::WorkloadRef;
+use crate::model::json_ms;
+use crate::model::words::offset;
+use crate::model::{Prediction, Transition, Window, predict};
+use crate::record::RunRecord;
+use crate::timeline::{Entry, Event, StepPhase};
+
+pub use related::related;
+
+/// How far an observation may fall outside its window and still count inside it: the
+/// stop command returns a moment after the kubelet stopped, and the observer sees a change
+/// a few milliseconds after the API server has it.
+pub const SLACK: Duration = Duration::from_secs(1);
+
+/// A recorded run explained.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    /// What the model assumed because the record does not say it.
+    pub assumed: Vec<String>,
+    /// Every predicted transition, in the model's order (per outage: the node, then its
+    /// pods).
+    pub items: Vec<Explained>,
+}
+
+/// One predicted transition beside what was observed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explained {
+    /// The model's prediction.
+    pub prediction: Prediction,
+    /// The node the subject is on (the subject itself for a node's transitions).
+    pub node: String,
+    /// The pod's workload, for a pod's transitions.
+    pub workload: Option<WorkloadRef>,
+    /// When the run saw it, if it did (offset from the start).
+    #[serde(rename = "observed_ms", serialize_with = "json_ms::maybe")]
+    pub observed: Option<Duration>,
+    /// When the fault on its node was undone, if it was.
+    #[serde(rename = "undone_ms", serialize_with = "json_ms::maybe")]
+    pub until: Option<Duration>,
+    /// How the observation fits the window.
+    pub fit: Fit,
+    /// For a deviation: the most likely cause, in words.
+    pub cause: Option<String>,
+}
+
+/// How an observation fits its predicted window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Fit {
+    /// Inside the window (within [`SLACK`]), or predicted never and not seen.
+    Inside,
+    /// Seen before the window opened, by this much.
+    Early(#[serde(serialize_with = "json_ms::one")] Duration),
+    /// Seen after the window closed, by this much.
+    Late(#[serde(serialize_with = "json_ms::one")] Duration),
+    /// Predicted, the window closed before observation ended, and not seen.
+    Missing,
+    /// Predicted never, and seen.
+    Unexpected,
+    /// The window reaches past what the run observed of the subject: undecided.
+    Undecided,
+}
+
+impl Fit {
+    /// Whether the cluster did something other than the model said.
+    pub fn deviates(self) -> bool {
+        !matches!(self, Fit::Inside | Fit::Undecided)
+    }
+}
+
+impl fmt::Display for Fit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fit::Inside => f.write_str("inside"),
+            Fit::Early(by) => write!(f, "EARLY by {:.1}s", by.as_secs_f64()),
+            Fit::Late(by) => write!(f, "LATE by {:.1}s", by.as_secs_f64()),
+            Fit::Missing => f.write_str("MISSING"),
+            Fit::Unexpected => f.write_str("UNEXPECTED"),
+            Fit::Undecided => f.write_str("undecided"),
+        }
+    }
+}
+
+/// How `observed` (seen up to `cut`) fits `window`.
+pub(crate) fn fit(window: Window, observed: Option<Duration>, cut: Duration) -> Fit {
+    match (window, observed) {
+        (Window::Never, None) => Fit::Inside,
+        (Window::Never, Some(_)) => Fit::Unexpected,
+        (Window::Between { earliest, latest }, Some(t)) => {
+            if t + SLACK < earliest {
+                Fit::Early(earliest - t)
+            } else if let Some(l) = latest.filter(|l| t > *l + SLACK) {
+                Fit::Late(t - l)
+            } else {
+                Fit::Inside
+            }
+        }
+        (Window::Between { latest, .. }, None) => match latest {
+            Some(l) if l + SLACK < cut => Fit::Missing,
+            _ => Fit::Undecided,
+        },
+    }
+}
+
+/// Where observation of a node's transitions (or of its pods') ends: the end of
+/// observation, or an earlier step on it that the model does not cover (deleting the
+/// node, draining it; for pods also a step on no node, such as deleting pods), after which
+/// its windows say nothing.
+fn cut(record: &RunRecord, recorded: &inputs::RecordedOutage, pods: bool) -> Duration {
+    let outage = &recorded.outage;
+    let end = record
+        .observed_until_ms
+        .map(inputs::at)
+        .unwrap_or(Duration::MAX);
+    let interferes = |e: &Entry| match &e.event {
+        Event::Step {
+            action,
+            node,
+            phase: StepPhase::Issued,
+            ..
+        } if inputs::at(e.offset_ms) > outage.from => {
+            let on_it = node.as_deref() == Some(outage.node.as_str()) || (pods && node.is_none());
+            let part_of_outage = ActionKind::named(action)
+                .and_then(ActionKind::bare)
+                .is_some_and(|a| a == recorded.fault || fault::undoes(&a, &recorded.fault));
+            on_it && !part_of_outage
+        }
+        _ => false,
+    };
+    record
+        .timeline
+        .entries
+        .iter()
+        .find(|e| interferes(e))
+        .map_or(end, |e| inputs::at(e.offset_ms).min(end))
+}
+
+/// Explains a recorded run: the model's predictions for every node a step silenced and
+/// its pods, each beside what the run saw, with a cause for each deviation.
+pub fn explain(record: &RunRecord) -> Explanation {
+    let settings = inputs::settings(record);
+    let nodes = inputs::nodes(record);
+    let outages = inputs::outages(record);
+    let entries = &record.timeline.entries;
+    let mut items = Vec::new();
+    let mut replacements = observed::Replacements::new(entries);
+    for recorded in &outages {
+        let outage = &recorded.outage;
+        let pods = inputs::pods_on(record, &outage.node, outage.from);
+        let model_pods: Vec<_> = pods.iter().map(|p| p.model.clone()).collect();
+        let node_cut = cut(record, recorded, false);
+        let pod_cut = cut(record, recorded, true);
+        let mut terminating_at = None;
+        for p in predict(&settings, &nodes, &model_pods, std::slice::from_ref(outage)) {
+            let pod = pods.iter().find(|r| r.model.name == p.subject);
+            let workload = pod.and_then(|r| r.workload.clone());
+            let cut_here = if pod.is_some() { pod_cut } else { node_cut };
+            let observed = match (p.transition, &workload) {
+                (Transition::PodReplaced, Some(w)) => {
+                    terminating_at.and_then(|since| replacements.next(w, since, cut_here))
+                }
+                (Transition::PodReplaced, None) => None,
+                (t, _) => observed::first(entries, &p.subject, t, outage.from, cut_here),
+            };
+            if p.transition == Transition::PodTerminating {
+                terminating_at = observed;
+            }
+            items.push(Explained {
+                fit: fit(p.window, observed, cut_here),
+                prediction: p,
+                node: outage.node.clone(),
+                workload,
+                observed,
+                until: outage.until,
+                cause: None,
+            });
+        }
+    }
+    for i in 0..items.len() {
+        if items[i].fit.deviates() {
+            let why = cause::of(record, &settings, &items, &items[i]);
+            items[i].cause = Some(why);
+        }
+    }
+    let mut assumed = Vec::new();
+    if record.cluster.node_lease_seconds.is_none() {
+        assumed.push(format!(
+            "the kubelet's lease: {}s (the upstream default; the record does not hold it)",
+            settings.node_lease_duration.as_secs()
+        ));
+    }
+    if !items.is_empty() {
+        assumed.push("one zone (the record holds no zone labels)".to_string());
+    }
+    Explanation { assumed, items }
+}
+
+impl Explained {
+    /// One line: subject, transition, predicted window and rule, observed, fit, cause.
+    pub fn line(&self) -> String {
+        let p = &self.prediction;
+        let seen = self.observed.map_or_else(|| "not seen".to_string(), offset);
+        let mut s = format!(
+            "{} {}: predicted {} ({}); observed {}: {}",
+            p.subject, p.transition, p.window, p.rule, seen, self.fit
+        );
+        if let Some(cause) = &self.cause {
+            s.push_str(&format!(": {cause}"));
+        }
+        s
+    }
+}
+
+impl Explanation {
+    /// The deviations the model cannot explain.
+    pub fn unexplained(&self) -> impl Iterator<Item = &Explained> {
+        self.items.iter().filter(|i| {
+            i.fit.deviates()
+                && i.cause
+                    .as_deref()
+                    .is_none_or(|c| c.starts_with(cause::OUTSIDE))
+        })
+    }
+
+    /// The explanation as `faultline explain` prints it.
+    pub fn render(&self, record: &RunRecord) -> String {
+        let mut out = format!(
+            "{} on cluster {} (run {}): the node failure model against what was observed\n",
+            record.experiment.name, record.cluster.name, record.run_id
+        );
+        if self.items.is_empty() {
+            out.push_str("  no step silenced a node: the model predicts nothing for this run\n");
+            return out;
+        }
+        out.push_str(&format!("  assumed: {}\n", self.assumed.join("; ")));
+        for item in &self.items {
+            out.push_str(&format!("  {}\n", item.line()));
+        }
+        let deviations = self.items.iter().filter(|i| i.fit.deviates()).count();
+        let decided = self
+            .items
+            .iter()
+            .filter(|i| i.fit != Fit::Undecided)
+            .count();
+        out.push_str(&format!(
+            "  {} of {decided} decided transition(s) inside their window; {deviations} deviation(s)\n",
+            decided - deviations
+        ));
+        out
+    }
+}

@@ -1,0 +1,249 @@
+use std::path::Path;
+
+use super::*;
+use crate::record::RunRecord;
+
+fn record(file: &str) -> RunRecord {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/records")
+        .join(file);
+    RunRecord::load(&path).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+#[test]
+fn a_kubelet_stop_past_its_pods_toleration_fits_the_model_in_every_decided_transition() {
+    let r = record("kubelet-stop-past-toleration.json");
+    let e = explain(&r);
+    let text = e.render(&r);
+    println!("{text}");
+    let decided: Vec<_> = e.items.iter().filter(|i| i.fit != Fit::Undecided).collect();
+    assert!(decided.len() >= 6, "{text}");
+    assert!(decided.iter().all(|i| i.fit == Fit::Inside), "{text}");
+    // The node went Unknown, was tainted, and its pods were evicted and replaced.
+    for t in [
+        Transition::NodeUnknown,
+        Transition::NodeTainted,
+        Transition::PodTerminating,
+        Transition::PodReplaced,
+    ] {
+        assert!(
+            e.items
+                .iter()
+                .any(|i| i.prediction.transition == t && i.observed.is_some()),
+            "{t:?} observed: {text}"
+        );
+    }
+}
+
+/// The victim of the lab record, and the offset its node went Unknown.
+fn victim_unknown(r: &RunRecord) -> (String, i64) {
+    let victim = r.targets["victim"][0].clone();
+    let at = r
+        .timeline
+        .entries
+        .iter()
+        .find(|e| {
+            matches!(&e.event, Event::Node { name, after: Some(a), .. }
+                if *name == victim && a.ready == crate::timeline::ConditionStatus::Unknown)
+        })
+        .map(|e| e.offset_ms)
+        .expect("the victim went Unknown");
+    (victim, at)
+}
+
+/// The past-toleration record as it would have been had `others` gone down with the
+/// victim and `extra` Ready nodes been there too, with no NoExecute taint and no eviction
+/// recorded. Built in memory from a real record; nothing committed is edited.
+fn with_others_down(others: &[&str], extra: &[&str]) -> RunRecord {
+    let mut r = record("kubelet-stop-past-toleration.json");
+    let (victim, unknown_at) = victim_unknown(&r);
+    let entries = &mut r.timeline.entries;
+    entries.retain(|e| match &e.event {
+        Event::Pod { after: Some(a), .. } => !a.terminating,
+        _ => true,
+    });
+    for e in entries.iter_mut() {
+        if let Event::Node {
+            name,
+            before,
+            after,
+        } = &mut e.event
+            && *name == victim
+        {
+            for s in before.iter_mut().chain(after.iter_mut()) {
+                s.taints.retain(|t| t.effect != "NoExecute");
+            }
+        }
+    }
+    let copy_as = |entries: &mut Vec<crate::timeline::Entry>, at: usize, name: &str| {
+        let mut e = entries[at].clone();
+        if let Event::Node { name: n, .. } = &mut e.event {
+            *n = name.to_string();
+        }
+        entries.insert(at + 1, e);
+    };
+    let went_unknown = entries
+        .iter()
+        .position(|e| e.offset_ms == unknown_at && matches!(&e.event, Event::Node { .. }))
+        .unwrap();
+    for other in others {
+        assert_ne!(*other, victim);
+        copy_as(entries, went_unknown, other);
+    }
+    let first_seen = entries
+        .iter()
+        .position(|e| {
+            matches!(
+                &e.event,
+                Event::Node {
+                    before: None,
+                    after: Some(_),
+                    ..
+                }
+            )
+        })
+        .unwrap();
+    for name in extra {
+        copy_as(entries, first_seen, name);
+    }
+    r
+}
+
+fn item(e: &Explanation, subject: &str, t: Transition) -> Explained {
+    e.items
+        .iter()
+        .find(|i| i.prediction.subject.contains(subject) && i.prediction.transition == t)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {subject} {t:?}"))
+}
+
+#[test]
+fn evictions_stopped_by_zone_disruption_are_named_as_the_cause() {
+    // Every recorded node down: full disruption.
+    let r = with_others_down(&["lab-worker-1", "lab-worker-3"], &[]);
+    let e = explain(&r);
+    let text = e.render(&r);
+    let taint = item(&e, "lab-worker-2", Transition::NodeTainted);
+    assert_eq!(taint.fit, Fit::Missing, "{text}");
+    assert!(
+        taint
+            .cause
+            .as_deref()
+            .is_some_and(|c| c.starts_with("full disruption")),
+        "{text}"
+    );
+
+    // Three of five: a partially disrupted small zone, where the controller stops tainting.
+    let r = with_others_down(
+        &["lab-worker-1", "lab-worker-3"],
+        &["lab-worker-4", "lab-worker-5"],
+    );
+    let e = explain(&r);
+    let text = e.render(&r);
+    println!("{text}");
+    let taint = item(&e, "lab-worker-2", Transition::NodeTainted);
+    assert_eq!(taint.fit, Fit::Missing, "{text}");
+    assert!(
+        taint
+            .cause
+            .as_deref()
+            .is_some_and(|c| c.starts_with("zone disruption stopped evictions: 3 of 5 nodes")),
+        "{text}"
+    );
+    let evicted = item(&e, "web-", Transition::PodTerminating);
+    assert_eq!(evicted.fit, Fit::Missing, "{text}");
+    assert!(
+        evicted.cause.as_deref().is_some_and(
+            |c| c.starts_with("its node's taint did not come as predicted (zone disruption")
+        ),
+        "{text}"
+    );
+    let replaced = item(&e, "web-", Transition::PodReplaced);
+    assert!(
+        replaced
+            .cause
+            .as_deref()
+            .is_some_and(|c| c.starts_with("it was not evicted as predicted")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_late_taint_with_nothing_to_explain_it_is_outside_the_model() {
+    let mut r = record("kubelet-stop-past-toleration.json");
+    let victim = r.targets["victim"][0].clone();
+    // The taint's entry 15 s later than it came.
+    for e in r.timeline.entries.iter_mut() {
+        if let Event::Node {
+            name,
+            before,
+            after: Some(a),
+        } = &e.event
+            && *name == victim
+            && a.taints.iter().any(|t| t.effect == "NoExecute")
+            && !before
+                .as_ref()
+                .is_some_and(|b| b.taints.iter().any(|t| t.effect == "NoExecute"))
+        {
+            e.offset_ms += 15_000;
+        }
+    }
+    r.timeline.entries.sort_by_key(|e| e.offset_ms);
+    let e = explain(&r);
+    let text = e.render(&r);
+    let taint = e
+        .items
+        .iter()
+        .find(|i| i.prediction.transition == Transition::NodeTainted)
+        .unwrap();
+    assert!(matches!(taint.fit, Fit::Late(_)), "{text}");
+    assert_eq!(taint.cause.as_deref(), Some(cause::OUTSIDE), "{text}");
+}
+
+#[test]
+fn fits_allow_a_second_of_slack_and_leave_open_windows_undecided() {
+    let s = Duration::from_secs;
+    let w = Window::Between {
+        earliest: s(10),
+        latest: Some(s(20)),
+    };
+    assert_eq!(fit(w, Some(s(9)), s(60)), Fit::Inside);
+    assert_eq!(fit(w, Some(s(8)), s(60)), Fit::Early(s(2)));
+    assert_eq!(fit(w, Some(s(23)), s(60)), Fit::Late(s(3)));
+    assert_eq!(fit(w, None, s(60)), Fit::Missing);
+    assert_eq!(fit(w, None, s(15)), Fit::Undecided);
+    assert_eq!(fit(Window::Never, None, s(15)), Fit::Inside);
+    assert_eq!(fit(Window::Never, Some(s(1)), s(15)), Fit::Unexpected);
+}
+
+#[test]
+fn every_committed_record_explains_without_a_deviation_it_cannot_name() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/records");
+    let mut files = vec![];
+    for sub in ["", "upgrade/v1.31.4", "upgrade/v1.33.13"] {
+        for f in std::fs::read_dir(dir.join(sub)).unwrap().flatten() {
+            if f.path().extension().is_some_and(|x| x == "json") {
+                files.push(f.path());
+            }
+        }
+    }
+    assert!(files.len() >= 8, "{files:?}");
+    for path in files {
+        for series in crate::series::load_all(&path).unwrap() {
+            for r in series.runs() {
+                let e = explain(r);
+                let text = e.render(r);
+                println!("{text}");
+                for i in e.items.iter().filter(|i| i.fit.deviates()) {
+                    let cause = i.cause.as_deref().unwrap_or(cause::OUTSIDE);
+                    assert!(
+                        !cause.starts_with(cause::OUTSIDE),
+                        "{}: {}",
+                        path.display(),
+                        i.line()
+                    );
+                }
+            }
+        }
+    }
+}
