@@ -8,6 +8,7 @@ mod explain;
 mod inventory;
 mod namespace;
 mod plan;
+mod plan_flags;
 mod plan_predicted;
 mod preflight;
 mod rbac;

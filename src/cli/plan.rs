@@ -403,13 +403,16 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
         .iter()
         .map(|n| n.name.clone())
         .collect();
-    out.push_str(&super::plan_predicted::section(
+    let predicted = super::plan_predicted::predicted(
         exp,
         (targets, resolved),
         &projected,
         &v.timers.timers,
         &nodes,
-    ));
+    );
+    if let Some(p) = &predicted {
+        out.push_str(&p.section());
+    }
     if !exp.expectations.is_empty() {
         out.push_str("expectations:\n");
         for e in &exp.expectations {
@@ -420,6 +423,19 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
                 e.since,
                 assumed_mark_all(&e.check.bounds(), sources, BoundUse::Expectation)
             ));
+            let flag = predicted.as_ref().and_then(|p| {
+                super::plan_flags::flag(
+                    p,
+                    exp,
+                    e,
+                    (targets, resolved),
+                    &projected,
+                    &v.timers.timers,
+                )
+            });
+            if let Some(flag) = flag {
+                out.push_str(&format!("    ! the node failure model: {flag}\n"));
+            }
         }
     }
     let length = match &exp.observe.after_last_step {
@@ -674,5 +690,64 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn an_expectation_the_model_says_cannot_hold_is_flagged_and_no_shipped_one_is() {
+        let inv = four_nodes();
+        let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
+        let executor = Executor::new(inv);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/experiments/lab/wrong-expectation.yaml");
+        let wrong = crate::experiment::load(&path).unwrap_or_else(|d| panic!("{d}"));
+        let text = offline(&wrong, &settings, &executor, "connection refused");
+        assert!(
+            text.contains(
+                "  node stays Ready while its kubelet is stopped: Ready for 30.0s after `stop kubelet`\n    \
+                 ! the node failure model: lab-worker-1 Unknown by +22.0s (grace period after the \
+                 last lease renewal, at the next monitor pass), before this holds to its end at +30.0s\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("! the node failure model").count(),
+            1,
+            "{text}"
+        );
+        // An eviction bound shorter than the grace period cannot hold either.
+        let mut early = shipped("kubelet-stop-past-toleration.yaml");
+        let e = early
+            .expectations
+            .iter_mut()
+            .find(|e| e.name == "node gets the unreachable NoExecute taint")
+            .expect("the taint's expectation");
+        if let crate::experiment::model::Check::Becomes { window, .. } = &mut e.check {
+            *window = crate::experiment::model::Window::Within(
+                crate::experiment::model::Bound::fixed(std::time::Duration::from_secs(5)),
+            );
+        }
+        let text = offline(&early, &settings, &executor, "connection refused");
+        assert!(
+            text.contains(
+                "! the node failure model: lab-worker-1 tainted unreachable:NoExecute no sooner \
+                 than +10.0s (first in its zone's queue (0.1/s)), after this window closes at +5.0s"
+            ),
+            "{text}"
+        );
+
+        for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments"))
+            .expect("experiments/")
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".yaml") {
+                continue;
+            }
+            let text = offline(&shipped(&name), &settings, &executor, "connection refused");
+            assert!(
+                !text.contains("! the node failure model"),
+                "{name}:\n{text}"
+            );
+        }
     }
 }

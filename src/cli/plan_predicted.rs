@@ -18,6 +18,9 @@ use crate::model::{
 };
 use crate::run::schedule::Projected;
 
+/// The node standing for the nodes the plan does not know of, assumed Ready.
+const REST_OF_CLUSTER: &str = "(the rest of the cluster)";
+
 /// The subject standing for the pods of a node in the plan.
 const TYPICAL_POD: &str = "its pods (default toleration, ReplicaSet)";
 
@@ -70,18 +73,29 @@ fn outages(
     out
 }
 
-/// The section, or nothing when no step silences a node at a known offset. `resolved`:
-/// the targets are the run's nodes, not candidates (then the first candidate stands in).
-pub(super) fn section(
+/// What the model predicts for a plan: the settings it assumed and every prediction.
+pub(super) struct Predicted {
+    /// The controller's settings (timers in force, lease assumed).
+    pub settings: ControllerSettings,
+    /// Whether the targets are the run's nodes (not the first candidate of each).
+    pub resolved: bool,
+    /// Every prediction, per outage: the node, then the typical pod on it.
+    pub predictions: Vec<Prediction>,
+}
+
+/// The predictions, or `None` when no step silences a node at a known offset.
+/// `resolved`: the targets are the run's nodes, not candidates (then the first candidate
+/// stands in).
+pub(super) fn predicted(
     exp: &Experiment,
     (targets, resolved): (&BTreeMap<String, Vec<String>>, bool),
     projected: &[Projected],
     timers: &ClusterTimers,
     nodes: &[String],
-) -> String {
+) -> Option<Predicted> {
     let outages = outages(exp, targets, projected, resolved);
     if outages.is_empty() {
-        return String::new();
+        return None;
     }
     let settings = ControllerSettings {
         node_monitor_period: timers.node_monitor_period,
@@ -93,6 +107,10 @@ pub(super) fn section(
     all.extend(outages.iter().map(|o| o.node.clone()));
     all.sort();
     all.dedup();
+    // The inventory names the nodes faultline reaches, not the whole cluster: the rest
+    // stands as one Ready node, so a plan never predicts a disruption it cannot know of
+    // (every node it knows silenced would otherwise read as a fully disrupted cluster).
+    all.push(REST_OF_CLUSTER.to_string());
     let model_nodes: Vec<ModelNode> = all
         .into_iter()
         .map(|name| ModelNode {
@@ -104,30 +122,44 @@ pub(super) fn section(
     let pods: Vec<ModelPod> = outages
         .iter()
         .map(|o| ModelPod {
-            name: format!("{} {TYPICAL_POD}", o.node),
+            name: typical_pod(&o.node),
             node: o.node.clone(),
             owner: Owner::ReplicaSet,
             toleration: Toleration::Default,
         })
         .collect();
-    let mut out = format!(
-        "predicted by the node failure model (docs/model.md; lease {}s assumed, one zone{}):\n",
-        settings.node_lease_duration.as_secs(),
-        if resolved {
-            ""
-        } else {
-            "; for the first candidate of each target"
-        }
-    );
-    for p in predict(&settings, &model_nodes, &pods, &outages) {
-        out.push_str(&line(&p));
-    }
-    out
+    let predictions = predict(&settings, &model_nodes, &pods, &outages);
+    Some(Predicted {
+        settings,
+        resolved,
+        predictions,
+    })
 }
 
-fn line(p: &Prediction) -> String {
-    format!(
-        "  {}: {} {} ({})\n",
-        p.subject, p.transition, p.window, p.rule
-    )
+/// The subject standing for the pods on `node`.
+pub(super) fn typical_pod(node: &str) -> String {
+    format!("{node} {TYPICAL_POD}")
+}
+
+impl Predicted {
+    /// The plan's "predicted by the node failure model" section.
+    pub(super) fn section(&self) -> String {
+        let mut out = format!(
+            "predicted by the node failure model (docs/model.md; lease {}s assumed, one zone, \
+             the nodes the inventory does not name Ready{}):\n",
+            self.settings.node_lease_duration.as_secs(),
+            if self.resolved {
+                ""
+            } else {
+                "; for the first candidate of each target"
+            }
+        );
+        for p in &self.predictions {
+            out.push_str(&format!(
+                "  {}: {} {} ({})\n",
+                p.subject, p.transition, p.window, p.rule
+            ));
+        }
+        out
+    }
 }

@@ -30,6 +30,7 @@ use crate::record::RunRecord;
 use crate::timeline::{Entry, Event, StepPhase};
 
 pub use related::related;
+pub(crate) use related::transitions_of;
 
 /// How far an observation may fall outside its window and still count inside it: the
 /// stop command returns a moment after the kubelet stopped, and the observer sees a change

@@ -35,10 +35,22 @@ fn leaving(state: &StateMatch) -> &'static [Transition] {
         StateMatch::Node(NodeStateMatch::NotReady | NodeStateMatch::Unknown) => {
             &[Transition::NodeReady]
         }
-        StateMatch::Pod(PodStateMatch::Ready | PodStateMatch::Running) => {
+        // A pod not Ready, or Terminating, still runs (phase Running) until it is gone.
+        StateMatch::Pod(PodStateMatch::Ready) => {
             &[Transition::PodNotReady, Transition::PodTerminating]
         }
         _ => &[],
+    }
+}
+
+/// The transitions an expectation's check is about: those that enter its state for
+/// `becomes` and `never`, those that leave it for `stays`.
+pub(crate) fn transitions_of(check: &Check) -> &'static [Transition] {
+    match check {
+        Check::Becomes { state, .. } | Check::Never { state, .. } => entering(state),
+        Check::Stays { state, .. } => leaving(state),
+        Check::Replaced { .. } => &[Transition::PodReplaced],
+        Check::Restarts { .. } | Check::DownFor { .. } => &[],
     }
 }
 
@@ -49,12 +61,7 @@ pub fn related<'a>(
     record: &RunRecord,
     expectation: &Expectation,
 ) -> Vec<&'a Explained> {
-    let kinds: &[Transition] = match &expectation.check {
-        Check::Becomes { state, .. } | Check::Never { state, .. } => entering(state),
-        Check::Stays { state, .. } => leaving(state),
-        Check::Replaced { .. } => &[Transition::PodReplaced],
-        Check::Restarts { .. } | Check::DownFor { .. } => &[],
-    };
+    let kinds = transitions_of(&expectation.check);
     explanation
         .items
         .iter()

@@ -1,0 +1,149 @@
+//! `faultline plan` flags an expectation the node failure model says cannot hold: a
+//! `becomes` whose window closes before the model's opens (a bound shorter than the grace
+//! period) or opens after it closed, a transition the model says never comes (evictions
+//! in a partially disrupted small zone, a node back before the toleration), and a `stays`
+//! or `never` the model's window ends inside.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::plan_predicted::{Predicted, typical_pod};
+use crate::experiment::model::{
+    Bound, Check, ClusterTimers, Expectation, Experiment, Subject, Until, Window as Within,
+    WorkloadKind,
+};
+use crate::model::words::offset;
+use crate::model::{Prediction, Window};
+use crate::run::schedule::Projected;
+
+/// An expectation's own window, as offsets from the start: `(from, to)` (`to`: open).
+type Span = (Duration, Option<Duration>);
+
+/// The offset of the step named `name`, when the schedule alone decides it.
+fn step_at(exp: &Experiment, projected: &[Projected], name: &str) -> Option<Duration> {
+    let index = exp.steps.iter().position(|s| s.name == name)?;
+    let ms = projected.iter().find(|p| p.index == index)?.at_ms?;
+    Some(Duration::from_millis(u64::try_from(ms).ok()?))
+}
+
+/// The predictions an expectation is about: its target's node (the first candidate when
+/// targets are not resolved), or the typical pod on that node for a Deployment's pods.
+fn about<'a>(
+    predicted: &'a Predicted,
+    e: &Expectation,
+    (targets, resolved): (&BTreeMap<String, Vec<String>>, bool),
+) -> Vec<&'a Prediction> {
+    let nodes_of = |target: &str| -> Vec<String> {
+        let nodes = targets.get(target).cloned().unwrap_or_default();
+        if resolved {
+            nodes
+        } else {
+            nodes.into_iter().take(1).collect()
+        }
+    };
+    let subjects: Vec<String> = match &e.subject {
+        Subject::Node { target } => nodes_of(target),
+        Subject::Pods(pods) if pods.workload.kind == WorkloadKind::Deployment => pods
+            .on
+            .as_deref()
+            .map(|on| nodes_of(on).iter().map(|n| typical_pod(n)).collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let kinds = crate::explain::transitions_of(&e.check);
+    predicted
+        .predictions
+        .iter()
+        .filter(|p| kinds.contains(&p.transition) && subjects.contains(&p.subject))
+        .collect()
+}
+
+/// The flag for `e`, if the model says it cannot hold; the first prediction that says so.
+pub(super) fn flag(
+    predicted: &Predicted,
+    exp: &Experiment,
+    e: &Expectation,
+    targets: (&BTreeMap<String, Vec<String>>, bool),
+    projected: &[Projected],
+    timers: &ClusterTimers,
+) -> Option<String> {
+    let since = step_at(exp, projected, &e.since)?;
+    let toleration =
+        matches!(e.subject, Subject::Pods(_)).then_some(timers.default_unreachable_toleration);
+    let ctx = timers.bound_context(toleration);
+    let at = |b: &Bound| b.resolve(&ctx).ok().map(|d| since + d);
+    about(predicted, e, targets)
+        .into_iter()
+        .find_map(|p| match &e.check {
+            Check::Becomes { window, .. } => {
+                let span: Span = match window {
+                    Within::Eventually => (since, None),
+                    Within::Within(b) => (since, Some(at(b)?)),
+                    Within::After(b) => (at(b)?, None),
+                    Within::Between(a, b) => (at(a)?, Some(at(b)?)),
+                };
+                becomes(p, span)
+            }
+            Check::Stays { until, .. } | Check::Never { until, .. } => {
+                let end = match until {
+                    Until::For(b) => Some(at(b)?),
+                    Until::Step(name) => Some(step_at(exp, projected, name)?),
+                    Until::End => None,
+                };
+                happens_before(p, end)
+            }
+            Check::Replaced { replaced: true } => becomes(p, (since, None)),
+            _ => None,
+        })
+}
+
+/// A `becomes` against the prediction: it cannot hold when the model says never, or when
+/// the two windows do not meet.
+fn becomes(p: &Prediction, (from, to): Span) -> Option<String> {
+    match p.window {
+        Window::Never => Some(format!(
+            "{} {} never comes ({})",
+            p.subject, p.transition, p.rule
+        )),
+        Window::Between { earliest, .. } if to.is_some_and(|t| t < earliest) => Some(format!(
+            "{} {} no sooner than {} ({}), after this window closes at {}",
+            p.subject,
+            p.transition,
+            offset(earliest),
+            p.rule,
+            offset(to.unwrap_or_default())
+        )),
+        Window::Between {
+            latest: Some(latest),
+            ..
+        } if from > latest => Some(format!(
+            "{} {} by {} ({}), before this window opens at {}",
+            p.subject,
+            p.transition,
+            offset(latest),
+            p.rule,
+            offset(from)
+        )),
+        _ => None,
+    }
+}
+
+/// A `stays` or `never` against the prediction: it cannot hold when the model's window
+/// closes before the hold ends (`end`: open, the end of observation).
+fn happens_before(p: &Prediction, end: Option<Duration>) -> Option<String> {
+    match p.window {
+        Window::Between {
+            latest: Some(latest),
+            ..
+        } if end.is_none_or(|e| latest < e) => Some(format!(
+            "{} {} by {} ({}), before this holds to its end{}",
+            p.subject,
+            p.transition,
+            offset(latest),
+            p.rule,
+            end.map(|e| format!(" at {}", offset(e)))
+                .unwrap_or_default()
+        )),
+        _ => None,
+    }
+}
