@@ -165,3 +165,39 @@ fn a_series_page_has_a_column_per_run_and_every_runs_timeline() {
     assert!(page.contains("flaky: held in 2 of 3 runs"));
     assert!(page.contains("class=\"outcome Undecidable\">FLAKY: "));
 }
+
+/// The node failure model's windows are drawn on the lanes of the node and the pods it
+/// predicts for, each outlined with its comparison in the tooltip; a deviation in red.
+#[test]
+fn the_model_s_predicted_windows_are_drawn_on_their_lanes() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/records/kubelet-stop-past-toleration.json");
+    let rec = faultline::record::RunRecord::load(&path).expect("record");
+    let page = html::render(&rec);
+    let outlines = page.matches("<rect class=\"predicted\"").count();
+    let explanation = faultline::explain::explain(&rec);
+    let bounded = explanation
+        .items
+        .iter()
+        .filter(|i| {
+            matches!(
+                i.prediction.window,
+                faultline::model::Window::Between {
+                    latest: Some(_),
+                    ..
+                }
+            )
+        })
+        .count();
+    assert!(bounded >= 6, "{bounded}");
+    assert_eq!(outlines, bounded, "one outline per bounded window");
+    assert!(page.contains(
+        "<title>lab-worker-2 Unknown: predicted +11.0s … +23.0s (grace period after the last \
+         lease renewal, at the next monitor pass); observed +20.0s: inside</title>"
+    ));
+    assert!(!page.contains("data-fit=\"Missing\""), "every window held");
+    assert!(
+        page.contains("the node failure model predicts"),
+        "the legend says so"
+    );
+}

@@ -76,10 +76,11 @@ pub(super) fn first(
     from: Duration,
     cut: Duration,
 ) -> Option<Duration> {
-    entries
+    // Entries are in offset order: start at `from` without reading what comes before.
+    let start = entries.partition_point(|e| at(e.offset_ms) < from);
+    entries[start..]
         .iter()
         .map(|e| (at(e.offset_ms), e))
-        .skip_while(|(t, _)| *t < from)
         .take_while(|(t, _)| *t <= cut)
         .find(|(_, e)| node_shows(e, subject, transition) || pod_shows(e, subject, transition))
         .map(|(t, _)| t)

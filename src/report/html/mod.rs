@@ -9,6 +9,7 @@ mod inline_code;
 mod lanes;
 mod page;
 mod picture;
+mod predicted;
 
 use crate::record::RunRecord;
 

@@ -16,7 +16,9 @@ use super::CSS;
 const LEGEND: &str = "<p class=\"meta\">Lanes: green Ready/available · amber NotReady/degraded · red Unknown/failed · grey Terminating · blue Pending · blank gone · hatched: no observation. \
 A dark red strip and pink shading on a node's lane: a fault in force there, from its step to its undo. \
 Under each lane, the expectations about it: the band is the window it is judged in, the marker its verdict \
-(● passed, ◆ failed, ■ undecidable) where it was observed or decided. Hover for details.</p>";
+(● passed, ◆ failed, ■ undecidable) where it was observed or decided. \
+A purple band with a dashed outline on a node's or pod's lane: the window in which the node failure model predicts a transition of it \
+(a dashed tick where it gives no upper bound); outlined red where the cluster did otherwise (see faultline explain). Hover for details.</p>";
 
 /// Writes the page of [`render`] to `h` as it goes (the report file: at 30,000 pods the
 /// page is megabytes, written through a buffer rather than held whole).

@@ -8,6 +8,8 @@ use std::fmt::Write;
 use super::expectations::{Mark, Seen, marks};
 use super::faults::{FaultSpan, fault_spans};
 use super::lanes::{Lane, LaneOf, lanes};
+use super::predicted;
+use crate::explain::Explained;
 use crate::judge::{Outcome, format_relative};
 use crate::record::RunRecord;
 use crate::sanitize::html as esc;
@@ -133,6 +135,7 @@ pub(crate) fn write_timeline_svg(s: &mut impl Write, record: &RunRecord, frame: 
     let lanes = lanes(record, record_end);
     let marks = marks(record, &lanes, record_end);
     let faults = fault_spans(record, record_end);
+    let explanation = crate::explain::explain(record);
     let scale = Scale { origin, start, end };
     let tops: Vec<f64> = lanes
         .iter()
@@ -156,19 +159,21 @@ pub(crate) fn write_timeline_svg(s: &mut impl Write, record: &RunRecord, frame: 
     );
     axis(s, start, end, bottom, &|t| scale.rel(t));
     for ((lane, lane_marks), y) in lanes.iter().zip(&marks).zip(&tops) {
-        write_lane(s, lane, lane_marks, &faults, *y, &scale);
+        let predicted = predicted::on_lane(&explanation.items, lane);
+        write_lane(s, lane, lane_marks, (&faults, &predicted), *y, &scale);
     }
     write_across(s, record, &scale, bottom, record_end);
     let _ = s.write_str("</svg>");
 }
 
-/// One lane's group: its label, the faults on its node, its state segments, the node a
-/// pod ran on, and a row for each expectation about it.
+/// One lane's group: its label, the faults on its node, the model's predicted windows
+/// (a band under the states, an outline over them), its state segments, the node a pod ran
+/// on, and a row for each expectation about it.
 fn write_lane(
     s: &mut impl Write,
     lane: &Lane<'_>,
     marks: &[Mark],
-    faults: &[FaultSpan],
+    (faults, predicted): (&[FaultSpan], &[&Explained]),
     y: f64,
     scale: &Scale,
 ) {
@@ -200,6 +205,10 @@ fn write_lane(
             );
         }
     }
+    let x = |ms: i64| scale.clamped(ms);
+    for item in predicted {
+        predicted::write(s, item, (y, LANE_H), &x, true);
+    }
     for seg in &lane.segments {
         let x0 = scale.at(seg.from);
         let w = (scale.at(seg.to) - x0).max(1.0);
@@ -211,6 +220,9 @@ fn write_lane(
             seg.colour,
             esc(&seg.title)
         );
+    }
+    for item in predicted {
+        predicted::write(s, item, (y, LANE_H), &x, false);
     }
     for stretch in &lane.nodes {
         let x0 = scale.clamped(stretch.from);
