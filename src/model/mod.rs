@@ -33,6 +33,8 @@
 
 mod predict;
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
 pub mod words;
 
