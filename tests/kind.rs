@@ -70,6 +70,7 @@ async fn shipped_experiment_passes_on_kind_as(
     all_nodes_ready(&client, BACK).await;
     let journal = std::fs::read_to_string(s.journal()).unwrap_or_default();
     assert!(!journal.contains("\"node\""), "journal cleared: {journal}");
+    model_explains(&s, name);
     record
 }
 

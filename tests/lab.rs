@@ -290,23 +290,6 @@ async fn shipped_experiment_holds_with(
     record
 }
 
-/// The node failure model against a fresh run (issue 28): `faultline explain` on its
-/// record finds no deviation it cannot name a cause for (exit 0), with the Lease duration
-/// the run read from the cluster.
-fn model_explains(s: &Scratch, name: &str) {
-    let path = s.reports().join(format!("{name}.json"));
-    let out = s
-        .faultline(&["explain", &path.display().to_string()])
-        .output()
-        .expect("run faultline explain");
-    echo(&out);
-    assert_eq!(out.status.code(), Some(0), "a deviation outside the model");
-    assert!(
-        s.record(name).cluster.node_lease_seconds.is_some(),
-        "the lab's Lease duration is in the record"
-    );
-}
-
 /// The actions whose effect faultline proves on the node (or its object) after the step.
 const PROVEN: [&str; 8] = [
     "kubelet-stop",

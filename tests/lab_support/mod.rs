@@ -554,3 +554,20 @@ pub fn lab_grace() -> Duration {
     faultline::experiment::parse_duration(value.trim())
         .unwrap_or_else(|e| panic!("NODE_MONITOR_GRACE_PERIOD={value}: {e}"))
 }
+
+/// The node failure model against a fresh run (issue 28): `faultline explain` on its
+/// record finds no deviation it cannot name a cause for (exit 0), with the Lease duration
+/// the run read from the cluster.
+pub fn model_explains(s: &Scratch, name: &str) {
+    let path = s.reports().join(format!("{name}.json"));
+    let out = s
+        .faultline(&["explain", &path.display().to_string()])
+        .output()
+        .expect("run faultline explain");
+    echo(&out);
+    assert_eq!(out.status.code(), Some(0), "a deviation outside the model");
+    assert!(
+        s.record(name).cluster.node_lease_seconds.is_some(),
+        "the lab's Lease duration is in the record"
+    );
+}
