@@ -162,3 +162,70 @@ fn values_generated_for_other_experiments_render_as_generated() {
     assert_eq!(rendered_roles, roles(&generated));
     assert!(rendered.iter().any(|d| d["kind"] == "CronJob"));
 }
+
+/// The chart running a node fault through the API transport: with the values `faultline
+/// rbac -i` generates for a `transport: pod` inventory, the actor gets a Role in the
+/// node-access namespace, which the chart creates labelled for privileged pods; and a
+/// CronJob comparing each run with the previous one passes that on to its pod.
+#[test]
+fn the_api_transport_s_namespace_and_rules_and_the_nightly_comparison_render() {
+    let helm = helm();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let inventory = dir.path().join("inventory.yaml");
+    std::fs::write(
+        &inventory,
+        "cluster:\n  name: in-cluster\nprofile: kubeadm\ntransport: pod\nnodes:\n  - name: w1\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let values = dir.path().join("rbac.yaml");
+    let exp = "experiments/kubelet-stop-within-toleration.yaml";
+    let inv = inventory.display().to_string();
+    std::fs::write(
+        &values,
+        faultline(&["rbac", exp, "-i", &inv, "-o", "values"]),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let rendered = docs(&run(Command::new(&helm).current_dir(root()).args([
+        "template",
+        "t",
+        CHART,
+        "-f",
+        &values.display().to_string(),
+        "--set",
+        "cronJob.enabled=true",
+        "--set",
+        "job.compareWithPrevious=true",
+    ])));
+    let generated = docs(&faultline(&["rbac", exp, "-i", &inv, "--name", "t"]));
+    let rendered_roles = roles(&rendered);
+    assert!(
+        rendered_roles.contains_key(&(
+            "Role".to_string(),
+            "faultline-node-access".to_string(),
+            "t-actor".to_string()
+        )),
+        "{rendered_roles:#?}"
+    );
+    assert_eq!(rendered_roles, roles(&generated));
+    let ns = rendered
+        .iter()
+        .find(|d| d["kind"] == "Namespace" && d["metadata"]["name"] == "faultline-node-access")
+        .expect("the node-access namespace");
+    assert_eq!(
+        ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+        "privileged"
+    );
+    let cron = rendered
+        .iter()
+        .find(|d| d["kind"] == "CronJob")
+        .expect("the CronJob");
+    let container = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        container["env"]
+            .to_string()
+            .contains("{\"name\":\"FAULTLINE_COMPARE\",\"value\":\"true\"}"),
+        "{}",
+        container["env"]
+    );
+    assert!(container["args"][0].to_string().contains("--baseline"));
+}

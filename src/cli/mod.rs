@@ -119,6 +119,10 @@ pub enum Command {
         /// Namespace in place of the experiments' own.
         #[command(flatten)]
         namespace: NamespaceArg,
+        /// The inventory the run will use: with the API transport (`transport: pod`) the
+        /// actor also gets what its node-access pods need.
+        #[arg(long, short)]
+        inventory: Option<PathBuf>,
     },
     /// Undo every fault a crashed or killed run left behind (from the fault journal).
     Restore {
@@ -514,7 +518,14 @@ pub async fn main(cli: Cli) -> i32 {
             output,
             name,
             namespace,
-        } => rbac::rbac(&paths, role, output, &name, &namespace),
+            inventory,
+        } => rbac::rbac(
+            &paths,
+            role,
+            output,
+            (&name, &namespace),
+            inventory.as_deref(),
+        ),
         Command::Restore {
             inventory,
             journal,

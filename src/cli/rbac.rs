@@ -2,7 +2,7 @@
 //! rules of faultline's ServiceAccounts, generated from the fault table, to apply or to
 //! pass to the Helm chart.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{EXIT_ERROR, EXIT_OK, NamespaceArg, RbacOutput};
 use crate::rbac::{self, RbacRole};
@@ -13,9 +13,16 @@ pub(super) fn rbac(
     paths: &[PathBuf],
     role: Option<RbacRole>,
     output: RbacOutput,
-    name: &str,
-    namespace: &NamespaceArg,
+    (name, namespace): (&str, &NamespaceArg),
+    inventory: Option<&Path>,
 ) -> i32 {
+    let inventory = match inventory.map(crate::inventory::Inventory::load).transpose() {
+        Ok(inv) => inv,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_ERROR;
+        }
+    };
     let roles = match role {
         Some(r) => vec![r],
         None => vec![RbacRole::Observer, RbacRole::Actor],
@@ -36,7 +43,7 @@ pub(super) fn rbac(
     };
     let mut grants = Vec::new();
     for r in roles {
-        match rbac::grants(r, &experiments) {
+        match rbac::grants(r, &experiments, inventory.as_ref()) {
             Ok(g) => grants.push((r, g)),
             Err(e) => {
                 eprintln!("{e}");
@@ -61,7 +68,11 @@ pub(super) fn rbac(
                     }
                 }
             }
-            print!("{}", rbac::values(&grants, &namespaces));
+            let node_access = inventory
+                .as_ref()
+                .map(rbac::node_access_namespaces)
+                .unwrap_or_default();
+            print!("{}", rbac::values(&grants, &namespaces, &node_access));
         }
     }
     EXIT_OK

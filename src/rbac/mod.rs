@@ -102,11 +102,105 @@ pub(crate) fn actor(experiments: &[Experiment]) -> Result<Vec<Access>, KindError
         .collect())
 }
 
+/// What the inventory's API transport (`transport: pod`) does beyond reading: a pod per
+/// node command in its namespace (create, exec, delete) and, where faultline creates that
+/// namespace, the namespace itself. Nothing for SSH or a local exec: they do not go
+/// through the API.
+pub(crate) fn transport(inv: &crate::inventory::Inventory) -> Vec<Access> {
+    use crate::inventory::TransportKind;
+    let mut all = Vec::new();
+    for node in inv
+        .nodes()
+        .iter()
+        .filter(|n| n.transport == TransportKind::Pod)
+    {
+        let pod = &node.pod;
+        let ns = Some(pod.namespace.clone());
+        let one =
+            |verb: &str, resource: &str, sub: Option<&str>, ns: Option<String>, why: &str| Access {
+                verb: verb.into(),
+                group: String::new(),
+                resource: resource.into(),
+                subresource: sub.map(str::to_string),
+                namespace: ns,
+                why: why.into(),
+                required: true,
+            };
+        all.push(one(
+            "create",
+            "pods",
+            None,
+            ns.clone(),
+            "the node-access pod of a node command",
+        ));
+        all.push(one(
+            "create",
+            "pods",
+            Some("exec"),
+            ns.clone(),
+            "each node command",
+        ));
+        all.push(one(
+            "delete",
+            "pods",
+            None,
+            ns.clone(),
+            "removing the pod after its command",
+        ));
+        if pod.create_namespace {
+            all.push(one(
+                "get",
+                "namespaces",
+                None,
+                None,
+                "the node-access pods' namespace",
+            ));
+            all.push(one(
+                "create",
+                "namespaces",
+                None,
+                None,
+                "the node-access pods' namespace",
+            ));
+        }
+    }
+    all
+}
+
+/// The namespaces of the inventory's API transport that faultline creates when missing.
+pub(crate) fn node_access_namespaces(inv: &crate::inventory::Inventory) -> Vec<String> {
+    let mut out: Vec<String> = inv
+        .nodes()
+        .iter()
+        .filter(|n| n.transport == crate::inventory::TransportKind::Pod && n.pod.create_namespace)
+        .map(|n| n.pod.namespace.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The rules of `role` for `experiments` (the observer's do not depend on them).
-pub(crate) fn grants(role: RbacRole, experiments: &[Experiment]) -> Result<Grants, KindError> {
+/// With `inventory`, the actor also holds what its API transport needs ([`transport`]).
+pub(crate) fn grants(
+    role: RbacRole,
+    experiments: &[Experiment],
+    inventory: Option<&crate::inventory::Inventory>,
+) -> Result<Grants, KindError> {
     Ok(match role {
         RbacRole::Observer => Grants::of(&observer()),
-        RbacRole::Actor => Grants::of(&actor(experiments)?),
+        RbacRole::Actor => {
+            let mut all = actor(experiments)?;
+            let observer = Grants::of(&observer());
+            all.extend(
+                inventory
+                    .map(transport)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|a| !observer.allows(a)),
+            );
+            Grants::of(&access::dedup(all))
+        }
     })
 }
 
@@ -176,7 +270,14 @@ fn with_type<T: serde::Serialize>(object: &T, kind: &str) -> serde_json::Value {
 /// merges a map from `-f` into the chart's default one, and the default experiment's
 /// namespaces would stay); `rbac.createNamespaces`: the namespaces the actor's Roles live
 /// in that the experiments' own setup creates, so the Roles can be installed first.
-pub(crate) fn values(roles: &[(RbacRole, Grants)], setup_namespaces: &[String]) -> String {
+/// `node_access_namespaces`: the API transport's namespaces faultline would create, which
+/// the chart creates instead (labelled for privileged pods), so the actor's Role there can
+/// be installed; listed only when there are any.
+pub(crate) fn values(
+    roles: &[(RbacRole, Grants)],
+    setup_namespaces: &[String],
+    node_access_namespaces: &[String],
+) -> String {
     let mut rbac = serde_json::Map::new();
     let mut create: Vec<&String> = Vec::new();
     for (role, grants) in roles {
@@ -199,6 +300,9 @@ pub(crate) fn values(roles: &[(RbacRole, Grants)], setup_namespaces: &[String]) 
         );
     }
     rbac.insert("createNamespaces".into(), json!(create));
+    if !node_access_namespaces.is_empty() {
+        rbac.insert("nodeAccessNamespaces".into(), json!(node_access_namespaces));
+    }
     serde_saphyr::to_string(&json!({ "rbac": rbac })).unwrap_or_default()
 }
 

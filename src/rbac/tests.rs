@@ -160,7 +160,7 @@ fn every_shipped_experiment_gets_rules_and_an_unknown_kind_is_refused() {
 #[test]
 fn manifests_and_values_carry_the_same_rules() {
     let exps = load("experiments/local-persistent-volume.yaml");
-    let grants = grants(RbacRole::Actor, &exps).unwrap_or_else(|e| panic!("{e}"));
+    let grants = grants(RbacRole::Actor, &exps, None).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         !grants.namespaced.is_empty(),
         "deletes claims in its namespace"
@@ -186,6 +186,7 @@ fn manifests_and_values_carry_the_same_rules() {
     let values: serde_json::Value = serde_saphyr::from_str(&values(
         &[(RbacRole::Actor, grants.clone())],
         &["faultline-lab".to_string(), "elsewhere".to_string()],
+        &[],
     ))
     .unwrap_or_else(|e| panic!("{e}"));
     let cluster: Vec<PolicyRule> =
@@ -201,4 +202,35 @@ fn manifests_and_values_carry_the_same_rules() {
         serde_json::json!(["faultline-lab"]),
         "only namespaces the actor has Roles in"
     );
+}
+
+#[test]
+fn the_api_transport_adds_its_pods_to_the_actor_and_ssh_adds_nothing() {
+    let exps = load("experiments/kubelet-stop-within-toleration.yaml");
+    let inventory = |transport: &str| {
+        let text = format!(
+            "cluster:\n  name: c\nprofile: kubeadm\ntransport: {transport}\nnodes:\n  - name: w1\n"
+        );
+        crate::inventory::Inventory::parse(&text, Path::new("inv.yaml"))
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let by_pod = grants(RbacRole::Actor, &exps, Some(&inventory("pod"))).unwrap();
+    let pod_rules = by_pod
+        .namespaced
+        .get("faultline-node-access")
+        .unwrap_or_else(|| panic!("a Role in the pods' namespace: {by_pod:?}"));
+    let rules = serde_json::to_string(pod_rules).unwrap();
+    for wanted in ["\"pods/exec\"", "\"create\"", "\"delete\""] {
+        assert!(rules.contains(wanted), "{wanted} in {rules}");
+    }
+    let cluster = serde_json::to_string(&by_pod.cluster).unwrap();
+    assert!(cluster.contains("\"namespaces\""), "{cluster}");
+
+    let by_ssh = grants(RbacRole::Actor, &exps, Some(&inventory("ssh"))).unwrap();
+    let none = grants(RbacRole::Actor, &exps, None).unwrap();
+    assert_eq!(
+        serde_json::to_string(&by_ssh.cluster).unwrap(),
+        serde_json::to_string(&none.cluster).unwrap()
+    );
+    assert!(!by_ssh.namespaced.contains_key("faultline-node-access"));
 }

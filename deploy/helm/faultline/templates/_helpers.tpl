@@ -61,6 +61,8 @@ containers:
         value: {{ .Values.job.command | quote }}
       - name: FAULTLINE_ARGS
         value: {{ .Values.job.extraArgs | join " " | quote }}
+      - name: FAULTLINE_COMPARE
+        value: {{ .Values.job.compareWithPrevious | quote }}
     command: ["/bin/sh", "-c"]
     args:
       - |
@@ -70,8 +72,19 @@ containers:
         exps=/etc/faultline/experiments
         case "$FAULTLINE_COMMAND" in
           run)
+            # The previous run's reports on the volume are this run's baseline: a
+            # regression beyond the tolerance (extraArgs: --tolerance ...) fails the Job.
+            baseline=""
+            if [ "$FAULTLINE_COMPARE" = "true" ]; then
+              for d in $(ls -1d /reports/*/ 2>/dev/null | sort -r); do
+                [ "$d" = "$out/" ] && continue
+                if ls "$d"*.json >/dev/null 2>&1; then baseline="$d"; break; fi
+              done
+              if [ -n "$baseline" ]; then echo "=== comparing with the previous run in $baseline"
+              else echo "=== no earlier run on /reports: nothing to compare with yet"; fi
+            fi
             faultline run "$exps" -i "$inv" --yes --out "$out" --summary "$out/summary.md" \
-              --journal /reports/journal.json $FAULTLINE_ARGS
+              --journal /reports/journal.json ${baseline:+--baseline "$baseline"} $FAULTLINE_ARGS
             code=$?
             echo "=== summary ($out/summary.md)"
             cat "$out/summary.md" 2>/dev/null
