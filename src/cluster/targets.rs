@@ -35,8 +35,11 @@ const DOWN_TAINTS: [&str; 2] = [
 ];
 
 /// What is wrong with a node before any fault, if anything: its Ready condition is not
-/// True, or it carries the controller's not-ready or unreachable taint (Ready flips back
-/// before the taints come off). `None`: healthy, a node a fault can say something about.
+/// True, or it carries the controller's not-ready or unreachable taint with effect
+/// NoExecute (Ready flips back before the taints come off, and that one evicts pods). A
+/// Ready node with only the NoSchedule one is healthy: it is a node just registered, or a
+/// cluster with no node lifecycle controller to take it off (the scale lab). `None`:
+/// healthy, a node a fault can say something about.
 pub(crate) fn health_problem(node: &Node) -> Option<String> {
     let ready = node
         .status
@@ -53,7 +56,7 @@ pub(crate) fn health_problem(node: &Node) -> Option<String> {
         .filter(|t| DOWN_TAINTS.contains(&t.key.as_str()))
         .map(|t| format!("{}:{}", t.key, t.effect))
         .collect();
-    if ready == Some("True") && taints.is_empty() {
+    if ready == Some("True") && !taints.iter().any(|t| t.ends_with(":NoExecute")) {
         return None;
     }
     let mut said = format!("Ready {}", ready.unwrap_or("not reported"));
@@ -383,6 +386,15 @@ mod tests {
         let r = resolve_with(&workers(2), &nodes, &BTreeMap::new()).unwrap();
         assert_eq!(r["victim"], vec!["lab-worker-2", "lab-worker-9"]);
 
+        // Ready, with only the NoSchedule one (no controller took it off yet): healthy.
+        let mut fresh: Node = load("node-ready.json");
+        fresh.spec.get_or_insert_with(Default::default).taints =
+            Some(vec![k8s_openapi::api::core::v1::Taint {
+                key: "node.kubernetes.io/not-ready".into(),
+                effect: "NoSchedule".into(),
+                ..Default::default()
+            }]);
+        assert_eq!(health_problem(&fresh), None);
         let said: Vec<Option<String>> = cluster().iter().map(health_problem).collect();
         assert_eq!(
             said,

@@ -10,6 +10,10 @@ use crate::model::{ControllerSettings, ModelNode, ModelPod, Outage, Owner, Toler
 use crate::record::RunRecord;
 use crate::timeline::{ConditionStatus, Entry, Event, StepPhase};
 
+/// The taint that tells Kubernetes a node is shut down for good (non-graceful node
+/// shutdown): its pods are evicted at once and force-deleted by the pod garbage collector.
+pub(super) const OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
+
 /// A milliseconds offset as a duration from the start (offsets before it count as 0).
 pub(super) fn at(ms: i64) -> Duration {
     Duration::from_millis(u64::try_from(ms).unwrap_or(0))
@@ -56,7 +60,7 @@ pub(super) fn nodes(record: &RunRecord) -> Vec<ModelNode> {
 
 /// The action a recorded step ran: the experiment's step of that name, or (an undo by
 /// the safety net, which is no step of the experiment) the bare action of that name.
-fn action_of(record: &RunRecord, step: &str, action: &str) -> Option<Action> {
+pub(super) fn action_of(record: &RunRecord, step: &str, action: &str) -> Option<Action> {
     record
         .experiment
         .steps
@@ -118,12 +122,22 @@ pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
             .filter_map(done)
             .find(|(n, a, _)| *n == node && fault::undoes(a, &fault_action))
             .map(|(_, _, ms)| at(ms));
+        // Non-graceful shutdown recovery: a step put the out-of-service taint on the node
+        // while it was down.
+        let out_of_service = entries[i + 1..]
+            .iter()
+            .filter_map(done)
+            .take_while(|(_, _, ms)| until.is_none_or(|u| at(*ms) <= u))
+            .find(|(n, a, _)| {
+                *n == node && matches!(a, Action::Taint(t) if t.key == OUT_OF_SERVICE)
+            })
+            .map(|(_, _, ms)| at(ms));
         out.push(RecordedOutage {
             outage: Outage {
                 node,
                 from: at(from),
                 until,
-                out_of_service: None,
+                out_of_service,
             },
             fault: fault_action,
         });

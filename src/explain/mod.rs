@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::experiment::fault::{self, ActionKind};
-use crate::experiment::model::WorkloadRef;
+use crate::experiment::fault;
+use crate::experiment::model::{Action, WorkloadRef};
 use crate::model::json_ms;
 use crate::model::words::offset;
 use crate::model::{Prediction, Transition, Window, predict};
@@ -138,15 +138,19 @@ fn cut(record: &RunRecord, recorded: &inputs::RecordedOutage, pods: bool) -> Dur
         .unwrap_or(Duration::MAX);
     let interferes = |e: &Entry| match &e.event {
         Event::Step {
+            step,
             action,
             node,
             phase: StepPhase::Issued,
-            ..
         } if inputs::at(e.offset_ms) > outage.from => {
             let on_it = node.as_deref() == Some(outage.node.as_str()) || (pods && node.is_none());
-            let part_of_outage = ActionKind::named(action)
-                .and_then(ActionKind::bare)
-                .is_some_and(|a| a == recorded.fault || fault::undoes(&a, &recorded.fault));
+            // The fault, its undo, and the out-of-service taint (which the model covers).
+            let part_of_outage = inputs::action_of(record, step, action).is_some_and(|a| {
+                a == recorded.fault
+                    || fault::undoes(&a, &recorded.fault)
+                    || matches!(&a, Action::Taint(t) | Action::Untaint(t)
+                        if t.key == inputs::OUT_OF_SERVICE)
+            });
             on_it && !part_of_outage
         }
         _ => false,

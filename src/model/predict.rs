@@ -13,6 +13,10 @@ use super::{
 /// (`scheduler.NodeEvictionPeriod`).
 const TAINT_PASS: Duration = Duration::from_millis(100);
 
+/// How often the pod garbage collector runs (`gcCheckPeriod` in `pkg/controller/podgc`):
+/// it force-deletes the terminating pods of a node that is out of service at its next pass.
+const POD_GC_PERIOD: Duration = Duration::from_secs(20);
+
 /// A zone's state as `ComputeZoneState` decides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ZoneState {
@@ -245,20 +249,19 @@ fn pod_predictions(
             }
         }
     };
-    // The out-of-service taint (NoExecute, tolerated by no default) evicts at once.
-    let by_out_of_service = fate
-        .outage
-        .out_of_service
-        .filter(|_| pod.owner != Owner::DaemonSet)
-        .map(|at| {
-            (
-                Span {
-                    earliest: at,
-                    latest: Some(at + TAINT_PASS + settings.node_monitor_period),
-                },
-                Rule::OutOfService,
-            )
-        });
+    // The out-of-service taint (NoExecute, tolerated by no default: not even the ones the
+    // DaemonSet controller adds) evicts at once. Only a pod that tolerates every taint
+    // (`operator: Exists` without a key, as kube-proxy's) stays, which the model's input
+    // does not say.
+    let by_out_of_service = fate.outage.out_of_service.map(|at| {
+        (
+            Span {
+                earliest: at,
+                latest: Some(at + TAINT_PASS + settings.node_monitor_period),
+            },
+            Rule::OutOfService,
+        )
+    });
     let terminating = match (by_taint, by_out_of_service) {
         (Ok(t), Some(o)) if o.0.earliest < t.0.earliest => Ok(o),
         (Ok(t), _) => Ok(t),
@@ -280,9 +283,14 @@ fn pod_predictions(
             .flatten()
             .min();
             match gone {
-                Some(at) if *rule == Rule::OutOfService && Some(at) == Some(span.earliest) => {
-                    Ok((*span, Rule::OutOfService))
-                }
+                // The pod garbage collector force-deletes it at its next pass.
+                Some(at) if *rule == Rule::OutOfService && Some(at) == Some(span.earliest) => Ok((
+                    Span {
+                        earliest: span.earliest,
+                        latest: span.latest.map(|l| l + POD_GC_PERIOD),
+                    },
+                    Rule::OutOfService,
+                )),
                 Some(at) => Ok((
                     Span {
                         earliest: at,
