@@ -67,6 +67,7 @@ fn outages(
                 from,
                 until,
                 out_of_service: None,
+                deleted: None,
             });
         }
     }

@@ -132,12 +132,19 @@ pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
                 *n == node && matches!(a, Action::Taint(t) if t.key == OUT_OF_SERVICE)
             })
             .map(|(_, _, ms)| at(ms));
+        let deleted = entries[i + 1..]
+            .iter()
+            .filter_map(done)
+            .take_while(|(_, _, ms)| until.is_none_or(|u| at(*ms) <= u))
+            .find(|(n, a, _)| *n == node && *a == Action::DeleteNode)
+            .map(|(_, _, ms)| at(ms));
         out.push(RecordedOutage {
             outage: Outage {
                 node,
                 from: at(from),
                 until,
                 out_of_service,
+                deleted,
             },
             fault: fault_action,
         });

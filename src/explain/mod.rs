@@ -144,12 +144,14 @@ fn cut(record: &RunRecord, recorded: &inputs::RecordedOutage, pods: bool) -> Dur
             phase: StepPhase::Issued,
         } if inputs::at(e.offset_ms) > outage.from => {
             let on_it = node.as_deref() == Some(outage.node.as_str()) || (pods && node.is_none());
-            // The fault, its undo, and the out-of-service taint (which the model covers).
+            // The fault, its undo, the out-of-service taint and, for the pods, deleting the
+            // Node (the model covers them; a deleted Node has no transitions of its own).
             let part_of_outage = inputs::action_of(record, step, action).is_some_and(|a| {
                 a == recorded.fault
                     || fault::undoes(&a, &recorded.fault)
                     || matches!(&a, Action::Taint(t) | Action::Untaint(t)
                         if t.key == inputs::OUT_OF_SERVICE)
+                    || (pods && a == Action::DeleteNode)
             });
             on_it && !part_of_outage
         }
@@ -184,9 +186,11 @@ pub fn explain(record: &RunRecord) -> Explanation {
             let workload = pod.and_then(|r| r.workload.clone());
             let cut_here = if pod.is_some() { pod_cut } else { node_cut };
             let observed = match (p.transition, &workload) {
-                (Transition::PodReplaced, Some(w)) => {
-                    terminating_at.and_then(|since| replacements.next(w, since, cut_here))
-                }
+                // The controller may create the replacement a moment before the observer
+                // hears of the old pod's deletion: a second of slack, as for the windows.
+                (Transition::PodReplaced, Some(w)) => terminating_at.and_then(|since: Duration| {
+                    replacements.next(w, since.saturating_sub(SLACK), cut_here)
+                }),
                 (Transition::PodReplaced, None) => None,
                 (t, _) => observed::first(entries, &p.subject, t, outage.from, cut_here),
             };

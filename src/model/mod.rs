@@ -30,6 +30,10 @@
 //!   unreachable node happens only when the node comes back, is deleted, or gets the
 //!   `node.kubernetes.io/out-of-service` taint (the pod garbage collector then force-deletes
 //!   it).
+//! - `pkg/controller/podgc/gc_controller.go`: every `gcCheckPeriod` (20 s) the collector
+//!   force-deletes the terminating pods of a node that is out of service, and deletes the
+//!   pods of a node that no longer exists once it has been gone for `quarantineTime` (40 s)
+//!   (`gcOrphaned`), whatever their tolerations.
 
 mod predict;
 #[cfg(test)]
@@ -172,6 +176,8 @@ pub struct Outage {
     /// A step adds `node.kubernetes.io/out-of-service` at this offset (non-graceful
     /// shutdown recovery).
     pub out_of_service: Option<Duration>,
+    /// A step deletes the Node object at this offset.
+    pub deleted: Option<Duration>,
 }
 
 /// What the model predicts for a node or a pod.
@@ -246,6 +252,9 @@ pub enum Rule {
     StatefulSetWaits,
     /// The out-of-service taint lets the pod garbage collector force-delete the pod.
     OutOfService,
+    /// The Node object was deleted: the pod garbage collector deletes its orphaned pods
+    /// after a quarantine, at its next pass.
+    NodeDeleted,
     /// Nothing replaces a pod without a controller (or a DaemonSet's pod).
     NotReplaced,
     /// The node posts Ready once it answers again.

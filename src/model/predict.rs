@@ -17,6 +17,10 @@ const TAINT_PASS: Duration = Duration::from_millis(100);
 /// it force-deletes the terminating pods of a node that is out of service at its next pass.
 const POD_GC_PERIOD: Duration = Duration::from_secs(20);
 
+/// How long the pod garbage collector waits before it deletes the pods of a Node that is
+/// gone (`quarantineTime` in `pkg/controller/podgc`).
+const ORPHAN_QUARANTINE: Duration = Duration::from_secs(40);
+
 /// A zone's state as `ComputeZoneState` decides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ZoneState {
@@ -218,8 +222,10 @@ fn taint_spans(settings: &ControllerSettings, nodes: &[ModelNode], fates: &mut [
         let earliest = unknown.earliest.max(first + wait);
         let latest = unknown.latest.map(|l| l + wait + TAINT_PASS);
         let span = Span { earliest, latest };
-        fates[i].tainted = match fates[i].outage.until {
-            Some(back) if back <= earliest => Err(Rule::BackBeforeGrace),
+        fates[i].tainted = match (fates[i].outage.until, fates[i].outage.deleted) {
+            (Some(back), _) if back <= earliest => Err(Rule::BackBeforeGrace),
+            // No Node object left to taint.
+            (_, Some(deleted)) if deleted <= earliest => Err(Rule::NodeDeleted),
             _ => Ok((span, Rule::EvictionQueue { rate, position })),
         };
     }
@@ -262,16 +268,48 @@ fn pod_predictions(
             Rule::OutOfService,
         )
     });
-    let terminating = match (by_taint, by_out_of_service) {
-        (Ok(t), Some(o)) if o.0.earliest < t.0.earliest => Ok(o),
-        (Ok(t), _) => Ok(t),
-        (Err(_), Some(o)) => Ok(o),
-        (Err(rule), None) => Err(rule),
+    // The taint eviction controller forgets a deleted Node's pods: an eviction due after
+    // the deletion never comes.
+    let by_taint = match (by_taint, fate.outage.deleted) {
+        (Ok((span, _)), Some(d)) if span.earliest >= d => Err(Rule::NodeDeleted),
+        (other, _) => other,
     };
+    // A deleted Node's pods are orphans: deleted after the quarantine, every one of them.
+    let by_deletion = fate.outage.deleted.map(|at| {
+        (
+            Span {
+                earliest: at + ORPHAN_QUARANTINE,
+                latest: Some(at + ORPHAN_QUARANTINE + POD_GC_PERIOD + TAINT_PASS),
+            },
+            Rule::NodeDeleted,
+        )
+    });
+    let terminating =
+        [by_out_of_service, by_deletion]
+            .into_iter()
+            .flatten()
+            .fold(by_taint, |best, other| match best {
+                Ok(t) if t.0.earliest <= other.0.earliest => Ok(t),
+                _ => Ok(other),
+            });
     let replaced = match (&terminating, pod.owner) {
         (Err(rule), _) => Err(rule.clone()),
+        // A DaemonSet's pod comes back with its node: a deleted Node registers again (a new
+        // object) when the kubelet answers, and the DaemonSet gives it a new pod.
+        (Ok((_, Rule::NodeDeleted)), Owner::DaemonSet) => match fate.outage.until {
+            Some(back) => Ok((
+                Span {
+                    earliest: back,
+                    latest: None,
+                },
+                Rule::Answers,
+            )),
+            None => Err(Rule::NotReplaced),
+        },
         (Ok(_), Owner::DaemonSet | Owner::None) => Err(Rule::NotReplaced),
         (Ok((span, _)), Owner::ReplicaSet) => Ok((*span, Rule::ReplicaSetReplaces)),
+        // Deleted outright (not only marked): the StatefulSet recreates it at once.
+        (Ok((span, Rule::NodeDeleted)), Owner::StatefulSet) => Ok((*span, Rule::NodeDeleted)),
         (Ok((span, rule)), Owner::StatefulSet) => {
             // Gone once the node answers again (its kubelet finishes the deletion) or, out
             // of service, when the pod garbage collector force-deletes it.

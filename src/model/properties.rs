@@ -67,6 +67,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 from: Duration::from_secs(from),
                 until: length.map(|l| Duration::from_secs(from + l)),
                 out_of_service: None,
+                deleted: None,
             },
         );
         let pod = (0..size, owner(), toleration())

@@ -26,6 +26,7 @@ fn stop(node: &str, from: u64, until: Option<u64>) -> Outage {
         from: s(from),
         until: until.map(s),
         out_of_service: None,
+        deleted: None,
     }
 }
 
@@ -301,6 +302,55 @@ fn the_out_of_service_taint_frees_a_statefulset_pod_without_waiting_for_the_node
     assert_eq!(proxy.rule, Rule::OutOfService);
     assert_eq!(
         find(&all, "kube-system/proxy-x", Transition::PodReplaced).window,
+        Window::Never
+    );
+}
+
+#[test]
+fn a_deleted_node_s_pods_are_deleted_by_the_pod_gc_after_its_quarantine_whatever_they_tolerate() {
+    // The lab's timers; the Node deleted at 21 s, as soon as it went Unknown (node-deleted).
+    let settings = ControllerSettings {
+        node_monitor_period: s(2),
+        node_monitor_grace_period: s(20),
+        default_unreachable_toleration: s(30),
+        node_lease_duration: s(10),
+        ..ControllerSettings::default()
+    };
+    let pods = [
+        pod("ns/web-1", "w1", Owner::ReplicaSet, Toleration::Default),
+        pod("ns/db-0", "w1", Owner::StatefulSet, Toleration::Default),
+        pod("ns/agent-1", "w1", Owner::DaemonSet, Toleration::Forever),
+    ];
+    let outage = Outage {
+        deleted: Some(s(21)),
+        ..stop("w1", 0, Some(110))
+    };
+    let all = predict(&settings, &cluster(3, ""), &pods, &[outage]);
+    // The taint comes from 17.5 s: the Node may be gone first, so it is not "never"; but no
+    // eviction by the taint is due before the deletion (it would be at 47.5 s or later).
+    for name in ["ns/web-1", "ns/db-0", "ns/agent-1"] {
+        let p = find(&all, name, Transition::PodTerminating);
+        assert_eq!(p.rule, Rule::NodeDeleted, "{name}");
+        assert_eq!(
+            p.window,
+            between(s(61), Some(s(81) + Duration::from_millis(100)))
+        );
+    }
+    assert_eq!(
+        find(&all, "ns/db-0", Transition::PodReplaced).rule,
+        Rule::NodeDeleted
+    );
+    // The DaemonSet's new pod comes with the node, when it registers again.
+    let agent = find(&all, "ns/agent-1", Transition::PodReplaced);
+    assert_eq!(agent.window, between(s(110), None));
+    // Deleted before its grace period ran out: never tainted.
+    let early = Outage {
+        deleted: Some(s(5)),
+        ..stop("w1", 0, None)
+    };
+    let all = predict(&settings, &cluster(3, ""), &pods, &[early]);
+    assert_eq!(
+        find(&all, "w1", Transition::NodeTainted).window,
         Window::Never
     );
 }
