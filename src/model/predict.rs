@@ -295,17 +295,20 @@ fn pod_predictions(
     let replaced = match (&terminating, pod.owner) {
         (Err(rule), _) => Err(rule.clone()),
         // A DaemonSet's pod comes back with its node: a deleted Node registers again (a new
-        // object) when the kubelet answers, and the DaemonSet gives it a new pod.
-        (Ok((_, Rule::NodeDeleted)), Owner::DaemonSet) => match fate.outage.until {
-            Some(back) => Ok((
-                Span {
-                    earliest: back,
-                    latest: None,
-                },
-                Rule::Answers,
-            )),
-            None => Err(Rule::NotReplaced),
-        },
+        // object) when the kubelet answers, an out-of-service one is untainted once it is
+        // back, and the DaemonSet gives it a new pod.
+        (Ok((_, Rule::NodeDeleted | Rule::OutOfService)), Owner::DaemonSet) => {
+            match fate.outage.until {
+                Some(back) => Ok((
+                    Span {
+                        earliest: back,
+                        latest: None,
+                    },
+                    Rule::Answers,
+                )),
+                None => Err(Rule::NotReplaced),
+            }
+        }
         (Ok(_), Owner::DaemonSet | Owner::None) => Err(Rule::NotReplaced),
         (Ok((span, _)), Owner::ReplicaSet) => Ok((*span, Rule::ReplicaSetReplaces)),
         // Deleted outright (not only marked): the StatefulSet recreates it at once.

@@ -300,6 +300,7 @@ fn the_out_of_service_taint_frees_a_statefulset_pod_without_waiting_for_the_node
     // The DaemonSet controller's tolerations do not cover out-of-service: evicted too.
     let proxy = find(&all, "kube-system/proxy-x", Transition::PodTerminating);
     assert_eq!(proxy.rule, Rule::OutOfService);
+    // Never back: its node stays off (a node back gets a new one, see node deletion).
     assert_eq!(
         find(&all, "kube-system/proxy-x", Transition::PodReplaced).window,
         Window::Never
