@@ -195,6 +195,8 @@ fn the_api_transport_s_namespace_and_rules_and_the_nightly_comparison_render() {
         "cronJob.enabled=true",
         "--set",
         "job.compareWithPrevious=true",
+        "--set",
+        "job.compareArgs={--tolerance,10%}",
     ])));
     let generated = docs(&faultline(&["rbac", exp, "-i", &inv, "--name", "t"]));
     let rendered_roles = roles(&rendered);
@@ -227,5 +229,19 @@ fn the_api_transport_s_namespace_and_rules_and_the_nightly_comparison_render() {
         "{}",
         container["env"]
     );
-    assert!(container["args"][0].to_string().contains("--baseline"));
+    assert!(
+        container["env"]
+            .to_string()
+            .contains("{\"name\":\"FAULTLINE_COMPARE_ARGS\",\"value\":\"--tolerance 10%\"}"),
+        "{}",
+        container["env"]
+    );
+    // The comparison's arguments go with the baseline only (the first run has none).
+    assert!(
+        container["args"][0]
+            .to_string()
+            .contains("${baseline:+--baseline \\\"$baseline\\\" $FAULTLINE_COMPARE_ARGS}"),
+        "{}",
+        container["args"][0]
+    );
 }

@@ -63,6 +63,8 @@ containers:
         value: {{ .Values.job.extraArgs | join " " | quote }}
       - name: FAULTLINE_COMPARE
         value: {{ .Values.job.compareWithPrevious | quote }}
+      - name: FAULTLINE_COMPARE_ARGS
+        value: {{ .Values.job.compareArgs | join " " | quote }}
     command: ["/bin/sh", "-c"]
     args:
       - |
@@ -84,7 +86,8 @@ containers:
               else echo "=== no earlier run on /reports: nothing to compare with yet"; fi
             fi
             faultline run "$exps" -i "$inv" --yes --out "$out" --summary "$out/summary.md" \
-              --journal /reports/journal.json ${baseline:+--baseline "$baseline"} $FAULTLINE_ARGS
+              --journal /reports/journal.json ${baseline:+--baseline "$baseline" $FAULTLINE_COMPARE_ARGS} \
+              $FAULTLINE_ARGS
             code=$?
             echo "=== summary ($out/summary.md)"
             cat "$out/summary.md" 2>/dev/null
