@@ -748,6 +748,23 @@ mod tests {
                 !text.contains("! the node failure model"),
                 "{name}:\n{text}"
             );
+            if name == "reboot.yaml" {
+                // The lab fixture: 20 s grace; a 40 s lease assumed, renewed every 10 s.
+                assert!(
+                    text.contains(
+                        "rebooted at +0.0s: Unknown never if it answers again within 10.0s"
+                    ),
+                    "{text}"
+                );
+            }
+            // Every shipped experiment that faults a worker at a known offset has a
+            // prediction (the control-plane one needs a control-plane node in the inventory).
+            if name != "control-plane-node-down.yaml" {
+                assert!(
+                    text.contains("predicted by the node failure model"),
+                    "{name}:\n{text}"
+                );
+            }
         }
     }
 }

@@ -82,6 +82,40 @@ pub(super) struct Predicted {
     pub resolved: bool,
     /// Every prediction, per outage: the node, then the typical pod on it.
     pub predictions: Vec<Prediction>,
+    /// Each reboot at a known offset, by node: silent for a boot time no plan knows.
+    pub reboots: Vec<(String, Duration)>,
+}
+
+/// The reboots the schedule decides: each machine-restarting step that takes its node
+/// down, on each of its nodes (the first candidate when targets are not resolved).
+fn reboots(
+    exp: &Experiment,
+    targets: &BTreeMap<String, Vec<String>>,
+    projected: &[Projected],
+    resolved: bool,
+) -> Vec<(String, Duration)> {
+    let mut out = Vec::new();
+    for (i, step) in exp.steps.iter().enumerate() {
+        if !(fault::restarts_machine(&step.action) && fault::takes_node_down(&step.action)) {
+            continue;
+        }
+        let Some(at) = projected
+            .get(i)
+            .and_then(|p| p.at_ms)
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map(Duration::from_millis)
+        else {
+            continue;
+        };
+        let nodes = step.nodes(targets);
+        let nodes = if resolved {
+            nodes
+        } else {
+            &nodes[..nodes.len().min(1)]
+        };
+        out.extend(nodes.iter().map(|n| (n.clone(), at)));
+    }
+    out
 }
 
 /// The predictions, or `None` when no step silences a node at a known offset.
@@ -95,7 +129,8 @@ pub(super) fn predicted(
     nodes: &[String],
 ) -> Option<Predicted> {
     let outages = outages(exp, targets, projected, resolved);
-    if outages.is_empty() {
+    let reboots = reboots(exp, targets, projected, resolved);
+    if outages.is_empty() && reboots.is_empty() {
         return None;
     }
     let settings = ControllerSettings {
@@ -134,6 +169,7 @@ pub(super) fn predicted(
         settings,
         resolved,
         predictions,
+        reboots,
     })
 }
 
@@ -159,6 +195,22 @@ impl Predicted {
             out.push_str(&format!(
                 "  {}: {} {} ({})\n",
                 p.subject, p.transition, p.window, p.rule
+            ));
+        }
+        // A reboot's silence lasts as long as the machine takes to boot: the model gives
+        // the bound that decides everything else.
+        let s = &self.settings;
+        let quiet = s
+            .node_monitor_grace_period
+            .saturating_sub(s.renew_interval());
+        for (node, at) in &self.reboots {
+            out.push_str(&format!(
+                "  {node}: rebooted at {}: Unknown never if it answers again within {:.1}s (the \
+                 grace period after its last lease renewal), else as after a power-off from \
+                 {}; its pods stay on it either way until a taint's toleration runs out\n",
+                crate::model::words::offset(*at),
+                quiet.as_secs_f64(),
+                crate::model::words::offset(*at + quiet)
             ));
         }
         out

@@ -400,14 +400,28 @@ pub async fn node_unsettled(client: &kube::Client, name: &str) -> Option<String>
         .await
         .ok()
         .flatten();
-    let renewed = lease
-        .and_then(|l| l.spec)
-        .and_then(|s| s.renew_time)
-        .map(|t| t.0);
-    match (renewed, ready.last_transition_time.as_ref().map(|t| t.0)) {
-        (Some(r), Some(t)) if r > t => None,
-        (None, _) => Some("no Lease renewal".to_string()),
-        (r, t) => Some(format!("Lease renewed {r:?}, not since Ready at {t:?}")),
+    let spec = lease.and_then(|l| l.spec);
+    let duration = spec
+        .as_ref()
+        .and_then(|s| s.lease_duration_seconds)
+        .map_or(40, i64::from);
+    let renewed = spec.and_then(|s| s.renew_time).map(|t| t.0);
+    // A kubelet restarted a moment ago shows Ready from before its stop while its
+    // heartbeats have not resumed: the controller marks it Unknown moments later (seen in
+    // CI: the next test's run started on that node). Settled means renewed within the
+    // Lease's duration, and since Ready last changed (same host clock: lab and kind).
+    let age = renewed.map(|r| k8s_openapi::jiff::Timestamp::now().as_second() - r.as_second());
+    match (
+        renewed,
+        ready.last_transition_time.as_ref().map(|t| t.0),
+        age,
+    ) {
+        (None, _, _) => Some("no Lease renewal".to_string()),
+        (Some(_), _, Some(age)) if age >= duration => Some(format!(
+            "Lease last renewed {age}s ago (duration {duration}s)"
+        )),
+        (Some(r), Some(t), _) if r > t => None,
+        (r, t, _) => Some(format!("Lease renewed {r:?}, not since Ready at {t:?}")),
     }
 }
 
