@@ -24,6 +24,25 @@ const REST_OF_CLUSTER: &str = "(the rest of the cluster)";
 /// The subject standing for the pods of a node in the plan.
 const TYPICAL_POD: &str = "its pods (default toleration, ReplicaSet)";
 
+/// The offset of step `i` when the schedule alone decides it.
+fn step_offset(projected: &[Projected], i: usize) -> Option<Duration> {
+    projected
+        .get(i)
+        .and_then(|p| p.at_ms)
+        .and_then(|ms| u64::try_from(ms).ok())
+        .map(Duration::from_millis)
+}
+
+/// A step's nodes as the model takes them: targets not resolved yet list every candidate,
+/// and the first stands in for the node the run would pick.
+fn modelled_nodes(nodes: &[String], resolved: bool) -> &[String] {
+    if resolved {
+        nodes
+    } else {
+        &nodes[..nodes.len().min(1)]
+    }
+}
+
 /// The outages the schedule decides: each silencing step on each of its nodes, until the
 /// first later step on the same node that undoes it. Steps that wait for something
 /// observed have no offset: their outages are left out.
@@ -33,26 +52,13 @@ fn outages(
     projected: &[Projected],
     resolved: bool,
 ) -> Vec<Outage> {
-    let at = |i: usize| {
-        projected
-            .get(i)
-            .and_then(|p| p.at_ms)
-            .and_then(|ms| u64::try_from(ms).ok())
-            .map(Duration::from_millis)
-    };
+    let at = |i: usize| step_offset(projected, i);
     let mut out = Vec::new();
     for (i, step) in exp.steps.iter().enumerate() {
         let Some(from) = at(i).filter(|_| fault::silences_node(&step.action)) else {
             continue;
         };
-        // Targets not resolved yet list every candidate: the model takes the first.
-        let nodes = step.nodes(targets);
-        let nodes = if resolved {
-            nodes
-        } else {
-            &nodes[..nodes.len().min(1)]
-        };
-        for node in nodes {
+        for node in modelled_nodes(step.nodes(targets), resolved) {
             let until = exp
                 .steps
                 .iter()
@@ -99,20 +105,10 @@ fn reboots(
         if !(fault::restarts_machine(&step.action) && fault::takes_node_down(&step.action)) {
             continue;
         }
-        let Some(at) = projected
-            .get(i)
-            .and_then(|p| p.at_ms)
-            .and_then(|ms| u64::try_from(ms).ok())
-            .map(Duration::from_millis)
-        else {
+        let Some(at) = step_offset(projected, i) else {
             continue;
         };
-        let nodes = step.nodes(targets);
-        let nodes = if resolved {
-            nodes
-        } else {
-            &nodes[..nodes.len().min(1)]
-        };
+        let nodes = modelled_nodes(step.nodes(targets), resolved);
         out.extend(nodes.iter().map(|n| (n.clone(), at)));
     }
     out
