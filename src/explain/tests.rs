@@ -117,20 +117,29 @@ fn item(e: &Explanation, subject: &str, t: Transition) -> Explained {
         .unwrap_or_else(|| panic!("no {subject} {t:?}"))
 }
 
+/// Asserts that the run's `t` of `subject` was predicted, not seen, and given a cause that
+/// starts with `cause`.
+fn missing_because(e: &Explanation, text: &str, subject: &str, t: Transition, cause: &str) {
+    let i = item(e, subject, t);
+    assert_eq!(i.fit, Fit::Missing, "{text}");
+    assert!(
+        i.cause.as_deref().is_some_and(|c| c.starts_with(cause)),
+        "{text}"
+    );
+}
+
 #[test]
 fn evictions_stopped_by_zone_disruption_are_named_as_the_cause() {
     // Every recorded node down: full disruption.
     let r = with_others_down(&["lab-worker-1", "lab-worker-3"], &[]);
     let e = explain(&r);
     let text = e.render(&r);
-    let taint = item(&e, "lab-worker-2", Transition::NodeTainted);
-    assert_eq!(taint.fit, Fit::Missing, "{text}");
-    assert!(
-        taint
-            .cause
-            .as_deref()
-            .is_some_and(|c| c.starts_with("full disruption")),
-        "{text}"
+    missing_because(
+        &e,
+        &text,
+        "lab-worker-2",
+        Transition::NodeTainted,
+        "full disruption",
     );
 
     // Three of five: a partially disrupted small zone, where the controller stops tainting.
@@ -141,14 +150,12 @@ fn evictions_stopped_by_zone_disruption_are_named_as_the_cause() {
     let e = explain(&r);
     let text = e.render(&r);
     println!("{text}");
-    let taint = item(&e, "lab-worker-2", Transition::NodeTainted);
-    assert_eq!(taint.fit, Fit::Missing, "{text}");
-    assert!(
-        taint
-            .cause
-            .as_deref()
-            .is_some_and(|c| c.starts_with("zone disruption stopped evictions: 3 of 5 nodes")),
-        "{text}"
+    missing_because(
+        &e,
+        &text,
+        "lab-worker-2",
+        Transition::NodeTainted,
+        "zone disruption stopped evictions: 3 of 5 nodes",
     );
     let evicted = item(&e, "web-", Transition::PodTerminating);
     assert_eq!(evicted.fit, Fit::Missing, "{text}");
