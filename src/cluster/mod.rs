@@ -9,6 +9,7 @@ pub(crate) mod endpoints;
 pub(crate) mod error;
 pub(crate) mod failover;
 pub(crate) mod kubeconfig;
+pub(crate) mod leases;
 pub(crate) mod manifests;
 pub(crate) mod owners;
 pub mod snapshot;

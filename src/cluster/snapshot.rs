@@ -43,6 +43,11 @@ pub struct Snapshot {
     /// Kubelets of the nodes faultline acts on, read by the caller over each node's
     /// transport: node → running.
     pub kubelets: BTreeMap<String, KubeletSnap>,
+    /// Nodes faultline acts on through their transport or their power: after the last undo
+    /// each must renew its Lease before the cluster counts as restored (a Ready read just
+    /// after the undo can be the one from before the fault; see `cluster::leases`).
+    #[serde(default)]
+    pub heartbeats: BTreeSet<String>,
 }
 
 /// A node, as compared.
@@ -109,6 +114,7 @@ pub fn empty(cluster: &str, namespaces: Option<&[String]>) -> Snapshot {
         workloads: BTreeMap::new(),
         terminating: BTreeSet::new(),
         kubelets: BTreeMap::new(),
+        heartbeats: BTreeSet::new(),
     }
 }
 
@@ -485,6 +491,7 @@ mod tests {
                     said: "running".into(),
                 },
             )]),
+            heartbeats: BTreeSet::from(["w1".to_string()]),
         }
     }
 

@@ -214,6 +214,9 @@ pub(super) fn of(
         }
         (Transition::PodTerminating, Fit::Late(_)) => match node_said(Transition::NodeTainted) {
             Some(why) => format!("its node's taint came late ({why})"),
+            None if p.rule == Rule::NodeDeleted => {
+                format!("{OUTSIDE}: the pod garbage collector deleted it late")
+            }
             None => format!("{OUTSIDE}: the taint eviction controller deleted it late"),
         },
         (Transition::PodTerminating, Fit::Early(_) | Fit::Unexpected) => format!(

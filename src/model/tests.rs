@@ -334,7 +334,7 @@ fn a_deleted_node_s_pods_are_deleted_by_the_pod_gc_after_its_quarantine_whatever
         assert_eq!(p.rule, Rule::NodeDeleted, "{name}");
         assert_eq!(
             p.window,
-            between(s(61), Some(s(81) + Duration::from_millis(100)))
+            between(s(61), Some(s(101) + Duration::from_millis(100)))
         );
     }
     assert_eq!(

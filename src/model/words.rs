@@ -78,7 +78,7 @@ impl fmt::Display for Rule {
             Rule::StatefulSetWaits => f.write_str("a StatefulSet waits for the pod to be gone"),
             Rule::OutOfService => f.write_str("the out-of-service taint"),
             Rule::NodeDeleted => f.write_str(
-                "the Node deleted: the pod garbage collector's next pass after 40 s of quarantine",
+                "the Node deleted: one of the pod garbage collector's next two passes after 40 s of quarantine",
             ),
             Rule::NotReplaced => f.write_str("nothing replaces it"),
             Rule::Answers => {

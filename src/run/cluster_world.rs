@@ -23,6 +23,7 @@ use super::setup;
 use super::shared_timeline::SharedTimeline;
 use super::world::{AfterUndo, FaultAt, World};
 use crate::cluster::AppliedObject;
+use crate::cluster::leases;
 use crate::cluster::snapshot::Snapshot;
 use crate::execute::ArmedRestore;
 use crate::experiment::fault as faults;
@@ -47,6 +48,9 @@ pub(crate) struct ClusterWorld<'a> {
     baselines: BTreeMap<(usize, String), Baseline>,
     /// Each fault's proof that it took effect, under way.
     proofs: Proofs,
+    /// Each acted-on node's Lease as read just before its last undo: the restored check
+    /// waits for a renewal after it.
+    undo_marks: leases::Marks,
     /// How long the observer's first lists took.
     pub(crate) initial_sync_ms: u64,
 }
@@ -69,6 +73,7 @@ impl<'a> ClusterWorld<'a> {
             addresses: MachineAddresses::default(),
             baselines: BTreeMap::new(),
             proofs: Proofs::default(),
+            undo_marks: leases::Marks::new(),
             initial_sync_ms: 0,
         }
     }
@@ -89,21 +94,17 @@ impl<'a> ClusterWorld<'a> {
             observe::Namespaces::Only(list) => Some(list.as_slice()),
         };
         let inventory = p.executor.inventory();
-        let mut kubelet_nodes: Vec<String> = self
-            .exp
-            .steps
+        let heartbeats = super::prepare::acted_on_in_band(self.exp, &p.targets);
+        let kubelet_nodes: Vec<String> = heartbeats
             .iter()
-            .filter(|s| faults::info(&s.action).via.needs_node_access())
-            .flat_map(|s| s.nodes(&p.targets).iter().cloned())
             .filter(|n| {
                 inventory
                     .node(n)
                     .is_some_and(|a| a.commands.has(faults::CommandKey::KubeletStatus))
             })
+            .cloned()
             .collect();
-        kubelet_nodes.sort();
-        kubelet_nodes.dedup();
-        let before = restored::take_observed(
+        let mut before = restored::take_observed(
             timeline,
             &p.client,
             &p.executor,
@@ -112,6 +113,7 @@ impl<'a> ClusterWorld<'a> {
             &kubelet_nodes,
         )
         .await?;
+        before.heartbeats = heartbeats;
         let path =
             crate::cluster::snapshot::path_beside(&self.settings.journal_path, &p.cluster.name);
         if let Err(e) = crate::cluster::snapshot::save(&before, &path) {
@@ -301,6 +303,18 @@ impl World for ClusterWorld<'_> {
 
     async fn before_undo(&mut self, action: &Action, nodes: &[&str]) {
         self.proofs.settle(action, nodes).await;
+        // Read before the undo: while the fault holds the kubelet cannot renew, so any
+        // renewal seen later came after the undo.
+        let watched = self.before.as_ref().map(|b| &b.heartbeats);
+        let marked: Vec<&String> = watched
+            .into_iter()
+            .flatten()
+            .filter(|n| nodes.contains(&n.as_str()))
+            .collect();
+        if !marked.is_empty() {
+            let marks = leases::read(&self.prepared.client, marked).await;
+            self.undo_marks.extend(marks);
+        }
     }
 
     async fn stop_proofs(&mut self) {
@@ -327,6 +341,7 @@ impl World for ClusterWorld<'_> {
             &self.prepared.client,
             &self.prepared.executor,
             settle,
+            &self.undo_marks,
         )
         .await;
         timeline.record(crate::timeline::Event::Restored {

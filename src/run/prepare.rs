@@ -10,7 +10,7 @@ use kube::Client;
 use kube::api::{Api, ListParams};
 
 use super::settings::RunSettings;
-use crate::cluster::{self, ClusterError};
+use crate::cluster::{self, ClusterError, leases};
 use crate::doctor;
 use crate::execute::Executor;
 use crate::experiment::fault;
@@ -21,6 +21,7 @@ use crate::observe::Scope;
 use crate::record::ClusterInfo;
 use crate::run::own_feet;
 use crate::run::safety::{self, ResolvedTargets, SafetyError};
+use std::time::Duration;
 
 /// Why a run did not start. Nothing on the cluster was touched.
 #[derive(Debug, thiserror::Error)]
@@ -212,6 +213,7 @@ pub(crate) async fn resolve(
         .collect();
     safety::check_blast_radius(exp, &targets, &control_plane, &prepared.cluster.timers)?;
     check_acted_on_nodes_healthy(exp, &targets, &nodes)?;
+    check_acted_on_nodes_heard(exp, &targets, prepared).await?;
     let feet = own_feet::OwnFeet {
         own_pod: own_feet::own_pod(&prepared.client)
             .await
@@ -295,6 +297,57 @@ fn check_acted_on_nodes_healthy(
         }
     }
     Ok(())
+}
+
+/// Every node a step silences must be heard from before the first fault: its Lease renewed
+/// while faultline waits (a quarter of the Lease duration for a healthy kubelet; a whole
+/// duration is allowed). A Ready condition alone can be a leftover of a kubelet that was
+/// just stopped or restarted (see `cluster::leases`), and the restored check would take it
+/// as the state to return to.
+async fn check_acted_on_nodes_heard(
+    exp: &Experiment,
+    targets: &ResolvedTargets,
+    prepared: &Prepared,
+) -> Result<(), ClusterError> {
+    let nodes = acted_on_in_band(exp, targets);
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let lease = Duration::from_secs(prepared.cluster.node_lease_seconds.unwrap_or(40));
+    let silent = leases::wait_heard(&prepared.client, &nodes, lease).await;
+    let Some((node, why)) = silent.into_iter().next() else {
+        return Ok(());
+    };
+    let (step, target) = exp
+        .steps
+        .iter()
+        .find_map(|s| {
+            let target = s.target.as_ref()?;
+            targets
+                .get(target)
+                .is_some_and(|ns| ns.contains(&node))
+                .then(|| (s.name.clone(), target.clone()))
+        })
+        .unwrap_or_default();
+    Err(ClusterError::TargetNotHealthy {
+        step,
+        target,
+        node,
+        problem: format!(
+            "its kubelet renewed no heartbeat in {}s ({why}): its Ready condition is a \
+             leftover, not a running kubelet",
+            lease.as_secs()
+        ),
+    })
+}
+/// The nodes steps act on in band or through their power (a kubelet stopped, a partition, a
+/// reboot, a power-off, a step's own command), each of which silences the node's heartbeat.
+pub(crate) fn acted_on_in_band(exp: &Experiment, targets: &ResolvedTargets) -> BTreeSet<String> {
+    exp.steps
+        .iter()
+        .filter(|s| fault::info(&s.action).via.needs_node_access())
+        .flat_map(|s| s.nodes(targets).iter().cloned())
+        .collect()
 }
 
 /// Every node a node-level step acts on must be reachable through the inventory.

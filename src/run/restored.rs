@@ -18,6 +18,7 @@ use futures::future::join_all;
 use tokio::time::Instant;
 
 use super::shared_timeline::SharedTimeline;
+use crate::cluster::leases;
 use crate::cluster::snapshot::{self, KubeletSnap, NodeSnap, Snapshot};
 use crate::execute::{Executor, NodeOp};
 use crate::experiment::model::ClusterTimers;
@@ -166,25 +167,65 @@ async fn kubelets(executor: &Executor, nodes: &[String]) -> BTreeMap<String, Kub
 }
 
 /// Compares the cluster, read through the API, with `before` until nothing differs or
-/// `settle` has passed.
+/// `settle` has passed. Each node of [`Snapshot::heartbeats`] must also renew its Lease
+/// after the check begins (`faultline restore` knows no undo's moment).
 pub(crate) async fn check(
     before: &Snapshot,
     client: &kube::Client,
     executor: &Executor,
     settle: Duration,
 ) -> RestoredCheck {
-    check_from(Sight::Api, before, client, executor, settle).await
+    check_from(
+        Sight::Api,
+        before,
+        client,
+        executor,
+        settle,
+        &leases::Marks::new(),
+    )
+    .await
 }
 
-/// As [`check`], the nodes and pods read from the run's observer (see [`Sight::Observer`]).
+/// As [`check`], the nodes and pods read from the run's observer (see [`Sight::Observer`]);
+/// a node's Lease must be renewed after its mark in `undo_marks` (read just before its last
+/// undo), or after the check begins for a node no undo touched (a reboot).
 pub(crate) async fn check_observed(
     timeline: &SharedTimeline,
     before: &Snapshot,
     client: &kube::Client,
     executor: &Executor,
     settle: Duration,
+    undo_marks: &leases::Marks,
 ) -> RestoredCheck {
-    check_from(Sight::Observer(timeline), before, client, executor, settle).await
+    check_from(
+        Sight::Observer(timeline),
+        before,
+        client,
+        executor,
+        settle,
+        undo_marks,
+    )
+    .await
+}
+
+/// The marks each heartbeat node's renewal is awaited after: its undo's, or one read now.
+async fn heartbeat_marks(
+    client: &kube::Client,
+    before: &Snapshot,
+    undo_marks: &leases::Marks,
+) -> leases::Marks {
+    let unmarked = before
+        .heartbeats
+        .iter()
+        .filter(|n| !undo_marks.contains_key(*n));
+    let mut marks = leases::read(client, unmarked).await;
+    marks.extend(
+        undo_marks
+            .iter()
+            .filter(|(n, _)| before.heartbeats.contains(*n))
+            .map(|(n, m)| (n.clone(), m.clone())),
+    );
+    marks
 }
 
 async fn check_from(
@@ -193,23 +234,36 @@ async fn check_from(
     client: &kube::Client,
     executor: &Executor,
     settle: Duration,
+    undo_marks: &leases::Marks,
 ) -> RestoredCheck {
     let started = Instant::now();
     let kubelet_nodes: Vec<String> = before.kubelets.keys().cloned().collect();
+    // Shrinks as nodes are heard from: a renewal seen once is proof enough.
+    let mut unheard = heartbeat_marks(client, before, undo_marks).await;
     loop {
-        let after = take_from(
-            sight,
-            client,
-            executor,
-            &before.cluster,
-            before.namespaces.as_deref(),
-            &kubelet_nodes,
-        )
-        .await;
-        let differences = match &after {
+        let (after, leases_now) = tokio::join!(
+            take_from(
+                sight,
+                client,
+                executor,
+                &before.cluster,
+                before.namespaces.as_deref(),
+                &kubelet_nodes,
+            ),
+            leases::read(client, unheard.keys())
+        );
+        let silent = leases::unheard(&unheard, &leases_now);
+        unheard.retain(|node, _| silent.iter().any(|(n, _)| n == node));
+        let mut differences = match &after {
             Ok(after) => snapshot::differences(before, after),
             Err(e) => vec![format!("could not read the cluster: {e}")],
         };
+        differences.extend(silent.into_iter().map(|(node, why)| {
+            format!(
+                "node {node}: its kubelet not heard from since the undo ({why}): its Ready \
+                 may be the one from before the fault"
+            )
+        }));
         let waited = started.elapsed();
         if differences.is_empty() || waited >= settle {
             return RestoredCheck {
