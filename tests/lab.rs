@@ -635,6 +635,51 @@ async fn ready_lab() -> (kube::Client, Scratch) {
     (client, Scratch::new())
 }
 
+/// A node whose kubelet was stopped a moment ago still reads Ready (the controller marks
+/// it Unknown only a grace period after its last renewal): a run must not take that Ready
+/// for a running kubelet. It waits for a Lease renewal and, none coming within the Lease's
+/// duration, refuses before any fault (exit 2), naming the node and the stale Lease.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn a_run_refuses_a_node_that_reads_ready_but_renews_no_heartbeat() {
+    use faultline::execute::NodeOp;
+    let (client, s) = ready_lab().await;
+    let victim = workers().into_iter().next().expect("a worker");
+    let exp = s.reports().join("stale-ready.yaml");
+    std::fs::create_dir_all(s.reports()).unwrap();
+    std::fs::write(
+        &exp,
+        format!(
+            "name: stale-ready\ndescription: a kubelet stopped out of band just before the run\nnamespace: faultline-lab\ntargets:\n  victim: {{names: [{victim}], count: 1}}\n\
+             steps:\n  - {{name: stop kubelet, at: 0s, do: kubelet-stop, target: victim}}\n\
+             expect:\n  - {{name: unknown, node: victim, becomes: Unknown, within: grace + 10s}}\n"
+        ),
+    )
+    .unwrap();
+    node_op(&victim, NodeOp::KubeletStop).await;
+    let out = s.run(&exp.display().to_string(), &[]);
+    // Out of band it was stopped, out of band it is started (faultline did nothing).
+    node_op(&victim, NodeOp::KubeletStart).await;
+    all_nodes_ready(&client, BACK).await;
+    let said =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "refused: {said}");
+    // The Ready check comes first and would have said "Ready"; this is the heartbeat's.
+    assert!(
+        said.contains(&victim) && said.contains("renewed no heartbeat"),
+        "{said}"
+    );
+    let record = s.record("stale-ready");
+    assert!(
+        record
+            .timeline
+            .entries
+            .iter()
+            .all(|e| !matches!(e.event, faultline::timeline::Event::Step { .. })),
+        "no step may have run"
+    );
+}
+
 /// A `when:` step whose condition never comes true gives up at its timeout: a step error
 /// (exit 2) that says what it waited for and for how long; the kubelet stopped before it
 /// is started again by the undo; the `at: 40s` step after it is reported as never run,

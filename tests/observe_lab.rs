@@ -403,6 +403,27 @@ async fn poll_mode_records_pods_nodes_and_workloads() {
     .await;
 }
 
+/// The lab's API server is an upstream v1.33 (the `WatchList` gate off by default): asked
+/// once, it refuses a streaming list, so a run reads its first lists in pages. The streamed
+/// path runs on the scale lab, which serves them (`ci/bench-memory` checks the run said so).
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn first_lists_are_paged_where_the_server_does_not_stream_them() {
+    let Some(kc) = kubeconfig() else { return };
+    let client = cluster::connect(Some(&kc), None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        faultline::observe::resolve_first_lists(&client, ObserveMode::Watch).await,
+        ObserveMode::WatchPaged
+    );
+    // A definite mode is kept as asked.
+    assert_eq!(
+        faultline::observe::resolve_first_lists(&client, ObserveMode::WatchStreamed).await,
+        ObserveMode::WatchStreamed
+    );
+}
+
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn cluster_version_is_reported() {

@@ -548,6 +548,11 @@ apiserver_flags() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --authorization-mode=RBAC --allow-privileged=true \
     --profiling=false --v=1
+  # Streaming lists (the WatchList gate: off by default in v1.33, on in v1.32 and from
+  # v1.34). Off here as in an upstream v1.33; the scale lab turns it on to measure both.
+  if [[ "${LAB_WATCHLIST:-0}" == 1 ]]; then
+    printf '%s\n' --feature-gates=WatchList=true
+  fi
   if [[ "$TIMER_FLAGS" == 1 ]]; then
     printf '%s\n' \
       --default-unreachable-toleration-seconds="$TIMER_UNREACHABLE_TOLERATION" \

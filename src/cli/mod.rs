@@ -420,8 +420,13 @@ pub enum NodeTransportArg {
 /// Observation modes on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ObserveArg {
-    /// Kubernetes watches (default).
+    /// Kubernetes watches (default): first lists streamed when the API server serves
+    /// streaming lists, in pages otherwise.
     Watch,
+    /// Watches, first lists in pages of 500 (every API server serves them).
+    WatchPaged,
+    /// Watches, first lists streamed (`sendInitialEvents`; needs the `WatchList` gate).
+    WatchStreamed,
     /// Periodic lists.
     Poll,
 }

@@ -100,6 +100,8 @@ pub(super) async fn run(args: RunArgs) -> i32 {
     let settings = RunSettings {
         observe_mode: match args.observe {
             ObserveArg::Watch => ObserveMode::Watch,
+            ObserveArg::WatchPaged => ObserveMode::WatchPaged,
+            ObserveArg::WatchStreamed => ObserveMode::WatchStreamed,
             ObserveArg::Poll => ObserveMode::Poll {
                 interval: args.interval,
             },

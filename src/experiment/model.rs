@@ -744,6 +744,9 @@ pub enum PodStateMatch {
     NotReady,
     /// `deletionTimestamp` set.
     Terminating,
+    /// Phase Failed: every container ended and one failed, or the kubelet ended the pod
+    /// itself (a graceful node shutdown, an eviction for node pressure) and said why.
+    Failed,
     /// The pod object no longer exists.
     Gone,
 }

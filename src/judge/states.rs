@@ -90,6 +90,7 @@ fn pod_holds(m: PodStateMatch, s: Option<&PodState>) -> bool {
         PodStateMatch::Ready => s.ready && !s.terminating,
         PodStateMatch::NotReady => !s.ready,
         PodStateMatch::Terminating => s.terminating,
+        PodStateMatch::Failed => s.phase == "Failed",
         PodStateMatch::Gone => false,
     }
 }
@@ -190,4 +191,39 @@ pub(super) fn secs(ms: i64) -> String {
 /// A relative offset: `+94.2s`.
 pub(super) fn rel(ms: i64) -> String {
     crate::timeline::format_offset_ms(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(phase: &str) -> PodState {
+        PodState {
+            phase: phase.into(),
+            ready: false,
+            ready_since: None,
+            terminating: false,
+            node: Some("w1".into()),
+            restarts: 0,
+            owner: None,
+            created: None,
+            unreachable_toleration_secs: None,
+            tolerates_unreachable_forever: false,
+        }
+    }
+
+    #[test]
+    fn failed_is_the_phase_a_kubelet_writes_when_it_ends_a_pod_itself() {
+        assert!(pod_holds(PodStateMatch::Failed, Some(&pod("Failed"))));
+        for phase in ["Running", "Pending", "Succeeded"] {
+            assert!(
+                !pod_holds(PodStateMatch::Failed, Some(&pod(phase))),
+                "{phase}"
+            );
+        }
+        assert!(
+            !pod_holds(PodStateMatch::Failed, None),
+            "a pod that is gone is not Failed"
+        );
+    }
 }

@@ -15,4 +15,4 @@ pub use crate::cluster::owners::OwnerIndex;
 pub use clock::Clock;
 pub use recorder::{ALL_NAMESPACES, Observation, Recorder, Seen};
 pub use reduce::{Workload, node_state, pod_state, workload_state};
-pub use stream::{Namespaces, ObserveMode, Scope, observe};
+pub use stream::{Namespaces, ObserveMode, Scope, observe, resolve_first_lists};

@@ -102,14 +102,41 @@ impl Default for Namespaces {
 /// How the cluster is followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObserveMode {
-    /// Watches: entries arrive as the API server sends them.
+    /// Watches: entries arrive as the API server sends them. Each first list is streamed
+    /// when the API server serves streaming lists, else read in pages; [`resolve_first_lists`]
+    /// asks the server once at run start (unresolved, it is read in pages).
     Watch,
+    /// Watches whose first list is read in pages of 500 (kube's watcher default): every
+    /// API server serves them.
+    WatchPaged,
+    /// Watches whose first list is one streaming watch (`sendInitialEvents`, Kubernetes'
+    /// `WatchList`: on by default in 1.32 and from 1.34, off in 1.33): no page is decoded
+    /// whole, and no round trip per page.
+    WatchStreamed,
     /// Lists every `interval`: for clusters or proxies where long watches are unreliable.
     /// Transitions are only seen at poll resolution.
     Poll {
         /// Time between lists.
         interval: Duration,
     },
+}
+
+/// `mode` with [`ObserveMode::Watch`] made definite: streamed first lists when the API
+/// server serves them (one watch on no node with `sendInitialEvents` tells: a server
+/// without the `WatchList` gate refuses it with 422), paged otherwise. Other modes are
+/// returned as they are.
+pub async fn resolve_first_lists(client: &Client, mode: ObserveMode) -> ObserveMode {
+    if mode != ObserveMode::Watch {
+        return mode;
+    }
+    let nodes: Api<Node> = Api::all(client.clone());
+    let probe = kube::api::WatchParams::streaming_lists()
+        .fields("metadata.name=faultline-streaming-list-probe")
+        .timeout(1);
+    match tokio::time::timeout(Duration::from_secs(5), nodes.watch(&probe, "0")).await {
+        Ok(Ok(_served)) => ObserveMode::WatchStreamed,
+        _ => ObserveMode::WatchPaged,
+    }
 }
 
 /// The cluster as a stream of timeline entries, stamped with `clock` when received.
@@ -256,7 +283,10 @@ where
     F: Fn(Seen<K>) -> Observation + Send + 'static,
 {
     match mode {
-        ObserveMode::Watch => watch(api, field_selector)
+        ObserveMode::Watch | ObserveMode::WatchPaged => watch(api, field_selector, false)
+            .map(move |(seen, since)| (wrap(seen), since))
+            .boxed(),
+        ObserveMode::WatchStreamed => watch(api, field_selector, true)
             .map(move |(seen, since)| (wrap(seen), since))
             .boxed(),
         ObserveMode::Poll { interval } => poll(api, field_selector, interval)
@@ -276,11 +306,15 @@ where
 pub(crate) fn watch<K>(
     api: Api<K>,
     field_selector: Option<String>,
+    streamed: bool,
 ) -> impl futures::Stream<Item = (Seen<K>, Option<Instant>)> + Send + 'static
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     let mut config = watcher::Config::default();
+    if streamed {
+        config = config.streaming_lists();
+    }
     if let Some(f) = field_selector {
         config = config.fields(&f);
     }

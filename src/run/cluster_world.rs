@@ -135,12 +135,18 @@ impl World for ClusterWorld<'_> {
         let p = self.prepared;
         let mut problems = Vec::new();
         let clock = Clock::new(timeline.zero(), timeline.wall_zero());
-        let stream = observe::observe(
-            p.client.clone(),
-            &p.scope,
-            clock,
-            self.settings.observe_mode,
-        );
+        let mode = observe::resolve_first_lists(&p.client, self.settings.observe_mode).await;
+        match mode {
+            observe::ObserveMode::WatchStreamed => {
+                timeline.note("observer: first lists streamed (sendInitialEvents)")
+            }
+            observe::ObserveMode::WatchPaged => timeline.note(
+                "observer: first lists in pages of 500 (the API server does not serve \
+                 streaming lists, or --observe watch-paged)",
+            ),
+            _ => {}
+        }
+        let stream = observe::observe(p.client.clone(), &p.scope, clock, mode);
         let sink = timeline.clone();
         let (ready_tx, ready) = tokio::sync::watch::channel(false);
         let observer = tokio::spawn(async move {

@@ -106,7 +106,14 @@ async fn run_once(
         Err(e) => return not_run(format!("setup: {e}")),
     };
     let resolved = match prepare::resolve(exp, &mut prepared, &settings.inventory).await {
-        Ok(()) => prepare::preflight_nodes(exp, &prepared).await,
+        Ok(()) => {
+            // The wait for heartbeats overlaps the nodes' pre-flight checks.
+            let (heard, preflight) = tokio::join!(
+                prepare::check_acted_on_nodes_heard(exp, &prepared),
+                prepare::preflight_nodes(exp, &prepared)
+            );
+            heard.and(preflight)
+        }
         Err(e) => Err(e),
     };
     match resolved {

@@ -213,7 +213,6 @@ pub(crate) async fn resolve(
         .collect();
     safety::check_blast_radius(exp, &targets, &control_plane, &prepared.cluster.timers)?;
     check_acted_on_nodes_healthy(exp, &targets, &nodes)?;
-    check_acted_on_nodes_heard(exp, &targets, prepared).await?;
     let feet = own_feet::OwnFeet {
         own_pod: own_feet::own_pod(&prepared.client)
             .await
@@ -304,11 +303,12 @@ fn check_acted_on_nodes_healthy(
 /// duration is allowed). A Ready condition alone can be a leftover of a kubelet that was
 /// just stopped or restarted (see `cluster::leases`), and the restored check would take it
 /// as the state to return to.
-async fn check_acted_on_nodes_heard(
+/// A run's own check (not `plan`'s: it waits), beside the pre-flight checks of the nodes.
+pub(crate) async fn check_acted_on_nodes_heard(
     exp: &Experiment,
-    targets: &ResolvedTargets,
     prepared: &Prepared,
-) -> Result<(), ClusterError> {
+) -> Result<(), RunError> {
+    let targets = &prepared.targets;
     let nodes = acted_on_in_band(exp, targets);
     if nodes.is_empty() {
         return Ok(());
@@ -329,7 +329,7 @@ async fn check_acted_on_nodes_heard(
                 .then(|| (s.name.clone(), target.clone()))
         })
         .unwrap_or_default();
-    Err(ClusterError::TargetNotHealthy {
+    Err(RunError::Cluster(ClusterError::TargetNotHealthy {
         step,
         target,
         node,
@@ -338,7 +338,7 @@ async fn check_acted_on_nodes_heard(
              leftover, not a running kubelet",
             lease.as_secs()
         ),
-    })
+    }))
 }
 /// The nodes steps act on in band or through their power (a kubelet stopped, a partition, a
 /// reboot, a power-off, a step's own command), each of which silences the node's heartbeat.
