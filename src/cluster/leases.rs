@@ -15,7 +15,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 
 /// Where kubelets keep their Leases.
-const NAMESPACE: &str = "kube-node-lease";
+pub(crate) const NAMESPACE: &str = "kube-node-lease";
 
 /// Time between two readings while waiting for a renewal.
 const POLL: Duration = Duration::from_millis(500);

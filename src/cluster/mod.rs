@@ -87,7 +87,7 @@ fn client_for(config: Config) -> Result<Client, ClusterError> {
 /// model needs for when the last heartbeat before a fault was. `None` when unreadable.
 pub async fn node_lease_seconds(client: &Client) -> Option<u64> {
     use k8s_openapi::api::coordination::v1::Lease;
-    let leases: kube::Api<Lease> = kube::Api::namespaced(client.clone(), "kube-node-lease");
+    let leases: kube::Api<Lease> = kube::Api::namespaced(client.clone(), leases::NAMESPACE);
     let list = leases
         .list(&kube::api::ListParams::default().limit(1))
         .await
