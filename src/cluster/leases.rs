@@ -72,6 +72,15 @@ pub(crate) fn unheard(since: &Marks, now: &Marks) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Keeps in `awaited` only the nodes `now` does not show heard from, and returns those with
+/// what was seen: a renewal seen once is proof enough, so a node heard from is never
+/// awaited again (a later unreadable Lease does not take it back).
+pub(crate) fn settle(awaited: &mut Marks, now: &Marks) -> Vec<(String, String)> {
+    let silent = unheard(awaited, now);
+    awaited.retain(|node, _| silent.iter().any(|(n, _)| n == node));
+    silent
+}
+
 /// Waits until every node of `nodes` has renewed its Lease since this call began, for at
 /// most `within`; returns those that did not, each with what was seen. A kubelet renews
 /// every quarter of its Lease duration, so a healthy node is heard from within that.
@@ -81,11 +90,11 @@ pub(crate) async fn wait_heard(
     within: Duration,
 ) -> Vec<(String, String)> {
     let started = tokio::time::Instant::now();
-    let since = read(client, nodes).await;
+    let mut awaited = read(client, nodes).await;
     loop {
         tokio::time::sleep(POLL).await;
-        let now = read(client, nodes).await;
-        let left = unheard(&since, &now);
+        let now = read(client, awaited.keys()).await;
+        let left = settle(&mut awaited, &now);
         if left.is_empty() || started.elapsed() >= within {
             return left;
         }
@@ -125,6 +134,25 @@ mod tests {
         assert_eq!(names, ["lease-gone", "now-unreadable", "stale"]);
         assert!(left[2].1.contains("still 2026-11-26 10:00:00"), "{left:?}");
         assert!(left[1].1.contains("connection refused"), "{left:?}");
+    }
+
+    #[test]
+    fn a_node_heard_from_once_is_not_awaited_again() {
+        let t0 = Ok(Some("t0".to_string()));
+        let mut awaited = marks(&[("w1", t0.clone()), ("w2", t0.clone())]);
+        let first = settle(
+            &mut awaited,
+            &marks(&[("w1", Ok(Some("t1".into()))), ("w2", t0.clone())]),
+        );
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert_eq!(awaited.keys().collect::<Vec<_>>(), ["w2"]);
+        // w1's Lease unreadable now: it was heard from already, and stays so.
+        let second = settle(
+            &mut awaited,
+            &marks(&[("w1", Err("timeout".into())), ("w2", Ok(Some("t2".into())))]),
+        );
+        assert!(second.is_empty(), "{second:?}");
+        assert!(awaited.is_empty());
     }
 
     #[test]

@@ -252,8 +252,7 @@ async fn check_from(
             ),
             leases::read(client, unheard.keys())
         );
-        let silent = leases::unheard(&unheard, &leases_now);
-        unheard.retain(|node, _| silent.iter().any(|(n, _)| n == node));
+        let silent = leases::settle(&mut unheard, &leases_now);
         let mut differences = match &after {
             Ok(after) => snapshot::differences(before, after),
             Err(e) => vec![format!("could not read the cluster: {e}")],
