@@ -88,7 +88,7 @@ fn one_case_per_verdict_with_counts() {
     assert!(
         message.contains(
             "the node failure model: faultline-lab/web-5d9c-aaaaa Terminating (evicted): \
-             predicted +41.2s … +56.3s (its toleration, 30s after the taint); observed +52.0s: \
+             predicted +46.2s … +61.3s (its toleration, 30s after the taint); observed +52.0s: \
              inside"
         ),
         "{message}"

@@ -677,7 +677,7 @@ mod tests {
         // kubelet stops at +0 s and starts at +80 s, after its pods' toleration ran out.
         for line in [
             "  lab-worker-1: Unknown +10.0s … +22.0s (grace period after the last lease renewal, at the next monitor pass)\n",
-            "  lab-worker-1 its pods (default toleration, ReplicaSet): Terminating (evicted) +40.0s … +52.1s (its toleration, 30s after the taint)\n",
+            "  lab-worker-1 its pods (default toleration, ReplicaSet): Terminating (evicted) +42.0s … +54.1s (its toleration, 30s after the taint)\n",
             "  lab-worker-1: Ready again from +80.0s (once it answers again (how fast it starts is not modelled))\n",
         ] {
             assert!(text.contains(line), "{line:?} missing from:\n{text}");
@@ -730,7 +730,7 @@ mod tests {
         assert!(
             text.contains(
                 "! the node failure model: lab-worker-1 tainted unreachable:NoExecute no sooner \
-                 than +10.0s (first in its zone's queue (0.1/s)), after this window closes at +5.0s"
+                 than +12.0s (first in its zone's queue (0.1/s)), after this window closes at +5.0s"
             ),
             "{text}"
         );

@@ -8,7 +8,9 @@
 //!   every `--node-monitor-period`; `tryUpdateNodeHealth` sets every node condition to
 //!   `Unknown` once nothing was heard from the node (its Lease renewed, or its status
 //!   changed) for `--node-monitor-grace-period`, and `MarkPodsNotReady` marks its pods not
-//!   Ready in the same pass; `doNoExecuteTaintingPass` (every 100 ms) adds the
+//!   Ready in the same pass; the node joins the taint queue at the next pass (each pass
+//!   decides on the Ready condition as it read it, before its own update), and
+//!   `doNoExecuteTaintingPass` (every 100 ms) adds the
 //!   `node.kubernetes.io/unreachable:NoExecute` taint through a per-zone token bucket
 //!   (`--node-eviction-rate`, burst 1); `handleDisruption` and `ComputeZoneState` set each
 //!   zone's state (full disruption: no Ready node; partial: more than 2 not Ready and at

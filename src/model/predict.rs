@@ -219,15 +219,18 @@ fn taint_spans(settings: &ControllerSettings, nodes: &[ModelNode], fates: &mut [
             ZoneState::Partial => settings.secondary_eviction_rate,
             ZoneState::Normal | ZoneState::Full => settings.eviction_rate,
         };
+        // The pass that sets Unknown decides on the condition as it read it (still True),
+        // so the node joins the queue at the next pass, one monitor period later.
+        let queued = unknown.shifted(settings.node_monitor_period);
         let (first, position) = {
-            let entry = first_in_zone.entry(zone).or_insert((unknown.earliest, 0));
+            let entry = first_in_zone.entry(zone).or_insert((queued.earliest, 0));
             let position = entry.1;
             entry.1 += 1;
             (entry.0, position)
         };
         let wait = Duration::from_secs_f64(position as f64 / rate);
-        let earliest = unknown.earliest.max(first + wait);
-        let latest = unknown.latest.map(|l| l + wait + TAINT_PASS);
+        let earliest = queued.earliest.max(first + wait);
+        let latest = queued.latest.map(|l| l + wait + TAINT_PASS);
         let span = Span { earliest, latest };
         fates[i].tainted = match (fates[i].outage.until, fates[i].outage.deleted) {
             (Some(back), _) if back <= earliest => Err(Rule::BackBeforeGrace),
