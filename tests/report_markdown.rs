@@ -189,7 +189,7 @@ fn the_recorded_run_reads_at_a_glance() {
     assert!(
         doc.items.iter().any(|i| i.starts_with(
             "web evicted between 30s and 40s: the node failure model: \
-             faultline-lab/web-5d9c-aaaaa Terminating (evicted): predicted +41.2s … +56.3s"
+             faultline-lab/web-5d9c-aaaaa Terminating (evicted): predicted +46.2s … +61.3s"
         )),
         "{:?}",
         doc.items
