@@ -184,6 +184,7 @@ fn node_state(ready: ConditionStatus, unreachable: bool) -> NodeState {
         ready_since: None,
         taints,
         unschedulable: false,
+        zone: None,
     }
 }
 

@@ -305,6 +305,11 @@ pub struct NodeState {
     pub taints: Vec<Taint>,
     /// `spec.unschedulable`.
     pub unschedulable: bool,
+    /// The node's zone as the node lifecycle controller groups nodes (region and zone
+    /// labels, `region/zone`); `None` when unlabelled. The node failure model needs it: a
+    /// zone's share of nodes down decides whether evictions go on, slow down or stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
 }
 
 /// A taint, without its value and time.

@@ -165,6 +165,7 @@ fn node(ready: u64, tainted: bool) -> NodeState {
             Vec::new()
         },
         unschedulable: false,
+        zone: None,
     }
 }
 

@@ -37,7 +37,8 @@ pub(super) fn settings(record: &RunRecord) -> ControllerSettings {
     }
 }
 
-/// Every node the run saw, Ready or not when first seen. Zones are not recorded: one.
+/// Every node the run saw, Ready or not when first seen, in its zone as first seen
+/// (records written before zones were recorded, and unlabelled nodes: zone "").
 pub(super) fn nodes(record: &RunRecord) -> Vec<ModelNode> {
     let mut out: Vec<ModelNode> = Vec::new();
     for e in &record.timeline.entries {
@@ -50,7 +51,7 @@ pub(super) fn nodes(record: &RunRecord) -> Vec<ModelNode> {
         {
             out.push(ModelNode {
                 name: name.clone(),
-                zone: String::new(),
+                zone: state.zone.clone().unwrap_or_default(),
                 ready: state.ready == ConditionStatus::True,
             });
         }

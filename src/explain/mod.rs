@@ -181,7 +181,20 @@ pub fn explain(record: &RunRecord) -> Explanation {
         let node_cut = cut(record, recorded, false);
         let pod_cut = cut(record, recorded, true);
         let mut terminating_at = None;
-        for p in predict(&settings, &nodes, &model_pods, std::slice::from_ref(outage)) {
+        // The other nodes silenced at the same time share its zones' states and queues.
+        let at_once: Vec<_> = std::iter::once(outage.clone())
+            .chain(
+                outages
+                    .iter()
+                    .map(|o| &o.outage)
+                    .filter(|o| o.node != outage.node && overlap(o, outage))
+                    .cloned(),
+            )
+            .collect();
+        let predictions = predict(&settings, &nodes, &model_pods, &at_once)
+            .into_iter()
+            .filter(|p| p.subject == outage.node || model_pods.iter().any(|m| m.name == p.subject));
+        for p in predictions {
             let pod = pods.iter().find(|r| r.model.name == p.subject);
             let workload = pod.and_then(|r| r.workload.clone());
             let cut_here = if pod.is_some() { pod_cut } else { node_cut };
@@ -221,10 +234,16 @@ pub fn explain(record: &RunRecord) -> Explanation {
             settings.node_lease_duration.as_secs()
         ));
     }
-    if !items.is_empty() {
-        assumed.push("one zone (the record holds no zone labels)".to_string());
+    if !items.is_empty() && nodes.iter().all(|n| n.zone.is_empty()) {
+        assumed.push("one zone (no node seen in the run has zone labels)".to_string());
     }
     Explanation { assumed, items }
+}
+
+/// Whether two outages were under way at the same time (one without an end lasts).
+fn overlap(a: &crate::model::Outage, b: &crate::model::Outage) -> bool {
+    let ends_after = |o: &crate::model::Outage, t: Duration| o.until.is_none_or(|u| u > t);
+    ends_after(a, b.from) && ends_after(b, a.from)
 }
 
 impl Explained {
@@ -264,7 +283,9 @@ impl Explanation {
             out.push_str("  no step silenced a node: the model predicts nothing for this run\n");
             return out;
         }
-        out.push_str(&format!("  assumed: {}\n", self.assumed.join("; ")));
+        if !self.assumed.is_empty() {
+            out.push_str(&format!("  assumed: {}\n", self.assumed.join("; ")));
+        }
         for item in &self.items {
             out.push_str(&format!("  {}\n", item.line()));
         }

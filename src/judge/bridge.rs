@@ -84,6 +84,7 @@ mod tests {
             ready_since: since,
             taints: Vec::new(),
             unschedulable: false,
+            zone: None,
         }
     }
 

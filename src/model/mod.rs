@@ -223,8 +223,9 @@ pub enum Rule {
     GracePeriod,
     /// The node answered again before the grace period ran out.
     BackBeforeGrace,
-    /// Taints are added through the zone's queue, at `rate` nodes a second; this node is
-    /// `position` in it (0: first).
+    /// Taints are added through the zone's queue, at `rate` nodes a second; at most
+    /// `position` nodes may be ahead of this one (0: first for certain; nodes queued at
+    /// overlapping times may go in either order, so the window covers every order).
     EvictionQueue {
         /// Nodes per second.
         rate: f64,

@@ -195,17 +195,22 @@ fn taint_spans(settings: &ControllerSettings, nodes: &[ModelNode], fates: &mut [
             .map_or("", |n| n.zone.as_str())
     };
 
-    // Per zone, the faulted nodes in the order they go Unknown.
-    let mut order: Vec<usize> = (0..fates.len())
-        .filter(|&i| fates[i].unknown.is_ok())
+    // The pass that sets Unknown decides on the condition as it read it (still True), so
+    // a node joins its zone's queue at the next pass, one monitor period later.
+    let queued: Vec<Option<Span>> = fates
+        .iter()
+        .map(|f| {
+            f.unknown
+                .as_ref()
+                .ok()
+                .map(|u| u.shifted(settings.node_monitor_period))
+        })
         .collect();
-    order.sort_by_key(|&i| fates[i].unknown.as_ref().map(|s| s.earliest).ok());
-    let mut first_in_zone: BTreeMap<String, (Duration, usize)> = BTreeMap::new();
-    for i in order {
-        let zone = zone_of(&fates[i].outage.node).to_string();
-        let Ok(unknown) = fates[i].unknown.clone() else {
+    for i in 0..fates.len() {
+        let Some(mine) = queued[i] else {
             continue;
         };
+        let zone = zone_of(&fates[i].outage.node).to_string();
         let (zone_state, size) = state(&zone);
         let rate = match zone_state {
             _ if all_full => {
@@ -219,24 +224,45 @@ fn taint_spans(settings: &ControllerSettings, nodes: &[ModelNode], fates: &mut [
             ZoneState::Partial => settings.secondary_eviction_rate,
             ZoneState::Normal | ZoneState::Full => settings.eviction_rate,
         };
-        // The pass that sets Unknown decides on the condition as it read it (still True),
-        // so the node joins the queue at the next pass, one monitor period later.
-        let queued = unknown.shifted(settings.node_monitor_period);
-        let (first, position) = {
-            let entry = first_in_zone.entry(zone).or_insert((queued.earliest, 0));
-            let position = entry.1;
-            entry.1 += 1;
-            (entry.0, position)
+        // The zone's queue takes one node per 1/rate seconds (burst 1). The nodes queued
+        // for certain before this one go first; those whose queueing may come first (their
+        // windows overlap) may or may not: the window spans both.
+        let others: Vec<Span> = (0..fates.len())
+            .filter(|&j| j != i && zone_of(&fates[j].outage.node) == zone)
+            .filter_map(|j| queued[j])
+            .collect();
+        let before = |a: &Span, b: &Span| a.latest.is_some_and(|l| l < b.earliest);
+        let certainly_ahead = others.iter().filter(|o| before(o, &mine)).count();
+        let turn = |n: usize| Duration::from_secs_f64(n as f64 / rate);
+        // One queued long before has had its turn by the time this one joins.
+        let still_queued = |o: &Span| {
+            o.latest
+                .is_none_or(|l| l + turn(others.len()) + TAINT_PASS >= mine.earliest)
         };
-        let wait = Duration::from_secs_f64(position as f64 / rate);
-        let earliest = queued.earliest.max(first + wait);
-        let latest = queued.latest.map(|l| l + wait + TAINT_PASS);
+        let maybe_ahead = others
+            .iter()
+            .filter(|o| !before(&mine, o) && still_queued(o))
+            .count();
+        let first = others
+            .iter()
+            .map(|o| o.earliest)
+            .chain([mine.earliest])
+            .min()
+            .unwrap_or(mine.earliest);
+        let earliest = mine.earliest.max(first + turn(certainly_ahead));
+        let latest = mine.latest.map(|l| l + turn(maybe_ahead) + TAINT_PASS);
         let span = Span { earliest, latest };
         fates[i].tainted = match (fates[i].outage.until, fates[i].outage.deleted) {
             (Some(back), _) if back <= earliest => Err(Rule::BackBeforeGrace),
             // No Node object left to taint.
             (_, Some(deleted)) if deleted <= earliest => Err(Rule::NodeDeleted),
-            _ => Ok((span, Rule::EvictionQueue { rate, position })),
+            _ => Ok((
+                span,
+                Rule::EvictionQueue {
+                    rate,
+                    position: maybe_ahead,
+                },
+            )),
         };
     }
 }

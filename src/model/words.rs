@@ -54,7 +54,7 @@ impl fmt::Display for Rule {
             Rule::EvictionQueue { rate, position } => {
                 write!(
                     f,
-                    "{position} node(s) ahead of it in its zone's queue at {rate}/s"
+                    "up to {position} node(s) ahead of it in its zone's queue at {rate}/s"
                 )
             }
             Rule::AllZonesDisrupted => {

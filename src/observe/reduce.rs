@@ -53,6 +53,35 @@ pub fn node_state(node: &Node) -> NodeState {
         ready_since,
         taints,
         unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+        zone: zone_key(node),
+    }
+}
+
+/// The node's zone as `pkg/controller/nodelifecycle` groups nodes (`GetZoneKey` in
+/// `k8s.io/component-helpers/node/topology`): the `topology.kubernetes.io` region and zone
+/// labels, or their deprecated `failure-domain.beta.kubernetes.io` forms; `region/zone`,
+/// the zone alone without a region, `None` without either.
+pub(crate) fn zone_key(node: &Node) -> Option<String> {
+    let labels = node.metadata.labels.as_ref()?;
+    let label = |name: &str, beta: &str| {
+        labels
+            .get(name)
+            .or_else(|| labels.get(beta))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let zone = label(
+        "topology.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/zone",
+    );
+    let region = label(
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/region",
+    );
+    match (region.is_empty(), zone.is_empty()) {
+        (true, true) => None,
+        (true, false) => Some(zone),
+        _ => Some(format!("{region}/{zone}")),
     }
 }
 
@@ -201,6 +230,37 @@ mod tests {
         assert_eq!(s.ready, ConditionStatus::True);
         assert!(s.taints.is_empty());
         assert!(!s.unschedulable);
+    }
+
+    #[test]
+    fn a_node_s_zone_is_its_region_and_zone_labels_or_their_beta_forms() {
+        let mut node: Node = load("node-ready.json");
+        assert_eq!(node_state(&node).zone, None, "unlabelled");
+        let labels = node.metadata.labels.get_or_insert_default();
+        labels.insert("topology.kubernetes.io/zone".into(), "eu-1a".into());
+        assert_eq!(zone_key(&node).as_deref(), Some("eu-1a"), "a zone alone");
+        let labels = node.metadata.labels.get_or_insert_default();
+        labels.insert(
+            "failure-domain.beta.kubernetes.io/region".into(),
+            "eu-1".into(),
+        );
+        assert_eq!(
+            zone_key(&node).as_deref(),
+            Some("eu-1/eu-1a"),
+            "beta region"
+        );
+        let labels = node.metadata.labels.get_or_insert_default();
+        labels.insert("topology.kubernetes.io/region".into(), "eu-2".into());
+        labels.remove("topology.kubernetes.io/zone");
+        labels.insert(
+            "failure-domain.beta.kubernetes.io/zone".into(),
+            "old".into(),
+        );
+        assert_eq!(
+            node_state(&node).zone.as_deref(),
+            Some("eu-2/old"),
+            "the GA region wins over the beta one, the beta zone stands in"
+        );
     }
 
     #[test]

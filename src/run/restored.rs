@@ -298,6 +298,7 @@ mod tests {
                     })
                     .collect(),
                 unschedulable: false,
+                zone: None,
             }),
         }
     }

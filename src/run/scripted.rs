@@ -522,6 +522,7 @@ expect:
             ready_since: None,
             taints: Vec::new(),
             unschedulable: false,
+            zone: None,
         }),
     };
     // Another node, Ready at the start, goes Unknown while the kubelet stop runs.

@@ -585,3 +585,45 @@ pub fn model_explains(s: &Scratch, name: &str) {
         "the lab's Lease duration is in the record"
     );
 }
+
+/// Zone labels (`topology.kubernetes.io/zone`) on lab nodes for as long as the value lives;
+/// dropped (also on a panic), the labels are removed again, so the other tests see the
+/// lab's nodes in one unlabelled zone as before.
+pub struct ZoneLabels {
+    nodes: Vec<String>,
+}
+
+impl ZoneLabels {
+    /// Labels each `(node, zone)`.
+    pub fn on(zones: &[(&str, &str)]) -> Self {
+        let guard = ZoneLabels {
+            nodes: zones.iter().map(|(n, _)| n.to_string()).collect(),
+        };
+        for (node, zone) in zones {
+            label_node(node, &format!("topology.kubernetes.io/zone={zone}"));
+        }
+        guard
+    }
+}
+
+impl Drop for ZoneLabels {
+    fn drop(&mut self) {
+        for node in &self.nodes {
+            label_node(node, "topology.kubernetes.io/zone-");
+        }
+    }
+}
+
+fn label_node(node: &str, label: &str) {
+    let out = Command::new(lab_dir().join("bin/kubectl"))
+        .arg("--kubeconfig")
+        .arg(lab_dir().join("kubeconfig"))
+        .args(["label", "node", node, "--overwrite", label])
+        .output()
+        .expect("run the lab's kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl label node {node} {label}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

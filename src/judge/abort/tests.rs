@@ -15,6 +15,7 @@ fn node(ready: ConditionStatus) -> Option<NodeState> {
         ready_since: None,
         taints: Vec::new(),
         unschedulable: false,
+        zone: None,
     })
 }
 

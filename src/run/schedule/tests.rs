@@ -81,6 +81,7 @@ fn node(t: &mut Timeline, at_ms: i64, ready: ConditionStatus) {
         ready_since: None,
         taints: Vec::new(),
         unschedulable: false,
+        zone: None,
     };
     push(
         t,
@@ -526,6 +527,7 @@ fn a_tripped_abort_condition_ends_the_run_and_its_hold_sets_the_wake_up() {
                     ready_since: None,
                     taints: Vec::new(),
                     unschedulable: false,
+                    zone: None,
                 }),
             },
         )
