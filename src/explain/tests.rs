@@ -256,6 +256,14 @@ fn every_committed_record_explains_without_a_deviation_it_cannot_name() {
     }
 }
 
+/// The explained taint of each silenced node.
+fn node_taints(e: &Explanation) -> Vec<&Explained> {
+    e.items
+        .iter()
+        .filter(|i| i.prediction.transition == Transition::NodeTainted)
+        .collect()
+}
+
 /// Two lab runs of `zone-outage` (two workers' kubelets stopped at once): with the workers
 /// labelled into zones each node is first in its own zone's queue and both were tainted
 /// together; unlabelled, one queue took them 10 s apart, in an order the model cannot know,
@@ -270,11 +278,7 @@ fn zones_from_the_record_give_each_zone_its_own_queue_and_nodes_down_together_ei
     };
     let (e, text) = taints("zones/two-zones.json");
     assert!(e.assumed.is_empty(), "{text}");
-    let tainted: Vec<&Explained> = e
-        .items
-        .iter()
-        .filter(|i| i.prediction.transition == Transition::NodeTainted)
-        .collect();
+    let tainted = node_taints(&e);
     assert_eq!(tainted.len(), 2, "{text}");
     for i in &tainted {
         assert_eq!(i.fit, Fit::Inside, "{text}");
@@ -288,11 +292,7 @@ fn zones_from_the_record_give_each_zone_its_own_queue_and_nodes_down_together_ei
         e.assumed.iter().any(|a| a.starts_with("one zone")),
         "{text}"
     );
-    let tainted: Vec<&Explained> = e
-        .items
-        .iter()
-        .filter(|i| i.prediction.transition == Transition::NodeTainted)
-        .collect();
+    let tainted = node_taints(&e);
     assert_eq!(tainted.len(), 2, "{text}");
     let seen: Vec<Duration> = tainted.iter().filter_map(|i| i.observed).collect();
     assert_eq!(seen.len(), 2, "{text}");
