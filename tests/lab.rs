@@ -1566,8 +1566,9 @@ async fn no_node_cordoned(client: &kube::Client) {
 /// Issue 28: zones, as the node lifecycle controller groups nodes. Two workers in two
 /// zones stopped together, a third zone healthy: each node is first in its own zone's taint
 /// queue, so both are tainted within a few seconds of each other (in one zone the second
-/// would wait 10 s, the queue's turn at 0.1/s). The record holds the zones and `explain`
-/// predicts with them: no "one zone" assumption, nothing outside the model.
+/// would wait 10 s, the queue's turn at 0.1/s). `plan` reads the zones from the API and
+/// the record holds them; both predict with them: no "one zone" assumption, nothing
+/// outside the model.
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn nodes_down_in_two_zones_are_tainted_together_each_first_in_its_zone_s_queue() {
@@ -1577,6 +1578,20 @@ async fn nodes_down_in_two_zones_are_tainted_together_each_first_in_its_zone_s_q
         ("lab-worker-2", "lab-b"),
         ("lab-worker-3", "lab-c"),
     ]);
+    // The plan reads the zones through the API too: each node first in its own queue.
+    let plan = s
+        .faultline(&["plan", "fixtures/experiments/lab/zone-outage.yaml"])
+        .output()
+        .expect("run faultline plan");
+    echo(&plan);
+    assert_eq!(plan.status.code(), Some(0), "the plan");
+    let text = String::from_utf8_lossy(&plan.stdout);
+    let first_in_zone = text
+        .lines()
+        .filter(|l| l.contains(": tainted") && l.contains("(first in its zone's queue"))
+        .count();
+    assert_eq!(first_in_zone, 2, "{text}");
+    assert!(!text.contains("one zone"), "{text}");
     let out = s.run("fixtures/experiments/lab/zone-outage.yaml", &[]);
     drop(zones);
     assert_eq!(out.status.code(), Some(0), "the run passed");

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::plan_predicted::KnownNodes;
 use super::{EXIT_ERROR, EXIT_OK};
 use crate::cluster::ClusterError;
 use crate::execute::Executor;
@@ -169,6 +170,8 @@ struct View<'a> {
     executor: &'a Executor,
     /// Whether an inventory was given: without one no node command can be shown.
     inventory_given: bool,
+    /// Every node and the nodes' Lease duration, when read through the API.
+    cluster_nodes: Option<(&'a [crate::model::ModelNode], Option<std::time::Duration>)>,
 }
 
 fn online(p: &Prepared) -> View<'_> {
@@ -193,6 +196,14 @@ fn online(p: &Prepared) -> View<'_> {
         targets: Targets::Resolved(p.targets.clone()),
         executor: &p.executor,
         inventory_given: true,
+        cluster_nodes: (!p.model_nodes.is_empty()).then(|| {
+            (
+                p.model_nodes.as_slice(),
+                p.cluster
+                    .node_lease_seconds
+                    .map(std::time::Duration::from_secs),
+            )
+        }),
     }
 }
 
@@ -221,6 +232,7 @@ fn offline_view<'a>(
         targets: Targets::Selectors(candidates(exp, inv)),
         executor,
         inventory_given,
+        cluster_nodes: None,
     }
 }
 
@@ -403,12 +415,16 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
         .iter()
         .map(|n| n.name.clone())
         .collect();
+    let known = match v.cluster_nodes {
+        Some((nodes, lease)) => KnownNodes::Cluster { nodes, lease },
+        None => KnownNodes::Inventory(&nodes),
+    };
     let predicted = super::plan_predicted::predicted(
         exp,
         (targets, resolved),
         &projected,
         &v.timers.timers,
-        &nodes,
+        known,
     );
     if let Some(p) = &predicted {
         out.push_str(&p.section());
@@ -688,6 +704,63 @@ mod tests {
             text.contains(
                 "its pods (default toleration, ReplicaSet): Terminating (evicted) never (the node answers again before the toleration runs out)"
             ),
+            "{text}"
+        );
+    }
+
+    /// The plan of `zone-outage` with every node read through the API: the zones as
+    /// labelled, or none.
+    fn zoned_plan(zones: [&str; 4]) -> String {
+        let inv = four_nodes();
+        let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
+        let executor = Executor::new(inv);
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/experiments/lab/zone-outage.yaml");
+        let exp = crate::experiment::load(&path).unwrap_or_else(|d| panic!("{d}"));
+        let nodes: Vec<crate::model::ModelNode> =
+            ["lab-worker-1", "lab-worker-2", "lab-worker-3", "lab-cp-1"]
+                .iter()
+                .zip(zones)
+                .map(|(name, zone)| crate::model::ModelNode {
+                    name: name.to_string(),
+                    zone: zone.to_string(),
+                    ready: true,
+                })
+                .collect();
+        let mut view = offline_view(&settings, &executor, "a test", &exp, true);
+        view.targets = Targets::Resolved(BTreeMap::from([(
+            "down".to_string(),
+            vec!["lab-worker-1".to_string(), "lab-worker-2".to_string()],
+        )]));
+        view.cluster_nodes = Some((&nodes, Some(std::time::Duration::from_secs(10))));
+        render(&exp, &view)
+    }
+
+    #[test]
+    fn with_the_cluster_s_nodes_the_plan_predicts_each_zone_s_own_queue() {
+        let text = zoned_plan(["lab-a", "lab-b", "lab-c", "lab-c"]);
+        assert!(
+            text.contains("predicted by the node failure model (docs/model.md):\n"),
+            "nothing assumed: {text}"
+        );
+        for node in ["lab-worker-1", "lab-worker-2"] {
+            let taint = text
+                .lines()
+                .find(|l| l.starts_with(&format!("  {node}: tainted")))
+                .unwrap_or_else(|| panic!("{node}'s taint: {text}"));
+            assert!(taint.contains("(first in its zone's queue"), "{taint}");
+        }
+        // Unlabelled, one queue takes both: one of them may wait a turn.
+        let text = zoned_plan(["", "", "", ""]);
+        assert!(
+            text.contains(
+                "predicted by the node failure model (docs/model.md; one zone (no node has \
+                 zone labels)):\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("up to 1 node(s) ahead of it in its zone's queue"),
             "{text}"
         );
     }

@@ -2,11 +2,13 @@
 //! ([`crate::model`]) says the cluster should do about each step that silences a node,
 //! from the timers in force and the schedule the experiment alone decides.
 //!
-//! The plan knows the nodes (inventory or cluster) but not the pods, so each node gets
-//! one line for a pod that tolerates the unreachable taint for the API server's default
-//! time and is owned by a ReplicaSet, the common case; a pod's own toleration moves its
-//! window by the difference. The kubelet's lease is not known here: the upstream default
-//! (40 s) is assumed, and said so.
+//! The plan knows the nodes but not the pods, so each node gets one line for a pod that
+//! tolerates the unreachable taint for the API server's default time and is owned by a
+//! ReplicaSet, the common case; a pod's own toleration moves its window by the difference.
+//! Offline the plan knows only the inventory's node names: the rest of the cluster stands
+//! as one Ready node, all in one zone, and the kubelet's lease is the upstream default
+//! (40 s), each said so. With the API it knows every node, its zone and whether it is
+//! Ready, and the Lease duration the nodes use, as a run's record does.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -80,12 +82,27 @@ fn outages(
     out
 }
 
+/// What a plan knows of the cluster's nodes.
+pub(super) enum KnownNodes<'a> {
+    /// Offline: the inventory's node names. The rest of the cluster is unknown.
+    Inventory(&'a [String]),
+    /// Through the API: every node (its zone and readiness) and the Lease duration the
+    /// nodes' kubelets use, when one could be read.
+    Cluster {
+        /// Every node of the cluster.
+        nodes: &'a [ModelNode],
+        /// `spec.leaseDurationSeconds` of a node's Lease.
+        lease: Option<Duration>,
+    },
+}
+
 /// What the model predicts for a plan: the settings it assumed and every prediction.
 pub(super) struct Predicted {
     /// The controller's settings (timers in force, lease assumed).
     pub settings: ControllerSettings,
-    /// Whether the targets are the run's nodes (not the first candidate of each).
-    pub resolved: bool,
+    /// What the predictions took for granted about the nodes and their heartbeat, for the
+    /// section's heading.
+    pub assumed: Vec<String>,
     /// Every prediction, per outage: the node, then the typical pod on it.
     pub predictions: Vec<Prediction>,
     /// Each reboot at a known offset, by node: silent for a boot time no plan knows.
@@ -122,35 +139,50 @@ pub(super) fn predicted(
     (targets, resolved): (&BTreeMap<String, Vec<String>>, bool),
     projected: &[Projected],
     timers: &ClusterTimers,
-    nodes: &[String],
+    known: KnownNodes<'_>,
 ) -> Option<Predicted> {
     let outages = outages(exp, targets, projected, resolved);
     let reboots = reboots(exp, targets, projected, resolved);
     if outages.is_empty() && reboots.is_empty() {
         return None;
     }
+    let defaults = ControllerSettings::default();
+    let lease = match &known {
+        KnownNodes::Cluster { lease, .. } => *lease,
+        KnownNodes::Inventory(_) => None,
+    };
     let settings = ControllerSettings {
         node_monitor_period: timers.node_monitor_period,
         node_monitor_grace_period: timers.node_monitor_grace_period,
         default_unreachable_toleration: timers.default_unreachable_toleration,
-        ..ControllerSettings::default()
+        node_lease_duration: lease.unwrap_or(defaults.node_lease_duration),
+        ..defaults
     };
-    let mut all: Vec<String> = nodes.to_vec();
-    all.extend(outages.iter().map(|o| o.node.clone()));
-    all.sort();
-    all.dedup();
-    // The inventory names the nodes faultline reaches, not the whole cluster: the rest
-    // stands as one Ready node, so a plan never predicts a disruption it cannot know of
-    // (every node it knows silenced would otherwise read as a fully disrupted cluster).
-    all.push(REST_OF_CLUSTER.to_string());
-    let model_nodes: Vec<ModelNode> = all
-        .into_iter()
-        .map(|name| ModelNode {
-            name,
-            zone: String::new(),
-            ready: true,
-        })
-        .collect();
+    let mut assumed = Vec::new();
+    if lease.is_none() {
+        assumed.push(format!(
+            "lease {}s assumed",
+            settings.node_lease_duration.as_secs()
+        ));
+    }
+    let model_nodes = match known {
+        KnownNodes::Inventory(names) => {
+            assumed.push("one zone".to_string());
+            assumed.push("the nodes the inventory does not name Ready".to_string());
+            inventory_nodes(names, &outages)
+        }
+        KnownNodes::Cluster { nodes, .. } => {
+            let zones: std::collections::BTreeSet<&str> =
+                nodes.iter().map(|n| n.zone.as_str()).collect();
+            if zones.iter().all(|z| z.is_empty()) {
+                assumed.push("one zone (no node has zone labels)".to_string());
+            }
+            nodes.to_vec()
+        }
+    };
+    if !resolved {
+        assumed.push("for the first candidate of each target".to_string());
+    }
     let pods: Vec<ModelPod> = outages
         .iter()
         .map(|o| ModelPod {
@@ -163,10 +195,29 @@ pub(super) fn predicted(
     let predictions = predict(&settings, &model_nodes, &pods, &outages);
     Some(Predicted {
         settings,
-        resolved,
+        assumed,
         predictions,
         reboots,
     })
+}
+
+/// The nodes of an offline plan: the inventory's and every silenced one, Ready, in one
+/// zone. The inventory names the nodes faultline reaches, not the whole cluster: the rest
+/// stands as one Ready node, so a plan never predicts a disruption it cannot know of
+/// (every node it knows silenced would otherwise read as a fully disrupted cluster).
+fn inventory_nodes(names: &[String], outages: &[Outage]) -> Vec<ModelNode> {
+    let mut all: Vec<String> = names.to_vec();
+    all.extend(outages.iter().map(|o| o.node.clone()));
+    all.sort();
+    all.dedup();
+    all.push(REST_OF_CLUSTER.to_string());
+    all.into_iter()
+        .map(|name| ModelNode {
+            name,
+            zone: String::new(),
+            ready: true,
+        })
+        .collect()
 }
 
 /// The subject standing for the pods on `node`.
@@ -177,16 +228,12 @@ pub(super) fn typical_pod(node: &str) -> String {
 impl Predicted {
     /// The plan's "predicted by the node failure model" section.
     pub(super) fn section(&self) -> String {
-        let mut out = format!(
-            "predicted by the node failure model (docs/model.md; lease {}s assumed, one zone, \
-             the nodes the inventory does not name Ready{}):\n",
-            self.settings.node_lease_duration.as_secs(),
-            if self.resolved {
-                ""
-            } else {
-                "; for the first candidate of each target"
-            }
-        );
+        let mut out = "predicted by the node failure model (docs/model.md".to_string();
+        if !self.assumed.is_empty() {
+            out.push_str("; ");
+            out.push_str(&self.assumed.join(", "));
+        }
+        out.push_str("):\n");
         for p in &self.predictions {
             out.push_str(&format!(
                 "  {}: {} {} ({})\n",

@@ -97,6 +97,9 @@ pub(crate) struct Prepared {
     /// Exec probe name → the pod it runs in (the workload's pod on the probe's node when
     /// targets were resolved); empty until [`resolve`] ran.
     pub exec_pods: BTreeMap<String, String>,
+    /// Every node as the node failure model takes it (its zone, whether it is Ready), for
+    /// the plan's predictions; empty until [`resolve`] ran.
+    pub model_nodes: Vec<crate::model::ModelNode>,
     /// The cluster, as the record states it (the timers in force with their sources).
     pub cluster: ClusterInfo,
     /// Why timers the cluster did not show were not read from it.
@@ -186,6 +189,7 @@ pub(crate) async fn prepare(
         targets: ResolvedTargets::new(),
         internal_ips: BTreeMap::new(),
         exec_pods: BTreeMap::new(),
+        model_nodes: Vec::new(),
         client,
         failover: connection.failover,
         api_url: connection.primary_url,
@@ -229,7 +233,19 @@ pub(crate) async fn resolve(
     prepared.exec_pods = exec_pods(exp, &targets, &prepared.client).await?;
     prepared.targets = targets;
     prepared.internal_ips = cluster::targets::internal_ips(&nodes);
+    prepared.model_nodes = nodes.iter().map(model_node).collect();
     Ok(())
+}
+
+/// A node as the node failure model takes it: its zone as the node lifecycle controller
+/// groups nodes, and whether it is Ready and untainted (a node the controller already
+/// counts as down is not Ready to it either).
+fn model_node(node: &Node) -> crate::model::ModelNode {
+    crate::model::ModelNode {
+        name: node.metadata.name.clone().unwrap_or_default(),
+        zone: crate::observe::reduce::zone_key(node).unwrap_or_default(),
+        ready: cluster::targets::health_problem(node).is_none(),
+    }
 }
 
 /// The pod each exec or logs probe works in: its workload's first pod on its target's node. Chosen
