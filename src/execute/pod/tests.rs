@@ -253,7 +253,7 @@ fn plan_shows_the_pod_and_the_host_command() {
 }
 
 #[test]
-fn the_openshift_profile_arms_its_restore_with_the_template_tested_on_kind() {
+fn the_openshift_profile_is_the_api_transport_with_oc_debug_s_image_and_restore() {
     // The API transport's default self-restore is the `openshift` profile's, so the kind
     // tests through the API exercise that profile's systemd-run timer on real systemd.
     let inv = Inventory::parse(
@@ -264,4 +264,14 @@ fn the_openshift_profile_arms_its_restore_with_the_template_tested_on_kind() {
     let a = inv.node("a").expect("a");
     assert_eq!(a.arm_restore.as_deref(), Some(SYSTEMD_ARM));
     assert_eq!(a.disarm_restore.as_deref(), Some(SYSTEMD_DISARM));
+    // It is the API transport, with `oc debug`'s image: no `oc` binary, no SSH.
+    let ex = crate::execute::Executor::new(inv);
+    assert_eq!(
+        ex.describe("a", &NodeOp::KubeletStop),
+        format!(
+            "api exec in a privileged pod on a (namespace {DEFAULT_NAMESPACE}, image \
+             image-registry.openshift-image-registry.svc:5000/openshift/tools:latest): nsenter \
+             -t 1 -m -u -i -n -p -- sh -c 'systemctl stop kubelet'"
+        )
+    );
 }
