@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::prepare::effective_context;
-use super::safety::check_context;
+use super::prepare::{IN_CLUSTER_CONTEXT, context_in_use, effective_context};
+use super::safety::{AllowList, check_context};
 use crate::cluster::ApiOverrides;
 use crate::inventory::{Inventory, InventoryError};
 
@@ -57,7 +57,12 @@ fn an_overridden_context_still_has_to_pass_the_inventorys_allow_list() {
     inv.apply_api_overrides(&overrides(None, Some("prod-east"), None));
     let in_use = effective_context(&inv).unwrap();
     assert_eq!(in_use, "prod-east");
-    let err = check_context(&in_use, &inv.cluster().allowed_contexts).unwrap_err();
+    let err = check_context(
+        &in_use,
+        &inv.cluster().allowed_contexts,
+        AllowList::Inventory,
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("prod-east"), "{err}");
 
     let mut inv = parse(ALLOW_LISTED).unwrap();
@@ -65,6 +70,7 @@ fn an_overridden_context_still_has_to_pass_the_inventorys_allow_list() {
     check_context(
         &effective_context(&inv).unwrap(),
         &inv.cluster().allowed_contexts,
+        AllowList::Inventory,
     )
     .unwrap();
 }
@@ -92,5 +98,49 @@ fn without_any_context_the_current_context_of_the_kubeconfig_list_is_checked() {
     // kubectl's merge: the first file to set current-context wins.
     let in_use = effective_context(&inv).unwrap();
     assert_eq!(in_use, "prod-east");
-    assert!(check_context(&in_use, &inv.cluster().allowed_contexts).is_err());
+    assert!(
+        check_context(
+            &in_use,
+            &inv.cluster().allowed_contexts,
+            AllowList::Inventory
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn in_a_pod_without_a_kubeconfig_the_context_is_in_cluster_and_an_inventory_must_allow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-kubeconfig");
+    let env = missing.display().to_string();
+    // An inventory written outside the cluster lists the context it was written from.
+    let mut inv = parse("cluster: {name: kind-a, allowedContexts: [kind-a]}\n").unwrap();
+    inv.apply_api_overrides(&overrides(None, None, Some(&env)));
+    assert_eq!(context_in_use(&inv, false), None, "outside a pod: none");
+    let in_use = context_in_use(&inv, true).unwrap();
+    assert_eq!(in_use, IN_CLUSTER_CONTEXT);
+    let err = check_context(
+        &in_use,
+        &inv.cluster().allowed_contexts,
+        AllowList::Inventory,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains(
+            "kube context `in-cluster` is not on the inventory's allow-list \
+             (cluster.allowedContexts) (kind-a); refusing to start. Add `in-cluster` to the \
+             inventory's cluster.allowedContexts"
+        ),
+        "{err}"
+    );
+    let mut inv =
+        parse("cluster: {name: kind-a, allowedContexts: [kind-a, in-cluster]}\n").unwrap();
+    inv.apply_api_overrides(&overrides(None, None, Some(&env)));
+    check_context(
+        &context_in_use(&inv, true).unwrap(),
+        &inv.cluster().allowed_contexts,
+        AllowList::Inventory,
+    )
+    .unwrap();
 }

@@ -4,6 +4,7 @@
 //! radius, and that every node a step acts on is in the inventory.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
@@ -110,15 +111,34 @@ pub(crate) struct Prepared {
     pub api_url: String,
 }
 
+/// The name the allow-lists know a run inside the cluster by: no kubeconfig, the pod's own
+/// ServiceAccount (`cluster.allowedContexts: [in-cluster]` allows it). An inventory written
+/// outside the cluster lists the context it was written from, which a Job does not have.
+pub(crate) const IN_CLUSTER_CONTEXT: &str = "in-cluster";
+
 /// The kube context a run will use: the inventory's (or `--context`'s, once applied), or
-/// the current one of the kubeconfig files in use.
+/// the current one of the kubeconfig files in use, or [`IN_CLUSTER_CONTEXT`] when there is
+/// none and faultline runs in a pod (the client then uses the in-cluster configuration).
 pub(crate) fn effective_context(inventory: &Inventory) -> Option<String> {
+    context_in_use(inventory, in_a_pod())
+}
+
+/// [`effective_context`], told whether faultline runs in a pod.
+pub(crate) fn context_in_use(inventory: &Inventory, in_a_pod: bool) -> Option<String> {
     if let Some(c) = inventory.context() {
         return Some(c.to_string());
     }
     cluster::kubeconfig::read_merged(inventory.kubeconfig())
         .ok()
         .and_then(|k| k.current_context)
+        .or_else(|| in_a_pod.then(|| IN_CLUSTER_CONTEXT.to_string()))
+}
+
+/// Whether the environment is a pod's, where the client falls back to the in-cluster
+/// configuration: the API server's address in the environment and a ServiceAccount token.
+fn in_a_pod() -> bool {
+    std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+        && Path::new("/var/run/secrets/kubernetes.io/serviceaccount/token").exists()
 }
 
 /// Runs the interlocks that need no workloads (context allow-list, journal) and connects;
@@ -133,8 +153,16 @@ pub(crate) async fn prepare(
     // inventory's (allowedContexts); an empty list allows any.
     let context = effective_context(inv);
     let in_use = context.as_deref().unwrap_or("(none)");
-    safety::check_context(in_use, &settings.allowed_contexts)?;
-    safety::check_context(in_use, &inv.cluster().allowed_contexts)?;
+    safety::check_context(
+        in_use,
+        &settings.allowed_contexts,
+        safety::AllowList::CommandLine,
+    )?;
+    safety::check_context(
+        in_use,
+        &inv.cluster().allowed_contexts,
+        safety::AllowList::Inventory,
+    )?;
 
     let journal = Journal::open(&settings.journal_path)?;
     let left = journal.active(&inv.cluster().name);

@@ -88,16 +88,19 @@ pub(crate) enum SafetyError {
         /// How the times were counted, as in [`SafetyError::TooManyNodesDown`].
         notes: String,
     },
-    /// The kube context is not on the allow-list.
+    /// The kube context is not on an allow-list.
     #[error(
-        "kube context `{context}` is not on the allow-list ({allowed}); refusing to start. \
-         Add it with --allow-context {context} if this is the cluster you mean"
+        "kube context `{context}` is not on {} ({allowed}); refusing to start. {}",
+        .list.name(),
+        .list.fix(context)
     )]
     ContextNotAllowed {
         /// Context in use.
         context: String,
         /// The list.
         allowed: String,
+        /// Which list refused it.
+        list: AllowList,
     },
 }
 
@@ -685,14 +688,49 @@ fn notes(down: &[&Outage]) -> String {
 
 /// Refuses a context that is not on a non-empty allow-list. An empty list allows any
 /// context (the inventory pins one anyway).
-pub(crate) fn check_context(context: &str, allowed: &[String]) -> Result<(), SafetyError> {
+pub(crate) fn check_context(
+    context: &str,
+    allowed: &[String],
+    list: AllowList,
+) -> Result<(), SafetyError> {
     if allowed.is_empty() || allowed.iter().any(|a| a == context) {
         Ok(())
     } else {
         Err(SafetyError::ContextNotAllowed {
             context: context.to_string(),
             allowed: allowed.join(", "),
+            list,
         })
+    }
+}
+
+/// The two allow-lists a run's kube context must pass, so a refusal says which to change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AllowList {
+    /// The operator's, on the command line (`--allow-context`).
+    CommandLine,
+    /// The inventory's `cluster.allowedContexts`.
+    Inventory,
+}
+
+impl AllowList {
+    fn name(self) -> &'static str {
+        match self {
+            AllowList::CommandLine => "the command line's allow-list (--allow-context)",
+            AllowList::Inventory => "the inventory's allow-list (cluster.allowedContexts)",
+        }
+    }
+
+    fn fix(self, context: &str) -> String {
+        match self {
+            AllowList::CommandLine => {
+                format!("Add --allow-context {context} if this is the cluster you mean")
+            }
+            AllowList::Inventory => format!(
+                "Add `{context}` to the inventory's cluster.allowedContexts if this is the \
+                 cluster you mean"
+            ),
+        }
     }
 }
 
@@ -1295,13 +1333,21 @@ mod tests {
 
     #[test]
     fn contexts_off_a_non_empty_allow_list_are_refused() {
-        assert_eq!(check_context("lab", &[]), Ok(()));
-        assert_eq!(check_context("lab", &["lab".into()]), Ok(()));
-        let err = check_context("prod", &["lab".into(), "kind".into()]);
+        assert_eq!(check_context("lab", &[], AllowList::Inventory), Ok(()));
+        assert_eq!(
+            check_context("lab", &["lab".into()], AllowList::Inventory),
+            Ok(())
+        );
+        let allowed = ["lab".to_string(), "kind".to_string()];
+        let err = check_context("prod", &allowed, AllowList::CommandLine);
+        assert!(err.unwrap_err().to_string().contains(
+            "(--allow-context) (lab, kind); refusing to start. Add --allow-context prod"
+        ));
+        let err = check_context("prod", &allowed, AllowList::Inventory);
         assert!(
             err.unwrap_err()
                 .to_string()
-                .contains("--allow-context prod")
+                .contains("Add `prod` to the inventory's cluster.allowedContexts")
         );
     }
 }
