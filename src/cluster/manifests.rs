@@ -23,6 +23,10 @@ pub struct AppliedObject {
     pub namespace: Option<String>,
     /// Object name.
     pub name: String,
+    /// A Namespace that existed before setup applied it: teardown leaves it, since what the
+    /// run did not make lives there (the Role that lets faultline act in it, when a Helm
+    /// chart or an administrator made the namespace for it).
+    pub kept: bool,
 }
 
 impl std::fmt::Display for AppliedObject {
@@ -35,6 +39,17 @@ impl std::fmt::Display for AppliedObject {
 }
 
 impl AppliedObject {
+    /// Whether it is a Namespace (core group).
+    fn is_namespace(&self) -> bool {
+        self.resource.group.is_empty() && self.resource.kind == "Namespace"
+    }
+
+    /// Whether teardown deletes it: everything setup applied but a Namespace that was
+    /// there before.
+    pub fn torn_down(&self) -> bool {
+        !self.kept
+    }
+
     fn api(&self, client: &Client) -> Api<DynamicObject> {
         match &self.namespace {
             Some(ns) => Api::namespaced_with(client.clone(), ns, &self.resource),
@@ -124,12 +139,20 @@ pub async fn apply_manifests(
                     })?;
             let namespace = namespace_of(&obj, &caps.scope);
             let name = obj.metadata.name.clone().unwrap_or_default();
-            let target = AppliedObject {
+            let mut target = AppliedObject {
                 resource,
                 namespace,
                 name,
+                kept: false,
             };
             let api = target.api(client);
+            if target.is_namespace() {
+                target.kept = api
+                    .get_opt(&target.name)
+                    .await
+                    .map_err(ClusterError::api(format!("reading {target}")))?
+                    .is_some();
+            }
             let mut waited = Duration::ZERO;
             loop {
                 match api.patch(&target.name, &params, &Patch::Apply(&obj)).await {
@@ -329,6 +352,34 @@ pub(crate) fn namespace_of(obj: &DynamicObject, scope: &Scope) -> Option<String>
 mod tests {
     use super::*;
     use crate::fixtures::load;
+
+    fn applied(group: &str, kind: &str, plural: &str, kept: bool) -> AppliedObject {
+        AppliedObject {
+            resource: ApiResource {
+                group: group.into(),
+                version: "v1".into(),
+                api_version: if group.is_empty() {
+                    "v1".into()
+                } else {
+                    format!("{group}/v1")
+                },
+                kind: kind.into(),
+                plural: plural.into(),
+            },
+            namespace: None,
+            name: "faultline-lab".into(),
+            kept,
+        }
+    }
+
+    #[test]
+    fn teardown_leaves_only_a_namespace_that_was_there_before_setup() {
+        assert!(applied("", "Namespace", "namespaces", false).is_namespace());
+        assert!(!applied("", "Namespace", "namespaces", true).torn_down());
+        assert!(applied("", "Namespace", "namespaces", false).torn_down());
+        assert!(!applied("apps", "Deployment", "deployments", false).is_namespace());
+        assert!(!applied("example.com", "Namespace", "namespaces", false).is_namespace());
+    }
 
     /// The refusal the lab's API server gave a pod applied right after its namespace.
     fn refused(code: u16, message: &str) -> kube::Error {

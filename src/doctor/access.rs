@@ -177,10 +177,12 @@ pub(crate) fn needed(experiments: &[Experiment]) -> Vec<Access> {
             match &probe.kind {
                 ProbeKind::Exec { workload, .. } => {
                     let why = format!("exec probe `{}` of {}", probe.name, exp.name);
-                    all.push(
-                        Access::new("create", "", "pods", Some(&workload.namespace), &why)
-                            .sub("exec"),
-                    );
+                    for verb in EXEC_VERBS {
+                        all.push(
+                            Access::new(verb, "", "pods", Some(&workload.namespace), &why)
+                                .sub("exec"),
+                        );
+                    }
                 }
                 ProbeKind::Logs { workload, .. } => {
                     let why = format!("logs probe `{}` of {}", probe.name, exp.name);
@@ -194,6 +196,11 @@ pub(crate) fn needed(experiments: &[Experiment]) -> Vec<Access> {
     }
     dedup(all)
 }
+
+/// The verbs an exec through the API needs on `pods/exec`: the API server authorizes
+/// kube-rs's WebSocket upgrade as `get` (v1.33 on kind refused a Job that held `create`
+/// alone), and SPDY connections and newer servers' WebSocket upgrades as `create`.
+pub(crate) const EXEC_VERBS: [&str; 2] = ["create", "get"];
 
 /// One entry per permission, keeping the first reason; a required use wins over an
 /// optional one.
@@ -284,6 +291,7 @@ mod tests {
         let got: Vec<String> = needed(&[e]).iter().map(Access::show).collect();
         for want in [
             "create pods/exec in namespace faultline-lab",
+            "get pods/exec in namespace faultline-lab",
             "get pods/log in namespace faultline-lab",
         ] {
             assert!(

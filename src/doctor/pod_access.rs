@@ -51,6 +51,12 @@ async fn one_namespace(
     for (verb, resource, sub, why) in [
         ("create", "pods", None, "the node-access pod"),
         ("create", "pods", Some("exec"), "each node command"),
+        (
+            "get",
+            "pods",
+            Some("exec"),
+            "each node command, over a WebSocket",
+        ),
         ("delete", "pods", None, "removing the pod after its command"),
     ] {
         let shown = match sub {

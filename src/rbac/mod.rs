@@ -133,13 +133,18 @@ pub(crate) fn transport(inv: &crate::inventory::Inventory) -> Vec<Access> {
             ns.clone(),
             "the node-access pod of a node command",
         ));
-        all.push(one(
-            "create",
-            "pods",
-            Some("exec"),
-            ns.clone(),
-            "each node command",
-        ));
+        // Exec over a WebSocket (kube-rs's way) is authorized as `get` on pods/exec by the
+        // API servers this was run against (v1.33 on kind refused a Job holding `create`
+        // alone); SPDY and newer servers ask `create`. Both are granted.
+        for verb in crate::doctor::access::EXEC_VERBS {
+            all.push(one(
+                verb,
+                "pods",
+                Some("exec"),
+                ns.clone(),
+                "each node command",
+            ));
+        }
         all.push(one(
             "delete",
             "pods",

@@ -223,6 +223,20 @@ fn the_api_transport_adds_its_pods_to_the_actor_and_ssh_adds_nothing() {
     for wanted in ["\"pods/exec\"", "\"create\"", "\"delete\""] {
         assert!(rules.contains(wanted), "{wanted} in {rules}");
     }
+    // Exec over a WebSocket is authorized as `get` (a Job with `create` alone was refused
+    // on kind), over SPDY and on newer servers as `create`: both.
+    let exec_verbs: Vec<String> = serde_json::to_value(pod_rules)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["resources"].to_string().contains("pods/exec"))
+        .flat_map(|r| r["verbs"].as_array().cloned().unwrap_or_default())
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    for verb in ["create", "get"] {
+        assert!(exec_verbs.iter().any(|v| v == verb), "{verb}: {rules}");
+    }
     let cluster = serde_json::to_string(&by_pod.cluster).unwrap();
     assert!(cluster.contains("\"namespaces\""), "{cluster}");
 

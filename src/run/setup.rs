@@ -90,15 +90,19 @@ pub(super) async fn setup(
 }
 
 /// Deletes what setup applied and waits for it to be gone, so the next experiment starts
-/// from a fresh, evenly spread layout.
+/// from a fresh, evenly spread layout. A Namespace that was there before setup stays
+/// (its objects from the manifests go): deleting it would take what the run did not make
+/// with it, such as the Role a scheduled run needs the next night.
 pub(super) async fn teardown(
     client: &kube::Client,
     applied: &[crate::cluster::AppliedObject],
 ) -> Result<(), String> {
-    crate::cluster::delete_objects(client, applied)
+    let applied: Vec<crate::cluster::AppliedObject> =
+        applied.iter().filter(|o| o.torn_down()).cloned().collect();
+    crate::cluster::delete_objects(client, &applied)
         .await
         .map_err(|e| e.to_string())?;
-    let left = crate::cluster::wait_objects_gone(client, applied, TEARDOWN_TIMEOUT)
+    let left = crate::cluster::wait_objects_gone(client, &applied, TEARDOWN_TIMEOUT)
         .await
         .map_err(|e| e.to_string())?;
     if left.is_empty() {
