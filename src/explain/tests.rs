@@ -228,7 +228,7 @@ fn fits_allow_a_second_of_slack_and_leave_open_windows_undecided() {
 fn every_committed_record_explains_without_a_deviation_it_cannot_name() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/records");
     let mut files = vec![];
-    for sub in ["", "upgrade/v1.31.4", "upgrade/v1.33.13", "zones"] {
+    for sub in ["", "upgrade/v1.31.4", "upgrade/v1.33.13", "zones", "kind"] {
         for f in std::fs::read_dir(dir.join(sub)).unwrap().flatten() {
             if f.path().extension().is_some_and(|x| x == "json") {
                 files.push(f.path());
