@@ -36,10 +36,13 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// A new, empty directory named after the time it was made.
+    /// A new, empty directory named after the time it was made and the test process (the
+    /// lab's and kind's suites run side by side in ci/test).
     pub fn new() -> Self {
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f");
-        let dir = repo().join("target/lab-reports").join(stamp.to_string());
+        let dir = repo()
+            .join("target/lab-reports")
+            .join(format!("{stamp}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("create the report directory");
         println!("reports and journal of this test: {}", dir.display());
         Scratch { dir }
