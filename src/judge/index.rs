@@ -10,7 +10,7 @@
 //! landed first); [`TimelineIndex::insert`] files them exactly where
 //! [`Timeline::insert`](crate::timeline::Timeline::insert) puts them, so an index fed entry
 //! by entry judges exactly as the index built from the finished timeline
-//! ([`TimelineIndex::of`]); `tests/judge_incremental.rs` checks it tick by tick.
+//! ([`TimelineIndex::of`]); `tests/local/judge_incremental.rs` checks it tick by tick.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

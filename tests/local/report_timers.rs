@@ -1,13 +1,11 @@
 //! Every report says where the timers came from, and marks an expectation whose bounds
 //! rest on an assumed one (issue 15: never resolve silently against assumed defaults).
 
-mod judge_support;
-
+use crate::judge_support::*;
 use faultline::experiment::model::{Check, Window};
 use faultline::experiment::parse_bound;
 use faultline::report::{html, junit, markdown, terminal};
 use faultline::timers::{ClusterReadings, Reading, StatedTimers, Timer, TimersInForce};
-use judge_support::*;
 
 /// The fixture record, its first expectation bounded by `grace + 10s`, with the grace
 /// period assumed and the tolerations read from the cluster.

@@ -2,13 +2,11 @@
 //! against a copy "made before an upgrade" in the test), its tolerance errors and reports;
 //! `report` and `rehearse` on a series file.
 
-mod records_support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::records_support::*;
 use faultline::judge::Outcome;
-use records_support::*;
 
 fn faultline(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_faultline"))

@@ -1,9 +1,7 @@
 //! The HTML page: lanes for every object, step lines, hatched gaps, escaped text.
 
-mod judge_support;
-
+use crate::judge_support::*;
 use faultline::report::html;
-use judge_support::*;
 
 #[test]
 fn one_lane_per_node_pod_and_workload() {
@@ -92,8 +90,6 @@ fn hostile_names_are_escaped() {
     assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
 }
 
-mod records_support;
-
 /// The x of the dashed line of step `step` in one SVG picture.
 fn step_x(svg: &str, step: &str) -> f64 {
     let label = format!(">{step} +0.0s</text>");
@@ -109,9 +105,9 @@ fn step_x(svg: &str, step: &str) -> f64 {
 
 #[test]
 fn a_comparison_draws_both_timelines_on_one_axis_from_their_fault_step() {
+    use crate::records_support::*;
     use faultline::compare::{Tolerance, compare};
     use faultline::series::Series;
-    use records_support::*;
     let base = fixture("kubelet-stop-within-toleration");
     // The same run, its setup 7 s slower: every offset later, the fault step too.
     let mut now = upgraded(base.clone(), "v1.34.1", 10_000);
@@ -148,8 +144,8 @@ fn a_comparison_draws_both_timelines_on_one_axis_from_their_fault_step() {
 
 #[test]
 fn a_series_page_has_a_column_per_run_and_every_runs_timeline() {
+    use crate::records_support::*;
     use faultline::judge::Outcome;
-    use records_support::*;
     let r = fixture("kubelet-stop-within-toleration");
     let s = series(vec![
         r.clone(),

@@ -1,9 +1,7 @@
 //! Recovery figures over recorded runs.
 
-mod judge_support;
-
+use crate::judge_support::*;
 use faultline::judge::figures;
-use judge_support::*;
 
 #[test]
 fn kubelet_stop_figures() {

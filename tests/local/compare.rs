@@ -3,14 +3,12 @@
 //! verdicts, figures that stop being observed, the score, experiments on one side only,
 //! and series files on disk.
 
-mod records_support;
-
+use crate::records_support::*;
 use faultline::compare::{
     Change, Comparison, FigureKind, Movement, NoiseFloor, Presence, Tolerance, compare, parse_spec,
 };
 use faultline::judge::Outcome;
 use faultline::series::{Reliability, Series, load_all};
-use records_support::*;
 
 const WITHIN: &str = "kubelet-stop-within-toleration";
 const PAST: &str = "kubelet-stop-past-toleration";

@@ -1,13 +1,11 @@
 //! The judge over probe results: `becomes`/`never` for probes like for nodes, and
 //! `downFor` as an outage budget, over hand-built timelines with probe events.
 
-mod judge_support;
-
+use crate::judge_support::*;
 use chrono::Utc;
 use faultline::experiment::model::*;
 use faultline::judge::{Outcome, Verdict, judge};
 use faultline::timeline::{Entry, Event, GapPhase, StepPhase, Timeline};
-use judge_support::*;
 
 const STOP: &str = "stop kubelet";
 

@@ -1,12 +1,10 @@
 //! JUnit output, parsed back with a strict XML parser.
 
-mod judge_support;
-
+use crate::judge_support::*;
 use faultline::judge::Outcome;
 use faultline::record::RunOutcome;
 use faultline::report::junit;
 use faultline::timeline::{Entry, Event};
-use judge_support::*;
 
 /// The test cases of the experiment's suite (the first one; the second holds the figures).
 fn cases<'a>(doc: &'a roxmltree::Document) -> Vec<roxmltree::Node<'a, 'a>> {
@@ -289,8 +287,6 @@ fn the_score_is_a_property_of_the_experiment_suite() {
     );
 }
 
-mod records_support;
-
 /// Every `<testcase>` of every suite as (suite, case, kind, message).
 fn all_cases(xml: &str) -> Vec<(String, String, String, String)> {
     let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
@@ -320,9 +316,9 @@ fn all_cases(xml: &str) -> Vec<(String, String, String, String)> {
 
 #[test]
 fn a_comparison_has_a_case_per_figure_failed_when_it_regressed() {
+    use crate::records_support::*;
     use faultline::compare::{Tolerance, compare};
     use faultline::series::Series;
-    use records_support::*;
     let base = fixture("kubelet-stop-within-toleration");
     let now = upgraded(base.clone(), "v1.34.1", 10_000);
     let c = compare(
@@ -390,9 +386,9 @@ fn a_comparison_has_a_case_per_figure_failed_when_it_regressed() {
 
 #[test]
 fn a_comparison_of_nothing_is_an_error_case_and_one_side_only_is_skipped() {
+    use crate::records_support::*;
     use faultline::compare::{Tolerance, compare};
     use faultline::series::Series;
-    use records_support::*;
     let c = compare(
         &[Series::single(fixture("node-deleted"))],
         &[Series::single(fixture("kubelet-stop-within-toleration"))],
@@ -417,8 +413,8 @@ fn a_comparison_of_nothing_is_an_error_case_and_one_side_only_is_skipped() {
 
 #[test]
 fn a_series_has_one_case_per_expectation_and_a_flaky_one_fails_saying_so() {
+    use crate::records_support::*;
     use faultline::judge::Outcome;
-    use records_support::*;
     let r = fixture("kubelet-stop-within-toleration");
     let s = series(vec![
         r.clone(),
@@ -558,7 +554,7 @@ fn suite_and_case_times(xml: &str) -> (f64, f64) {
 
 #[test]
 fn the_suite_time_is_the_run_s_wall_time_and_cases_keep_their_own() {
-    use records_support::*;
+    use crate::records_support::*;
     let r = fixture("kubelet-stop-past-toleration");
     // 15:10:41.582 to 15:13:05.151 in the record.
     let (suite, cases) = suite_and_case_times(&junit::render(&r));
@@ -576,7 +572,7 @@ fn the_suite_time_is_the_run_s_wall_time_and_cases_keep_their_own() {
 
 #[test]
 fn a_series_suite_lasts_from_the_first_run_s_start_to_the_last_run_s_end() {
-    use records_support::*;
+    use crate::records_support::*;
     let first = fixture("kubelet-stop-within-toleration");
     let mut second = first.clone();
     let later = chrono::Duration::seconds(100);

@@ -7,13 +7,11 @@
 //! running the tests may have no sudo, or a sudo that lets root through). sshd missing is a
 //! failure under `CI=true`, a printed skip otherwise.
 
-mod sshd_support;
-
 use std::fs;
 use std::net::TcpListener;
 use std::path::Path;
 
-use sshd_support::*;
+use crate::sshd_support::*;
 
 use faultline::doctor::{CheckKind, Depth, Finding, Needs, Status, check_node};
 use faultline::execute::Executor;

@@ -1,9 +1,7 @@
 //! Terminal lines and the summary table.
 
-mod judge_support;
-
+use crate::judge_support::*;
 use faultline::report::terminal::{entry_line, summary};
-use judge_support::*;
 
 #[test]
 fn entry_lines_read_as_changes() {
@@ -85,13 +83,11 @@ fn summary_lists_outcomes_figures_targets_and_verdict() {
     assert!(coloured.contains("\u{1b}[31;1mFAIL"));
 }
 
-mod records_support;
-
 #[test]
 fn a_comparison_lists_every_regression_one_per_line_and_ends_with_the_verdict() {
+    use crate::records_support::*;
     use faultline::compare::{Tolerance, compare};
     use faultline::series::Series;
-    use records_support::*;
     let base = fixture("kubelet-stop-past-toleration");
     let now = upgraded(base.clone(), "v1.34.1", 10_000);
     let c = compare(
@@ -175,8 +171,8 @@ fn a_comparison_lists_every_regression_one_per_line_and_ends_with_the_verdict() 
 
 #[test]
 fn a_series_summary_names_what_was_flaky() {
+    use crate::records_support::*;
     use faultline::judge::Outcome;
-    use records_support::*;
     let r = fixture("kubelet-stop-within-toleration");
     let s = series(vec![
         with_node_not_ready(r.clone(), 18_100),

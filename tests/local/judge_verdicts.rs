@@ -1,12 +1,10 @@
 //! The judge over recorded timelines: every check kind and window, quantifiers, per-pod
 //! toleration bounds, gaps, live (incomplete) runs, missing steps and capabilities.
 
-mod judge_support;
-
+use crate::judge_support::*;
 use faultline::experiment::model::*;
 use faultline::judge::{Outcome, Verdict, judge};
 use faultline::timeline::Timeline;
-use judge_support::*;
 
 const STOP: &str = "stop kubelet";
 

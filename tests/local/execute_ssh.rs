@@ -8,14 +8,12 @@
 //! root, `unshare` and `sudo`. What a test needs and cannot get (sshd, root, sudo) makes it
 //! print SKIP and return, except under `CI=true`, where it fails.
 
-mod sshd_support;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sshd_support::*;
+use crate::sshd_support::*;
 
 use faultline::execute::{ExecError, Executor, NodeOp};
 use faultline::inventory::Inventory;

@@ -1,11 +1,9 @@
 //! The JSON record round-trips, and the exit code follows the outcome.
 
-mod judge_support;
-
+use crate::judge_support::*;
 use faultline::judge::Outcome;
 use faultline::record::{RunOutcome, RunRecord};
 use faultline::report::{json, write_all};
-use judge_support::*;
 
 #[test]
 fn json_round_trip_is_lossless() {

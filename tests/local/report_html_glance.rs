@@ -3,12 +3,10 @@
 //! subject's lane, the faults shaded on the nodes they hit, the node named on pod lanes, a
 //! picture that scales to its page, and backticks as code.
 
-mod records_support;
-
+use crate::records_support::{fixture, repo};
 use faultline::judge::Outcome;
 use faultline::record::{RunOutcome, RunRecord};
 use faultline::report::html;
-use records_support::{fixture, repo};
 
 /// The recorded runs.
 const RECORDS: [&str; 4] = [
@@ -433,7 +431,7 @@ fn backticks_are_code_and_the_rest_stays_escaped() {
 fn a_series_page_writes_backticks_as_code_too() {
     let mut run = fixture("kubelet-stop-within-toleration");
     run.experiment.description = "start again after `grace + 5s` <b>".into();
-    let series = records_support::series(vec![run.clone(), run]);
+    let series = crate::records_support::series(vec![run.clone(), run]);
     let page = faultline::report::series::html::render(&series);
     assert!(page.contains("start again after <code>grace + 5s</code> &lt;b&gt;"));
 }

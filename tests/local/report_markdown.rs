@@ -1,15 +1,13 @@
 //! The Markdown summary, parsed back with a CommonMark parser with GitHub's tables, so a
 //! broken table or smuggled markup shows up as the reader would see it.
 
-mod judge_support;
-
 use std::process::Command;
 
+use crate::judge_support::*;
 use faultline::judge::Outcome;
 use faultline::record::RunOutcome;
 use faultline::report::markdown;
 use faultline::timeline::{Entry, Event as TimelineEvent};
-use judge_support::*;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 /// What a reader sees of a Markdown document.
@@ -368,13 +366,11 @@ fn the_report_command_renders_a_saved_record() {
     );
 }
 
-mod records_support;
-
 #[test]
 fn a_comparison_reads_as_tables_with_regressions_in_bold() {
+    use crate::records_support::*;
     use faultline::compare::{Tolerance, compare};
     use faultline::series::Series;
-    use records_support::*;
     let r = fixture("kubelet-stop-within-toleration");
     let baseline = series(vec![
         with_node_not_ready(r.clone(), 18_100),
@@ -453,8 +449,8 @@ fn a_comparison_reads_as_tables_with_regressions_in_bold() {
 
 #[test]
 fn a_series_shows_each_run_and_calls_flaky_flaky() {
+    use crate::records_support::*;
     use faultline::judge::Outcome;
-    use records_support::*;
     let r = fixture("kubelet-stop-within-toleration");
     let s = series(vec![
         r.clone(),
@@ -498,10 +494,10 @@ fn a_series_shows_each_run_and_calls_flaky_flaky() {
 
 #[test]
 fn several_experiments_have_an_overview_table_on_top_of_their_sections() {
+    use crate::records_support::fixture;
     use faultline::events::RunEvent;
     use faultline::report::subscribe::{Reporter, Summary};
     use faultline::series::Series;
-    use records_support::fixture;
     use std::sync::Arc;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("summary.md");
