@@ -727,3 +727,59 @@ async fn kind_api_transport_kill_9_during_a_kubelet_stop_the_hosts_timer_heals()
     no_node_access_pods_left().await;
     all_nodes_ready(&client, BACK).await;
 }
+
+/// Cluster DNS works on the offline kind cluster (CoreDNS built from its Go module by
+/// `ci/kind/build`): a pod resolves the API server's Service by its name and connects to it
+/// through the Service's address. agnhost's `connect` says `DNS` when the name does not
+/// resolve and exits non-zero on any failure.
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_services_resolve_by_name() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{DeleteParams, LogParams, PostParams};
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client().await, "default");
+    let name = format!("faultline-dns-check-{}", std::process::id());
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "check",
+                "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                "imagePullPolicy": "Never",
+                "args": ["connect", "kubernetes.default.svc.cluster.local:443", "--timeout=5s"],
+            }],
+        },
+    }))
+    .expect("the check pod");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create the check pod");
+    let mut phase = String::new();
+    for _ in 0..120 {
+        phase = pods
+            .get(&name)
+            .await
+            .expect("read the check pod")
+            .status
+            .and_then(|s| s.phase)
+            .unwrap_or_default();
+        if phase == "Succeeded" || phase == "Failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let log = pods
+        .logs(&name, &LogParams::default())
+        .await
+        .unwrap_or_else(|e| format!("(no log: {e})"));
+    pods.delete(&name, &DeleteParams::default().grace_period(0))
+        .await
+        .expect("delete the check pod");
+    assert_eq!(
+        phase, "Succeeded",
+        "a pod could not reach kubernetes.default.svc.cluster.local:443 by name: {log}"
+    );
+}
