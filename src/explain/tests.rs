@@ -256,6 +256,27 @@ fn every_committed_record_explains_without_a_deviation_it_cannot_name() {
     }
 }
 
+/// The kind library's committed runs (real kubelets, reached over `docker exec`, SSH and the
+/// API transport, and the chart's CronJob nights from inside the cluster): every transition
+/// the model decides falls inside its predicted window.
+#[test]
+fn every_decided_transition_of_the_kind_records_falls_inside_its_window() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/records/kind");
+    let mut decided = 0;
+    for f in std::fs::read_dir(dir).unwrap().flatten() {
+        for series in crate::series::load_all(&f.path()).unwrap() {
+            for r in series.runs() {
+                let e = explain(r);
+                for i in e.items.iter().filter(|i| i.fit != Fit::Undecided) {
+                    assert_eq!(i.fit, Fit::Inside, "{}: {}", f.path().display(), i.line());
+                    decided += 1;
+                }
+            }
+        }
+    }
+    assert!(decided >= 80, "{decided} decided transitions");
+}
+
 /// The explained taint of each silenced node.
 fn node_taints(e: &Explanation) -> Vec<&Explained> {
     e.items
