@@ -210,11 +210,21 @@ async fn an_api_server_restart_shows_as_a_gap_and_the_run_completes() {
         .expect("restart the API server");
     assert!(restarted.success());
     let status = child.wait().expect("wait");
+    let record = s.record("kubelet-stop-short");
+    // A restart slower than the grace period (a loaded machine: ci/test runs the kind chain
+    // beside this) leaves the nodes that talk only to that API server without a heartbeat,
+    // and the node lifecycle controller marks them Unknown: faultline's interlock then aborts
+    // the run, as it must, and undoes the fault. That is a completed run too (exit 2, the
+    // record written, nothing left); anything else that is not 0 or 1 is not.
+    let aborted_by_the_interlock = record.timeline.entries.iter().any(|e| {
+        matches!(&e.event, faultline::timeline::Event::Abort { condition, .. }
+            if condition.contains("not a target goes NotReady"))
+    });
     assert!(
-        matches!(status.code(), Some(0 | 1)),
+        matches!(status.code(), Some(0 | 1))
+            || (status.code() == Some(2) && aborted_by_the_interlock),
         "the run completed: {status:?}"
     );
-    let record = s.record("kubelet-stop-short");
     let gaps = record
         .timeline
         .entries
@@ -222,8 +232,17 @@ async fn an_api_server_restart_shows_as_a_gap_and_the_run_completes() {
         .filter(|e| matches!(e.event, faultline::timeline::Event::Gap { .. }))
         .count();
     assert!(gaps >= 2, "the gap is marked (began and ended): {gaps}");
+    let journal = std::fs::read_to_string(s.journal()).expect("the journal");
+    assert!(
+        !journal.contains("\"node\""),
+        "every fault undone, the journal empty: {journal}"
+    );
     let victim = &record.targets["victim"][0];
     wait_ready(&client, victim, BACK).await;
+    if aborted_by_the_interlock {
+        // The other nodes come back once their API server answers again.
+        all_nodes_ready(&client, BACK).await;
+    }
 }
 
 /// The node whose kubelet is stopped (asked over SSH).
