@@ -3,21 +3,11 @@
 //! `report` and `rehearse` on a series file.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use crate::cli::faultline;
 use crate::records_support::*;
 use faultline::judge::Outcome;
-
-fn faultline(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("faultline runs");
-    println!("{}", String::from_utf8_lossy(&out.stdout));
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    out
-}
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()

@@ -14,6 +14,7 @@ mod records_support;
 #[path = "../sshd_support/mod.rs"]
 mod sshd_support;
 
+mod cli;
 mod cli_flags;
 mod compare;
 mod compare_cli;

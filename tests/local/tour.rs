@@ -4,23 +4,13 @@
 //! docs/inventory.md lists, and `-n` on `validate` and `rehearse`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
+use crate::cli::faultline;
 use faultline::inventory::{CommandKey, PowerKey};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn faultline(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("faultline runs");
-    println!("{}", String::from_utf8_lossy(&out.stdout));
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    out
 }
 
 /// The commands of the README's tour: the `sh` block after the `<!-- tour -->` marker,
