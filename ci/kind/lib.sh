@@ -43,11 +43,12 @@ ensure_packages() {
 engine_answers() { docker info >/dev/null 2>&1; }
 
 # The node image's tag: Kubernetes version plus a hash of everything that goes into it
-# (the node/ files, the build script, the pinned versions), so a change rebuilds it.
+# (the node/ files, CoreDNS's module, the build script, the pinned versions), so a change
+# rebuilds it.
 node_image_tag() {
   local h
   h=$(cat "$KIND_LIB_DIR/build" "$KIND_LIB_DIR/versions.env" "$KIND_REPO/ci/lab/versions.env" \
-        $(find "$KIND_LIB_DIR/node" -type f | sort) | sha256sum | cut -c1-12)
+        $(find "$KIND_LIB_DIR/node" "$KIND_LIB_DIR/coredns" -type f | sort) | sha256sum | cut -c1-12)
   printf 'faultline-kind/node:%s-%s' "$K8S_VERSION" "$h"
 }
 
