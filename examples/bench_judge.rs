@@ -185,6 +185,7 @@ fn node_state(ready: ConditionStatus, unreachable: bool) -> NodeState {
         taints,
         unschedulable: false,
         zone: None,
+        shutting_down: false,
     }
 }
 

@@ -310,6 +310,12 @@ pub struct NodeState {
     /// zone's share of nodes down decides whether evictions go on, slow down or stop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
+    /// The kubelet reports a graceful node shutdown under way: Ready False with the message
+    /// `node is shutting down`, posted from the moment logind announces the shutdown until
+    /// the kubelet dies. Tells an OS shutdown the kubelet handles from a node that just
+    /// stopped answering.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shutting_down: bool,
 }
 
 /// A taint, without its value and time.

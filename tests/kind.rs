@@ -94,6 +94,60 @@ async fn kind_non_graceful_shutdown() {
     shipped_experiment_passes_on_kind("non-graceful-shutdown").await;
 }
 
+/// Graceful node shutdown against a hard power-off of the same node (item 5 of "every real
+/// cluster"). ci/kind/up turns graceful node shutdown on in every kubelet (20 s). An OS
+/// shutdown (`systemctl poweroff` in the node) reaches the kubelet through logind: the node
+/// says it is shutting down, its pods end, and their replacements, the StatefulSet pod's
+/// included, run elsewhere within seconds. `docker stop` of the same node (power-off) never
+/// tells the kubelet: the node just goes silent and the same pods are kept.
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_graceful_shutdown_moves_the_pods_a_power_off_of_the_same_node_strands() {
+    let graceful = shipped_experiment_passes_on_kind("graceful-shutdown").await;
+    let node = victim_of(&graceful);
+    let reported_shutdown = |record: &faultline::record::RunRecord| {
+        record.timeline.entries.iter().any(|e| {
+            matches!(&e.event, faultline::timeline::Event::Node { name, after: Some(s), .. }
+                if *name == node && s.shutting_down)
+        })
+    };
+    assert!(reported_shutdown(&graceful), "{node} reported the shutdown");
+    let moved = graceful.figures.replacement_ready_ms.expect("replacements");
+    assert!(
+        moved < 20_000,
+        "replaced before the grace period: {moved} ms"
+    );
+
+    // The shipped power-off experiment, its victim pinned to the same node by name.
+    let shipped =
+        std::fs::read_to_string(repo().join("experiments/power-off-within-toleration.yaml"))
+            .expect("read the power-off experiment");
+    let pinned = shipped
+        .replace(
+            "    runningPodsOf: deployment/web\n",
+            &format!("    names: [{node}]\n"),
+        )
+        .replace("../fixtures/", &format!("{}/fixtures/", repo().display()));
+    assert_ne!(pinned, shipped, "the victim is pinned");
+    let hard = shipped_experiment_passes_on_kind_as("power-off-within-toleration", |s, _| {
+        let path = s
+            .journal()
+            .with_file_name("power-off-within-toleration.yaml");
+        std::fs::write(&path, &pinned).expect("write the pinned experiment");
+        s.run(&path.display().to_string(), &[])
+    })
+    .await;
+    assert_eq!(victim_of(&hard), node, "the same node");
+    assert!(
+        !reported_shutdown(&hard),
+        "a power cut is never announced to the kubelet"
+    );
+    assert_eq!(
+        hard.figures.replacement_ready_ms, None,
+        "nothing replaced before power-on"
+    );
+}
+
 #[tokio::test]
 #[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
 async fn kind_reboot_restarts_containers_in_place() {
@@ -726,4 +780,60 @@ async fn kind_api_transport_kill_9_during_a_kubelet_stop_the_hosts_timer_heals()
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
     no_node_access_pods_left().await;
     all_nodes_ready(&client, BACK).await;
+}
+
+/// Cluster DNS works on the offline kind cluster (CoreDNS built from its Go module by
+/// `ci/kind/build`): a pod resolves the API server's Service by its name and connects to it
+/// through the Service's address. agnhost's `connect` says `DNS` when the name does not
+/// resolve and exits non-zero on any failure.
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_services_resolve_by_name() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{DeleteParams, LogParams, PostParams};
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client().await, "default");
+    let name = format!("faultline-dns-check-{}", std::process::id());
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "check",
+                "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                "imagePullPolicy": "Never",
+                "args": ["connect", "kubernetes.default.svc.cluster.local:443", "--timeout=5s"],
+            }],
+        },
+    }))
+    .expect("the check pod");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create the check pod");
+    let mut phase = String::new();
+    for _ in 0..120 {
+        phase = pods
+            .get(&name)
+            .await
+            .expect("read the check pod")
+            .status
+            .and_then(|s| s.phase)
+            .unwrap_or_default();
+        if phase == "Succeeded" || phase == "Failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let log = pods
+        .logs(&name, &LogParams::default())
+        .await
+        .unwrap_or_else(|e| format!("(no log: {e})"));
+    pods.delete(&name, &DeleteParams::default().grace_period(0))
+        .await
+        .expect("delete the check pod");
+    assert_eq!(
+        phase, "Succeeded",
+        "a pod could not reach kubernetes.default.svc.cluster.local:443 by name: {log}"
+    );
 }

@@ -830,6 +830,15 @@ mod tests {
                     "{text}"
                 );
             }
+            if name == "graceful-shutdown.yaml" {
+                assert!(
+                    text.contains(
+                        "shut down at +0.0s: with graceful node shutdown on its kubelet, \
+                         ShuttingDown at once"
+                    ),
+                    "{text}"
+                );
+            }
             // Every shipped experiment that faults a worker at a known offset has a
             // prediction (the control-plane one needs a control-plane node in the inventory).
             if name != "control-plane-node-down.yaml" {

@@ -107,19 +107,22 @@ pub(super) struct Predicted {
     pub predictions: Vec<Prediction>,
     /// Each reboot at a known offset, by node: silent for a boot time no plan knows.
     pub reboots: Vec<(String, Duration)>,
+    /// Each OS shutdown at a known offset, by node: its kubelet may end its pods first,
+    /// for as long as its own `shutdownGracePeriod`, which no plan knows.
+    pub shutdowns: Vec<(String, Duration)>,
 }
 
-/// The reboots the schedule decides: each machine-restarting step that takes its node
-/// down, on each of its nodes (the first candidate when targets are not resolved).
-fn reboots(
+/// The steps the schedule decides whose action `kind` picks, on each of their nodes (the
+/// first candidate when targets are not resolved), with their offsets.
+fn steps_at(
     exp: &Experiment,
-    targets: &BTreeMap<String, Vec<String>>,
+    (targets, resolved): (&BTreeMap<String, Vec<String>>, bool),
     projected: &[Projected],
-    resolved: bool,
+    kind: impl Fn(&crate::experiment::model::Action) -> bool,
 ) -> Vec<(String, Duration)> {
     let mut out = Vec::new();
     for (i, step) in exp.steps.iter().enumerate() {
-        if !(fault::restarts_machine(&step.action) && fault::takes_node_down(&step.action)) {
+        if !kind(&step.action) {
             continue;
         }
         let Some(at) = step_offset(projected, i) else {
@@ -131,7 +134,8 @@ fn reboots(
     out
 }
 
-/// The predictions, or `None` when no step silences a node at a known offset.
+/// The predictions, or `None` when no step silences, reboots or shuts down a node at a
+/// known offset.
 /// `resolved`: the targets are the run's nodes, not candidates (then the first candidate
 /// stands in).
 pub(super) fn predicted(
@@ -142,8 +146,14 @@ pub(super) fn predicted(
     known: KnownNodes<'_>,
 ) -> Option<Predicted> {
     let outages = outages(exp, targets, projected, resolved);
-    let reboots = reboots(exp, targets, projected, resolved);
-    if outages.is_empty() && reboots.is_empty() {
+    // A reboot: a machine-restarting step that takes its node down.
+    let reboots = steps_at(exp, (targets, resolved), projected, |a| {
+        fault::restarts_machine(a) && fault::takes_node_down(a)
+    });
+    let shutdowns = steps_at(exp, (targets, resolved), projected, |a| {
+        fault::info(a).kubelet_ends_pods
+    });
+    if outages.is_empty() && reboots.is_empty() && shutdowns.is_empty() {
         return None;
     }
     let defaults = ControllerSettings::default();
@@ -198,6 +208,7 @@ pub(super) fn predicted(
         assumed,
         predictions,
         reboots,
+        shutdowns,
     })
 }
 
@@ -253,6 +264,19 @@ impl Predicted {
                  {}; its pods stay on it either way until a taint's toleration runs out\n",
                 crate::model::words::offset(*at),
                 quiet.as_secs_f64(),
+                crate::model::words::offset(*at + quiet)
+            ));
+        }
+        // A graceful shutdown: the kubelet's own period decides when it falls silent.
+        for (node, at) in &self.shutdowns {
+            out.push_str(&format!(
+                "  {node}: shut down at {}: with graceful node shutdown on its kubelet, \
+                 ShuttingDown at once, its pods Terminated and replaced within its \
+                 shutdownGracePeriod (the kubelet's setting, which the API does not show), \
+                 then Unknown no sooner than {} (the grace period after its last lease \
+                 renewal, counted from when the kubelet stops); without it, as after a \
+                 power-off\n",
+                crate::model::words::offset(*at),
                 crate::model::words::offset(*at + quiet)
             ));
         }

@@ -413,6 +413,11 @@ pub enum Action {
     PowerOff,
     /// Power the node on, always out of band.
     PowerOn,
+    /// Shut the node's operating system down from inside (the inventory's `powerOff`
+    /// command, `systemctl poweroff`): systemd asks logind first, so a kubelet configured
+    /// for graceful node shutdown ends its pods before the machine goes off, where
+    /// `power-off` cuts the power from outside. Powered on again out of band.
+    Shutdown,
     /// Cut the node off from the API server.
     Partition,
     /// Undo a partition.
@@ -717,6 +722,9 @@ pub enum NodeStateMatch {
     Unknown,
     /// Ready condition False (the kubelet reports itself unhealthy).
     ReadyFalse,
+    /// Ready condition False because the kubelet handles a graceful node shutdown (its
+    /// message says `node is shutting down`).
+    ShuttingDown,
     /// Carries a taint with this key (and effect, if given).
     Tainted {
         /// Taint key.
@@ -747,6 +755,10 @@ pub enum PodStateMatch {
     /// Phase Failed: every container ended and one failed, or the kubelet ended the pod
     /// itself (a graceful node shutdown, an eviction for node pressure) and said why.
     Failed,
+    /// Phase Succeeded or Failed: the pod's containers have ended for good and the object
+    /// stays until something deletes it. A graceful node shutdown leaves pods so: Failed,
+    /// or Succeeded (kubectl's `Completed`) when every container exits 0 on SIGTERM.
+    Terminated,
     /// The pod object no longer exists.
     Gone,
 }

@@ -87,8 +87,33 @@ pub(super) struct RecordedOutage {
     pub fault: Action,
 }
 
-/// Each silencing step carried out on a node, from the moment it finished until the first
-/// later action on the node that undoes it (a planned step or the safety net's undo).
+/// When the step whose `Finished` entry is `entries[finished]` was issued on its node: a
+/// fault can take hold while its command still runs (`docker stop` returns once the node's
+/// systemd has finished shutting it down, or after its 10 s timeout; the kubelet stopped in
+/// the first second), so an outage starts when the command does. The finish time when no
+/// issue entry is recorded.
+fn issued_at(entries: &[Entry], finished: usize) -> i64 {
+    let Event::Step {
+        step: name,
+        node: target,
+        ..
+    } = &entries[finished].event
+    else {
+        return entries[finished].offset_ms;
+    };
+    entries[..finished]
+        .iter()
+        .rev()
+        .find(|e| {
+            matches!(&e.event, Event::Step { step, node, phase: StepPhase::Issued, .. }
+                if step == name && node == target)
+        })
+        .map_or(entries[finished].offset_ms, |e| e.offset_ms)
+}
+
+/// Each silencing step carried out on a node, from the moment it was issued until the
+/// first later action on the node that undoes it (a planned step or the safety net's undo)
+/// finished.
 pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
     let entries = &record.timeline.entries;
     let done = |e: &Entry| match &e.event {
@@ -104,12 +129,13 @@ pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
     };
     let mut out: Vec<RecordedOutage> = Vec::new();
     for (i, e) in entries.iter().enumerate() {
-        let Some((node, fault_action, from)) = done(e) else {
+        let Some((node, fault_action, _finished)) = done(e) else {
             continue;
         };
         if !fault::silences_node(&fault_action) {
             continue;
         }
+        let from = issued_at(entries, i);
         // A node already down (a second step on it) keeps its first outage.
         if out
             .iter()

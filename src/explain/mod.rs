@@ -280,7 +280,18 @@ impl Explanation {
             record.experiment.name, record.cluster.name, record.run_id
         );
         if self.items.is_empty() {
-            out.push_str("  no step silenced a node: the model predicts nothing for this run\n");
+            let shutdowns = record
+                .experiment
+                .steps
+                .iter()
+                .any(|s| crate::experiment::fault::info(&s.action).kubelet_ends_pods);
+            out.push_str(if shutdowns {
+                "  no step silenced a node: the model predicts nothing for this run (an OS \
+                 shutdown is not modelled: a kubelet with graceful node shutdown ends its pods \
+                 first, for as long as its own shutdownGracePeriod, which the API does not show)\n"
+            } else {
+                "  no step silenced a node: the model predicts nothing for this run\n"
+            });
             return out;
         }
         if !self.assumed.is_empty() {

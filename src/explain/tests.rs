@@ -277,6 +277,38 @@ fn every_decided_transition_of_the_kind_records_falls_inside_its_window() {
     assert!(decided >= 80, "{decided} decided transitions");
 }
 
+/// A power-off whose command took 10 s (`docker stop` waited its timeout for the node's
+/// systemd) while the kubelet stopped in the first second: the outage starts when the
+/// command was issued, so the node going Unknown 20.8 s after it, with power-on at 25 s,
+/// is inside its window (from the command's end, the model said "never").
+#[test]
+fn an_outage_starts_when_its_command_was_issued_not_when_it_returned() {
+    let r = record("kind/power-off-ten-seconds-to-stop.json");
+    let e = explain(&r);
+    let text = e.render(&r);
+    let unknown = e
+        .items
+        .iter()
+        .find(|i| i.prediction.transition == Transition::NodeUnknown)
+        .expect("the node's Unknown");
+    assert_eq!(unknown.fit, Fit::Inside, "{text}");
+    assert_eq!(e.unexplained().count(), 0, "{text}");
+}
+
+/// A graceful shutdown (kind, kubelet `shutdownGracePeriod: 20s`) is no outage the model
+/// predicts, and `explain` says why rather than only that nothing was silenced.
+#[test]
+fn an_os_shutdown_is_said_to_be_outside_the_model() {
+    let r = record("kind/graceful-shutdown.json");
+    let e = explain(&r);
+    assert!(e.items.is_empty());
+    assert!(
+        e.render(&r).contains("an OS shutdown is not modelled"),
+        "{}",
+        e.render(&r)
+    );
+}
+
 /// The explained taint of each silenced node.
 fn node_taints(e: &Explanation) -> Vec<&Explained> {
     e.items

@@ -85,6 +85,7 @@ mod tests {
             taints: Vec::new(),
             unschedulable: false,
             zone: None,
+            shutting_down: false,
         }
     }
 

@@ -71,6 +71,7 @@ fn node_holds(m: &NodeStateMatch, s: Option<&NodeState>) -> bool {
         NodeStateMatch::NotReady => s.ready != ConditionStatus::True,
         NodeStateMatch::Unknown => s.ready == ConditionStatus::Unknown,
         NodeStateMatch::ReadyFalse => s.ready == ConditionStatus::False,
+        NodeStateMatch::ShuttingDown => s.shutting_down,
         NodeStateMatch::Tainted { key, effect } => s
             .taints
             .iter()
@@ -91,6 +92,7 @@ fn pod_holds(m: PodStateMatch, s: Option<&PodState>) -> bool {
         PodStateMatch::NotReady => !s.ready,
         PodStateMatch::Terminating => s.terminating,
         PodStateMatch::Failed => s.phase == "Failed",
+        PodStateMatch::Terminated => matches!(s.phase.as_str(), "Failed" | "Succeeded"),
         PodStateMatch::Gone => false,
     }
 }
@@ -110,6 +112,9 @@ pub fn node_label(s: Option<&NodeState>) -> String {
         return "gone".to_string();
     };
     let mut out = format!("Ready {:?}", s.ready);
+    if s.shutting_down {
+        out.push_str(" (shutting down)");
+    }
     if !s.taints.is_empty() {
         let taints: Vec<String> = s
             .taints
@@ -170,6 +175,7 @@ pub fn state_name(state: &StateMatch) -> String {
             NodeStateMatch::NotReady => "NotReady".into(),
             NodeStateMatch::Unknown => "Unknown".into(),
             NodeStateMatch::ReadyFalse => "ReadyFalse".into(),
+            NodeStateMatch::ShuttingDown => "ShuttingDown".into(),
             NodeStateMatch::Tainted { key, effect } => match effect {
                 Some(e) => format!("Tainted({}:{e})", short_taint(key)),
                 None => format!("Tainted({})", short_taint(key)),
@@ -225,5 +231,18 @@ mod tests {
             !pod_holds(PodStateMatch::Failed, None),
             "a pod that is gone is not Failed"
         );
+    }
+
+    #[test]
+    fn terminated_is_either_terminal_phase() {
+        // A graceful node shutdown leaves pods Failed, or Succeeded when every container
+        // exits 0 on SIGTERM (the pause containers of the kind run did).
+        for phase in ["Failed", "Succeeded"] {
+            assert!(pod_holds(PodStateMatch::Terminated, Some(&pod(phase))));
+        }
+        for phase in ["Running", "Pending", "Unknown"] {
+            assert!(!pod_holds(PodStateMatch::Terminated, Some(&pod(phase))));
+        }
+        assert!(!pod_holds(PodStateMatch::Terminated, None));
     }
 }

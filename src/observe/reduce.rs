@@ -13,6 +13,11 @@ use crate::timeline::{ConditionStatus, NodeState, PodState, Taint, WorkloadState
 /// Taint key the node lifecycle controller sets when it stops hearing from a kubelet.
 pub(crate) const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
 
+/// What the kubelet's node shutdown manager puts in the Ready condition's message while a
+/// graceful node shutdown is under way (`pkg/kubelet/nodeshutdown`, v1.33); the message
+/// may list other errors beside it.
+const SHUTTING_DOWN: &str = "node is shutting down";
+
 /// Reduces a Node to its Ready condition, taints and schedulability.
 ///
 /// A missing Ready condition is `Unknown`: the kubelet has never reported, which is what
@@ -54,6 +59,10 @@ pub fn node_state(node: &Node) -> NodeState {
         taints,
         unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
         zone: zone_key(node),
+        shutting_down: ready == ConditionStatus::False
+            && condition
+                .and_then(|c| c.message.as_deref())
+                .is_some_and(|m| m.contains(SHUTTING_DOWN)),
     }
 }
 
@@ -274,6 +283,22 @@ mod tests {
                 taint(UNREACHABLE_TAINT, "NoSchedule")
             ]
         );
+    }
+
+    /// Recorded from a kind worker (kubelet v1.33.13, `shutdownGracePeriod: 20s`) a moment
+    /// after `systemctl poweroff` ran in it.
+    #[test]
+    fn a_node_whose_kubelet_handles_a_graceful_shutdown_is_shutting_down() {
+        let s = node_state(&load("node-shutting-down.json"));
+        assert_eq!(s.ready, ConditionStatus::False);
+        assert!(s.shutting_down);
+        for other in [
+            "node-ready.json",
+            "node-unreachable.json",
+            "node-notready-cordoned.json",
+        ] {
+            assert!(!node_state(&load(other)).shutting_down, "{other}");
+        }
     }
 
     #[test]

@@ -299,6 +299,7 @@ mod tests {
                     .collect(),
                 unschedulable: false,
                 zone: None,
+                shutting_down: false,
             }),
         }
     }

@@ -523,6 +523,7 @@ expect:
             taints: Vec::new(),
             unschedulable: false,
             zone: None,
+            shutting_down: false,
         }),
     };
     // Another node, Ready at the start, goes Unknown while the kubelet stop runs.

@@ -166,6 +166,7 @@ fn node(ready: u64, tainted: bool) -> NodeState {
         },
         unschedulable: false,
         zone: None,
+        shutting_down: false,
     }
 }
 

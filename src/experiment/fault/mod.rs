@@ -119,6 +119,10 @@ pub(crate) struct ActionInfo {
     /// Repairs what a fault broke rather than breaking something: the recovery figures are
     /// measured from the first step that is not a repair.
     pub(crate) repairs: bool,
+    /// The node's kubelet may end its pods itself before the node goes silent (a graceful
+    /// node shutdown), after a delay its `shutdownGracePeriod` decides and the API does not
+    /// show: the node failure model ([`crate::model`]) predicts nothing for it.
+    pub(crate) kubelet_ends_pods: bool,
     /// How faultline checks, after the step, that the fault took effect (and, for a fault
     /// that lasts, that nothing else undid it before its planned end).
     pub(crate) proof: Proof,
@@ -299,6 +303,7 @@ impl ActionKind {
             ActionKind::Reboot => Action::Reboot,
             ActionKind::PowerOff => Action::PowerOff,
             ActionKind::PowerOn => Action::PowerOn,
+            ActionKind::Shutdown => Action::Shutdown,
             ActionKind::Partition => Action::Partition,
             ActionKind::Heal => Action::Heal,
             ActionKind::Cordon => Action::Cordon,
@@ -325,6 +330,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::KubeletInactive,
                 api: &[],
             },
@@ -337,6 +343,7 @@ impl ActionKind {
                 brings_node_back: true,
                 restarts_machine: false,
                 repairs: true,
+                kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
             },
@@ -350,6 +357,7 @@ impl ActionKind {
                 brings_node_back: true,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
             },
@@ -362,6 +370,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: true,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::BootIdChanged,
                 api: &[],
             },
@@ -374,6 +383,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::PoweredOff,
                 api: &[],
             },
@@ -386,7 +396,21 @@ impl ActionKind {
                 brings_node_back: true,
                 restarts_machine: true,
                 repairs: true,
+                kubelet_ends_pods: false,
                 proof: Proof::None,
+                api: &[],
+            },
+            ActionKind::Shutdown => &ActionInfo {
+                name: "shutdown",
+                via: Via::Node(NodeOp::PowerOff),
+                inverse: Inverse::Action(Action::PowerOn),
+                also_undoes: None,
+                takes_node_down: true,
+                brings_node_back: false,
+                restarts_machine: false,
+                repairs: false,
+                kubelet_ends_pods: true,
+                proof: Proof::PoweredOff,
                 api: &[],
             },
             ActionKind::Partition => &ActionInfo {
@@ -398,6 +422,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::HeartbeatStopped,
                 api: &[],
             },
@@ -410,6 +435,7 @@ impl ActionKind {
                 brings_node_back: true,
                 restarts_machine: false,
                 repairs: true,
+                kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
             },
@@ -422,6 +448,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
             },
@@ -434,6 +461,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::Unschedulable,
                 api: PATCH_NODE,
             },
@@ -446,6 +474,7 @@ impl ActionKind {
                 brings_node_back: true,
                 restarts_machine: false,
                 repairs: true,
+                kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: PATCH_NODE,
             },
@@ -458,6 +487,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::Unschedulable,
                 api: DRAIN,
             },
@@ -470,6 +500,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::NodeGone,
                 api: DELETE_NODE,
             },
@@ -482,6 +513,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: DELETE_PODS,
             },
@@ -494,6 +526,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: DELETE_PVC,
             },
@@ -506,6 +539,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: false,
+                kubelet_ends_pods: false,
                 proof: Proof::Tainted,
                 api: PATCH_NODE,
             },
@@ -518,6 +552,7 @@ impl ActionKind {
                 brings_node_back: false,
                 restarts_machine: false,
                 repairs: true,
+                kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: PATCH_NODE,
             },
@@ -562,12 +597,13 @@ pub(crate) fn undoes(action: &Action, fault: &Action) -> bool {
 /// Whether the action silences the node towards the control plane until it is undone (its
 /// Lease stops being renewed): the faults the node failure model ([`crate::model`]) starts
 /// an outage at. Read from the row's proof; a reboot comes back by itself, after a boot
-/// time nothing knows in advance, so it is not one.
+/// time nothing knows in advance, so it is not one, and neither is a shutdown whose
+/// kubelet ends its pods first ([`ActionInfo::kubelet_ends_pods`]).
 pub(crate) fn silences_node(action: &Action) -> bool {
     matches!(
         proof(action),
         Proof::KubeletInactive | Proof::HeartbeatStopped | Proof::PoweredOff
-    )
+    ) && !info(action).kubelet_ends_pods
 }
 
 /// Whether the action takes the node out of service (counts against the blast radius).
@@ -633,6 +669,7 @@ mod tests {
             Action::Reboot,
             Action::PowerOff,
             Action::PowerOn,
+            Action::Shutdown,
             Action::Partition,
             Action::Heal,
             Action::Run {
@@ -687,6 +724,7 @@ mod tests {
                 "reboot",
                 "power-off",
                 "power-on",
+                "shutdown",
                 "partition",
                 "heal",
                 "run",
@@ -712,6 +750,7 @@ mod tests {
         let faults = [
             Action::KubeletStop,
             Action::PowerOff,
+            Action::Shutdown,
             Action::Partition,
             Action::Cordon,
             Action::Drain,
@@ -781,12 +820,23 @@ mod tests {
         assert_eq!(proof(&Action::Partition), Proof::HeartbeatStopped);
         assert_eq!(proof(&Action::PowerOff), Proof::PoweredOff);
         assert_eq!(proof(&Action::Reboot), Proof::BootIdChanged);
+        assert_eq!(proof(&Action::Shutdown), Proof::PoweredOff);
+    }
+
+    #[test]
+    fn a_shutdown_whose_kubelet_ends_its_pods_is_not_modelled_as_silence() {
+        assert!(silences_node(&Action::PowerOff));
+        assert!(!silences_node(&Action::Shutdown));
+        assert!(takes_node_down(&Action::Shutdown));
+        assert_eq!(inverse(&Action::Shutdown), Some(Action::PowerOn));
     }
 
     #[test]
     fn node_operations_behind_actions() {
         assert_eq!(node_op(&Action::Reboot), Some(NodeOp::Reboot));
         assert_eq!(node_op(&Action::PowerOff), Some(NodeOp::PowerOff));
+        // An OS shutdown is always the node's own command, even with `power.off` set.
+        assert_eq!(node_op(&Action::Shutdown), Some(NodeOp::PowerOff));
         assert_eq!(node_op(&Action::KubeletStop), Some(NodeOp::KubeletStop));
         assert_eq!(
             node_op(&Action::Run {

@@ -16,6 +16,7 @@ fn node(ready: ConditionStatus) -> Option<NodeState> {
         taints: Vec::new(),
         unschedulable: false,
         zone: None,
+        shutting_down: false,
     })
 }
 

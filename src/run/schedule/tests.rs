@@ -82,6 +82,7 @@ fn node(t: &mut Timeline, at_ms: i64, ready: ConditionStatus) {
         taints: Vec::new(),
         unschedulable: false,
         zone: None,
+        shutting_down: false,
     };
     push(
         t,
@@ -528,6 +529,7 @@ fn a_tripped_abort_condition_ends_the_run_and_its_hold_sets_the_wake_up() {
                     taints: Vec::new(),
                     unschedulable: false,
                     zone: None,
+                    shutting_down: false,
                 }),
             },
         )
