@@ -1092,10 +1092,17 @@ impl Executor {
                 let Some(pid) = armed.pid else {
                     return Ok(false);
                 };
+                // A process caught inside exec (it was armed a moment ago and is still
+                // becoming setsid, nohup, sh) shows an empty command line: look again for
+                // up to 2 s before saying it is gone. Any other command line without the
+                // token is a recycled pid, left alone at once.
                 format!(
-                    "if tr '\\0' ' ' </proc/{pid}/cmdline 2>/dev/null | grep -q -- {m}; then \
-                     kill -TERM -- -{pid} 2>/dev/null || kill -TERM {pid}; echo disarmed; \
-                     else echo gone; fi",
+                    "r=gone; i=0; while [ $i -lt 20 ]; do \
+                     c=$(tr '\\0' ' ' </proc/{pid}/cmdline 2>/dev/null); \
+                     if printf '%s' \"$c\" | grep -q -- {m}; then \
+                     kill -TERM -- -{pid} 2>/dev/null || kill -TERM {pid}; r=disarmed; break; fi; \
+                     [ -z \"$c\" ] && [ -d /proc/{pid} ] || break; i=$((i+1)); sleep 0.1; done; \
+                     echo $r",
                     m = marker(&armed.token)
                 )
             }

@@ -77,7 +77,9 @@ pub(super) fn first(
     cut: Duration,
 ) -> Option<Duration> {
     // Entries are in offset order: start at `from` without reading what comes before.
-    let start = entries.partition_point(|e| at(e.offset_ms) < from);
+    // What was listed before the run began (negative offsets) never counts, even for an
+    // outage issued at the very start.
+    let start = entries.partition_point(|e| e.offset_ms < 0 || at(e.offset_ms) < from);
     entries[start..]
         .iter()
         .map(|e| (at(e.offset_ms), e))
@@ -112,6 +114,7 @@ impl<'a> Replacements<'a> {
         let found = self
             .entries
             .iter()
+            .skip_while(|e| e.offset_ms < 0)
             .map(|e| (at(e.offset_ms), e))
             .skip_while(|(t, _)| *t < since)
             .take_while(|(t, _)| *t <= cut)
