@@ -309,6 +309,9 @@ impl World for ClusterWorld<'_> {
 
     async fn before_undo(&mut self, action: &Action, nodes: &[&str]) {
         self.proofs.settle(action, nodes).await;
+    }
+
+    async fn mark_before_undo(&mut self, nodes: &[&str]) {
         // Read before the undo: while the fault holds the kubelet cannot renew, so any
         // renewal seen later came after the undo.
         let watched = self.before.as_ref().map(|b| &b.heartbeats);

@@ -256,6 +256,8 @@ impl World for Recorded {
         Ok(())
     }
 
+    async fn mark_before_undo(&mut self, _: &[&str]) {}
+
     async fn before_undo(&mut self, _: &Action, _: &[&str]) {}
 
     async fn stop_proofs(&mut self) {}

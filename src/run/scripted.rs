@@ -210,6 +210,11 @@ impl World for Scripted {
         Ok(())
     }
 
+    async fn mark_before_undo(&mut self, nodes: &[&str]) {
+        let at = self.timeline.as_ref().map_or(-1, SharedTimeline::offset_ms);
+        self.log(format!("mark {} at {at}", nodes.join(",")));
+    }
+
     async fn before_undo(&mut self, _: &Action, _: &[&str]) {}
 
     async fn stop_proofs(&mut self) {}
@@ -351,6 +356,39 @@ async fn a_planned_run_injects_undoes_and_leaves_the_journal_empty() {
     assert_eq!(out.end, Some(End::Observed { all_decided: false }));
     assert_eq!((h.journaled(), out.left_journaled), (0, 0));
     assert!(out.errors.is_empty(), "{:?}", out.errors);
+}
+
+/// The undo's Lease marks are read when the undo is armed ahead, since the kubelet stop it
+/// undoes holds by then: the API round trip is not part of the undo's lateness. The fault
+/// step itself reads none.
+#[tokio::test(start_paused = true)]
+async fn an_undo_is_marked_when_armed_ahead_not_when_it_is_due() {
+    let h = Harness::new(STOP_START);
+    let mut world = Scripted::default();
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    let marks: Vec<&String> = calls.iter().filter(|c| c.starts_with("mark ")).collect();
+    assert_eq!(marks.len(), 1, "{calls:#?}");
+    let mark = calls
+        .iter()
+        .position(|c| c.starts_with("mark a at "))
+        .unwrap();
+    assert!(
+        index_of(&calls, "done stop on a: Ok(())") < mark,
+        "{calls:#?}"
+    );
+    assert!(mark < index_of(&calls, "act start on a"), "{calls:#?}");
+    let marked_ms: i64 = calls[mark]
+        .trim_start_matches("mark a at ")
+        .parse()
+        .unwrap();
+    let issued_ms = out.issued_ms[1].expect("start issued");
+    assert!(
+        marked_ms <= issued_ms - 2_000,
+        "marked at {marked_ms} ms, issued at {issued_ms} ms"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -5,7 +5,7 @@
 //! of that offset; then the action starts on every node together. What each node did then
 //! settles the ledger. Every effect goes through the run's [`World`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -66,6 +66,11 @@ pub(super) struct Steps<'a> {
     timeline: SharedTimeline,
     /// Timed steps armed ahead of their due offset.
     armed_ahead: ArmedAhead,
+    /// Undo steps whose nodes were marked ([`World::mark_before_undo`]) when they were
+    /// armed ahead, because every fault they undo already held then.
+    marked_ahead: BTreeSet<usize>,
+    /// Steps whose action is over on every node.
+    done: BTreeSet<usize>,
     /// Step index → the offset it is due at, for steps with a fixed time.
     fixed_due_ms: BTreeMap<usize, i64>,
 }
@@ -82,6 +87,8 @@ impl<'a> Steps<'a> {
             targets,
             timeline,
             armed_ahead: ArmedAhead::new(),
+            marked_ahead: BTreeSet::new(),
+            done: BTreeSet::new(),
             fixed_due_ms: BTreeMap::new(),
         }
     }
@@ -118,9 +125,50 @@ impl<'a> Steps<'a> {
             let armed = self
                 .arm_step(index, world, ledger, restore_after(), errors)
                 .await;
+            // An undo whose faults all hold already is marked now, so reading the marks
+            // (an API round trip) is not part of the step's lateness when it comes due:
+            // while a fault holds, nothing it silenced renews anything.
+            if armed.is_ok() {
+                let (undone, holding) = self.undone_nodes(index, ledger);
+                if !undone.is_empty() && holding {
+                    let undone: Vec<&str> = undone.iter().map(String::as_str).collect();
+                    world.mark_before_undo(&undone).await;
+                    self.marked_ahead.insert(index);
+                }
+            }
             self.armed_ahead.insert(index, armed);
         }
         !soon.is_empty()
+    }
+
+    /// The nodes on which step `index` undoes a fault in place, and whether every such
+    /// fault holds: its step is over and it silences its node, so nothing on the node
+    /// renews its Lease until the undo.
+    fn undone_nodes(&self, index: usize, ledger: &Ledger) -> (Vec<String>, bool) {
+        let step = &self.exp.steps[index];
+        let mut nodes: Vec<String> = Vec::new();
+        let mut holding = true;
+        for node in self.step_nodes(index).into_iter().flatten() {
+            let undone: Vec<_> = ledger
+                .active()
+                .iter()
+                .filter(|f| f.node == node && faults::undoes(&step.action, &f.fault))
+                .collect();
+            if undone.is_empty() {
+                continue;
+            }
+            holding &= undone.iter().all(|f| {
+                faults::silences_node(&f.fault)
+                    && self
+                        .exp
+                        .steps
+                        .iter()
+                        .position(|s| s.name == f.step)
+                        .is_some_and(|i| self.done.contains(&i))
+            });
+            nodes.push(node);
+        }
+        (nodes, holding)
     }
 
     /// Arms the step's fault on all of its nodes at once, all or nothing, after the world
@@ -212,6 +260,13 @@ impl<'a> Steps<'a> {
         let nodes = self.step_nodes(index);
         // The planned undo is not something else undoing the fault.
         let named: Vec<&str> = nodes.iter().flatten().map(String::as_str).collect();
+        if !self.marked_ahead.remove(&index) {
+            let (undone, _) = self.undone_nodes(index, ledger);
+            if !undone.is_empty() {
+                let undone: Vec<&str> = undone.iter().map(String::as_str).collect();
+                world.mark_before_undo(&undone).await;
+            }
+        }
         world.before_undo(&step.action, &named).await;
         let this = &*self;
         let shared = &*world;
@@ -302,6 +357,7 @@ impl<'a> Steps<'a> {
                 ok = false;
             }
         }
+        self.done.insert(index);
         scheduler.finished(index, self.timeline.offset_ms(), ok);
         ok
     }

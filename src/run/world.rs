@@ -115,6 +115,13 @@ pub(crate) trait World {
         timeline: &SharedTimeline,
     ) -> Result<(), String>;
 
+    /// Faults on `nodes` are about to be undone by a planned step: reads what later shows
+    /// that each node came back after the undo (its Lease, which nothing renews while the
+    /// fault holds). Called when the undo step is armed ahead if every fault it undoes
+    /// already holds, else just before it is issued, so that the read is not part of the
+    /// step's lateness where it need not be.
+    async fn mark_before_undo(&mut self, nodes: &[&str]);
+
     /// `action` is about to undo faults on `nodes`: their proofs stop, so a planned undo
     /// is not taken for something else undoing them.
     async fn before_undo(&mut self, action: &Action, nodes: &[&str]);
