@@ -260,12 +260,10 @@ impl<'a> Steps<'a> {
         let nodes = self.step_nodes(index);
         // The planned undo is not something else undoing the fault.
         let named: Vec<&str> = nodes.iter().flatten().map(String::as_str).collect();
-        if !self.marked_ahead.remove(&index) {
-            let (undone, _) = self.undone_nodes(index, ledger);
-            if !undone.is_empty() {
-                let undone: Vec<&str> = undone.iter().map(String::as_str).collect();
-                world.mark_before_undo(&undone).await;
-            }
+        let (undone, _) = self.undone_nodes(index, ledger);
+        if !self.marked_ahead.remove(&index) && !undone.is_empty() {
+            let undone: Vec<&str> = undone.iter().map(String::as_str).collect();
+            world.mark_before_undo(&undone).await;
         }
         world.before_undo(&step.action, &named).await;
         let this = &*self;
@@ -343,6 +341,17 @@ impl<'a> Steps<'a> {
                 "`{}` undid `{}` on {}",
                 step.name, undone.step, undone.node
             ));
+        }
+        // A fault now in place is marked once it holds, off its issue path: if the safety
+        // net undoes it (a run cut short), a renewal seen later came after that undo. The
+        // planned undo marks its nodes again.
+        let fresh: Vec<&str> = succeeded
+            .iter()
+            .copied()
+            .filter(|n| !undone.iter().any(|u| u == n))
+            .collect();
+        if !fresh.is_empty() {
+            world.mark_before_undo(&fresh).await;
         }
         for node in succeeded {
             let fault = FaultAt {

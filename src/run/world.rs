@@ -115,11 +115,11 @@ pub(crate) trait World {
         timeline: &SharedTimeline,
     ) -> Result<(), String>;
 
-    /// Faults on `nodes` are about to be undone by a planned step: reads what later shows
-    /// that each node came back after the undo (its Lease, which nothing renews while the
-    /// fault holds). Called when the undo step is armed ahead if every fault it undoes
-    /// already holds, else just before it is issued, so that the read is not part of the
-    /// step's lateness where it need not be.
+    /// Reads, for each of `nodes`, what later shows that it came back after its fault was
+    /// undone (its Lease, which nothing renews while a silencing fault holds). Called once a
+    /// fault is in place (for the safety net's undo), and again for a planned undo: when it
+    /// is armed ahead if every fault it undoes already holds, else just before it is
+    /// issued. Never on a step's issue path where it need not be.
     async fn mark_before_undo(&mut self, nodes: &[&str]);
 
     /// `action` is about to undo faults on `nodes`: their proofs stop, so a planned undo
