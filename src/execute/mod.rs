@@ -36,18 +36,20 @@ mod bridge;
 mod local;
 mod output;
 pub mod pod;
+mod primed;
 pub(crate) mod render;
 mod ssh;
 mod ssh_pool;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::inventory::{Inventory, NodeAccess, TransportKind};
 pub use output::MAX_OUTPUT;
+use primed::{PRIMED_SLACK, PrimedCommands};
 use render::RenderError;
 pub use ssh::SshError;
 use ssh::{Limits, Secret, SshEnd, SshTarget};
@@ -306,6 +308,8 @@ pub struct ArmedRestore {
 pub struct Executor {
     inventory: Inventory,
     sessions: Arc<SessionPool>,
+    /// Commands sent ahead of their step, waiting on their nodes ([`Executor::prime`]).
+    primed: Arc<PrimedCommands>,
     /// The API client of the pod transport: the run's own when it gave one, else connected
     /// at the first command that needs it.
     api: ApiHandle,
@@ -330,6 +334,8 @@ enum Plan {
     Ssh {
         target: Box<SshTarget>,
         command: String,
+        /// The same command, sent ahead and waiting on the node ([`Executor::prime`]).
+        primed: Option<ssh::Primed>,
     },
     Local {
         argv: Vec<String>,
@@ -348,7 +354,9 @@ enum Plan {
 impl Plan {
     fn show(&self) -> String {
         match self {
-            Plan::Ssh { target, command } => {
+            Plan::Ssh {
+                target, command, ..
+            } => {
                 let jumps: Vec<String> = target
                     .settings
                     .jump
@@ -381,6 +389,7 @@ impl Executor {
         Executor {
             inventory,
             sessions: Arc::default(),
+            primed: Arc::default(),
             api: ApiHandle::default(),
         }
     }
@@ -451,6 +460,49 @@ impl Executor {
             (node.to_string(), opened)
         }))
         .await
+    }
+
+    /// Sends `op` to `node` ahead of time, to start when [`Executor::perform`] is called
+    /// for it within [`primed::PRIMED_SLACK`] of `due` with the same operation: the
+    /// command then starts on the node one packet after the call, not one channel, fork
+    /// and login shell later (see [`primed`]). The loop primes a step's commands when it
+    /// arms the step ahead. Only SSH without a sudo password is primed (the password
+    /// would share the command's standard input); `Ok(false)` says it was not, and
+    /// `perform` then sends the command the ordinary way. Priming gives up at `within`.
+    pub async fn prime(
+        &self,
+        node: &str,
+        op: &NodeOp,
+        timeout: Duration,
+        due: Instant,
+        within: Duration,
+    ) -> Result<bool, ExecError> {
+        let access = self.access(node)?;
+        if access.transport != TransportKind::Ssh || access.ssh.sudo_password_env.is_some() {
+            return Ok(false);
+        }
+        let command = Self::command_text(&access, op)?;
+        let node_limit = due
+            .saturating_duration_since(Instant::now())
+            .saturating_add(timeout)
+            .saturating_add(PRIMED_SLACK);
+        let Plan::Ssh {
+            target,
+            command: wire,
+            ..
+        } = Self::plan(&access, primed::gated(&command), Some(node_limit))?
+        else {
+            return Ok(false);
+        };
+        let key = primed::key(&target, &command);
+        let waiting = ssh::prime(self.sessions.clone(), *target, wire, within)
+            .await
+            .map_err(|source| ExecError::Ssh {
+                node: node.to_string(),
+                source,
+            })?;
+        self.primed.put(key, waiting, due);
+        Ok(true)
     }
 
     fn ssh_target(access: &NodeAccess) -> SshTarget {
@@ -541,6 +593,7 @@ impl Executor {
                 Ok(Plan::Ssh {
                     target: Box::new(Self::ssh_target(access)),
                     command,
+                    primed: None,
                 })
             }
             TransportKind::Exec => {
@@ -606,7 +659,12 @@ impl Executor {
         let command = Self::command_text(&access, op)?;
         // Messages show the command as `describe` does, without the deadline wrapper.
         let shown = Self::plan(&access, command.clone(), None)?.show();
-        let plan = Self::plan(&access, command, Some(timeout))?;
+        let mut plan = Self::plan(&access, command.clone(), Some(timeout))?;
+        if let Plan::Ssh { target, primed, .. } = &mut plan {
+            *primed = self
+                .primed
+                .take(&primed::key(target, &command), Instant::now());
+        }
         // Through the API, a command that stops the kubelet or cuts the node off ends its
         // own stream; its proof is then read through the API.
         let expects_drop = op.expects_drop()
@@ -676,8 +734,12 @@ impl Executor {
             }
         };
         match plan {
-            Plan::Ssh { target, command } => {
-                tracing::debug!(node, "ssh: {command}");
+            Plan::Ssh {
+                target,
+                command,
+                primed,
+            } => {
+                tracing::debug!(node, primed = primed.is_some(), "ssh: {command}");
                 let stdin = sudo_password(node, &target)?;
                 let sudo = target.settings.sudo.then(|| {
                     (
@@ -685,13 +747,21 @@ impl Executor {
                         target.settings.sudo_password_env.clone(),
                     )
                 });
+                // A primed command's node deadline counts from when it was sent ahead,
+                // with room for its start to be late by up to the slack.
+                let slack = if primed.is_some() {
+                    PRIMED_SLACK.saturating_mul(2)
+                } else {
+                    Duration::ZERO
+                };
                 let limits = Limits {
                     timeout,
-                    ends_within: ends_within(timeout),
+                    ends_within: ends_within(timeout).saturating_add(slack),
                 };
                 // A command that takes the machine down leaves its connection behind.
                 let keep = !expects_drop;
-                let end = ssh::run(*target, command, stdin, limits, self.sessions.clone(), keep)
+                let pool = self.sessions.clone();
+                let end = ssh::run(*target, command, stdin, limits, pool, keep, primed)
                     .await
                     .map_err(|source| ExecError::Ssh {
                         node: node.to_string(),
@@ -813,6 +883,7 @@ impl Executor {
     pub fn longest_wait(limit: Duration) -> Duration {
         limit
             .saturating_add(ends_within(limit))
+            .saturating_add(PRIMED_SLACK.saturating_mul(2))
             .saturating_add(CONFIRM_SLACK)
             .saturating_add(REAP)
     }

@@ -227,6 +227,7 @@ pub(super) async fn run(
     limits: Limits,
     pool: Arc<SessionPool>,
     keep: bool,
+    primed: Option<Primed>,
 ) -> Result<SshEnd, SshError> {
     let Limits {
         timeout,
@@ -252,8 +253,10 @@ pub(super) async fn run(
                 sent_at: &sent_at,
             };
             let key = target.pool_key();
-            let (connection, end) =
-                run_blocking(&target, &command, stdin, timeout, backstop, &session, &pool)?;
+            let (connection, end) = match primed.and_then(|p| p.alive(&session)) {
+                Some(primed) => primed.start(backstop, &session)?,
+                None => run_blocking(&target, &command, stdin, timeout, backstop, &session, &pool)?,
+            };
             if keep && matches!(end, SshEnd::Exited { .. }) {
                 pool.put(key, connection);
             }
@@ -447,6 +450,11 @@ fn exchange(
         let _ = channel.write_all(format!("{text}\n").as_bytes());
         let _ = channel.send_eof();
     }
+    hear(channel)
+}
+
+/// Reads the output of the command running on `channel` and how it ended.
+fn hear(channel: &mut ssh2::Channel) -> Result<SshEnd, SshError> {
     let (tail, read) = read_tail(&mut *channel, MAX_OUTPUT);
     let output = bounded(&tail, &Tail::new(0));
     if read.is_err() {
@@ -749,4 +757,145 @@ fn agent_auth(session: &Session, user: &str, socket: Option<&Path>, what: &str) 
             format!("{shown} ({e})")
         }
     }
+}
+
+/// The word a primed command waits for on its standard input before it runs.
+pub(super) const GO: &str = "go";
+
+/// A command sent to its node ahead of its step, waiting there for [`GO`] on its standard
+/// input: when the step is due, only that one line crosses the network, and the node's
+/// shell runs the command at once, with no channel to open, no session to fork and no
+/// login shell to start. Dropped without being started (the run stopped first, or
+/// faultline died), the channel closes, the waiting shell reads end-of-file, and the
+/// command never runs; the node's deadline ends the wait in any case.
+pub(super) struct Primed {
+    connection: Connection,
+    channel: ssh2::Channel,
+}
+
+impl std::fmt::Debug for Primed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Primed(..)")
+    }
+}
+
+impl Primed {
+    /// `self` when its channel is still open (read without waiting: a node that rebooted
+    /// or an sshd that ended the session has closed it); `None` after closing it, for the
+    /// command to go the ordinary way. The connection's sockets are registered with the
+    /// watcher either way before anything can block.
+    fn alive(mut self, watch: &Watch<'_>) -> Option<Primed> {
+        if let Ok(mut guard) = watch.sockets.lock() {
+            guard.extend(
+                self.connection
+                    .sockets
+                    .iter()
+                    .filter_map(|s| s.try_clone().ok()),
+            );
+        }
+        let session = &self.connection.session;
+        session.set_blocking(false);
+        let mut byte = [0u8; 1];
+        let waiting = matches!(
+            std::io::Read::read(&mut self.channel, &mut byte),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+        );
+        session.set_blocking(true);
+        if !waiting || self.channel.eof() {
+            tracing::debug!("a primed SSH command had gone before it was due; sending it anew");
+            return None;
+        }
+        Some(self)
+    }
+
+    /// Starts the command (unless the watcher gave up on it first) and hears its end.
+    fn start(
+        mut self,
+        backstop: Duration,
+        watch: &Watch<'_>,
+    ) -> Result<(Connection, SshEnd), SshError> {
+        self.connection
+            .session
+            .set_timeout(u32::try_from(backstop.as_millis()).unwrap_or(u32::MAX));
+        if watch
+            .state
+            .compare_exchange(CONNECTING, SENT, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return Ok((self.connection, SshEnd::TimedOut { sent: false }));
+        }
+        if let Ok(mut at) = watch.sent_at.lock() {
+            *at = Some(Instant::now());
+        }
+        let written = self
+            .channel
+            .write_all(format!("{GO}\n").as_bytes())
+            .and_then(|()| self.channel.flush());
+        let _ = self.channel.send_eof();
+        let end = match written {
+            Ok(()) => hear(&mut self.channel)?,
+            // It may have reached the node before the connection went.
+            Err(_) => SshEnd::Dropped {
+                output: String::new(),
+            },
+        };
+        drop(self.channel);
+        Ok((self.connection, end))
+    }
+}
+
+/// Sends `command` (which waits for [`GO`] before it runs) to the node over the kept
+/// connection, or a new one, within `timeout`; the connection then belongs to the primed
+/// command until it is started or dropped.
+pub(super) async fn prime(
+    pool: Arc<SessionPool>,
+    target: SshTarget,
+    command: String,
+    timeout: Duration,
+) -> Result<Primed, SshError> {
+    let mut cut = Cut {
+        sockets: Arc::new(Mutex::new(Vec::new())),
+        state: Arc::new(AtomicU8::new(CONNECTING)),
+        done: false,
+    };
+    let addr = format!("{}:{}", target.host, target.settings.port);
+    let mut task = {
+        let sockets = cut.sockets.clone();
+        tokio::task::spawn_blocking(move || {
+            let kept = pool
+                .take(&target.pool_key())
+                .and_then(|c| reuse(c, &target, &sockets));
+            let (connection, mut channel) = match kept {
+                Some(pair) => pair,
+                None => {
+                    let connection = connect(&target, timeout, &sockets)?;
+                    let channel = connection.session.channel_session()?;
+                    (connection, channel)
+                }
+            };
+            connection
+                .session
+                .set_timeout(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
+            channel.handle_extended_data(ExtendedData::Merge)?;
+            channel.exec(&command)?;
+            Ok(Primed {
+                connection,
+                channel,
+            })
+        })
+    };
+    let result = match tokio::time::timeout(timeout, &mut task).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(join)) => Err(SshError::Protocol(format!("ssh worker failed: {join}"))),
+        Err(_) => {
+            cut.shut();
+            let _ = tokio::time::timeout(super::REAP, &mut task).await;
+            Err(SshError::Connect {
+                addr,
+                message: format!("not primed within {timeout:?}"),
+            })
+        }
+    };
+    cut.done = true;
+    result
 }

@@ -719,7 +719,7 @@ fn the_node_deadline_is_whole_seconds_and_huge_limits_do_not_overflow() {
     }
     assert_eq!(
         Executor::longest_wait(Duration::from_secs(10)),
-        Duration::from_secs(10 + 10 + KILL_AFTER_SECS + 3 + 3)
+        Duration::from_secs(10 + 10 + KILL_AFTER_SECS + 2 + 3 + 3)
     );
     assert_eq!(Executor::longest_wait(Duration::MAX), Duration::MAX);
     assert!(with_node_deadline("true", Duration::MAX).is_ok());

@@ -231,6 +231,39 @@ impl World for ClusterWorld<'_> {
         }
     }
 
+    async fn prime(
+        &self,
+        step: usize,
+        action: &Action,
+        nodes: &[&str],
+        timeout: Duration,
+        due_in: Duration,
+    ) {
+        if !matches!(
+            faults::info(action).via,
+            faults::Via::Node(_) | faults::Via::StepCommand
+        ) {
+            return;
+        }
+        let Some(op) = faults::node_op(action) else {
+            return;
+        };
+        let executor = &self.prepared.executor;
+        let due = std::time::Instant::now() + due_in;
+        // Given up well before the step is due: sending it ahead must never delay it.
+        let within = due_in / 2;
+        join_all(nodes.iter().map(|node| {
+            let op = &op;
+            async move {
+                match executor.prime(node, op, timeout, due, within).await {
+                    Ok(_) => {}
+                    Err(e) => tracing::debug!(node, "step {step} not sent ahead: {e}"),
+                }
+            }
+        }))
+        .await;
+    }
+
     async fn arm_restore(
         &self,
         node: &str,

@@ -117,6 +117,22 @@ impl World for Scripted {
         self.log(format!("before fault {step} on {}", nodes.join(",")));
     }
 
+    async fn prime(
+        &self,
+        step: usize,
+        _: &Action,
+        nodes: &[&str],
+        timeout: Duration,
+        due_in: Duration,
+    ) {
+        let at = self.timeline.as_ref().map_or(-1, SharedTimeline::offset_ms);
+        self.log(format!(
+            "prime {step} on {} at {at}, due in {} ms within {timeout:?}",
+            nodes.join(","),
+            due_in.as_millis()
+        ));
+    }
+
     async fn arm_restore(
         &self,
         node: &str,
@@ -388,6 +404,46 @@ async fn an_undo_is_marked_when_armed_ahead_not_when_it_is_due() {
     assert!(
         marked_ms <= issued_ms - 2_000,
         "marked at {marked_ms} ms, issued at {issued_ms} ms"
+    );
+}
+
+/// A timed step's commands are sent ahead when it is armed, 3 s before it is due, with
+/// the step's own limit; a step that waits on another is not (its time is not known).
+#[tokio::test(start_paused = true)]
+async fn a_timed_step_is_sent_ahead_when_it_is_armed() {
+    let h = Harness::new(
+        "
+name: scripted
+description: a scripted run
+targets:
+  victim: {names: [a]}
+steps:
+  - {name: stop, at: 10s, do: kubelet-stop, target: victim, timeout: 30s}
+  - {name: start, after: stop, do: kubelet-start, target: victim}
+expect:
+  - {name: node stays, node: victim, never: Unknown}
+",
+    );
+    let mut world = Scripted::default();
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    let primed: Vec<&String> = calls.iter().filter(|c| c.starts_with("prime")).collect();
+    assert_eq!(primed.len(), 1, "{calls:#?}");
+    let issued_ms = out.issued_ms[0].expect("stop issued");
+    assert_eq!(
+        primed[0],
+        &format!(
+            "prime 0 on a at {}, due in 3000 ms within 30s",
+            issued_ms - 3_000
+        ),
+        "{calls:#?}"
+    );
+    assert!(
+        index_of(&calls, "arm a") < index_of(&calls, primed[0])
+            && index_of(&calls, primed[0]) < index_of(&calls, "act stop on a"),
+        "{calls:#?}"
     );
 }
 

@@ -27,6 +27,10 @@ use crate::timeline::{Event, StepPhase};
 /// kubelet start on a running kubelet) changes nothing if faultline dies in between.
 pub(super) const ARM_AHEAD_MS: i64 = 3_000;
 
+/// The least time before a step is due for its commands to be sent ahead
+/// ([`World::prime`]).
+const PRIME_AT_LEAST_MS: i64 = 500;
+
 /// How long past the executor's own longest wait ([`Executor::longest_wait`]) the loop
 /// waits for an action to come back before it stops waiting. A world ends its command at
 /// the timeout (the executor ends it on the node); this is the last guard against one that
@@ -125,6 +129,9 @@ impl<'a> Steps<'a> {
             let armed = self
                 .arm_step(index, world, ledger, restore_after(), errors)
                 .await;
+            if armed.is_ok() {
+                self.prime(index, tick, world).await;
+            }
             // An undo whose faults all hold already is marked now, so reading the marks
             // (an API round trip) is not part of the step's lateness when it comes due:
             // while a fault holds, nothing it silenced renews anything.
@@ -139,6 +146,29 @@ impl<'a> Steps<'a> {
             self.armed_ahead.insert(index, armed);
         }
         !soon.is_empty()
+    }
+
+    /// Sends step `index`'s action ahead to its nodes, to wait there for when it is due
+    /// ([`World::prime`]); a step due in less than [`PRIME_AT_LEAST_MS`] is not (the
+    /// sending would be part of its lateness).
+    async fn prime(&self, index: usize, tick: &Tick, world: &impl World) {
+        let Some(due_ms) = tick.waiting.iter().find_map(|(i, wait)| match wait {
+            Wait::Until { due_ms } if *i == index => Some(*due_ms),
+            _ => None,
+        }) else {
+            return;
+        };
+        let due_in = due_ms - self.timeline.offset_ms();
+        if due_in < PRIME_AT_LEAST_MS {
+            return;
+        }
+        let step = &self.exp.steps[index];
+        let nodes = self.step_nodes(index);
+        let named: Vec<&str> = nodes.iter().flatten().map(String::as_str).collect();
+        let due_in = Duration::from_millis(u64::try_from(due_in).unwrap_or(0));
+        world
+            .prime(index, &step.action, &named, step.timeout, due_in)
+            .await;
     }
 
     /// The nodes on which step `index` undoes a fault in place, and whether every such

@@ -67,6 +67,21 @@ pub(crate) trait World {
     /// and what a node that restarts must come back as.
     async fn before_fault(&mut self, step: usize, action: &Action, nodes: &[&str]);
 
+    /// Step `step`, armed ahead, carries out `action` on `nodes` in `due_in`, each
+    /// within `timeout`: sends ahead what can wait on the node for the word to start
+    /// (the executor's primed commands), so that the action starts when it is due, not
+    /// one channel and fork later. Anything not sent ahead goes the ordinary way when
+    /// the step is issued; nothing here can fail the step.
+    async fn prime(
+        &self,
+        _step: usize,
+        _action: &Action,
+        _nodes: &[&str],
+        _timeout: Duration,
+        _due_in: Duration,
+    ) {
+    }
+
     /// Arms `undo` on `node` (or beside it) to fire after `after` if faultline is gone;
     /// `token` names it. `None`: this fault cannot restore itself there.
     async fn arm_restore(

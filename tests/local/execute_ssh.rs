@@ -18,7 +18,7 @@ use crate::sshd_support::*;
 use faultline::execute::{ExecError, Executor, NodeOp};
 use faultline::inventory::Inventory;
 
-fn executor(sshd: &Sshd, known_hosts: &str, commands: &str) -> Executor {
+pub(crate) fn executor(sshd: &Sshd, known_hosts: &str, commands: &str) -> Executor {
     let d = sshd.dir.path().display();
     let ssh = format!(
         "  user: {user}\n  port: {port}\n  identityFile: {d}/client_key\n  \

@@ -19,6 +19,7 @@ mod cli_flags;
 mod compare;
 mod compare_cli;
 mod doctor_ssh;
+mod execute_primed;
 mod execute_ssh;
 mod experiment_invalid_corpus;
 mod experiment_model;

@@ -1,0 +1,146 @@
+//! Commands sent ahead of their step (`Executor::prime`) against a REAL sshd on loopback:
+//! a primed command runs once, only when it is performed near when it was due, and never
+//! when it is not; one whose shell is gone is sent anew. (How soon after its offset it
+//! starts is a figure of `ci/bench-fanout`, not a test.)
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::execute_ssh::executor;
+use crate::sshd_support::*;
+
+use faultline::execute::NodeOp;
+
+const T: Duration = Duration::from_secs(10);
+const AHEAD: Duration = Duration::from_secs(3);
+
+/// How many lines `path` holds (0 when it does not exist).
+fn lines(path: &Path) -> usize {
+    fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+#[tokio::test]
+async fn a_primed_command_runs_once_when_performed_and_not_before() {
+    let Some(sshd) = start_sshd() else { return };
+    let log = sshd.dir.path().join("ran");
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!("  heal: echo x >> {}; echo healed", log.display()),
+    );
+    let due = Instant::now() + AHEAD;
+    let primed = ex
+        .prime("local", &NodeOp::Heal, T, due, AHEAD)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(primed, "SSH without a sudo password is primed");
+    tokio::time::sleep_until(due.into()).await;
+    assert_eq!(
+        lines(&log),
+        0,
+        "the primed command ran before it was performed"
+    );
+    let out = ex
+        .perform("local", &NodeOp::Heal, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.exit_status, Some(0), "{out:?}");
+    assert_eq!(out.output.trim(), "healed", "{out:?}");
+    assert_eq!(lines(&log), 1);
+    // The next one goes the ordinary way, over the connection the primed one gave back.
+    ex.perform("local", &NodeOp::Heal, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(lines(&log), 2);
+}
+
+#[tokio::test]
+async fn a_primed_command_never_performed_never_runs() {
+    let Some(sshd) = start_sshd() else { return };
+    let log = sshd.dir.path().join("ran");
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!("  heal: echo x >> {}", log.display()),
+    );
+    let due = Instant::now() + Duration::from_secs(1);
+    assert!(
+        ex.prime("local", &NodeOp::Heal, T, due, AHEAD)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    // The run stopped before the step was due: the executor goes, and the channel with it.
+    drop(ex);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(lines(&log), 0, "a primed command ran without being started");
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &format!("faultline_go.*{}", log.display())])
+        .output()
+        .expect("pgrep");
+    assert!(
+        left.stdout.is_empty(),
+        "a waiting shell outlived its channel: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
+
+#[tokio::test]
+async fn a_command_performed_far_from_when_it_was_primed_goes_the_ordinary_way_once() {
+    let Some(sshd) = start_sshd() else { return };
+    let log = sshd.dir.path().join("ran");
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!("  heal: echo x >> {}", log.display()),
+    );
+    // Primed for a step due in 8 s, performed now: not the one it waits for.
+    let due = Instant::now() + Duration::from_secs(8);
+    assert!(
+        ex.prime("local", &NodeOp::Heal, T, due, AHEAD)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    ex.perform("local", &NodeOp::Heal, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(lines(&log), 1);
+    // Past its window, the waiting one is closed at the next use, never started.
+    tokio::time::sleep_until((due + Duration::from_millis(1_500)).into()).await;
+    ex.perform("local", &NodeOp::Heal, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(lines(&log), 2, "the stale primed command ran too");
+}
+
+#[tokio::test]
+async fn a_primed_command_whose_shell_is_gone_is_sent_anew() {
+    let Some(sshd) = start_sshd() else { return };
+    let log = sshd.dir.path().join("ran");
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!("  heal: echo x >> {}; echo healed", log.display()),
+    );
+    let due = Instant::now() + Duration::from_secs(1);
+    assert!(
+        ex.prime("local", &NodeOp::Heal, T, due, AHEAD)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    // The node lost it (sshd restarted, the shell killed) while it waited.
+    let marker = format!("echo x >> {}", log.display());
+    let killed = std::process::Command::new("pkill")
+        .args(["-f", &marker])
+        .status()
+        .expect("pkill");
+    assert!(killed.success(), "no waiting shell found to kill");
+    tokio::time::sleep_until(due.into()).await;
+    let out = ex
+        .perform("local", &NodeOp::Heal, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.output.trim(), "healed", "{out:?}");
+    assert_eq!(lines(&log), 1);
+}
