@@ -248,20 +248,24 @@ impl World for ClusterWorld<'_> {
         let Some(op) = faults::node_op(action) else {
             return;
         };
-        let executor = &self.prepared.executor;
+        let executor = self.prepared.executor.clone();
+        let nodes: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
         let due = std::time::Instant::now() + due_in;
-        // Given up well before the step is due: sending it ahead must never delay it.
+        // Beside the loop, and given up well before the step is due: sending a step
+        // ahead must never delay this or any other step. One not primed in time (or at
+        // all) is sent the ordinary way when it is due.
         let within = due_in / 2;
-        join_all(nodes.iter().map(|node| {
-            let op = &op;
-            async move {
-                match executor.prime(node, op, timeout, due, within).await {
-                    Ok(_) => {}
-                    Err(e) => tracing::debug!(node, "step {step} not sent ahead: {e}"),
+        tokio::spawn(async move {
+            join_all(nodes.iter().map(|node| {
+                let (op, executor) = (&op, &executor);
+                async move {
+                    if let Err(e) = executor.prime(node, op, timeout, due, within).await {
+                        tracing::debug!(node, "step {step} not sent ahead: {e}");
+                    }
                 }
-            }
-        }))
-        .await;
+            }))
+            .await;
+        });
     }
 
     async fn arm_restore(

@@ -71,7 +71,8 @@ pub(crate) trait World {
     /// within `timeout`: sends ahead what can wait on the node for the word to start
     /// (the executor's primed commands), so that the action starts when it is due, not
     /// one channel and fork later. Anything not sent ahead goes the ordinary way when
-    /// the step is issued; nothing here can fail the step.
+    /// the step is issued; nothing here can fail or delay the step (the sending goes on
+    /// beside the loop).
     async fn prime(
         &self,
         _step: usize,
