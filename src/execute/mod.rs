@@ -49,7 +49,7 @@ use thiserror::Error;
 
 use crate::inventory::{Inventory, NodeAccess, TransportKind};
 pub use output::MAX_OUTPUT;
-use primed::{PRIMED_SLACK, PrimedCommands};
+use primed::{PRIMED_EARLY, PRIMED_EXTRA_WAIT, PRIMED_LATE, PrimedCommands};
 use render::RenderError;
 pub use ssh::SshError;
 use ssh::{Limits, Secret, SshEnd, SshTarget};
@@ -463,7 +463,7 @@ impl Executor {
     }
 
     /// Sends `op` to `node` ahead of time, to start when [`Executor::perform`] is called
-    /// for it within [`primed::PRIMED_SLACK`] of `due` with the same operation: the
+    /// for it near `due` (see [`primed`]) with the same operation and limit: the
     /// command then starts on the node one packet after the call, not one channel, fork
     /// and login shell later (see [`primed`]). The loop primes a step's commands when it
     /// arms the step ahead. Only SSH without a sudo password is primed (the password
@@ -482,26 +482,36 @@ impl Executor {
             return Ok(false);
         }
         let command = Self::command_text(&access, op)?;
-        let node_limit = due
-            .saturating_duration_since(Instant::now())
-            .saturating_add(timeout)
-            .saturating_add(PRIMED_SLACK);
-        let Plan::Ssh {
-            target,
-            command: wire,
-            ..
-        } = Self::plan(&access, primed::gated(&command), Some(node_limit))?
-        else {
-            return Ok(false);
+        let target = Self::ssh_target(&access);
+        let key = primed::key(&target, &command, timeout);
+        // Checked now (the deadline would not render) and rendered again just before it
+        // is sent: the node's deadline counts from then.
+        Self::plan(&access, primed::gated(&command), Some(timeout))?;
+        let render = {
+            let gated = primed::gated(&command);
+            move || {
+                let now = Instant::now();
+                if now + PRIMED_EARLY >= due {
+                    return None;
+                }
+                let node_limit = (due - now)
+                    .saturating_add(timeout)
+                    .saturating_add(PRIMED_LATE);
+                match Self::plan(&access, gated, Some(node_limit)) {
+                    Ok(Plan::Ssh { command, .. }) => Some(command),
+                    _ => None,
+                }
+            }
         };
-        let key = primed::key(&target, &command);
-        let waiting = ssh::prime(self.sessions.clone(), *target, wire, within)
+        // Given up at half the time left at the latest: never part of the step's lateness.
+        let within = within.min(due.saturating_duration_since(Instant::now()) / 2);
+        let waiting = ssh::prime(self.sessions.clone(), target, Box::new(render), within)
             .await
             .map_err(|source| ExecError::Ssh {
                 node: node.to_string(),
                 source,
             })?;
-        self.primed.put(key, waiting, due);
+        self.primed.put(key, node, waiting, due);
         Ok(true)
     }
 
@@ -663,7 +673,7 @@ impl Executor {
         if let Plan::Ssh { target, primed, .. } = &mut plan {
             *primed = self
                 .primed
-                .take(&primed::key(target, &command), Instant::now());
+                .take(&primed::key(target, &command, timeout), Instant::now());
         }
         // Through the API, a command that stops the kubelet or cuts the node off ends its
         // own stream; its proof is then read through the API.
@@ -707,11 +717,12 @@ impl Executor {
             after: timeout,
             started,
         };
-        let unconfirmed = || ExecError::TimedOutUnconfirmed {
+        // `extra`: how much later a primed command's node deadline can fall.
+        let unconfirmed = |extra: Duration| ExecError::TimedOutUnconfirmed {
             node: node.to_string(),
             command: shown.to_string(),
             after: timeout,
-            ends_within: ends_within(timeout),
+            ends_within: ends_within(timeout).saturating_add(extra),
         };
         let dropped = |output: String| OpOutcome {
             exit_status: None,
@@ -750,7 +761,7 @@ impl Executor {
                 // A primed command's node deadline counts from when it was sent ahead,
                 // with room for its start to be late by up to the slack.
                 let slack = if primed.is_some() {
-                    PRIMED_SLACK.saturating_mul(2)
+                    PRIMED_EXTRA_WAIT
                 } else {
                     Duration::ZERO
                 };
@@ -767,6 +778,11 @@ impl Executor {
                         node: node.to_string(),
                         source,
                     })?;
+                // A connection that went away may have taken others to the node with it,
+                // some of them without a word: nothing waiting there is started any more.
+                if matches!(end, SshEnd::Dropped { .. } | SshEnd::TimedOut { .. }) {
+                    self.primed.forget_node(node);
+                }
                 if let (
                     Some((user, var)),
                     SshEnd::Exited {
@@ -797,7 +813,7 @@ impl Executor {
                     SshEnd::Late { code, output } => late(code, output),
                     SshEnd::TimedOut { sent: true } if expects_drop => Ok(dropped(String::new())),
                     SshEnd::TimedOut { sent: false } => Err(ended(false)),
-                    SshEnd::TimedOut { sent: true } => Err(unconfirmed()),
+                    SshEnd::TimedOut { sent: true } => Err(unconfirmed(slack)),
                 }
             }
             Plan::Pod {
@@ -833,7 +849,7 @@ impl Executor {
                         Ok(dropped(String::new()))
                     }
                     pod::PodEnd::TimedOut { sent: false } => Err(ended(false)),
-                    pod::PodEnd::TimedOut { sent: true } => Err(unconfirmed()),
+                    pod::PodEnd::TimedOut { sent: true } => Err(unconfirmed(Duration::ZERO)),
                 }
             }
             Plan::Local { argv, to_node } => {
@@ -870,7 +886,7 @@ impl Executor {
                     local::LocalEnd::TimedOut { .. } if expects_drop => Ok(dropped(String::new())),
                     // The local driver itself was the command: killed and reaped, it is over.
                     local::LocalEnd::TimedOut { reaped: true } if !to_node => Err(ended(true)),
-                    local::LocalEnd::TimedOut { .. } => Err(unconfirmed()),
+                    local::LocalEnd::TimedOut { .. } => Err(unconfirmed(Duration::ZERO)),
                 }
             }
         }
@@ -883,7 +899,7 @@ impl Executor {
     pub fn longest_wait(limit: Duration) -> Duration {
         limit
             .saturating_add(ends_within(limit))
-            .saturating_add(PRIMED_SLACK.saturating_mul(2))
+            .saturating_add(PRIMED_EXTRA_WAIT)
             .saturating_add(CONFIRM_SLACK)
             .saturating_add(REAP)
     }
@@ -931,6 +947,10 @@ impl Executor {
         action: PowerAction,
         timeout: Duration,
     ) -> Result<OpOutcome, ExecError> {
+        // The machine goes down or restarts: what waits on it now waits on nothing.
+        if action != PowerAction::Status {
+            self.primed.forget_node(node);
+        }
         let access = self.access(node)?;
         let key = action.key().path();
         let Some(template) = access.power.get(action.key()) else {

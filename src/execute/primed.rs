@@ -9,11 +9,14 @@
 //! channel, a fork and a login shell later (issue 26, item 7).
 //!
 //! The node's deadline is armed with the command: it counts from when the command was
-//! sent, so it is the step's limit plus the time until the step is due plus
-//! [`PRIMED_SLACK`]. A waiting command is used only within [`PRIMED_SLACK`] of when it
-//! was due; outside that window (a step issued late, or another step's command that
-//! happens to read the same) it is closed, which makes the gate exit without running
-//! anything, and the command goes the ordinary way.
+//! sent, so it is rendered just before sending, as the time left until the step is due
+//! plus the step's limit plus [`PRIMED_LATE`]. A waiting command is started only from
+//! [`PRIMED_EARLY`] before to [`PRIMED_LATE`] after when it was due, and only by a call
+//! with the same limit; outside that (a step issued late, a safety-net undo or a proof
+//! that happens to run the same command) it is closed, which makes the gate exit without
+//! running anything, and the command goes the ordinary way. So once started, its node
+//! deadline falls no sooner than its limit and at most [`PRIMED_EXTRA_WAIT`] later than an
+//! ordinary command's would.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,10 +24,18 @@ use std::time::{Duration, Instant};
 
 use super::ssh::{GO, Primed, SshTarget};
 
-/// How far from when it was due a waiting command may still be started, and what its
-/// node deadline adds for that (so that it is never ended before its limit after the
-/// start, late by up to this much).
-pub(super) const PRIMED_SLACK: Duration = Duration::from_secs(1);
+/// How late after when it was due a waiting command may still be started; its node
+/// deadline adds as much, so that it is never ended before its limit.
+pub(super) const PRIMED_LATE: Duration = Duration::from_millis(250);
+
+/// How early before when it was due a waiting command may be started (the loop's offsets
+/// and this process's monotonic clock can differ by a few milliseconds).
+pub(super) const PRIMED_EARLY: Duration = Duration::from_millis(50);
+
+/// How much later than an ordinary command's a started primed command's node deadline
+/// can fall: the whole second its deadline is rounded up to, [`PRIMED_LATE`] and
+/// [`PRIMED_EARLY`], and the round trip of sending it. The executor's waits allow it.
+pub(super) const PRIMED_EXTRA_WAIT: Duration = Duration::from_secs(2);
 
 /// `command`, made to wait for [`GO`] on its standard input first. End-of-file, or any
 /// other line, exits with 125 and runs nothing. The command then reads an empty standard
@@ -34,9 +45,10 @@ pub(super) fn gated(command: &str) -> String {
     format!("IFS= read -r faultline_go && [ \"$faultline_go\" = {GO} ] || exit 125\n{command}")
 }
 
-/// One waiting command and when its step is due.
+/// One waiting command, the node it waits on, and when its step is due.
 struct Waiting {
     primed: Primed,
+    node: String,
     due: Instant,
 }
 
@@ -60,52 +72,99 @@ impl std::fmt::Debug for PrimedCommands {
     }
 }
 
-/// What a waiting command is found by: the login it was sent over and the command text
-/// before any wrapping, so that only exactly the same command on the same node takes it.
-pub(super) fn key(target: &SshTarget, command: &str) -> String {
-    format!("{}\n{command}", target.pool_key())
+/// What a waiting command is found by: the login it was sent over, the time limit it
+/// was sent for and the command text before any wrapping, so that only exactly the same
+/// command on the same node with the same limit takes it.
+pub(super) fn key(target: &SshTarget, command: &str, timeout: Duration) -> String {
+    format!("{}\n{timeout:?}\n{command}", target.pool_key())
+}
+
+/// Closes waiting commands off the async threads: closing a channel can wait for the
+/// node's answer, and a connection through jump hosts joins its pump thread.
+fn close(stale: Vec<Waiting>) {
+    if stale.is_empty() {
+        return;
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn_blocking(move || drop(stale));
+        }
+        Err(_) => drop(stale),
+    }
 }
 
 impl PrimedCommands {
     /// Keeps `primed`, due at `due`, for [`PrimedCommands::take`]; closes any waiting
     /// command whose window has passed.
-    pub(super) fn put(&self, key: String, primed: Primed, due: Instant) {
-        let stale = {
-            let Ok(mut waiting) = self.waiting.lock() else {
-                return;
-            };
-            let stale = drain_stale(&mut waiting, Instant::now());
-            waiting
-                .entry(key)
-                .or_default()
-                .push(Waiting { primed, due });
-            stale
+    pub(super) fn put(&self, key: String, node: &str, primed: Primed, due: Instant) {
+        let waiting = Waiting {
+            primed,
+            node: node.to_string(),
+            due,
         };
-        // Closed outside the lock: closing joins a jump host's pump thread.
-        drop(stale);
+        let stale = match self.waiting.lock() {
+            Ok(mut all) => {
+                let stale = drain_stale(&mut all, Instant::now());
+                all.entry(key).or_default().push(waiting);
+                stale
+            }
+            Err(_) => vec![waiting],
+        };
+        close(stale);
     }
 
-    /// The command waiting under `key` and due within [`PRIMED_SLACK`] of `now`, taken
-    /// out; `None` when there is none (any that is too late is closed).
-    pub(super) fn take(&self, key: &str, now: Instant) -> Option<Primed> {
-        let (found, stale) = {
-            let mut waiting = self.waiting.lock().ok()?;
-            let stale = drain_stale(&mut waiting, now);
-            let list = waiting.get_mut(key)?;
-            let found = list
-                .iter()
-                .enumerate()
-                .filter(|(_, w)| within_window(w.due, now))
-                .min_by_key(|(_, w)| distance(w.due, now))
-                .map(|(i, _)| i)
-                .map(|i| list.swap_remove(i).primed);
-            if list.is_empty() {
-                waiting.remove(key);
+    /// Closes every command waiting on `node`: it was powered off, rebooted or its
+    /// connection dropped, and a connection that died without a word still looks open.
+    pub(super) fn forget_node(&self, node: &str) {
+        let gone = match self.waiting.lock() {
+            Ok(mut all) => {
+                let mut gone = Vec::new();
+                for list in all.values_mut() {
+                    let (on_node, keep): (Vec<_>, Vec<_>) = std::mem::take(list)
+                        .into_iter()
+                        .partition(|w| w.node == node);
+                    gone.extend(on_node);
+                    *list = keep;
+                }
+                all.retain(|_, list| !list.is_empty());
+                gone
             }
-            (found, stale)
+            Err(_) => Vec::new(),
         };
-        drop(stale);
+        close(gone);
+    }
+
+    /// The command waiting under `key` whose window holds `now`, taken out; `None` when
+    /// there is none (any whose window has passed is closed).
+    pub(super) fn take(&self, key: &str, now: Instant) -> Option<Primed> {
+        let mut stale = Vec::new();
+        let found = match self.waiting.lock() {
+            Ok(mut all) => {
+                stale = drain_stale(&mut all, now);
+                let found = all.get_mut(key).and_then(|list| {
+                    let index = list
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, w)| within_window(w.due, now))
+                        .min_by_key(|(_, w)| distance(w.due, now))
+                        .map(|(i, _)| i)?;
+                    Some(list.swap_remove(index).primed)
+                });
+                all.retain(|_, list| !list.is_empty());
+                found
+            }
+            Err(_) => None,
+        };
+        close(stale);
         found
+    }
+}
+
+impl Drop for PrimedCommands {
+    fn drop(&mut self) {
+        if let Ok(all) = self.waiting.get_mut() {
+            close(all.drain().flat_map(|(_, list)| list).collect());
+        }
     }
 }
 
@@ -116,7 +175,11 @@ fn distance(due: Instant, now: Instant) -> Duration {
 
 /// Whether a command due at `due` may be started at `now`.
 fn within_window(due: Instant, now: Instant) -> bool {
-    distance(due, now) <= PRIMED_SLACK
+    if now >= due {
+        now - due <= PRIMED_LATE
+    } else {
+        due - now <= PRIMED_EARLY
+    }
 }
 
 /// Takes out every waiting command whose window has passed at `now`, for the caller to
@@ -126,7 +189,7 @@ fn drain_stale(waiting: &mut HashMap<String, Vec<Waiting>>, now: Instant) -> Vec
     for list in waiting.values_mut() {
         let (late, keep): (Vec<_>, Vec<_>) = std::mem::take(list)
             .into_iter()
-            .partition(|w| now > w.due + PRIMED_SLACK);
+            .partition(|w| now > w.due + PRIMED_LATE);
         stale.extend(late);
         *list = keep;
     }
@@ -141,13 +204,12 @@ mod tests {
     #[test]
     fn a_command_is_started_only_near_when_it_was_due() {
         let due = Instant::now() + Duration::from_secs(10);
+        let ms = Duration::from_millis;
         assert!(within_window(due, due));
-        assert!(within_window(due, due + PRIMED_SLACK));
-        assert!(within_window(due, due - PRIMED_SLACK));
-        assert!(!within_window(
-            due,
-            due + PRIMED_SLACK + Duration::from_millis(1)
-        ));
+        assert!(within_window(due, due + PRIMED_LATE));
+        assert!(within_window(due, due - PRIMED_EARLY));
+        assert!(!within_window(due, due + PRIMED_LATE + ms(1)));
+        assert!(!within_window(due, due - PRIMED_EARLY - ms(1)));
         assert!(!within_window(due, due - Duration::from_secs(3)));
     }
 

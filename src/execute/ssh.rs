@@ -844,13 +844,17 @@ impl Primed {
     }
 }
 
-/// Sends `command` (which waits for [`GO`] before it runs) to the node over the kept
-/// connection, or a new one, within `timeout`; the connection then belongs to the primed
-/// command until it is started or dropped.
+/// The command a primed channel is to run, rendered at the moment it is sent (its node
+/// deadline counts from then); `None`: too late to send it at all.
+pub(super) type RenderAtSend = Box<dyn FnOnce() -> Option<String> + Send>;
+
+/// Sends the command `render` gives (one that waits for [`GO`] before it runs) to the
+/// node over the kept connection, or a new one, within `timeout`; the connection then
+/// belongs to the primed command until it is started or dropped.
 pub(super) async fn prime(
     pool: Arc<SessionPool>,
     target: SshTarget,
-    command: String,
+    render: RenderAtSend,
     timeout: Duration,
 ) -> Result<Primed, SshError> {
     let mut cut = Cut {
@@ -877,6 +881,9 @@ pub(super) async fn prime(
                 .session
                 .set_timeout(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
             channel.handle_extended_data(ExtendedData::Merge)?;
+            let command = render().ok_or_else(|| {
+                SshError::Protocol("too close to when it is due to be sent ahead".into())
+            })?;
             channel.exec(&command)?;
             Ok(Primed {
                 connection,

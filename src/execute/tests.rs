@@ -267,7 +267,8 @@ async fn disarm_cancels_the_restore_and_checks_the_token() {
     let ex = executor("");
     let undo = touch(&flag);
     let armed = ex
-        .arm_restore("n1", &undo, Duration::from_secs(2), "tok-2")
+        // Far enough out that the two disarms finish first on a loaded machine.
+        .arm_restore("n1", &undo, Duration::from_secs(8), "tok-2")
         .await
         .expect("armed");
     let wrong = ArmedRestore {
@@ -282,7 +283,7 @@ async fn disarm_cancels_the_restore_and_checks_the_token() {
         ex.disarm("n1", &armed).await.expect("runs"),
         "right token: killed"
     );
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
     assert!(!flag.exists(), "disarmed restore never ran");
 }
 

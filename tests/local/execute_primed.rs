@@ -15,6 +15,26 @@ use faultline::execute::NodeOp;
 const T: Duration = Duration::from_secs(10);
 const AHEAD: Duration = Duration::from_secs(3);
 
+/// Waits until `done` holds, at most `limit`; whether it did.
+async fn until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    true
+}
+
+/// Whether a process whose command line matches `pattern` runs.
+fn running(pattern: &str) -> bool {
+    std::process::Command::new("pgrep")
+        .args(["-f", pattern])
+        .output()
+        .is_ok_and(|o| !o.stdout.is_empty())
+}
+
 /// How many lines `path` holds (0 when it does not exist).
 fn lines(path: &Path) -> usize {
     fs::read_to_string(path).map_or(0, |t| t.lines().count())
@@ -31,7 +51,7 @@ async fn a_primed_command_runs_once_when_performed_and_not_before() {
     );
     let due = Instant::now() + AHEAD;
     let primed = ex
-        .prime("local", &NodeOp::Heal, T, due, AHEAD)
+        .prime("local", &NodeOp::Heal, T, due, T)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(primed, "SSH without a sudo password is primed");
@@ -64,25 +84,55 @@ async fn a_primed_command_never_performed_never_runs() {
         "known_hosts",
         &format!("  heal: echo x >> {}", log.display()),
     );
-    let due = Instant::now() + Duration::from_secs(1);
+    // A long limit: what ends the waiting shell must be its channel, not its deadline.
+    let long = Duration::from_secs(60);
+    let due = Instant::now() + Duration::from_secs(2);
     assert!(
-        ex.prime("local", &NodeOp::Heal, T, due, AHEAD)
+        ex.prime("local", &NodeOp::Heal, long, due, T)
             .await
             .unwrap_or_else(|e| panic!("{e}"))
     );
+    let waiting = format!("faultline_go.*{}", log.display());
+    assert!(
+        until(T, || running(&waiting)).await,
+        "no shell waits on the node"
+    );
     // The run stopped before the step was due: the executor goes, and the channel with it.
     drop(ex);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(lines(&log), 0, "a primed command ran without being started");
-    let left = std::process::Command::new("pgrep")
-        .args(["-f", &format!("faultline_go.*{}", log.display())])
-        .output()
-        .expect("pgrep");
     assert!(
-        left.stdout.is_empty(),
-        "a waiting shell outlived its channel: {}",
-        String::from_utf8_lossy(&left.stdout)
+        until(Duration::from_secs(20), || !running(&waiting)).await,
+        "a waiting shell outlived its channel"
     );
+    assert_eq!(lines(&log), 0, "a primed command ran without being started");
+}
+
+#[tokio::test]
+async fn a_primed_command_is_not_taken_by_a_call_with_another_limit() {
+    let Some(sshd) = start_sshd() else { return };
+    let log = sshd.dir.path().join("ran");
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!("  heal: echo x >> {}", log.display()),
+    );
+    let due = Instant::now() + AHEAD;
+    assert!(
+        ex.prime("local", &NodeOp::Heal, T, due, T)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    // A safety-net undo running the same command at the same moment, with its own limit:
+    // the node deadline sent ahead was for the step's.
+    tokio::time::sleep_until(due.into()).await;
+    ex.perform("local", &NodeOp::Heal, Duration::from_secs(7))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(lines(&log), 1);
+    let waiting = format!("faultline_go.*{}", log.display());
+    assert!(running(&waiting), "the primed command was taken");
+    drop(ex);
+    assert!(until(Duration::from_secs(20), || !running(&waiting)).await);
+    assert_eq!(lines(&log), 1, "the primed command ran too");
 }
 
 #[tokio::test]
@@ -97,7 +147,7 @@ async fn a_command_performed_far_from_when_it_was_primed_goes_the_ordinary_way_o
     // Primed for a step due in 8 s, performed now: not the one it waits for.
     let due = Instant::now() + Duration::from_secs(8);
     assert!(
-        ex.prime("local", &NodeOp::Heal, T, due, AHEAD)
+        ex.prime("local", &NodeOp::Heal, T, due, T)
             .await
             .unwrap_or_else(|e| panic!("{e}"))
     );
@@ -123,19 +173,23 @@ async fn a_primed_command_whose_shell_is_gone_is_sent_anew() {
         "known_hosts",
         &format!("  heal: echo x >> {}; echo healed", log.display()),
     );
-    let due = Instant::now() + Duration::from_secs(1);
+    let due = Instant::now() + Duration::from_secs(5);
     assert!(
-        ex.prime("local", &NodeOp::Heal, T, due, AHEAD)
+        ex.prime("local", &NodeOp::Heal, T, due, T)
             .await
             .unwrap_or_else(|e| panic!("{e}"))
     );
     // The node lost it (sshd restarted, the shell killed) while it waited.
-    let marker = format!("echo x >> {}", log.display());
-    let killed = std::process::Command::new("pkill")
-        .args(["-f", &marker])
-        .status()
-        .expect("pkill");
-    assert!(killed.success(), "no waiting shell found to kill");
+    let waiting = format!("faultline_go.*{}", log.display());
+    let killed = until(T, || {
+        std::process::Command::new("pkill")
+            .args(["-f", &waiting])
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+    .await;
+    assert!(killed, "no waiting shell found to kill");
+    assert!(until(T, || !running(&waiting)).await);
     tokio::time::sleep_until(due.into()).await;
     let out = ex
         .perform("local", &NodeOp::Heal, T)
