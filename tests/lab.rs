@@ -247,12 +247,21 @@ async fn an_api_server_restart_shows_as_a_gap_and_the_run_completes() {
 
 /// The node whose kubelet is stopped (asked over SSH).
 async fn stopped_node() -> String {
-    for n in lab_nodes() {
-        if kubelet_status(&n).await == "stopped" {
-            return n;
+    // Polled: the stop was issued, and lands when the node's command has run, later on a
+    // loaded machine.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        for n in lab_nodes() {
+            if kubelet_status(&n).await == "stopped" {
+                return n;
+            }
         }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no node has its kubelet stopped within 30 s of the stop"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    panic!("no node has its kubelet stopped");
 }
 
 /// Runs a shipped experiment on the lab and checks the outcome: exit 0, one JUnit case per
