@@ -31,6 +31,10 @@
 //!
 //! Reboots and power-offs are the exception: their session dropping, or their command
 //! hanging past the limit once sent, is the expected outcome and counts as success.
+//!
+//! A timed step's SSH commands can be sent ahead ([`Executor::prime`]) to wait on the
+//! node behind a gate until the step is due; the `primed` module says how that keeps
+//! these rules.
 
 mod bridge;
 mod local;
@@ -463,10 +467,10 @@ impl Executor {
     }
 
     /// Sends `op` to `node` ahead of time, to start when [`Executor::perform`] is called
-    /// for it near `due` (see [`primed`]) with the same operation and limit: the
-    /// command then starts on the node one packet after the call, not one channel, fork
-    /// and login shell later (see [`primed`]). The loop primes a step's commands when it
-    /// arms the step ahead. Only SSH without a sudo password is primed (the password
+    /// for it near `due` with the same operation and limit: the command then starts on
+    /// the node one packet after the call, not one channel, fork and login shell later
+    /// (see the `primed` module). The loop primes a step's commands when it arms the step
+    /// ahead. Only SSH without a sudo password is primed (the password
     /// would share the command's standard input); `Ok(false)` says it was not, and
     /// `perform` then sends the command the ordinary way. Priming gives up at `within`.
     pub async fn prime(
