@@ -538,19 +538,33 @@ pub(super) async fn open(
     if pool.has(&key) {
         return Ok(());
     }
+    let addr = format!("{}:{}", target.host, target.settings.port);
+    let what = "connected and logged in";
+    watched(timeout, addr, what, move |sockets| {
+        let connection = connect(&target, timeout, sockets)?;
+        pool.put(key, connection);
+        Ok(())
+    })
+    .await
+}
+
+/// Runs `work` on a blocking thread, the sockets it registers watched: past `timeout`
+/// they are shut (which makes a stuck libssh2 call return), the thread is waited for
+/// briefly, and it is an error saying the node at `addr` was not `what` in time.
+async fn watched<T: Send + 'static>(
+    timeout: Duration,
+    addr: String,
+    what: &str,
+    work: impl FnOnce(&Sockets) -> Result<T, SshError> + Send + 'static,
+) -> Result<T, SshError> {
     let mut cut = Cut {
         sockets: Arc::new(Mutex::new(Vec::new())),
         state: Arc::new(AtomicU8::new(CONNECTING)),
         done: false,
     };
-    let addr = format!("{}:{}", target.host, target.settings.port);
     let mut task = {
         let sockets = cut.sockets.clone();
-        tokio::task::spawn_blocking(move || {
-            let connection = connect(&target, timeout, &sockets)?;
-            pool.put(key, connection);
-            Ok(())
-        })
+        tokio::task::spawn_blocking(move || work(&sockets))
     };
     let result = match tokio::time::timeout(timeout, &mut task).await {
         Ok(Ok(result)) => result,
@@ -560,7 +574,7 @@ pub(super) async fn open(
             let _ = tokio::time::timeout(super::REAP, &mut task).await;
             Err(SshError::Connect {
                 addr,
-                message: format!("not connected and logged in within {timeout:?}"),
+                message: format!("not {what} within {timeout:?}"),
             })
         }
     };
@@ -857,52 +871,31 @@ pub(super) async fn prime(
     render: RenderAtSend,
     timeout: Duration,
 ) -> Result<Primed, SshError> {
-    let mut cut = Cut {
-        sockets: Arc::new(Mutex::new(Vec::new())),
-        state: Arc::new(AtomicU8::new(CONNECTING)),
-        done: false,
-    };
     let addr = format!("{}:{}", target.host, target.settings.port);
-    let mut task = {
-        let sockets = cut.sockets.clone();
-        tokio::task::spawn_blocking(move || {
-            let kept = pool
-                .take(&target.pool_key())
-                .and_then(|c| reuse(c, &target, &sockets));
-            let (connection, mut channel) = match kept {
-                Some(pair) => pair,
-                None => {
-                    let connection = connect(&target, timeout, &sockets)?;
-                    let channel = connection.session.channel_session()?;
-                    (connection, channel)
-                }
-            };
-            connection
-                .session
-                .set_timeout(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
-            channel.handle_extended_data(ExtendedData::Merge)?;
-            let command = render().ok_or_else(|| {
-                SshError::Protocol("too close to when it is due to be sent ahead".into())
-            })?;
-            channel.exec(&command)?;
-            Ok(Primed {
-                connection,
-                channel,
-            })
+    watched(timeout, addr, "primed", move |sockets| {
+        let kept = pool
+            .take(&target.pool_key())
+            .and_then(|c| reuse(c, &target, sockets));
+        let (connection, mut channel) = match kept {
+            Some(pair) => pair,
+            None => {
+                let connection = connect(&target, timeout, sockets)?;
+                let channel = connection.session.channel_session()?;
+                (connection, channel)
+            }
+        };
+        connection
+            .session
+            .set_timeout(u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX));
+        channel.handle_extended_data(ExtendedData::Merge)?;
+        let command = render().ok_or_else(|| {
+            SshError::Protocol("too close to when it is due to be sent ahead".into())
+        })?;
+        channel.exec(&command)?;
+        Ok(Primed {
+            connection,
+            channel,
         })
-    };
-    let result = match tokio::time::timeout(timeout, &mut task).await {
-        Ok(Ok(result)) => result,
-        Ok(Err(join)) => Err(SshError::Protocol(format!("ssh worker failed: {join}"))),
-        Err(_) => {
-            cut.shut();
-            let _ = tokio::time::timeout(super::REAP, &mut task).await;
-            Err(SshError::Connect {
-                addr,
-                message: format!("not primed within {timeout:?}"),
-            })
-        }
-    };
-    cut.done = true;
-    result
+    })
+    .await
 }
