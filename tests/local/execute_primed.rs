@@ -27,6 +27,15 @@ async fn until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     true
 }
 
+/// Sends `heal` ahead on node `local` for a step due at `due` with `limit`; it must be sent.
+async fn prime_heal(ex: &faultline::execute::Executor, limit: Duration, due: Instant) {
+    let primed = ex
+        .prime("local", &NodeOp::Heal, limit, due, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(primed, "SSH without a sudo password is primed");
+}
+
 /// Whether a process whose command line matches `pattern` runs.
 fn running(pattern: &str) -> bool {
     std::process::Command::new("pgrep")
@@ -87,11 +96,7 @@ async fn a_primed_command_never_performed_never_runs() {
     // A long limit: what ends the waiting shell must be its channel, not its deadline.
     let long = Duration::from_secs(60);
     let due = Instant::now() + Duration::from_secs(2);
-    assert!(
-        ex.prime("local", &NodeOp::Heal, long, due, T)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-    );
+    prime_heal(&ex, long, due).await;
     let waiting = format!("faultline_go.*{}", log.display());
     assert!(
         until(T, || running(&waiting)).await,
@@ -116,11 +121,7 @@ async fn a_primed_command_is_not_taken_by_a_call_with_another_limit() {
         &format!("  heal: echo x >> {}", log.display()),
     );
     let due = Instant::now() + AHEAD;
-    assert!(
-        ex.prime("local", &NodeOp::Heal, T, due, T)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-    );
+    prime_heal(&ex, T, due).await;
     // A safety-net undo running the same command at the same moment, with its own limit:
     // the node deadline sent ahead was for the step's.
     tokio::time::sleep_until(due.into()).await;
@@ -146,11 +147,7 @@ async fn a_command_performed_far_from_when_it_was_primed_goes_the_ordinary_way_o
     );
     // Primed for a step due in 8 s, performed now: not the one it waits for.
     let due = Instant::now() + Duration::from_secs(8);
-    assert!(
-        ex.prime("local", &NodeOp::Heal, T, due, T)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-    );
+    prime_heal(&ex, T, due).await;
     ex.perform("local", &NodeOp::Heal, T)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -174,11 +171,7 @@ async fn a_primed_command_whose_shell_is_gone_is_sent_anew() {
         &format!("  heal: echo x >> {}; echo healed", log.display()),
     );
     let due = Instant::now() + Duration::from_secs(5);
-    assert!(
-        ex.prime("local", &NodeOp::Heal, T, due, T)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-    );
+    prime_heal(&ex, T, due).await;
     // The node lost it (sshd restarted, the shell killed) while it waited.
     let waiting = format!("faultline_go.*{}", log.display());
     let killed = until(T, || {
