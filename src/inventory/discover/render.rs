@@ -60,7 +60,7 @@ pub(crate) fn yaml(d: &Discovered, command: &str) -> Result<String, String> {
         Reach::DockerExec => {
             let _ = writeln!(
                 out,
-                "profile: {tool}                  # nodes are containers: docker exec, docker stop/start"
+                "profile: {tool}                  # nodes are containers: docker exec, power through Docker"
             );
         }
         Reach::Ssh(ssh) => out.push_str(&super::ssh::yaml(ssh, quoted)?),

@@ -85,8 +85,8 @@ pub(super) fn yaml(ssh: &SshReach, quoted: impl Fn(&str) -> String) -> Result<St
          # Reboots too, so SSH does not carry them: the kubeadm profile's in-band `systemctl\n\
          # reboot` makes systemd, PID 1 of the node container, exit (status 129), and kind's\n\
          # restart policy (on-failure:1) starts the container again only the first time; a\n\
-         # second reboot leaves the node off. Here a reboot is `docker stop`, 5 s, `docker\n\
-         # start`. Power-off likewise: in-band, systemd exits with status 130 and the same\n\
+         # second reboot leaves the node off. Here a reboot is `docker stop`, 3 s, `docker\n\
+         # start`, and a power-off `docker kill`. Power-off likewise: in-band, systemd exits with status 130 and the same\n\
          # policy starts the node again. The address check catches a node container that\n\
          # comes back with another address (kind #2045), which would also break this file's\n\
          # `address:`.\n",

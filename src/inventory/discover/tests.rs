@@ -441,7 +441,7 @@ fn ssh_is_refused_for_k3d_and_for_a_node_container_without_an_address() {
 
 #[test]
 fn the_pod_transport_inventory_needs_neither_docker_nor_ssh() {
-    let discovered = "cluster:\n  name: \"kind-x\"\nprofile: kind                  # nodes are containers: docker exec, docker stop/start\nnodes:\n  - {name: x-worker, roles: [worker]}\n";
+    let discovered = "cluster:\n  name: \"kind-x\"\nprofile: kind                  # nodes are containers: docker exec, power through Docker\nnodes:\n  - {name: x-worker, roles: [worker]}\n";
     let text = super::pod_transport(discovered, "v1.33.13");
     let inv = crate::inventory::Inventory::parse(&text, std::path::Path::new("t.yaml"))
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
