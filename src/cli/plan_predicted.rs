@@ -73,6 +73,7 @@ fn outages(
             out.push(Outage {
                 node: node.clone(),
                 from,
+                held_by: from,
                 until,
                 out_of_service: None,
                 deleted: None,

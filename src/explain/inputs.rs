@@ -90,8 +90,8 @@ pub(super) struct RecordedOutage {
 /// When the step whose `Finished` entry is `entries[finished]` was issued on its node: a
 /// fault can take hold while its command still runs (`docker stop` returns once the node's
 /// systemd has finished shutting it down, or after its 10 s timeout; the kubelet stopped in
-/// the first second), so an outage starts when the command does. The finish time when no
-/// issue entry is recorded.
+/// the first second), so an outage starts when the command does, and has begun by the
+/// time the command returned. The finish time when no issue entry is recorded.
 fn issued_at(entries: &[Entry], finished: usize) -> i64 {
     let Event::Step {
         step: name,
@@ -129,7 +129,7 @@ pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
     };
     let mut out: Vec<RecordedOutage> = Vec::new();
     for (i, e) in entries.iter().enumerate() {
-        let Some((node, fault_action, _finished)) = done(e) else {
+        let Some((node, fault_action, finished)) = done(e) else {
             continue;
         };
         if !fault::silences_node(&fault_action) {
@@ -169,6 +169,7 @@ pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
             outage: Outage {
                 node,
                 from: at(from),
+                held_by: at(finished),
                 until,
                 out_of_service,
                 deleted,

@@ -171,8 +171,14 @@ pub struct ModelPod {
 pub struct Outage {
     /// The node.
     pub node: String,
-    /// When it stops answering (offset from the start of the run).
+    /// When it stops answering at the earliest (offset from the start of the run): when
+    /// the silencing command was issued.
     pub from: Duration,
+    /// When it had stopped answering at the latest: when the silencing command returned.
+    /// A command may take hold anywhere between the two (an `iptables` rule inserted at the
+    /// end of a 2 s exec through the API; a kubelet stopped in the first second of a 10 s
+    /// `docker stop`). Equal to `from` where the moment is known, as in a plan.
+    pub held_by: Duration,
     /// When it answers again, if it does within the experiment.
     pub until: Option<Duration>,
     /// A step adds `node.kubernetes.io/out-of-service` at this offset (non-graceful

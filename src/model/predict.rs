@@ -143,7 +143,7 @@ fn unknown_span(settings: &ControllerSettings, outage: &Outage) -> Result<Span, 
     let earliest = (outage.from + grace)
         .saturating_sub(settings.renew_interval())
         .max(outage.from);
-    let mut latest = outage.from + grace + settings.node_monitor_period;
+    let mut latest = outage.held_by.max(outage.from) + grace + settings.node_monitor_period;
     if let Some(back) = outage.until {
         if back <= earliest {
             return Err(Rule::BackBeforeGrace);

@@ -65,6 +65,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             |(node, from, length)| Outage {
                 node: format!("n{node}"),
                 from: Duration::from_secs(from),
+                held_by: Duration::from_secs(from),
                 until: length.map(|l| Duration::from_secs(from + l)),
                 out_of_service: None,
                 deleted: None,

@@ -24,6 +24,7 @@ fn stop(node: &str, from: u64, until: Option<u64>) -> Outage {
     Outage {
         node: node.into(),
         from: s(from),
+        held_by: s(from),
         until: until.map(s),
         out_of_service: None,
         deleted: None,
@@ -133,6 +134,49 @@ fn the_labs_fast_timers_give_the_labs_windows() {
             Some(s(59) + Duration::from_millis(100))
         )
     );
+}
+
+/// A command that took 2 s to return (a partition through the API's exec, issued at 4.1 s
+/// and returned at 6.0 s; CI, 2026-11-27: the taint seen at 29.2 s) may have taken hold at
+/// its end: the windows close 2 s later than for a fault known to hold at once, and open
+/// no later.
+#[test]
+fn a_fault_whose_command_took_a_while_may_have_taken_hold_when_it_returned() {
+    let settings = ControllerSettings {
+        node_monitor_period: s(2),
+        node_monitor_grace_period: s(20),
+        default_unreachable_toleration: s(30),
+        node_lease_duration: s(10),
+        ..ControllerSettings::default()
+    };
+    let ms = Duration::from_millis;
+    let slow = Outage {
+        from: ms(4_100),
+        held_by: ms(6_000),
+        ..stop("w1", 0, None)
+    };
+    let at_once = Outage {
+        held_by: ms(4_100),
+        ..slow.clone()
+    };
+    let windows = |o: &Outage| {
+        let all = predict(&settings, &cluster(3, ""), &[], std::slice::from_ref(o));
+        [Transition::NodeUnknown, Transition::NodeTainted].map(|t| find(&all, "w1", t).window)
+    };
+    let [unknown, tainted] = windows(&at_once);
+    assert_eq!(unknown, between(ms(21_600), Some(ms(26_100))));
+    let later = |w: Window| match w {
+        Window::Between { earliest, latest } => between(earliest, latest.map(|l| l + ms(1_900))),
+        other => other,
+    };
+    assert_eq!(windows(&slow), [later(unknown), later(tainted)]);
+    assert!(matches!(
+        tainted,
+        Window::Between {
+            latest: Some(_),
+            ..
+        }
+    ));
 }
 
 #[test]

@@ -323,7 +323,7 @@ mod tests {
         assert!(
             message.contains(
                 "the node failure model: faultline-lab/web-7f95d99b4-7r6q8 Terminating \
-                 (evicted): predicted +42.7s … +54.8s (its toleration, 30s after the taint); \
+                 (evicted): predicted +42.7s … +55.1s (its toleration, 30s after the taint); \
                  observed +52.1s: inside"
             ),
             "{message}"

@@ -188,7 +188,7 @@ fn the_model_s_predicted_windows_are_drawn_on_their_lanes() {
     assert!(bounded >= 6, "{bounded}");
     assert_eq!(outlines, bounded, "one outline per bounded window");
     assert!(page.contains(
-        "<title>lab-worker-2 Unknown: predicted +10.7s … +22.7s (grace period after the last \
+        "<title>lab-worker-2 Unknown: predicted +10.7s … +23.0s (grace period after the last \
          lease renewal, at the next monitor pass); observed +20.0s: inside</title>"
     ));
     assert!(!page.contains("data-fit=\"Missing\""), "every window held");

@@ -86,7 +86,7 @@ fn one_case_per_verdict_with_counts() {
     assert!(
         message.contains(
             "the node failure model: faultline-lab/web-5d9c-aaaaa Terminating (evicted): \
-             predicted +45.0s … +60.1s (its toleration, 30s after the taint); observed +52.0s: \
+             predicted +45.0s … +61.3s (its toleration, 30s after the taint); observed +52.0s: \
              inside"
         ),
         "{message}"

@@ -187,7 +187,7 @@ fn the_recorded_run_reads_at_a_glance() {
     assert!(
         doc.items.iter().any(|i| i.starts_with(
             "web evicted between 30s and 40s: the node failure model: \
-             faultline-lab/web-5d9c-aaaaa Terminating (evicted): predicted +45.0s … +60.1s"
+             faultline-lab/web-5d9c-aaaaa Terminating (evicted): predicted +45.0s … +61.3s"
         )),
         "{:?}",
         doc.items
