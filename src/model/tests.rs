@@ -31,6 +31,18 @@ fn stop(node: &str, from: u64, until: Option<u64>) -> Outage {
     }
 }
 
+/// The lab's and kind's fast timers: 2 s monitor period, 20 s grace, 30 s toleration, 10 s
+/// Lease.
+fn lab_timers() -> ControllerSettings {
+    ControllerSettings {
+        node_monitor_period: s(2),
+        node_monitor_grace_period: s(20),
+        default_unreachable_toleration: s(30),
+        node_lease_duration: s(10),
+        ..ControllerSettings::default()
+    }
+}
+
 fn pod(name: &str, node: &str, owner: Owner, toleration: Toleration) -> ModelPod {
     ModelPod {
         name: name.into(),
@@ -109,13 +121,7 @@ fn a_stopped_kubelet_with_the_defaults_goes_unknown_after_the_grace_period_and_i
 
 #[test]
 fn the_labs_fast_timers_give_the_labs_windows() {
-    let settings = ControllerSettings {
-        node_monitor_period: s(2),
-        node_monitor_grace_period: s(20),
-        default_unreachable_toleration: s(30),
-        node_lease_duration: s(10),
-        ..ControllerSettings::default()
-    };
+    let settings = lab_timers();
     let pods = [pod(
         "lab/web-1",
         "w1",
@@ -142,13 +148,7 @@ fn the_labs_fast_timers_give_the_labs_windows() {
 /// no later.
 #[test]
 fn a_fault_whose_command_took_a_while_may_have_taken_hold_when_it_returned() {
-    let settings = ControllerSettings {
-        node_monitor_period: s(2),
-        node_monitor_grace_period: s(20),
-        default_unreachable_toleration: s(30),
-        node_lease_duration: s(10),
-        ..ControllerSettings::default()
-    };
+    let settings = lab_timers();
     let ms = Duration::from_millis;
     let slow = Outage {
         from: ms(4_100),
@@ -374,13 +374,7 @@ fn the_out_of_service_taint_frees_a_statefulset_pod_without_waiting_for_the_node
 #[test]
 fn a_deleted_node_s_pods_are_deleted_by_the_pod_gc_after_its_quarantine_whatever_they_tolerate() {
     // The lab's timers; the Node deleted at 21 s, as soon as it went Unknown (node-deleted).
-    let settings = ControllerSettings {
-        node_monitor_period: s(2),
-        node_monitor_grace_period: s(20),
-        default_unreachable_toleration: s(30),
-        node_lease_duration: s(10),
-        ..ControllerSettings::default()
-    };
+    let settings = lab_timers();
     let pods = [
         pod("ns/web-1", "w1", Owner::ReplicaSet, Toleration::Default),
         pod("ns/db-0", "w1", Owner::StatefulSet, Toleration::Default),
