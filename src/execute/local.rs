@@ -67,21 +67,38 @@ pub(super) async fn run(
     timeout: Duration,
     grace: Duration,
 ) -> std::io::Result<LocalEnd> {
+    let (child, group) = spawn(argv, Stdio::null())?;
+    finish(child, group, timeout, grace).await
+}
+
+/// `argv` started in a process group of its own, its output piped.
+fn spawn(argv: &[String], stdin: Stdio) -> std::io::Result<(tokio::process::Child, GroupKill)> {
     let Some((program, args)) = argv.split_first() else {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "empty argv",
         ));
     };
-    let mut child = tokio::process::Command::new(program)
+    let child = tokio::process::Command::new(program)
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true)
         .spawn()?;
-    let mut group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));
+    let group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));
+    Ok((child, group))
+}
+
+/// Hears a started process out: its output and ending within `timeout`, then `grace`,
+/// then its group killed (see [`run`]).
+async fn finish(
+    mut child: tokio::process::Child,
+    mut group: GroupKill,
+    timeout: Duration,
+    grace: Duration,
+) -> std::io::Result<LocalEnd> {
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let collect = async move {
         let (out, err, status) = tokio::join!(tail_of(stdout), tail_of(stderr), child.wait());
@@ -109,6 +126,68 @@ pub(super) async fn run(
         .await
         .is_ok();
     Ok(LocalEnd::TimedOut { reaped })
+}
+
+/// A command carried to its node by a local client (`transport: exec` with
+/// `execWithStdin`), started ahead of its step behind the gate of
+/// [`super::primed::gated`] and waiting there for [`super::ssh::GO`] on its standard
+/// input. Dropped without being started (the run stopped first, or the step went the
+/// ordinary way), its client is killed, the node side reads end-of-file and runs nothing;
+/// its node deadline ends the wait in any case.
+pub(super) struct PrimedLocal {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    group: GroupKill,
+}
+
+impl std::fmt::Debug for PrimedLocal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PrimedLocal(..)")
+    }
+}
+
+impl PrimedLocal {
+    /// Starts `argv` (its command already gated), its standard input held open.
+    pub(super) fn spawn(argv: &[String]) -> std::io::Result<PrimedLocal> {
+        let (mut child, group) = spawn(argv, Stdio::piped())?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no standard input to hold"))?;
+        Ok(PrimedLocal {
+            child,
+            stdin,
+            group,
+        })
+    }
+
+    /// `self` while its client still runs (a node that was powered off or restarted ended
+    /// it); `None` after ending it, for the command to go the ordinary way.
+    pub(super) fn alive(mut self) -> Option<PrimedLocal> {
+        match self.child.try_wait() {
+            Ok(None) => Some(self),
+            _ => {
+                tracing::debug!("a primed local command had ended before it was due");
+                None
+            }
+        }
+    }
+
+    /// Sends the word and end-of-file, then hears the command out as [`run`] does. A
+    /// client that went away before the word reached it ends with whatever it says then.
+    pub(super) async fn start(
+        mut self,
+        timeout: Duration,
+        grace: Duration,
+    ) -> std::io::Result<LocalEnd> {
+        use tokio::io::AsyncWriteExt;
+        let word = format!("{}\n", super::ssh::GO);
+        if let Err(e) = self.stdin.write_all(word.as_bytes()).await {
+            tracing::debug!("the word did not reach a primed local command: {e}");
+        }
+        drop(self.stdin);
+        finish(self.child, self.group, timeout, grace).await
+    }
 }
 
 /// The tail of a child's pipe, read to its end.

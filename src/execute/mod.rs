@@ -103,6 +103,26 @@ fn with_node_deadline(command: &str, limit: Duration) -> Result<String, RenderEr
     ))
 }
 
+/// The deadline a command sent ahead now, due at `due`, takes with it to its node: the
+/// time left until it is due, its limit, and [`PRIMED_LATE`]. `None` when it is due too
+/// soon to be sent ahead.
+fn primed_node_limit(due: Instant, timeout: Duration) -> Option<Duration> {
+    let now = Instant::now();
+    if now + PRIMED_EARLY >= due {
+        return None;
+    }
+    Some(
+        (due - now)
+            .saturating_add(timeout)
+            .saturating_add(PRIMED_LATE),
+    )
+}
+
+/// What a command sent ahead by a local client is found by, beside its text and limit.
+fn local_via(node: &str) -> String {
+    format!("exec {node}")
+}
+
 /// Power state as reported by a `power.status` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PowerState {
@@ -346,6 +366,8 @@ enum Plan {
         /// Whether the argv carries a command to a node (`docker exec`), which then has
         /// a node-side deadline, or is the whole command (an out-of-band power driver).
         to_node: bool,
+        /// The same command, its client started ahead and waiting ([`Executor::prime`]).
+        primed: Option<local::PrimedLocal>,
     },
     /// Through a privileged pod on the node and the API's exec.
     Pod {
@@ -470,9 +492,10 @@ impl Executor {
     /// for it near `due` with the same operation and limit: the command then starts on
     /// the node one packet after the call, not one channel, fork and login shell later
     /// (see the `primed` module). The loop primes a step's commands when it arms the step
-    /// ahead. Only SSH without a sudo password is primed (the password
-    /// would share the command's standard input); `Ok(false)` says it was not, and
-    /// `perform` then sends the command the ordinary way. Priming gives up at `within`.
+    /// ahead. Primed are SSH without a sudo password (the password would share the
+    /// command's standard input) and `transport: exec` with an `execWithStdin` client;
+    /// `Ok(false)` says it was not, and `perform` then sends the command the ordinary way.
+    /// Priming over SSH gives up at `within`; a local client starts at once.
     pub async fn prime(
         &self,
         node: &str,
@@ -482,25 +505,23 @@ impl Executor {
         within: Duration,
     ) -> Result<bool, ExecError> {
         let access = self.access(node)?;
-        if access.transport != TransportKind::Ssh || access.ssh.sudo_password_env.is_some() {
-            return Ok(false);
-        }
         let command = Self::command_text(&access, op)?;
+        match access.transport {
+            TransportKind::Ssh if access.ssh.sudo_password_env.is_none() => {}
+            TransportKind::Exec if access.exec_with_stdin.is_some() => {
+                return self.prime_local(&access, &command, timeout, due);
+            }
+            _ => return Ok(false),
+        }
         let target = Self::ssh_target(&access);
-        let key = primed::key(&target, &command, timeout);
+        let key = primed::key(&target.pool_key(), &command, timeout);
         // Checked now (the deadline would not render) and rendered again just before it
         // is sent: the node's deadline counts from then.
         Self::plan(&access, primed::gated(&command), Some(timeout))?;
         let render = {
             let gated = primed::gated(&command);
             move || {
-                let now = Instant::now();
-                if now + PRIMED_EARLY >= due {
-                    return None;
-                }
-                let node_limit = (due - now)
-                    .saturating_add(timeout)
-                    .saturating_add(PRIMED_LATE);
+                let node_limit = primed_node_limit(due, timeout)?;
                 match Self::plan(&access, gated, Some(node_limit)) {
                     Ok(Plan::Ssh { command, .. }) => Some(command),
                     _ => None,
@@ -515,7 +536,46 @@ impl Executor {
                 node: node.to_string(),
                 source,
             })?;
-        self.primed.put(key, node, waiting, due);
+        self.primed.put(key, node, primed::Sent::Ssh(waiting), due);
+        Ok(true)
+    }
+
+    /// [`Executor::prime`] through a local client that passes its standard input on
+    /// (`execWithStdin`): the client is started now, the gated command behind it.
+    fn prime_local(
+        &self,
+        access: &NodeAccess,
+        command: &str,
+        timeout: Duration,
+        due: Instant,
+    ) -> Result<bool, ExecError> {
+        let Some(template) = access.exec_with_stdin.as_ref() else {
+            return Ok(false);
+        };
+        let Some(node_limit) = primed_node_limit(due, timeout) else {
+            return Ok(false);
+        };
+        let render_err = |source| ExecError::Render {
+            node: access.name.clone(),
+            source,
+        };
+        let gated = with_node_deadline(&primed::gated(command), node_limit).map_err(render_err)?;
+        let argv = render::argv(
+            template,
+            &[
+                ("node", &access.name),
+                ("address", &access.address),
+                ("command", &gated),
+            ],
+        )
+        .map_err(render_err)?;
+        let waiting = local::PrimedLocal::spawn(&argv).map_err(|source| ExecError::Spawn {
+            program: argv.first().cloned().unwrap_or_default(),
+            source,
+        })?;
+        let key = primed::key(&local_via(&access.name), command, timeout);
+        self.primed
+            .put(key, &access.name, primed::Sent::Local(waiting), due);
         Ok(true)
     }
 
@@ -631,6 +691,7 @@ impl Executor {
                 Ok(Plan::Local {
                     argv,
                     to_node: true,
+                    primed: None,
                 })
             }
             TransportKind::Pod => Ok(Plan::Pod {
@@ -674,10 +735,24 @@ impl Executor {
         // Messages show the command as `describe` does, without the deadline wrapper.
         let shown = Self::plan(&access, command.clone(), None)?.show();
         let mut plan = Self::plan(&access, command.clone(), Some(timeout))?;
-        if let Plan::Ssh { target, primed, .. } = &mut plan {
-            *primed = self
-                .primed
-                .take(&primed::key(target, &command, timeout), Instant::now());
+        match &mut plan {
+            Plan::Ssh { target, primed, .. } => {
+                let key = primed::key(&target.pool_key(), &command, timeout);
+                if let Some(primed::Sent::Ssh(waiting)) = self.primed.take(&key, Instant::now()) {
+                    *primed = Some(waiting);
+                }
+            }
+            Plan::Local {
+                primed,
+                to_node: true,
+                ..
+            } => {
+                let key = primed::key(&local_via(&access.name), &command, timeout);
+                if let Some(primed::Sent::Local(waiting)) = self.primed.take(&key, Instant::now()) {
+                    *primed = waiting.alive();
+                }
+            }
+            _ => {}
         }
         // Through the API, a command that stops the kubelet or cuts the node off ends its
         // own stream; its proof is then read through the API.
@@ -856,24 +931,42 @@ impl Executor {
                     pod::PodEnd::TimedOut { sent: true } => Err(unconfirmed(Duration::ZERO)),
                 }
             }
-            Plan::Local { argv, to_node } => {
-                tracing::debug!(node, "local: {}", render::show_argv(&argv));
+            Plan::Local {
+                argv,
+                to_node,
+                primed,
+            } => {
+                tracing::debug!(
+                    node,
+                    primed = primed.is_some(),
+                    "local: {}",
+                    render::show_argv(&argv)
+                );
+                // A primed command's node deadline counts from when it was sent ahead,
+                // with room for its start to be late by up to the slack.
+                let slack = if primed.is_some() {
+                    PRIMED_EXTRA_WAIT
+                } else {
+                    Duration::ZERO
+                };
                 // A command carried to a node is ended there by its deadline: give it the
                 // time to be. A local driver is ended here, at the limit.
                 let grace = if to_node {
                     ends_within(timeout)
+                        .saturating_add(slack)
                         .saturating_add(CONFIRM_SLACK)
                         .saturating_sub(timeout)
                 } else {
                     Duration::ZERO
                 };
-                let end =
-                    local::run(&argv, timeout, grace)
-                        .await
-                        .map_err(|source| ExecError::Spawn {
-                            program: argv.first().cloned().unwrap_or_default(),
-                            source,
-                        })?;
+                let end = match primed {
+                    Some(waiting) => waiting.start(timeout, grace).await,
+                    None => local::run(&argv, timeout, grace).await,
+                }
+                .map_err(|source| ExecError::Spawn {
+                    program: argv.first().cloned().unwrap_or_default(),
+                    source,
+                })?;
                 match end {
                     local::LocalEnd::Exited { code, output } => {
                         // docker exec / oc debug report a vanished container or session as
@@ -890,7 +983,7 @@ impl Executor {
                     local::LocalEnd::TimedOut { .. } if expects_drop => Ok(dropped(String::new())),
                     // The local driver itself was the command: killed and reaped, it is over.
                     local::LocalEnd::TimedOut { reaped: true } if !to_node => Err(ended(true)),
-                    local::LocalEnd::TimedOut { .. } => Err(unconfirmed(Duration::ZERO)),
+                    local::LocalEnd::TimedOut { .. } => Err(unconfirmed(slack)),
                 }
             }
         }
@@ -998,6 +1091,7 @@ impl Executor {
         let plan = Plan::Local {
             argv,
             to_node: false,
+            primed: None,
         };
         let outcome = self.carry(node, plan, &shown, timeout, false).await?;
         Self::require_success(node, &shown, outcome)
@@ -1154,6 +1248,7 @@ impl Executor {
         let plan = Plan::Local {
             argv,
             to_node: false,
+            primed: None,
         };
         let out = self
             .carry(node, plan, &shown, access.ssh.command_timeout, false)

@@ -1,12 +1,15 @@
 //! Commands sent ahead of their step and waiting on their nodes for the word to start
-//! ([`super::ssh::Primed`]), kept until the step is due.
+//! ([`super::ssh::Primed`] over SSH, [`super::local::PrimedLocal`] through a local
+//! client such as `docker exec -i`), kept until the step is due.
 //!
-//! A step due at a known offset is armed a few seconds early; its SSH commands are then
-//! sent too, each wrapped in a gate ([`gated`]) that reads one line from standard input
-//! and runs the command only if that line is [`super::ssh::GO`]. When the step is due,
+//! A step due at a known offset is armed a few seconds early; its commands are then sent
+//! too, each wrapped in a gate ([`gated`]) that reads one line from standard input and
+//! runs the command only if that line is [`super::ssh::GO`]. When the step is due,
 //! [`super::Executor::perform`] finds the waiting command here and sends the line, so a
 //! step's commands start on every node within a packet of their offset instead of a
-//! channel, a fork and a login shell later (issue 26, item 7).
+//! channel, a fork and a login shell later over SSH, or a client process and the engine's
+//! exec setup later through `docker exec` (issue 26, item 7). A local client is primed
+//! only when the inventory gives one that passes standard input on (`execWithStdin`).
 //!
 //! The node's deadline is armed with the command: it counts from when the command was
 //! sent, so it is rendered just before sending, as the time left until the step is due
@@ -22,7 +25,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::ssh::{GO, Primed, SshTarget};
+use super::local::PrimedLocal;
+use super::ssh::{GO, Primed};
 
 /// How late after when it was due a waiting command may still be started; its node
 /// deadline adds as much, so that it is never ended before its limit.
@@ -45,9 +49,18 @@ pub(super) fn gated(command: &str) -> String {
     format!("IFS= read -r faultline_go && [ \"$faultline_go\" = {GO} ] || exit 125\n{command}")
 }
 
+/// A command waiting on its node, by the way it was sent.
+#[derive(Debug)]
+pub(super) enum Sent {
+    /// Over a kept SSH session.
+    Ssh(Primed),
+    /// By a local client that carries its standard input (`docker exec -i`).
+    Local(PrimedLocal),
+}
+
 /// One waiting command, the node it waits on, and when its step is due.
 struct Waiting {
-    primed: Primed,
+    primed: Sent,
     node: String,
     due: Instant,
 }
@@ -72,11 +85,12 @@ impl std::fmt::Debug for PrimedCommands {
     }
 }
 
-/// What a waiting command is found by: the login it was sent over, the time limit it
-/// was sent for and the command text before any wrapping, so that only exactly the same
-/// command on the same node with the same limit takes it.
-pub(super) fn key(target: &SshTarget, command: &str, timeout: Duration) -> String {
-    format!("{}\n{timeout:?}\n{command}", target.pool_key())
+/// What a waiting command is found by: the way it was sent (the SSH login, or the node
+/// of a local client), the time limit it was sent for and the command text before any
+/// wrapping, so that only exactly the same command on the same node with the same limit
+/// takes it.
+pub(super) fn key(via: &str, command: &str, timeout: Duration) -> String {
+    format!("{via}\n{timeout:?}\n{command}")
 }
 
 /// Closes waiting commands off the async threads: closing a channel can wait for the
@@ -96,7 +110,7 @@ fn close(stale: Vec<Waiting>) {
 impl PrimedCommands {
     /// Keeps `primed`, due at `due`, for [`PrimedCommands::take`]; closes any waiting
     /// command whose window has passed.
-    pub(super) fn put(&self, key: String, node: &str, primed: Primed, due: Instant) {
+    pub(super) fn put(&self, key: String, node: &str, primed: Sent, due: Instant) {
         let waiting = Waiting {
             primed,
             node: node.to_string(),
@@ -136,7 +150,7 @@ impl PrimedCommands {
 
     /// The command waiting under `key` whose window holds `now`, taken out; `None` when
     /// there is none (any whose window has passed is closed).
-    pub(super) fn take(&self, key: &str, now: Instant) -> Option<Primed> {
+    pub(super) fn take(&self, key: &str, now: Instant) -> Option<Sent> {
         let mut stale = Vec::new();
         let found = match self.waiting.lock() {
             Ok(mut all) => {

@@ -218,6 +218,10 @@ pub struct NodeAccess {
     pub transport: TransportKind,
     /// Argv template for `transport: exec` (contains `{command}`).
     pub exec: Option<Vec<String>>,
+    /// The same client made to pass faultline's standard input to the command (`docker
+    /// exec -i`): with it, a step's commands are sent ahead and wait on their nodes for the
+    /// word to start, as over SSH (see `execute::primed`).
+    pub exec_with_stdin: Option<Vec<String>>,
     /// The API transport's pod (used when `transport: pod`).
     pub pod: PodSettings,
     /// SSH settings (used when `transport: ssh`).
@@ -477,11 +481,20 @@ fn merge_node(
         p.and_then(|p| p.transport.as_ref()),
     ])
     .unwrap_or(TransportKind::Ssh);
-    let exec = first([
-        node.exec.as_ref(),
-        top.exec.as_ref(),
-        p.and_then(|p| p.exec.as_ref()),
-    ]);
+    // `exec` and `execWithStdin` go together: the first layer that sets either supplies
+    // both, so a node's own client is never primed through its profile's.
+    let (exec, exec_with_stdin) = [
+        (node.exec.as_ref(), node.exec_with_stdin.as_ref()),
+        (top.exec.as_ref(), top.exec_with_stdin.as_ref()),
+        (
+            p.and_then(|p| p.exec.as_ref()),
+            p.and_then(|p| p.exec_with_stdin.as_ref()),
+        ),
+    ]
+    .into_iter()
+    .find(|(exec, with_stdin)| exec.is_some() || with_stdin.is_some())
+    .map(|(exec, with_stdin)| (exec.cloned(), with_stdin.cloned()))
+    .unwrap_or_default();
     if transport == TransportKind::Exec {
         match &exec {
             Some(argv) if argv.iter().any(|a| a.contains("{command}")) => {}
@@ -492,6 +505,14 @@ fn merge_node(
                     name
                 ));
             }
+        }
+        if let Some(argv) = &exec_with_stdin
+            && !argv.iter().any(|a| a.contains("{command}"))
+        {
+            return Err(format!(
+                "node `{name}`: `execWithStdin:` needs \"{{command}}\", e.g. \
+                 [docker, exec, -i, \"{{node}}\", sh, -c, \"{{command}}\"]"
+            ));
         }
     }
     let address = node.address.clone().unwrap_or_else(|| name.clone());
@@ -557,6 +578,7 @@ fn merge_node(
         profile: profile_name,
         transport,
         exec,
+        exec_with_stdin,
         pod,
         ssh,
         commands,

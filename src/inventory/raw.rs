@@ -19,6 +19,7 @@ pub(super) struct RawInventory {
     pub timers: Option<RawTimers>,
     pub transport: Option<TransportKind>,
     pub exec: Option<Vec<String>>,
+    pub exec_with_stdin: Option<Vec<String>>,
     pub pod: Option<RawPod>,
     pub ssh: Option<RawSsh>,
     pub commands: Option<RawCommands>,
@@ -140,6 +141,7 @@ pub(super) struct RawNode {
     pub profile: Option<ProfileName>,
     pub transport: Option<TransportKind>,
     pub exec: Option<Vec<String>>,
+    pub exec_with_stdin: Option<Vec<String>>,
     pub pod: Option<RawPod>,
     pub ssh: Option<RawSsh>,
     pub commands: Option<RawCommands>,
@@ -154,6 +156,7 @@ pub(super) struct RawNode {
 pub(crate) struct RawProfile {
     pub transport: Option<TransportKind>,
     pub exec: Option<Vec<String>>,
+    pub exec_with_stdin: Option<Vec<String>>,
     pub pod: Option<RawPod>,
     pub ssh: Option<RawSsh>,
     pub commands: Option<RawCommands>,

@@ -20,6 +20,7 @@ mod compare;
 mod compare_cli;
 mod doctor_ssh;
 mod execute_primed;
+mod execute_primed_local;
 mod execute_ssh;
 mod experiment_invalid_corpus;
 mod experiment_model;
