@@ -466,6 +466,17 @@ fn first<T: Clone, const N: usize>(layers: [Option<&T>; N]) -> Option<T> {
     layers.into_iter().flatten().next().cloned()
 }
 
+/// The first layer, in precedence order, that sets either of two keys that go together:
+/// both of its values (one may be `None`), never one from each layer.
+fn first_pair<A: Clone, B: Clone, const N: usize>(
+    layers: [(Option<&A>, Option<&B>); N],
+) -> Option<(Option<A>, Option<B>)> {
+    layers
+        .into_iter()
+        .find(|(a, b)| a.is_some() || b.is_some())
+        .map(|(a, b)| (a.cloned(), b.cloned()))
+}
+
 fn merge_node(
     top: &RawInventory,
     node: &RawNode,
@@ -483,17 +494,14 @@ fn merge_node(
     .unwrap_or(TransportKind::Ssh);
     // `exec` and `execWithStdin` go together: the first layer that sets either supplies
     // both, so a node's own client is never primed through its profile's.
-    let (exec, exec_with_stdin) = [
+    let (exec, exec_with_stdin) = first_pair([
         (node.exec.as_ref(), node.exec_with_stdin.as_ref()),
         (top.exec.as_ref(), top.exec_with_stdin.as_ref()),
         (
             p.and_then(|p| p.exec.as_ref()),
             p.and_then(|p| p.exec_with_stdin.as_ref()),
         ),
-    ]
-    .into_iter()
-    .find(|(exec, with_stdin)| exec.is_some() || with_stdin.is_some())
-    .map(|(exec, with_stdin)| (exec.cloned(), with_stdin.cloned()))
+    ])
     .unwrap_or_default();
     if transport == TransportKind::Exec {
         match &exec {
@@ -553,17 +561,14 @@ fn merge_node(
     ]);
     // The self-restore's two templates go together: the first layer that sets either
     // supplies both, so a node's own arm is never disarmed by its profile's template.
-    let (arm_restore, disarm_restore) = [
+    let (arm_restore, disarm_restore) = first_pair([
         (node.arm_restore.as_ref(), node.disarm_restore.as_ref()),
         (top.arm_restore.as_ref(), top.disarm_restore.as_ref()),
         (
             p.and_then(|p| p.arm_restore.as_ref()),
             p.and_then(|p| p.disarm_restore.as_ref()),
         ),
-    ]
-    .into_iter()
-    .find(|(arm, disarm)| arm.is_some() || disarm.is_some())
-    .map(|(arm, disarm)| (arm.cloned(), disarm.cloned()))
+    ])
     .unwrap_or_else(|| crate::execute::pod::default_restore(transport));
     let pod = merge_pod([
         node.pod.as_ref(),

@@ -224,3 +224,19 @@ fn an_api_server_that_is_not_an_https_url_is_an_error() {
         );
     }
 }
+
+#[test]
+fn a_nodes_own_exec_client_is_never_primed_through_its_profiles() {
+    let inv = parse(
+        "cluster: {name: c}\nprofile: kind\nnodes:\n  - {name: n1}\n  - name: n2\n    exec: [podman, exec, \"{node}\", sh, -c, \"{command}\"]\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let profile = inv.node("n1").expect("n1");
+    assert_eq!(
+        profile.exec_with_stdin.as_deref().map(|a| a.join(" ")),
+        Some("docker exec -i {node} sh -c {command}".to_string())
+    );
+    let own = inv.node("n2").expect("n2");
+    assert_eq!(own.exec.as_ref().map(|a| a[0].as_str()), Some("podman"));
+    assert_eq!(own.exec_with_stdin, None, "docker's -i paired with podman");
+}

@@ -16,7 +16,7 @@ const T: Duration = Duration::from_secs(10);
 const AHEAD: Duration = Duration::from_secs(3);
 
 /// Waits until `done` holds, at most `limit`; whether it did.
-async fn until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+pub(crate) async fn until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while !done() {
         if Instant::now() > deadline {
@@ -37,7 +37,7 @@ async fn prime_heal(ex: &faultline::execute::Executor, limit: Duration, due: Ins
 }
 
 /// Whether a process whose command line matches `pattern` runs.
-fn running(pattern: &str) -> bool {
+pub(crate) fn running(pattern: &str) -> bool {
     std::process::Command::new("pgrep")
         .args(["-f", pattern])
         .output()
@@ -45,7 +45,7 @@ fn running(pattern: &str) -> bool {
 }
 
 /// How many lines `path` holds (0 when it does not exist).
-fn lines(path: &Path) -> usize {
+pub(crate) fn lines(path: &Path) -> usize {
     fs::read_to_string(path).map_or(0, |t| t.lines().count())
 }
 

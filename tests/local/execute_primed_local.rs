@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::execute_primed::{lines, running, until};
 use faultline::execute::{Executor, NodeOp};
 use faultline::inventory::Inventory;
 
@@ -27,31 +28,6 @@ fn executor(log: &Path, with_stdin: bool) -> Executor {
         log.display()
     );
     Executor::new(Inventory::parse(&text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}")))
-}
-
-/// How many lines `path` holds (0 when it does not exist).
-fn lines(path: &Path) -> usize {
-    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
-}
-
-/// Whether a process whose command line matches `pattern` runs.
-fn running(pattern: &str) -> bool {
-    std::process::Command::new("pgrep")
-        .args(["-f", pattern])
-        .output()
-        .is_ok_and(|o| !o.stdout.is_empty())
-}
-
-/// Waits until `done` holds, at most `limit`; whether it did.
-async fn until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        if Instant::now() > deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    true
 }
 
 /// Primes `heal` on `n1` for a step due at `due` with `limit`; it must be primed.
