@@ -118,6 +118,22 @@ fn primed_node_limit(due: Instant, timeout: Duration) -> Option<Duration> {
     )
 }
 
+/// An `exec` argv template filled in for `access`'s node carrying `command`.
+fn exec_argv(
+    access: &NodeAccess,
+    template: &[String],
+    command: &str,
+) -> Result<Vec<String>, RenderError> {
+    render::argv(
+        template,
+        &[
+            ("node", &access.name),
+            ("address", &access.address),
+            ("command", command),
+        ],
+    )
+}
+
 /// What a command sent ahead by a local client is found by, beside its text and limit.
 fn local_via(node: &str) -> String {
     format!("exec {node}")
@@ -560,15 +576,7 @@ impl Executor {
             source,
         };
         let gated = with_node_deadline(&primed::gated(command), node_limit).map_err(render_err)?;
-        let argv = render::argv(
-            template,
-            &[
-                ("node", &access.name),
-                ("address", &access.address),
-                ("command", &gated),
-            ],
-        )
-        .map_err(render_err)?;
+        let argv = exec_argv(access, template, &gated).map_err(render_err)?;
         let waiting = local::PrimedLocal::spawn(&argv).map_err(|source| ExecError::Spawn {
             program: argv.first().cloned().unwrap_or_default(),
             source,
@@ -679,15 +687,7 @@ impl Executor {
                         what: "exec".into(),
                         hint: "transport exec needs an argv template".into(),
                     })?;
-                let argv = render::argv(
-                    template,
-                    &[
-                        ("node", &access.name),
-                        ("address", &access.address),
-                        ("command", &command),
-                    ],
-                )
-                .map_err(render_err)?;
+                let argv = exec_argv(access, template, &command).map_err(render_err)?;
                 Ok(Plan::Local {
                     argv,
                     to_node: true,
