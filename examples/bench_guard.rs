@@ -22,7 +22,8 @@
 //! move them. Timing figures on a shared 2-core machine move by more than 2× with a
 //! neighbour's compile, so they are flagged but decide the exit status only with
 //! `--strict`. Figures about the lab, kubectl or the load generator (`kubectl_`,
-//! `apiserver_`, `etcd_`, `kwok_`, `load_`, `churn_`, `write_rtt_`, `scale_`) and counts
+//! `apiserver_`, `etcd_`, `kwok_`, `load_`, `churn_`, `write_rtt_`, `scale_`, and
+//! `latency_reference_`, the API server seen by a bare client) and counts
 //! without a direction (exit codes, ticks, entries) are not compared. Exit status: 0 when
 //! nothing decisive got worse, 3 when something did, 2 on a usage or input error.
 //!
@@ -81,8 +82,9 @@ struct Margin {
     absolute: f64,
 }
 
-const NOT_OURS: [&str; 8] = [
+const NOT_OURS: [&str; 9] = [
     "kubectl_",
+    "latency_reference_",
     "apiserver_",
     "etcd_",
     "kwok_",

@@ -16,6 +16,16 @@
 //! response. Both observers watch the scope faultline would with `observe.namespaces: all`
 //! (`--scope all`, the default) or only the bench namespace (`--scope bench`).
 //!
+//! Beside the watching observer, a **bare reference watch** runs in the same process on its own
+//! client: the same scope (every node; every pod, or the bench namespace's), from the current
+//! resource version, each event decoded only as far as a name, a deletion mark and taint keys.
+//! It is what a minimal client gets from the API server, with none of faultline's decoding,
+//! reducing or timeline. So the watch latency splits in two: `latency_reference_<label>_*` is
+//! the API server (and the machine) from the write's response to a bare client's delivery, and
+//! `latency_watch_beyond_reference_<label>_*` is what faultline's observer adds after that, per
+//! change (signed, p50/p99/max). Under churn on a small machine the first is the API server
+//! serving its writes; the second is faultline's own.
+//!
 //! `--observers watch` (or `poll`) runs one observer alone. `ci/bench-scale` measures each
 //! alone: a run has one observer, and at 30,000 pods the poller lists every pod every two
 //! seconds in this same process (decoding about 100 MB on the same two runtime threads as the
@@ -38,8 +48,11 @@ use faultline::observe::{Clock, Namespaces, ObserveMode, Scope, observe};
 use faultline::timeline::Event;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount, Taint};
-use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{
+    DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
 use kube::{Api, Client};
+use serde::Deserialize;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -90,6 +103,37 @@ enum Change {
 
 /// When each observer delivered what: (instant, event).
 type Seen = Arc<Mutex<Vec<(Instant, Event)>>>;
+
+/// The first delivery of each change: a bench taint on a node, a bench pod deleted.
+#[derive(Default)]
+struct Deliveries {
+    /// (node, taint key) → first instant the taint was delivered present.
+    taints: HashMap<(String, String), Instant>,
+    /// pod name → first instant it was delivered Terminating or gone.
+    pods: HashMap<String, Instant>,
+}
+
+impl Deliveries {
+    fn taint(&mut self, node: &str, key: &str, at: Instant) {
+        if key.starts_with(TAINT_PREFIX) {
+            self.taints
+                .entry((node.to_string(), key.to_string()))
+                .or_insert(at);
+        }
+    }
+
+    fn pod_gone(&mut self, name: &str, at: Instant) {
+        self.pods.entry(name.to_string()).or_insert(at);
+    }
+
+    /// When `change` was first delivered, if it was.
+    fn of(&self, change: &Change) -> Option<Instant> {
+        match change {
+            Change::Taint { node, key } => self.taints.get(&(node.clone(), key.clone())).copied(),
+            Change::PodDelete { name } => self.pods.get(name).copied(),
+        }
+    }
+}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -162,6 +206,15 @@ async fn main() -> anyhow::Result<()> {
         args.changes,
         args.every_ms
     );
+    // The bare reference watch, beside the watching observer (not beside the poller alone).
+    let reference_seen: Arc<Mutex<Deliveries>> = Arc::default();
+    if run_watch {
+        let pods_path = match args.scope.as_str() {
+            "bench" => format!("/api/v1/namespaces/{NAMESPACE}/pods"),
+            _ => "/api/v1/pods".to_string(),
+        };
+        tasks.push(start_reference(connect().await?, &pods_path, reference_seen.clone()).await?);
+    }
     // A short pause so the initial state is behind us.
     tokio::time::sleep(Duration::from_secs(1)).await;
 
@@ -246,6 +299,15 @@ async fn main() -> anyhow::Result<()> {
             percentile(&round_trips, 99.0)
         );
     }
+    let reference = reference_seen
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?;
+    if run_watch {
+        let (values, missed) = latencies(&made, &reference);
+        let name = format!("latency_reference_{}", args.label);
+        print_spread(&name, values);
+        println!("figure {name}_missed {missed} count");
+    }
     for (mode, seen, ran) in [
         ("watch", &watch_seen, run_watch),
         ("poll", &poll_seen, run_poll),
@@ -254,21 +316,17 @@ async fn main() -> anyhow::Result<()> {
             continue;
         }
         let seen = seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-        let (mut latencies, missed) = match_changes(&made, &seen);
-        latencies.sort_by(f64::total_cmp);
+        let delivered = deliveries(&seen);
+        let (values, missed) = latencies(&made, &delivered);
         let name = format!("latency_{mode}_{}", args.label);
-        if latencies.is_empty() {
-            println!("figure {name}_missed {missed} count");
-            continue;
-        }
-        println!("figure {name}_p50 {:.1} ms", percentile(&latencies, 50.0));
-        println!("figure {name}_p99 {:.1} ms", percentile(&latencies, 99.0));
-        println!(
-            "figure {name}_max {:.1} ms",
-            latencies.last().copied().unwrap_or_default()
-        );
-        println!("figure {name}_count {} count", latencies.len());
+        print_spread(&name, values);
         println!("figure {name}_missed {missed} count");
+        if mode == "watch" {
+            print_spread(
+                &format!("latency_watch_beyond_reference_{}", args.label),
+                beyond(&made, &delivered, &reference),
+            );
+        }
     }
     Ok(())
 }
@@ -304,11 +362,9 @@ async fn collect(
     }
 }
 
-/// Latency in ms of each change the observer delivered, and how many it never did.
-fn match_changes(made: &[(Change, Instant)], seen: &[(Instant, Event)]) -> (Vec<f64>, usize) {
-    // First delivery of each (node, taint key) present, and of each pod Terminating or gone.
-    let mut taint_seen: HashMap<(&str, &str), Instant> = HashMap::new();
-    let mut pod_seen: HashMap<&str, Instant> = HashMap::new();
+/// First deliveries of the changes among what an observer delivered.
+fn deliveries(seen: &[(Instant, Event)]) -> Deliveries {
+    let mut out = Deliveries::default();
     for (at, event) in seen {
         match event {
             Event::Node {
@@ -317,37 +373,144 @@ fn match_changes(made: &[(Change, Instant)], seen: &[(Instant, Event)]) -> (Vec<
                 ..
             } => {
                 for t in &state.taints {
-                    if t.key.starts_with(TAINT_PREFIX) {
-                        taint_seen.entry((name, &t.key)).or_insert(*at);
-                    }
+                    out.taint(name, &t.key, *at);
                 }
             }
             Event::Pod { pod, after, .. }
                 if pod.namespace == NAMESPACE && after.as_ref().is_none_or(|s| s.terminating) =>
             {
-                pod_seen.entry(&pod.name).or_insert(*at);
+                out.pod_gone(&pod.name, *at);
             }
             _ => {}
         }
     }
-    let mut latencies = Vec::new();
+    out
+}
+
+/// Signed milliseconds from `from` to `to` (negative when `to` came first).
+fn signed_ms(from: Instant, to: Instant) -> f64 {
+    if to >= from {
+        to.duration_since(from).as_secs_f64() * 1e3
+    } else {
+        -(from.duration_since(to).as_secs_f64() * 1e3)
+    }
+}
+
+/// Latency in ms of each change delivered, from the write's response, and how many never were.
+fn latencies(made: &[(Change, Instant)], delivered: &Deliveries) -> (Vec<f64>, usize) {
+    let mut out = Vec::new();
     let mut missed = 0;
     for (change, written) in made {
-        let delivered = match change {
-            Change::Taint { node, key } => taint_seen.get(&(node.as_str(), key.as_str())),
-            Change::PodDelete { name } => pod_seen.get(name.as_str()),
-        };
-        match delivered {
-            // Signed: a watch event can arrive before the writer has read its own response.
-            Some(at) => latencies.push(if *at >= *written {
-                at.duration_since(*written).as_secs_f64() * 1e3
-            } else {
-                -(written.duration_since(*at).as_secs_f64() * 1e3)
-            }),
+        // Signed: a watch event can arrive before the writer has read its own response.
+        match delivered.of(change) {
+            Some(at) => out.push(signed_ms(*written, at)),
             None => missed += 1,
         }
     }
-    (latencies, missed)
+    (out, missed)
+}
+
+/// Per change both delivered: how much later the observer delivered it than the reference.
+fn beyond(made: &[(Change, Instant)], observer: &Deliveries, reference: &Deliveries) -> Vec<f64> {
+    made.iter()
+        .filter_map(|(change, _)| Some(signed_ms(reference.of(change)?, observer.of(change)?)))
+        .collect()
+}
+
+/// Prints `figure <name>_{p50,p99,max,count}` of `values` (sorted here).
+fn print_spread(name: &str, mut values: Vec<f64>) {
+    values.sort_by(f64::total_cmp);
+    if values.is_empty() {
+        return;
+    }
+    println!("figure {name}_p50 {:.1} ms", percentile(&values, 50.0));
+    println!("figure {name}_p99 {:.1} ms", percentile(&values, 99.0));
+    println!(
+        "figure {name}_max {:.1} ms",
+        values.last().copied().unwrap_or_default()
+    );
+    println!("figure {name}_count {} count", values.len());
+}
+
+/// A watched object decoded only as far as the reference needs: what a bare client reads.
+#[derive(Clone, Deserialize)]
+struct Bare {
+    metadata: BareMeta,
+    #[serde(default)]
+    spec: Option<BareSpec>,
+}
+
+#[derive(Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BareMeta {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    deletion_timestamp: Option<String>,
+}
+
+#[derive(Clone, Deserialize)]
+struct BareSpec {
+    #[serde(default)]
+    taints: Option<Vec<BareTaint>>,
+}
+
+#[derive(Clone, Deserialize)]
+struct BareTaint {
+    key: String,
+}
+
+/// Opens the reference's two watches (nodes, and pods of `pods_path`) from the current
+/// resource version; returns once both are established, with the task reading them.
+async fn start_reference(
+    client: Client,
+    pods_path: &str,
+    into: Arc<Mutex<Deliveries>>,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let node_rv = Api::<Node>::all(client.clone())
+        .list_metadata(&ListParams::default().limit(1))
+        .await?
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+    let pod_rv = Api::<Pod>::all(client.clone())
+        .list_metadata(&ListParams::default().limit(1))
+        .await?
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+    let params = WatchParams::default();
+    let nodes = client
+        .request_events::<Bare>(kube::core::Request::new("/api/v1/nodes").watch(&params, &node_rv)?)
+        .await?;
+    let pods = client
+        .request_events::<Bare>(kube::core::Request::new(pods_path).watch(&params, &pod_rv)?)
+        .await?;
+    let mut events = futures::stream::select(Box::pin(nodes), Box::pin(pods));
+    Ok(tokio::spawn(async move {
+        while let Some(Ok(event)) = events.next().await {
+            let at = Instant::now();
+            let (obj, deleted) = match event {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => (o, false),
+                WatchEvent::Deleted(o) => (o, true),
+                WatchEvent::Bookmark(_) | WatchEvent::Error(_) => continue,
+            };
+            let Ok(mut d) = into.lock() else { return };
+            match obj.metadata.namespace.as_deref() {
+                None => {
+                    for t in obj.spec.and_then(|s| s.taints).unwrap_or_default() {
+                        d.taint(&obj.metadata.name, &t.key, at);
+                    }
+                }
+                Some(NAMESPACE) if deleted || obj.metadata.deletion_timestamp.is_some() => {
+                    d.pod_gone(&obj.metadata.name, at);
+                }
+                Some(_) => {}
+            }
+        }
+    }))
 }
 
 /// The first `n` nodes by name; their taints get changed.

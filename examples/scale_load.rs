@@ -328,14 +328,25 @@ async fn recreate_stuck(client: &Client, args: &Args) -> anyhow::Result<()> {
                 Ok(_) | Err(kube::Error::Api(_)) => {}
                 Err(e) => return Err(e.into()),
             }
-            // Creation answers AlreadyExists until the deletion is through: wait for it.
-            for _ in 0..50 {
+            // Creation answers AlreadyExists until the deletion is through, and a 409 is not
+            // a pod made: wait for the old one to be gone, then create until the API server
+            // says Created (a 409 then means the old pod was still there: try again).
+            let pod = pod_object(&name, &ns, &node)?;
+            for _ in 0..150 {
                 if api.get_opt(&name).await?.is_none() {
-                    break;
+                    match api.create(&PostParams::default(), &pod).await {
+                        Ok(_) => return Ok(()),
+                        Err(kube::Error::Api(s))
+                            if s.code != 409 && s.code != 429 && s.code < 500 =>
+                        {
+                            bail!("recreating {ns}/{name} refused: {} ({})", s.message, s.code)
+                        }
+                        Err(_) => {}
+                    }
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
-            create_retrying(&api, &pod_object(&name, &ns, &node)?).await
+            bail!("{ns}/{name}: not recreated within 30 s")
         }
     })
     .await?;
