@@ -148,6 +148,85 @@ async fn kind_graceful_shutdown_moves_the_pods_a_power_off_of_the_same_node_stra
     );
 }
 
+/// Seed 001's local PersistentVolume on real kubelets and a real volume binder: the shipped
+/// experiment, unchanged. Its setup manifest's volumes name the lab's nodes; what a cluster
+/// owner provisions on a real cluster, this test provisions on kind first: on each worker the
+/// directory and one local volume of the experiment's class, pinned to it. Real kubelets mount
+/// the volume, so the pod that runs again after the claim is deleted runs on the other worker
+/// with a new claim bound to that worker's volume. The volumes are removed afterwards (the
+/// experiment's teardown deletes its namespace, and with it the claim).
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_local_persistent_volume_moves_once_its_claim_is_gone() {
+    use k8s_openapi::api::core::v1::PersistentVolume;
+    use kube::api::{DeleteParams, PostParams};
+    let client = client().await;
+    let volumes: kube::Api<PersistentVolume> = kube::Api::all(client.clone());
+    let workers: Vec<String> = docker(&[
+        "ps",
+        "--filter",
+        &this_cluster(),
+        "--filter",
+        "label=io.x-k8s.kind.role=worker",
+        "--format",
+        "{{.Names}}",
+    ])
+    .lines()
+    .map(str::to_string)
+    .collect();
+    assert!(workers.len() >= 2, "two workers at least: {workers:?}");
+    let name_of = |worker: &str| format!("faultline-local-kind-{worker}");
+    for worker in &workers {
+        docker(&["exec", worker, "mkdir", "-p", "/mnt/faultline"]);
+        // A volume left by an earlier run that stopped half-way is replaced.
+        let _ = volumes
+            .delete(&name_of(worker), &DeleteParams::default())
+            .await;
+        let started = std::time::Instant::now();
+        while volumes
+            .get_opt(&name_of(worker))
+            .await
+            .expect("read volumes")
+            .is_some()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "an old volume gone"
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let volume: PersistentVolume = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name_of(worker)},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "faultline-local",
+                "local": {"path": "/mnt/faultline"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [worker]}
+                ]}]}}
+            }
+        }))
+        .expect("a PersistentVolume");
+        volumes
+            .create(&PostParams::default(), &volume)
+            .await
+            .expect("create the worker's local volume");
+    }
+
+    let record = shipped_experiment_passes_on_kind("local-persistent-volume").await;
+    let victim = victim_of(&record);
+    assert!(workers.contains(&victim), "{victim} is a kind worker");
+
+    for worker in &workers {
+        volumes
+            .delete(&name_of(worker), &DeleteParams::default())
+            .await
+            .expect("delete the worker's local volume");
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
 async fn kind_reboot_restarts_containers_in_place() {
