@@ -274,7 +274,7 @@ fn every_decided_transition_of_the_kind_records_falls_inside_its_window() {
             }
         }
     }
-    assert!(decided >= 141, "{decided} decided transitions");
+    assert!(decided >= 146, "{decided} decided transitions");
 }
 
 /// A power-off whose command took 10 s (`docker stop` waited its timeout for the node's
