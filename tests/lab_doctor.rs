@@ -462,8 +462,12 @@ async fn the_openshift_profiles_self_restore_outlives_the_debug_pod() {
     assert_eq!(armed.pid, None, "systemd-run prints no pid");
     let default_marker = s.reports().join("restore-fired-default");
     let (exec_default, undo_default) = fire(&kubeadm, &default_marker);
+    // Armed for 15 s, not 2: the stand-in pod's end must kill it first, and the stand-in
+    // finds its processes by reading every /proc/*/environ (two forks per process); on a
+    // loaded CI machine that took longer than 2 s (fresh-clone ci/test, 2026-11-28).
+    let default_armed_at = Instant::now();
     let armed_default = exec_default
-        .arm_restore(&node, &undo_default, Duration::from_secs(2), "labdefault")
+        .arm_restore(&node, &undo_default, Duration::from_secs(15), "labdefault")
         .await
         .expect("armed");
     assert!(armed_default.pid.is_some(), "the default prints its pid");
@@ -475,7 +479,8 @@ async fn the_openshift_profiles_self_restore_outlives_the_debug_pod() {
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Past the default's own deadline, with a margin: had it outlived the pod, it ran.
+    tokio::time::sleep_until((default_armed_at + Duration::from_secs(18)).into()).await;
     assert!(
         !default_marker.exists(),
         "the default restore should have died with the debug pod"
