@@ -162,18 +162,7 @@ async fn kind_local_persistent_volume_moves_once_its_claim_is_gone() {
     use kube::api::{DeleteParams, PostParams};
     let client = client().await;
     let volumes: kube::Api<PersistentVolume> = kube::Api::all(client.clone());
-    let workers: Vec<String> = docker(&[
-        "ps",
-        "--filter",
-        &this_cluster(),
-        "--filter",
-        "label=io.x-k8s.kind.role=worker",
-        "--format",
-        "{{.Names}}",
-    ])
-    .lines()
-    .map(str::to_string)
-    .collect();
+    let workers = kind_workers();
     assert!(workers.len() >= 2, "two workers at least: {workers:?}");
     let name_of = |worker: &str| format!("faultline-local-kind-{worker}");
     for worker in &workers {
@@ -438,8 +427,8 @@ fn this_cluster() -> String {
     format!("label=io.x-k8s.kind.cluster={}", kind_cluster())
 }
 
-/// The kind workers whose kubelet unit is not active.
-fn workers_with_kubelet_down() -> Vec<String> {
+/// The running worker containers of this kind cluster, by name.
+fn kind_workers() -> Vec<String> {
     docker(&[
         "ps",
         "--filter",
@@ -450,9 +439,16 @@ fn workers_with_kubelet_down() -> Vec<String> {
         "{{.Names}}",
     ])
     .lines()
-    .filter(|n| kubelet_unit_state(n) != "active")
     .map(str::to_string)
     .collect()
+}
+
+/// The kind workers whose kubelet unit is not active.
+fn workers_with_kubelet_down() -> Vec<String> {
+    kind_workers()
+        .into_iter()
+        .filter(|n| kubelet_unit_state(n) != "active")
+        .collect()
 }
 
 /// Waits, polling every second, until `done` holds; how long it took.
