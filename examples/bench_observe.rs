@@ -462,6 +462,19 @@ struct BareTaint {
     key: String,
 }
 
+/// The resource version a watch of `api`'s kind starts from to see only what changes next.
+async fn current_version<K>(api: Api<K>) -> anyhow::Result<String>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Ok(api
+        .list_metadata(&ListParams::default().limit(1))
+        .await?
+        .metadata
+        .resource_version
+        .unwrap_or_default())
+}
+
 /// Opens the reference's two watches (nodes, and pods of `pods_path`) from the current
 /// resource version; returns once both are established, with the task reading them.
 async fn start_reference(
@@ -469,18 +482,8 @@ async fn start_reference(
     pods_path: &str,
     into: Arc<Mutex<Deliveries>>,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let node_rv = Api::<Node>::all(client.clone())
-        .list_metadata(&ListParams::default().limit(1))
-        .await?
-        .metadata
-        .resource_version
-        .unwrap_or_default();
-    let pod_rv = Api::<Pod>::all(client.clone())
-        .list_metadata(&ListParams::default().limit(1))
-        .await?
-        .metadata
-        .resource_version
-        .unwrap_or_default();
+    let node_rv = current_version(Api::<Node>::all(client.clone())).await?;
+    let pod_rv = current_version(Api::<Pod>::all(client.clone())).await?;
     let params = WatchParams::default();
     let nodes = client
         .request_events::<Bare>(kube::core::Request::new("/api/v1/nodes").watch(&params, &node_rv)?)
