@@ -201,6 +201,7 @@ pub(super) fn predicted(
             node: o.node.clone(),
             owner: Owner::ReplicaSet,
             toleration: Toleration::Default,
+            deleted: None,
         })
         .collect();
     let predictions = predict(&settings, &model_nodes, &pods, &outages);

@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::experiment::fault::{self, ActionKind};
-use crate::experiment::model::{Action, WorkloadKind, WorkloadRef};
-use crate::model::{ControllerSettings, ModelNode, ModelPod, Outage, Owner, Toleration};
+use crate::experiment::model::{Action, PodSelector, WorkloadKind, WorkloadRef};
+use crate::model::{
+    ControllerSettings, ModelNode, ModelPod, Outage, Owner, PodDeletion, Toleration,
+};
 use crate::record::RunRecord;
 use crate::timeline::{ConditionStatus, Entry, Event, StepPhase};
 
@@ -186,11 +188,100 @@ pub(super) struct RecordedPod {
     pub model: ModelPod,
     /// Its workload, when it has one.
     pub workload: Option<WorkloadRef>,
+    /// The timeline index of the `delete-pods` step's issue that deleted it while its node
+    /// was down, if one did: the model follows that step.
+    pub deleted_by: Option<usize>,
 }
 
-/// The pods on `node` when its outage began: every pod first seen there, not
-/// Terminating, at or before `from`.
-pub(super) fn pods_on(record: &RunRecord, node: &str, from: Duration) -> Vec<RecordedPod> {
+impl RecordedPod {
+    /// Its namespace.
+    pub(super) fn namespace(&self) -> &str {
+        self.model.name.split_once('/').map_or("", |(ns, _)| ns)
+    }
+}
+
+/// Whether a `delete-pods` selector takes the pod `namespace`/… of `workload` on `node`:
+/// `None` when the record cannot say (its labels are not recorded).
+pub(super) fn selects(
+    record: &RunRecord,
+    selector: &PodSelector,
+    pod: (&str, Option<&WorkloadRef>),
+    node: &str,
+) -> Option<bool> {
+    let (namespace, workload) = pod;
+    let on_node = |target: &String| {
+        record
+            .targets
+            .get(target)
+            .is_some_and(|nodes| nodes.iter().any(|n| n == node))
+    };
+    if selector.on.as_ref().is_some_and(|t| !on_node(t)) {
+        return Some(false);
+    }
+    match &selector.workload {
+        Some(w) if workload != Some(w) => Some(false),
+        None if selector.namespace != namespace => Some(false),
+        Some(_) if selector.labels.is_empty() => Some(true),
+        _ => None,
+    }
+}
+
+/// The first `delete-pods` step issued while `outage` lasted that took `pod` and
+/// finished: its issue's index on the timeline and the deletion as the model reads it.
+/// A selector the record cannot decide ends the search (the pod's cut handles it).
+fn deletion_of(
+    record: &RunRecord,
+    pod: (&str, Option<&WorkloadRef>),
+    outage: &Outage,
+) -> Option<(usize, PodDeletion)> {
+    let entries = &record.timeline.entries;
+    let lasting = |ms: i64| at(ms) > outage.from && outage.until.is_none_or(|u| at(ms) < u);
+    let (issued, step, force) =
+        entries
+            .iter()
+            .enumerate()
+            .find_map(|(i, e)| match &e.event {
+                Event::Step {
+                    step,
+                    action,
+                    node: None,
+                    phase: StepPhase::Issued,
+                } if lasting(e.offset_ms) => match action_of(record, step, action)? {
+                    Action::DeletePods { pods, force } => {
+                        match selects(record, &pods, pod, &outage.node) {
+                            Some(true) => Some(Some((i, step.clone(), force))),
+                            Some(false) => None,
+                            None => Some(None),
+                        }
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })??;
+    let by = entries[issued..].iter().find_map(|e| match &e.event {
+        Event::Step {
+            step: s,
+            node: None,
+            phase: StepPhase::Finished { .. },
+            ..
+        } if *s == step => Some(at(e.offset_ms)),
+        _ => None,
+    })?;
+    Some((
+        issued,
+        PodDeletion {
+            from: at(entries[issued].offset_ms),
+            by,
+            force,
+        },
+    ))
+}
+
+/// The pods on the outage's node when it began: every pod first seen there, not
+/// Terminating, at or before its start; each with the step that deleted it while the node
+/// was down, if one did.
+pub(super) fn pods_on(record: &RunRecord, outage: &Outage) -> Vec<RecordedPod> {
+    let (node, from) = (outage.node.as_str(), outage.from);
     let mut seen: BTreeMap<String, RecordedPod> = BTreeMap::new();
     for e in &record.timeline.entries {
         if at(e.offset_ms) > from {
@@ -222,15 +313,24 @@ pub(super) fn pods_on(record: &RunRecord, node: &str, from: Duration) -> Vec<Rec
             (false, Some(s)) => Toleration::For(Duration::from_secs(u64::try_from(s).unwrap_or(0))),
             (false, None) => Toleration::Default,
         };
-        seen.entry(name.clone()).or_insert(RecordedPod {
-            model: ModelPod {
-                name,
-                node: node.to_string(),
-                owner,
-                toleration,
+        if seen.contains_key(&name) {
+            continue;
+        }
+        let deletion = deletion_of(record, (&pod.namespace, state.owner.as_ref()), outage);
+        seen.insert(
+            name.clone(),
+            RecordedPod {
+                model: ModelPod {
+                    name,
+                    node: node.to_string(),
+                    owner,
+                    toleration,
+                    deleted: deletion.map(|(_, d)| d),
+                },
+                workload: state.owner.clone(),
+                deleted_by: deletion.map(|(i, _)| i),
             },
-            workload: state.owner.clone(),
-        });
+        );
     }
     seen.into_values().collect()
 }

@@ -126,17 +126,23 @@ pub(crate) fn fit(window: Window, observed: Option<Duration>, cut: Duration) -> 
     }
 }
 
-/// Where observation of a node's transitions (or of its pods') ends: the end of
+/// Where observation of a node's transitions (or of one of its pods') ends: the end of
 /// observation, or an earlier step on it that the model does not cover (deleting the
-/// node, draining it; for pods also a step on no node, such as deleting pods), after which
+/// node, draining it; for a pod also a step on no node, such as deleting a claim, or
+/// deleting pods that may be it other than the deletion the model follows), after which
 /// its windows say nothing.
-fn cut(record: &RunRecord, recorded: &inputs::RecordedOutage, pods: bool) -> Duration {
+fn cut(
+    record: &RunRecord,
+    recorded: &inputs::RecordedOutage,
+    pod: Option<&inputs::RecordedPod>,
+) -> Duration {
     let outage = &recorded.outage;
     let end = record
         .observed_until_ms
         .map(inputs::at)
         .unwrap_or(Duration::MAX);
-    let interferes = |e: &Entry| match &e.event {
+    let pods = pod.is_some();
+    let interferes = |(i, e): &(usize, &Entry)| match &e.event {
         Event::Step {
             step,
             action,
@@ -144,16 +150,31 @@ fn cut(record: &RunRecord, recorded: &inputs::RecordedOutage, pods: bool) -> Dur
             phase: StepPhase::Issued,
         } if inputs::at(e.offset_ms) > outage.from => {
             let on_it = node.as_deref() == Some(outage.node.as_str()) || (pods && node.is_none());
+            let action = inputs::action_of(record, step, action);
             // The fault, its undo, the out-of-service taint and, for the pods, deleting the
             // Node (the model covers them; a deleted Node has no transitions of its own).
-            let part_of_outage = inputs::action_of(record, step, action).is_some_and(|a| {
-                a == recorded.fault
-                    || fault::undoes(&a, &recorded.fault)
-                    || matches!(&a, Action::Taint(t) | Action::Untaint(t)
+            let part_of_outage = action.as_ref().is_some_and(|a| {
+                *a == recorded.fault
+                    || fault::undoes(a, &recorded.fault)
+                    || matches!(a, Action::Taint(t) | Action::Untaint(t)
                         if t.key == inputs::OUT_OF_SERVICE)
-                    || (pods && a == Action::DeleteNode)
+                    || (pods && *a == Action::DeleteNode)
             });
-            on_it && !part_of_outage
+            // Deleting pods: the one deletion of this pod the model follows, and those
+            // that cannot be it, leave it be.
+            let not_its_concern = match (pod, &action) {
+                (Some(p), Some(Action::DeletePods { pods: selector, .. })) => {
+                    p.deleted_by == Some(*i)
+                        || inputs::selects(
+                            record,
+                            selector,
+                            (p.namespace(), p.workload.as_ref()),
+                            &outage.node,
+                        ) == Some(false)
+                }
+                _ => false,
+            };
+            on_it && !part_of_outage && !not_its_concern
         }
         _ => false,
     };
@@ -161,8 +182,9 @@ fn cut(record: &RunRecord, recorded: &inputs::RecordedOutage, pods: bool) -> Dur
         .timeline
         .entries
         .iter()
-        .find(|e| interferes(e))
-        .map_or(end, |e| inputs::at(e.offset_ms).min(end))
+        .enumerate()
+        .find(|ie| interferes(ie))
+        .map_or(end, |(_, e)| inputs::at(e.offset_ms).min(end))
 }
 
 /// Explains a recorded run: the model's predictions for every node a step silenced and
@@ -176,10 +198,9 @@ pub fn explain(record: &RunRecord) -> Explanation {
     let mut replacements = observed::Replacements::new(entries);
     for recorded in &outages {
         let outage = &recorded.outage;
-        let pods = inputs::pods_on(record, &outage.node, outage.from);
+        let pods = inputs::pods_on(record, outage);
         let model_pods: Vec<_> = pods.iter().map(|p| p.model.clone()).collect();
-        let node_cut = cut(record, recorded, false);
-        let pod_cut = cut(record, recorded, true);
+        let node_cut = cut(record, recorded, None);
         let mut terminating_at = None;
         // The other nodes silenced at the same time share its zones' states and queues.
         let at_once: Vec<_> = std::iter::once(outage.clone())
@@ -197,7 +218,7 @@ pub fn explain(record: &RunRecord) -> Explanation {
         for p in predictions {
             let pod = pods.iter().find(|r| r.model.name == p.subject);
             let workload = pod.and_then(|r| r.workload.clone());
-            let cut_here = if pod.is_some() { pod_cut } else { node_cut };
+            let cut_here = pod.map_or(node_cut, |p| cut(record, recorded, Some(p)));
             let observed = match (p.transition, &workload) {
                 // The controller may create the replacement a moment before the observer
                 // hears of the old pod's deletion: a second of slack, as for the windows.

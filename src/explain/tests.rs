@@ -274,7 +274,33 @@ fn every_decided_transition_of_the_kind_records_falls_inside_its_window() {
             }
         }
     }
-    assert!(decided >= 146, "{decided} decided transitions");
+    assert!(decided >= 147, "{decided} decided transitions");
+}
+
+/// The local-volume remediation on kind: the StatefulSet pod, evicted after its toleration,
+/// is force-deleted by a step and replaced 0.4 s after the step was issued; the model
+/// follows the step, and the claim's deletion after it does not hide the replacement.
+#[test]
+fn a_force_deleted_statefulset_pod_is_replaced_inside_the_window_the_step_opens() {
+    let r = record("kind/local-persistent-volume.json");
+    let e = explain(&r);
+    let text = e.render(&r);
+    let replaced = e
+        .items
+        .iter()
+        .find(|i| i.prediction.transition == Transition::PodReplaced)
+        .expect("the store pod's replacement");
+    assert_eq!(
+        replaced.prediction.rule,
+        Rule::DeletedByStep { force: true },
+        "{text}"
+    );
+    assert_eq!(replaced.fit, Fit::Inside, "{text}");
+    assert_eq!(
+        replaced.observed,
+        Some(Duration::from_millis(65_969)),
+        "{text}"
+    );
 }
 
 /// A power-off whose command took 10 s (`docker stop` waited its timeout for the node's

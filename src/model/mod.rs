@@ -32,6 +32,11 @@
 //!   unreachable node happens only when the node comes back, is deleted, or gets the
 //!   `node.kubernetes.io/out-of-service` taint (the pod garbage collector then force-deletes
 //!   it).
+//! - A pod deleted through the API is marked for deletion when the call returns; on an
+//!   unreachable node it stays so (its kubelet cannot confirm) unless the deletion is
+//!   forced (grace period zero), which removes the object at once. Its controller sees the
+//!   deletion through its informer and recreates the pod from its work queue, with no
+//!   timer in between (`pkg/controller/statefulset`, `pkg/controller/daemon`).
 //! - `pkg/controller/podgc/gc_controller.go`: every `gcCheckPeriod` (20 s) the collector
 //!   force-deletes the terminating pods of a node that is out of service, and deletes the
 //!   pods of a node that no longer exists once it has been gone for `quarantineTime` (40 s)
@@ -163,6 +168,23 @@ pub struct ModelPod {
     pub owner: Owner,
     /// Its toleration of the unreachable taint.
     pub toleration: Toleration,
+    /// A step of the experiment deletes it while its node is down, if one does.
+    pub deleted: Option<PodDeletion>,
+}
+
+/// A step that deletes a pod on a silenced node (`delete-pods`): the remediation people
+/// apply by hand (seed 001), which the controllers then follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PodDeletion {
+    /// When the delete was issued (offset from the start of the run).
+    #[serde(rename = "from_ms", serialize_with = "json_ms::one")]
+    pub from: Duration,
+    /// When the API call returned: the pod is marked (or gone) by then.
+    #[serde(rename = "by_ms", serialize_with = "json_ms::one")]
+    pub by: Duration,
+    /// Grace period zero: the API server removes the object at once, rather than leaving
+    /// it Terminating until the unreachable kubelet confirms.
+    pub force: bool,
 }
 
 /// A node that stops answering the control plane: its kubelet stopped, powered off, cut
@@ -264,6 +286,12 @@ pub enum Rule {
     /// The Node object was deleted: the pod garbage collector deletes its orphaned pods
     /// after a quarantine, at its next pass.
     NodeDeleted,
+    /// A step of the experiment deleted the pod (force: removed at once, so its
+    /// controller recreates it on the deletion event).
+    DeletedByStep {
+        /// Grace period zero.
+        force: bool,
+    },
     /// Nothing replaces a pod without a controller (or a DaemonSet's pod).
     NotReplaced,
     /// The node posts Ready once it answers again.

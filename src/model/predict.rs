@@ -28,6 +28,11 @@ const ORPHAN_QUARANTINE: Duration = Duration::from_secs(40);
 /// CI saw it: deleted 62.9 s after the Node.
 const ORPHAN_PASSES: Duration = Duration::from_secs(2 * POD_GC_PERIOD.as_secs());
 
+/// How long a workload controller may take to recreate a pod once the pod is gone: it
+/// acts on the deletion event from its work queue, with no timer in between, so this is
+/// only the control plane's delay under load (kind, 2026-11-28: 50 ms), taken generously.
+const CONTROLLER_REACTS: Duration = Duration::from_secs(5);
+
 /// A zone's state as `ComputeZoneState` decides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ZoneState {
@@ -320,14 +325,31 @@ fn pod_predictions(
             Rule::NodeDeleted,
         )
     });
+    // A step's delete marks the pod (or, forced, removes it) by the time the call returns.
+    let by_step = pod.deleted.map(|d| {
+        (
+            Span {
+                earliest: d.from,
+                latest: Some(d.by),
+            },
+            Rule::DeletedByStep { force: d.force },
+        )
+    });
+    // Whichever comes first makes it Terminating; with none of them, why not.
+    let others = [by_out_of_service, by_deletion, by_step]
+        .into_iter()
+        .flatten();
     let terminating =
-        [by_out_of_service, by_deletion]
-            .into_iter()
-            .flatten()
-            .fold(by_taint, |best, other| match best {
-                Ok(t) if t.0.earliest <= other.0.earliest => Ok(t),
-                _ => Ok(other),
-            });
+        first_of(by_taint.clone().ok().into_iter().chain(others)).map_or(by_taint, Ok);
+    let force_deleted = pod.deleted.filter(|d| d.force).map(|d| {
+        (
+            Span {
+                earliest: d.from,
+                latest: Some(d.by + CONTROLLER_REACTS),
+            },
+            Rule::DeletedByStep { force: true },
+        )
+    });
     let replaced = match (&terminating, pod.owner) {
         (Err(rule), _) => Err(rule.clone()),
         // A DaemonSet's pod comes back with its node: a deleted Node registers again (a new
@@ -345,38 +367,38 @@ fn pod_predictions(
                 None => Err(Rule::NotReplaced),
             }
         }
-        (Ok(_), Owner::DaemonSet | Owner::None) => Err(Rule::NotReplaced),
+        // A force-deleted daemon pod is missing from a node that should run it, and whose
+        // taints it tolerates: the DaemonSet creates it there again.
+        (Ok(_), Owner::DaemonSet) => force_deleted.ok_or(Rule::NotReplaced),
+        (Ok(_), Owner::None) => Err(Rule::NotReplaced),
         (Ok((span, _)), Owner::ReplicaSet) => Ok((*span, Rule::ReplicaSetReplaces)),
         // Deleted outright (not only marked): the StatefulSet recreates it at once.
         (Ok((span, Rule::NodeDeleted)), Owner::StatefulSet) => Ok((*span, Rule::NodeDeleted)),
         (Ok((span, rule)), Owner::StatefulSet) => {
-            // Gone once the node answers again (its kubelet finishes the deletion) or, out
-            // of service, when the pod garbage collector force-deletes it.
-            let gone = [
-                fate.outage.until.filter(|b| *b >= span.earliest),
-                (*rule == Rule::OutOfService).then_some(span.earliest),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            match gone {
-                // The pod garbage collector force-deletes it at its next pass.
-                Some(at) if *rule == Rule::OutOfService && Some(at) == Some(span.earliest) => Ok((
+            // Gone once the node answers again (its kubelet finishes the deletion), when
+            // the pod garbage collector force-deletes it out of service (at its next
+            // pass), or when a step force-deletes it; whichever can come first (the
+            // first of equals: the collector's pass, then the step, then the node).
+            let back = fate.outage.until.filter(|b| *b >= span.earliest).map(|b| {
+                (
+                    Span {
+                        earliest: b,
+                        latest: None,
+                    },
+                    Rule::Answers,
+                )
+            });
+            let collected = (*rule == Rule::OutOfService).then(|| {
+                (
                     Span {
                         earliest: span.earliest,
                         latest: span.latest.map(|l| l + POD_GC_PERIOD),
                     },
                     Rule::OutOfService,
-                )),
-                Some(at) => Ok((
-                    Span {
-                        earliest: at,
-                        latest: None,
-                    },
-                    Rule::Answers,
-                )),
-                None => Err(Rule::StatefulSetWaits),
-            }
+                )
+            });
+            first_of([collected, force_deleted, back].into_iter().flatten())
+                .ok_or(Rule::StatefulSetWaits)
         }
     };
     vec![
@@ -384,4 +406,28 @@ fn pod_predictions(
         prediction(name, Transition::PodTerminating, terminating),
         prediction(name, Transition::PodReplaced, replaced),
     ]
+}
+
+/// The first of several things that may each happen, in its own window: it comes no
+/// earlier than the earliest of them opens and no later than the first of them closes.
+/// Named by the rule of the one that can come first (the first of equals).
+fn first_of(candidates: impl IntoIterator<Item = (Span, Rule)>) -> Option<(Span, Rule)> {
+    candidates.into_iter().reduce(|(a, rule_a), (b, rule_b)| {
+        let latest = match (a.latest, b.latest) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        let rule = if b.earliest < a.earliest {
+            rule_b
+        } else {
+            rule_a
+        };
+        (
+            Span {
+                earliest: a.earliest.min(b.earliest),
+                latest,
+            },
+            rule,
+        )
+    })
 }

@@ -1,8 +1,9 @@
 //! Property tests of the model's invariants over generated clusters, timers, pods and
 //! outages: an eviction never comes before its node's taint plus the pod's toleration; a
 //! pod that tolerates the taint forever (a DaemonSet's) is never evicted by it; nothing is
-//! tainted or evicted when every node is down; every window opens at or after the outage
-//! and closes no earlier than it opens.
+//! tainted or evicted when every node is down; a pod a step deletes is Terminating by the
+//! time the call returned, and, forced, replaced soon after when it has a controller;
+//! every window opens at or after the outage and closes no earlier than it opens.
 
 use std::time::Duration;
 
@@ -71,8 +72,16 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 deleted: None,
             },
         );
-        let pod = (0..size, owner(), toleration())
-            .prop_map(|(node, owner, toleration)| (format!("n{node}"), owner, toleration));
+        let deletion = proptest::option::of((0u64..=700, 0u64..=3, any::<bool>())).prop_map(|d| {
+            d.map(|(from, takes, force)| PodDeletion {
+                from: Duration::from_secs(from),
+                by: Duration::from_secs(from + takes),
+                force,
+            })
+        });
+        let pod = (0..size, owner(), toleration(), deletion).prop_map(
+            |(node, owner, toleration, deleted)| (format!("n{node}"), owner, toleration, deleted),
+        );
         (
             Just(settings),
             Just(nodes),
@@ -86,11 +95,12 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 let pods = pods
                     .into_iter()
                     .enumerate()
-                    .map(|(i, (node, owner, toleration))| ModelPod {
+                    .map(|(i, (node, owner, toleration, deleted))| ModelPod {
                         name: format!("ns/p{i}"),
                         node,
                         owner,
                         toleration,
+                        deleted,
                     })
                     .collect();
                 Scenario {
@@ -103,10 +113,17 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     })
 }
 
-fn window_of<'p>(all: &'p [Prediction], subject: &str, t: Transition) -> Option<&'p Window> {
+fn prediction_of<'p>(
+    all: &'p [Prediction],
+    subject: &str,
+    t: Transition,
+) -> Option<&'p Prediction> {
     all.iter()
         .find(|p| p.subject == subject && p.transition == t)
-        .map(|p| &p.window)
+}
+
+fn window_of<'p>(all: &'p [Prediction], subject: &str, t: Transition) -> Option<&'p Window> {
+    prediction_of(all, subject, t).map(|p| &p.window)
 }
 
 proptest! {
@@ -132,6 +149,27 @@ proptest! {
                 continue;
             };
             let evicted = window_of(&all, &pod.name, Transition::PodTerminating);
+            let by_step = prediction_of(&all, &pod.name, Transition::PodTerminating)
+                .is_some_and(|p| matches!(p.rule, Rule::DeletedByStep { .. }));
+            if let Some(d) = pod.deleted {
+                // Deleted by a step: Terminating by the time the call returned, at the latest.
+                let Some(Window::Between { earliest, latest: Some(latest) }) = evicted else {
+                    return Err(TestCaseError::fail(format!("deleted, never Terminating: {pod:?}")));
+                };
+                prop_assert!(*latest <= d.by, "{pod:?}: Terminating as late as {latest:?}");
+                if by_step {
+                    prop_assert_eq!(*earliest, d.from, "{:?}", pod);
+                }
+                // Forced, with a controller: replaced soon after the call returned.
+                if d.force && pod.owner != Owner::None {
+                    let replaced = window_of(&all, &pod.name, Transition::PodReplaced);
+                    let Some(Window::Between { latest: Some(latest), .. }) = replaced else {
+                        return Err(TestCaseError::fail(format!("force-deleted, not replaced: {pod:?}: {replaced:?}")));
+                    };
+                    prop_assert!(*latest <= d.by + Duration::from_secs(5), "{pod:?}: replaced as late as {latest:?}");
+                }
+                continue;
+            }
             if pod.toleration == Toleration::Forever {
                 prop_assert_eq!(evicted, Some(&Window::Never), "{:?}", pod);
             }
@@ -160,7 +198,7 @@ proptest! {
                     Some(&Window::Never)
                 );
             }
-            for pod in &sc.pods {
+            for pod in sc.pods.iter().filter(|p| p.deleted.is_none()) {
                 prop_assert_eq!(
                     window_of(&all, &pod.name, Transition::PodTerminating),
                     Some(&Window::Never)

@@ -49,6 +49,7 @@ fn pod(name: &str, node: &str, owner: Owner, toleration: Toleration) -> ModelPod
         node: node.into(),
         owner,
         toleration,
+        deleted: None,
     }
 }
 
@@ -369,6 +370,65 @@ fn the_out_of_service_taint_frees_a_statefulset_pod_without_waiting_for_the_node
         find(&all, "kube-system/proxy-x", Transition::PodReplaced).window,
         Window::Never
     );
+}
+
+/// Seed 001's remediation: the StatefulSet pod on a stopped node is evicted after its
+/// toleration and stays Terminating; a step force-deletes it and the StatefulSet
+/// recreates it at once. Deleted without force, it waits for the node like any other.
+#[test]
+fn a_statefulset_pod_a_step_force_deletes_is_replaced_at_once_and_one_deleted_gently_waits() {
+    let settings = lab_timers();
+    let deleted = |force| {
+        let mut p = pod("data/db-0", "w1", Owner::StatefulSet, Toleration::Default);
+        p.deleted = Some(PodDeletion {
+            from: s(80),
+            by: s(81),
+            force,
+        });
+        [p]
+    };
+    let forced = predict(
+        &settings,
+        &cluster(2, ""),
+        &deleted(true),
+        &[stop("w1", 0, None)],
+    );
+    // Evicted by the taint long before the step: Terminating keeps the taint's window.
+    let term = find(&forced, "data/db-0", Transition::PodTerminating);
+    assert_eq!(term.rule, Rule::Toleration(s(30)));
+    let replaced = find(&forced, "data/db-0", Transition::PodReplaced);
+    assert_eq!(replaced.rule, Rule::DeletedByStep { force: true });
+    assert_eq!(replaced.window, between(s(80), Some(s(86))));
+
+    let gently = predict(
+        &settings,
+        &cluster(2, ""),
+        &deleted(false),
+        &[stop("w1", 0, None)],
+    );
+    let replaced = find(&gently, "data/db-0", Transition::PodReplaced);
+    assert_eq!(replaced.rule, Rule::StatefulSetWaits);
+    assert_eq!(replaced.window, Window::Never);
+}
+
+/// A pod deleted by a step before its toleration runs out is Terminating by the time the
+/// call returned, not at the taint's deadline; its ReplicaSet replaces it then.
+#[test]
+fn a_deletion_before_the_toleration_runs_out_makes_the_pod_terminating_when_the_call_returns() {
+    let settings = ControllerSettings::default();
+    let mut web = pod("web/w-1", "w1", Owner::ReplicaSet, Toleration::Default);
+    web.deleted = Some(PodDeletion {
+        from: s(100),
+        by: s(101),
+        force: false,
+    });
+    let all = predict(&settings, &cluster(3, ""), &[web], &[stop("w1", 0, None)]);
+    let term = find(&all, "web/w-1", Transition::PodTerminating);
+    assert_eq!(term.rule, Rule::DeletedByStep { force: false });
+    assert_eq!(term.window, between(s(100), Some(s(101))));
+    let replaced = find(&all, "web/w-1", Transition::PodReplaced);
+    assert_eq!(replaced.rule, Rule::ReplicaSetReplaces);
+    assert_eq!(replaced.window, term.window);
 }
 
 #[test]

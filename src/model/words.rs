@@ -80,6 +80,10 @@ impl fmt::Display for Rule {
             Rule::NodeDeleted => f.write_str(
                 "the Node deleted: one of the pod garbage collector's next two passes after 40 s of quarantine",
             ),
+            Rule::DeletedByStep { force: true } => {
+                f.write_str("force-deleted by a step: its controller recreates it at once")
+            }
+            Rule::DeletedByStep { force: false } => f.write_str("deleted by a step"),
             Rule::NotReplaced => f.write_str("nothing replaces it"),
             Rule::Answers => {
                 f.write_str("once it answers again (how fast it starts is not modelled)")
