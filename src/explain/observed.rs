@@ -46,23 +46,20 @@ fn node_shows(e: &Entry, node: &str, transition: Transition) -> bool {
     }
 }
 
-/// Whether the entry shows the pod `ns/name` making `transition`.
+/// Whether the entry shows the pod `ns/name` making `transition`. A pod removed outright
+/// (force-deleted before anything marked it) is never seen Terminating: its going counts.
 fn pod_shows(e: &Entry, subject: &str, transition: Transition) -> bool {
-    let Event::Pod {
-        pod,
-        before,
-        after: Some(after),
-    } = &e.event
-    else {
+    let Event::Pod { pod, before, after } = &e.event else {
         return false;
     };
     if format!("{}/{}", pod.namespace, pod.name) != subject {
         return false;
     }
     let was = |test: &dyn Fn(&PodState) -> bool| before.as_ref().is_some_and(test);
-    match transition {
-        Transition::PodNotReady => !after.ready && was(&|b| b.ready),
-        Transition::PodTerminating => after.terminating && !was(&|b| b.terminating),
+    match (transition, after) {
+        (Transition::PodNotReady, Some(after)) => !after.ready && was(&|b| b.ready),
+        (Transition::PodTerminating, Some(after)) => after.terminating && !was(&|b| b.terminating),
+        (Transition::PodTerminating, None) => before.as_ref().is_some_and(|b| !b.terminating),
         _ => false,
     }
 }

@@ -3,6 +3,7 @@ use std::path::Path;
 use super::*;
 use crate::model::Rule;
 use crate::record::RunRecord;
+use crate::timeline::PodState;
 
 fn record(file: &str) -> RunRecord {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -301,6 +302,52 @@ fn a_force_deleted_statefulset_pod_is_replaced_inside_the_window_the_step_opens(
         Some(Duration::from_millis(65_969)),
         "{text}"
     );
+}
+
+/// A pod removed outright (force-deleted before its eviction) is never seen Terminating:
+/// its going counts as the transition, or a step's force-delete would read as "missing".
+/// Built in memory from the real kind record's pod; nothing committed is edited.
+#[test]
+fn a_pod_removed_outright_counts_as_terminating_when_it_goes() {
+    let r = record("kind/local-persistent-volume.json");
+    let (pod, state) = r
+        .timeline
+        .entries
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Pod {
+                pod,
+                after: Some(state),
+                ..
+            } if pod.name == "store-0" && !state.terminating => Some((pod.clone(), state.clone())),
+            _ => None,
+        })
+        .expect("the store pod, running");
+    let gone = |before: PodState| Entry {
+        offset_ms: 30_000,
+        wall: r.started_at,
+        event: Event::Pod {
+            pod: pod.clone(),
+            before: Some(before),
+            after: None,
+        },
+    };
+    let first = |entries: &[Entry]| {
+        super::observed::first(
+            entries,
+            "faultline-lab/store-0",
+            Transition::PodTerminating,
+            Duration::ZERO,
+            Duration::MAX,
+        )
+    };
+    assert_eq!(first(&[gone(state.clone())]), Some(Duration::from_secs(30)));
+    // Gone after it was seen Terminating: the transition was earlier, not this.
+    let terminating = PodState {
+        terminating: true,
+        ..state
+    };
+    assert_eq!(first(&[gone(terminating)]), None);
 }
 
 /// A power-off whose command took 10 s (`docker stop` waited its timeout for the node's
