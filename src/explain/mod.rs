@@ -201,6 +201,11 @@ pub fn explain(record: &RunRecord) -> Explanation {
         let pods = inputs::pods_on(record, outage);
         let model_pods: Vec<_> = pods.iter().map(|p| p.model.clone()).collect();
         let node_cut = cut(record, recorded, None);
+        // Each pod's own: the steps that may touch it differ from pod to pod.
+        let pod_cuts: Vec<Duration> = pods
+            .iter()
+            .map(|p| cut(record, recorded, Some(p)))
+            .collect();
         let mut terminating_at = None;
         // The other nodes silenced at the same time share its zones' states and queues.
         let at_once: Vec<_> = std::iter::once(outage.clone())
@@ -216,9 +221,10 @@ pub fn explain(record: &RunRecord) -> Explanation {
             .into_iter()
             .filter(|p| p.subject == outage.node || model_pods.iter().any(|m| m.name == p.subject));
         for p in predictions {
-            let pod = pods.iter().find(|r| r.model.name == p.subject);
+            let at = pods.iter().position(|r| r.model.name == p.subject);
+            let pod = at.map(|i| &pods[i]);
             let workload = pod.and_then(|r| r.workload.clone());
-            let cut_here = pod.map_or(node_cut, |p| cut(record, recorded, Some(p)));
+            let cut_here = at.map_or(node_cut, |i| pod_cuts[i]);
             let observed = match (p.transition, &workload) {
                 // The controller may create the replacement a moment before the observer
                 // hears of the old pod's deletion: a second of slack, as for the windows.
