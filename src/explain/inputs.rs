@@ -236,28 +236,31 @@ fn deletion_of(
 ) -> Option<(usize, PodDeletion)> {
     let entries = &record.timeline.entries;
     let lasting = |ms: i64| at(ms) > outage.from && outage.until.is_none_or(|u| at(ms) < u);
-    let (issued, step, force) =
-        entries
-            .iter()
-            .enumerate()
-            .find_map(|(i, e)| match &e.event {
-                Event::Step {
-                    step,
-                    action,
-                    node: None,
-                    phase: StepPhase::Issued,
-                } if lasting(e.offset_ms) => match action_of(record, step, action)? {
-                    Action::DeletePods { pods, force } => {
-                        match selects(record, &pods, pod, &outage.node) {
-                            Some(true) => Some(Some((i, step.clone(), force))),
-                            Some(false) => None,
-                            None => Some(None),
-                        }
-                    }
-                    _ => None,
-                },
+    // Every delete-pods step issued while the node was down, with whether it took the pod;
+    // the first that may have is the one: taken, or undecidable (then none is followed).
+    let (issued, step, force, took) = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| lasting(e.offset_ms))
+        .filter_map(|(i, e)| match &e.event {
+            Event::Step {
+                step,
+                action,
+                node: None,
+                phase: StepPhase::Issued,
+            } => match action_of(record, step, action)? {
+                Action::DeletePods { pods, force } => {
+                    let took = selects(record, &pods, pod, &outage.node);
+                    Some((i, step.clone(), force, took))
+                }
                 _ => None,
-            })??;
+            },
+            _ => None,
+        })
+        .find(|(.., took)| *took != Some(false))?;
+    if took != Some(true) {
+        return None;
+    }
     let by = entries[issued..].iter().find_map(|e| match &e.event {
         Event::Step {
             step: s,
