@@ -139,6 +139,20 @@ fn local_via(node: &str) -> String {
     format!("exec {node}")
 }
 
+/// What a command sent ahead through the API is found by, beside its text and limit.
+fn pod_via(node: &str) -> String {
+    format!("pod {node}")
+}
+
+/// How long past its limit a command carried through the API is listened for: the node's
+/// deadline ending it, the KILL after it, and `slack` for one sent ahead.
+fn pod_grace(timeout: Duration, slack: Duration) -> Duration {
+    ends_within(timeout)
+        .saturating_add(slack)
+        .saturating_add(CONFIRM_SLACK)
+        .saturating_sub(timeout)
+}
+
 /// Power state as reported by a `power.status` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PowerState {
@@ -390,6 +404,8 @@ enum Plan {
         node: String,
         settings: crate::inventory::PodSettings,
         command: String,
+        /// The same command, waiting in its pod for the word ([`Executor::prime`]).
+        primed: Option<Box<pod::primed::PrimedPod>>,
     },
 }
 
@@ -420,6 +436,7 @@ impl Plan {
                 node,
                 settings,
                 command,
+                ..
             } => pod::show(node, settings, command),
         }
     }
@@ -527,6 +544,9 @@ impl Executor {
             TransportKind::Exec if access.exec_with_stdin.is_some() => {
                 return self.prime_local(&access, &command, timeout, due);
             }
+            TransportKind::Pod => {
+                return self.prime_pod(access, command, timeout, due, within).await;
+            }
             _ => return Ok(false),
         }
         let target = Self::ssh_target(&access);
@@ -584,6 +604,54 @@ impl Executor {
         let key = primed::key(&local_via(&access.name), command, timeout);
         self.primed
             .put(key, &access.name, primed::Sent::Local(waiting), due);
+        Ok(true)
+    }
+
+    /// [`Executor::prime`] through the API: the node-access pod is started now and the
+    /// gated command's exec opened in it, given up at `within` (and at half the time
+    /// left), as over SSH.
+    async fn prime_pod(
+        &self,
+        access: NodeAccess,
+        command: String,
+        timeout: Duration,
+        due: Instant,
+        within: Duration,
+    ) -> Result<bool, ExecError> {
+        let node = access.name.clone();
+        let pod_err = |source| ExecError::Pod {
+            node: node.clone(),
+            source,
+        };
+        let Some(node_limit) = primed_node_limit(due, timeout) else {
+            return Ok(false);
+        };
+        // Checked now (the deadline would not render) and rendered again just before it
+        // is sent: the node's deadline counts from then.
+        with_node_deadline(&primed::gated(&command), node_limit).map_err(|source| {
+            ExecError::Render {
+                node: node.clone(),
+                source,
+            }
+        })?;
+        let render = {
+            let gated = primed::gated(&command);
+            move || with_node_deadline(&gated, primed_node_limit(due, timeout)?).ok()
+        };
+        let within = within.min(due.saturating_duration_since(Instant::now()) / 2);
+        let client = self.client(&node).await?;
+        // The pod must outlive the wait, the command and the wait for its node deadline.
+        let wait = node_limit
+            .saturating_add(pod_grace(timeout, PRIMED_EXTRA_WAIT))
+            .saturating_add(PRIMED_EXTRA_WAIT);
+        let waiting = pod::primed::prime(&client, &node, &access.pod, render, wait, within)
+            .await
+            .map_err(pod_err)?;
+        let Some(waiting) = waiting else {
+            return Ok(false);
+        };
+        let key = primed::key(&pod_via(&node), &command, timeout);
+        self.primed.put(key, &node, primed::Sent::Pod(waiting), due);
         Ok(true)
     }
 
@@ -698,6 +766,7 @@ impl Executor {
                 node: access.name.clone(),
                 settings: access.pod.clone(),
                 command,
+                primed: None,
             }),
         }
     }
@@ -750,6 +819,12 @@ impl Executor {
                 let key = primed::key(&local_via(&access.name), &command, timeout);
                 if let Some(primed::Sent::Local(waiting)) = self.primed.take(&key, Instant::now()) {
                     *primed = waiting.alive();
+                }
+            }
+            Plan::Pod { primed, .. } => {
+                let key = primed::key(&pod_via(&access.name), &command, timeout);
+                if let Some(primed::Sent::Pod(waiting)) = self.primed.take(&key, Instant::now()) {
+                    *primed = waiting.alive().map(Box::new);
                 }
             }
             _ => {}
@@ -899,18 +974,28 @@ impl Executor {
                 node: on,
                 settings,
                 command,
+                primed,
             } => {
-                tracing::debug!(node, "pod: {command}");
-                let client = self.client(node).await?;
-                let grace = ends_within(timeout)
-                    .saturating_add(CONFIRM_SLACK)
-                    .saturating_sub(timeout);
-                let end = pod::run(&client, &on, &settings, &command, timeout, grace)
-                    .await
-                    .map_err(|source| ExecError::Pod {
-                        node: node.to_string(),
-                        source,
-                    })?;
+                tracing::debug!(node, primed = primed.is_some(), "pod: {command}");
+                // A primed command's node deadline counts from when it was sent ahead,
+                // with room for its start to be late by up to the slack.
+                let slack = if primed.is_some() {
+                    PRIMED_EXTRA_WAIT
+                } else {
+                    Duration::ZERO
+                };
+                let grace = pod_grace(timeout, slack);
+                let end = match primed {
+                    Some(waiting) => waiting.start(timeout, grace).await,
+                    None => {
+                        let client = self.client(node).await?;
+                        pod::run(&client, &on, &settings, &command, timeout, grace).await
+                    }
+                }
+                .map_err(|source| ExecError::Pod {
+                    node: node.to_string(),
+                    source,
+                })?;
                 match end {
                     pod::PodEnd::Exited { code, output } => Ok(OpOutcome {
                         exit_status: Some(code),
@@ -928,7 +1013,7 @@ impl Executor {
                         Ok(dropped(String::new()))
                     }
                     pod::PodEnd::TimedOut { sent: false } => Err(ended(false)),
-                    pod::PodEnd::TimedOut { sent: true } => Err(unconfirmed(Duration::ZERO)),
+                    pod::PodEnd::TimedOut { sent: true } => Err(unconfirmed(slack)),
                 }
             }
             Plan::Local {

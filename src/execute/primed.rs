@@ -1,6 +1,7 @@
 //! Commands sent ahead of their step and waiting on their nodes for the word to start
 //! ([`super::ssh::Primed`] over SSH, [`super::local::PrimedLocal`] through a local
-//! client such as `docker exec -i`), kept until the step is due.
+//! client such as `docker exec -i`, [`PrimedPod`] through the API), kept until the step
+//! is due.
 //!
 //! A step due at a known offset is armed a few seconds early; its commands are then sent
 //! too, each wrapped in a gate ([`gated`]) that reads one line from standard input and
@@ -8,8 +9,9 @@
 //! [`super::Executor::perform`] finds the waiting command here and sends the line, so a
 //! step's commands start on every node within a packet of their offset instead of a
 //! channel, a fork and a login shell later over SSH, or a client process and the engine's
-//! exec setup later through `docker exec` (issue 26, item 7). A local client is primed
-//! only when the inventory gives one that passes standard input on (`execWithStdin`).
+//! exec setup later through `docker exec`, or a pod's start and an exec later through the
+//! API (issue 26, item 7). A local client is primed only when the inventory gives one that
+//! passes standard input on (`execWithStdin`).
 //!
 //! The node's deadline is armed with the command: it counts from when the command was
 //! sent, so it is rendered just before sending, as the time left until the step is due
@@ -26,6 +28,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::local::PrimedLocal;
+use super::pod::primed::PrimedPod;
 use super::ssh::{GO, Primed};
 
 /// How late after when it was due a waiting command may still be started; its node
@@ -43,10 +46,12 @@ pub(super) const PRIMED_EXTRA_WAIT: Duration = Duration::from_secs(2);
 
 /// `command`, made to wait for [`GO`] on its standard input first. End-of-file, or any
 /// other line, exits with 125 and runs nothing. The command then reads an empty standard
-/// input (the line was all that was sent), as any command faultline runs without a
-/// password does.
+/// input, as any command faultline runs without a password does: the line was all that
+/// was sent, and the API transport holds its stream's input open until the command ends.
 pub(super) fn gated(command: &str) -> String {
-    format!("IFS= read -r faultline_go && [ \"$faultline_go\" = {GO} ] || exit 125\n{command}")
+    format!(
+        "IFS= read -r faultline_go && [ \"$faultline_go\" = {GO} ] || exit 125\nexec </dev/null\n{command}"
+    )
 }
 
 /// A command waiting on its node, by the way it was sent.
@@ -56,6 +61,8 @@ pub(super) enum Sent {
     Ssh(Primed),
     /// By a local client that carries its standard input (`docker exec -i`).
     Local(PrimedLocal),
+    /// Through the API's exec in a node-access pod (`transport: pod`).
+    Pod(PrimedPod),
 }
 
 /// One waiting command, the node it waits on, and when its step is due.

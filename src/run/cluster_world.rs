@@ -31,6 +31,12 @@ use crate::experiment::model::{Action, Experiment};
 use crate::journal::Undo;
 use crate::observe::{self, Clock};
 
+/// How long before it is due a step carried through the API transport is armed: arming
+/// its self-restore starts one node-access pod (about 2.5 s on kind), and sending the
+/// step ahead starts another and opens its exec (about 1.5 s), which must fit in half of
+/// what is left (`Executor::prime`).
+const ARM_AHEAD_THROUGH_API: Duration = Duration::from_secs(10);
+
 /// A run's handles on a real cluster.
 pub(crate) struct ClusterWorld<'a> {
     exp: &'a Experiment,
@@ -290,6 +296,23 @@ impl World for ClusterWorld<'_> {
         match fault {
             Action::Reboot => crate::journal::reboot_undo(&self.prepared.executor, node),
             _ => super::ledger::journal_undo(fault),
+        }
+    }
+
+    fn arm_ahead(&self, action: &Action, nodes: &[&str]) -> Duration {
+        let executor = &self.prepared.executor;
+        let primed_through_api = matches!(
+            faults::info(action).via,
+            faults::Via::Node(_) | faults::Via::StepCommand
+        ) && faults::node_op(action).is_some()
+            && nodes.iter().any(|node| {
+                executor.through_api(node)
+                    && !super::host_timed::undone_on_host(executor, node, action)
+            });
+        if primed_through_api {
+            ARM_AHEAD_THROUGH_API
+        } else {
+            Duration::from_millis(super::steps::ARM_AHEAD_MS.unsigned_abs())
         }
     }
 

@@ -174,12 +174,21 @@ impl<'a> Run<'a> {
         self.timeline.record(Event::Run {
             phase: RunPhase::Started,
         });
-        let start_ms = self.timeline.offset_ms();
+        let began_ms = self.timeline.offset_ms();
+        // A step due sooner than its nodes take to be armed and sent ahead (a fault at
+        // 0 s through the API transport) moves the experiment's zero later by the
+        // difference, so that it too starts when it is due.
+        self.steps
+            .learn_fixed_offsets(&Scheduler::new(self.plan.schedule(), began_ms));
+        self.steps.learn_leads(world);
+        let head_start_ms = self.steps.head_start_ms(began_ms);
+        let start_ms = began_ms + head_start_ms;
         self.out.start_ms = Some(start_ms);
         let mut scheduler = Scheduler::new(self.plan.schedule(), start_ms);
         self.steps.learn_fixed_offsets(&scheduler);
         let planned = schedule::planned_length(self.plan.exp, self.plan.timers)
             .saturating_add(self.plan.restore_margin)
+            .saturating_add(Duration::from_millis(head_start_ms.unsigned_abs()))
             .min(FAR_FUTURE);
         let restore_at = Instant::now() + planned;
         let end = self.drive(&mut scheduler, world, restore_at).await;

@@ -59,6 +59,9 @@ pub(crate) struct Scripted {
     timeline: Option<SharedTimeline>,
     /// Reboots go out of band and a power-on brings a node back (kind, k3d).
     reboot_powers_on: bool,
+    /// How long before it is due every fault step is armed and sent ahead, when it is
+    /// longer than usual (a world whose nodes are reached through the API).
+    lead: Option<Duration>,
 }
 
 impl Scripted {
@@ -115,6 +118,14 @@ impl World for Scripted {
 
     async fn before_fault(&mut self, step: usize, _: &Action, nodes: &[&str]) {
         self.log(format!("before fault {step} on {}", nodes.join(",")));
+    }
+
+    fn arm_ahead(&self, action: &Action, _: &[&str]) -> Duration {
+        let usual = Duration::from_millis(super::steps::ARM_AHEAD_MS.unsigned_abs());
+        match self.lead {
+            Some(lead) if crate::experiment::fault::node_op(action).is_some() => lead,
+            _ => usual,
+        }
     }
 
     async fn prime(
@@ -443,6 +454,65 @@ expect:
     assert!(
         index_of(&calls, "arm a") < index_of(&calls, primed[0])
             && index_of(&calls, primed[0]) < index_of(&calls, "act stop on a"),
+        "{calls:#?}"
+    );
+}
+
+/// A world that needs 10 s to arm a step and send it ahead (nodes reached through the
+/// API): a fault at 0 s moves the experiment's zero 10 s later, so that it is armed and
+/// sent ahead in time and issued when it is due; the undo keeps its offset from the zero
+/// and the usual lead where nothing is due before it.
+#[tokio::test(start_paused = true)]
+async fn a_step_due_sooner_than_its_lead_moves_the_zero_later() {
+    let h = Harness::new(
+        "
+name: scripted
+description: a scripted run
+targets:
+  victim: {names: [a]}
+steps:
+  - {name: stop, at: 0s, do: kubelet-stop, target: victim, timeout: 30s}
+  - {name: start, at: 30s, do: kubelet-start, target: victim}
+expect:
+  - {name: node stays, node: victim, never: Unknown}
+",
+    );
+    let mut world = Scripted {
+        lead: Some(Duration::from_secs(10)),
+        ..Scripted::default()
+    };
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    let start_ms = out.start_ms.expect("started");
+    let issued_ms = out.issued_ms[0].expect("stop issued");
+    assert!(
+        (0..=50).contains(&(issued_ms - start_ms)),
+        "issued {} ms after the zero",
+        issued_ms - start_ms
+    );
+    let primed: Vec<&String> = calls.iter().filter(|c| c.starts_with("prime 0")).collect();
+    assert_eq!(
+        primed,
+        [&format!(
+            "prime 0 on a at {}, due in 10000 ms within 30s",
+            start_ms - 10_000
+        )],
+        "{calls:#?}"
+    );
+    let start_issued = out.issued_ms[1].expect("start issued");
+    assert!(
+        (30_000..=30_050).contains(&(start_issued - start_ms)),
+        "the undo moved with the zero: {} ms",
+        start_issued - start_ms
+    );
+    let prime_start = format!(
+        "prime 1 on a at {}, due in 10000 ms within",
+        start_ms + 20_000
+    );
+    assert!(
+        calls.iter().any(|c| c.starts_with(&prime_start)),
         "{calls:#?}"
     );
 }

@@ -51,14 +51,38 @@ fn may_still_run(result: &Result<super::act::ActResult, ActError>) -> bool {
 /// `Err` when arming failed (the step then fails when it comes due).
 pub(super) type ArmedAhead = BTreeMap<usize, Result<Vec<String>, ()>>;
 
+/// Step index → how long before its due offset a step whose nodes need more than
+/// [`ARM_AHEAD_MS`] to be armed and sent ahead is armed ([`World::arm_ahead`]).
+pub(super) type Leads = BTreeMap<usize, i64>;
+
 /// Timed steps not armed yet and when each should be: `(index, offset to arm at)`.
-fn arm_times<'t>(tick: &'t Tick, armed: &'t ArmedAhead) -> impl Iterator<Item = (usize, i64)> + 't {
-    tick.waiting
-        .iter()
-        .filter(|(index, _)| !armed.contains_key(index))
-        .filter_map(|(index, wait)| match wait {
-            Wait::Until { due_ms } => Some((*index, due_ms - ARM_AHEAD_MS)),
+///
+/// A step is armed [`ARM_AHEAD_MS`] before it is due, or its own longer lead before, but
+/// never the longer lead across another timed step due earlier: arming happens in the
+/// loop, and must not make that step late. The longer lead then shrinks to what is free,
+/// never below [`ARM_AHEAD_MS`].
+fn arm_times<'t>(
+    tick: &'t Tick,
+    armed: &'t ArmedAhead,
+    leads: &'t Leads,
+) -> impl Iterator<Item = (usize, i64)> + 't {
+    let timed = || {
+        tick.waiting.iter().filter_map(|(index, wait)| match wait {
+            Wait::Until { due_ms } => Some((*index, *due_ms)),
             _ => None,
+        })
+    };
+    timed()
+        .filter(|(index, _)| !armed.contains_key(index))
+        .map(move |(index, due_ms)| {
+            let usual = due_ms - ARM_AHEAD_MS;
+            let lead = leads.get(&index).copied().unwrap_or(ARM_AHEAD_MS);
+            let earlier_due = timed()
+                .map(|(_, due)| due)
+                .filter(|due| *due < due_ms)
+                .max()
+                .unwrap_or(i64::MIN);
+            (index, (due_ms - lead).max(usual.min(earlier_due)))
         })
 }
 
@@ -70,6 +94,8 @@ pub(super) struct Steps<'a> {
     timeline: SharedTimeline,
     /// Timed steps armed ahead of their due offset.
     armed_ahead: ArmedAhead,
+    /// Steps armed earlier than [`ARM_AHEAD_MS`] before they are due.
+    leads: Leads,
     /// Undo steps whose nodes were marked ([`World::mark_before_undo`]) when they were
     /// armed ahead, because every fault they undo already held then.
     marked_ahead: BTreeSet<usize>,
@@ -91,6 +117,7 @@ impl<'a> Steps<'a> {
             targets,
             timeline,
             armed_ahead: ArmedAhead::new(),
+            leads: Leads::new(),
             marked_ahead: BTreeSet::new(),
             done: BTreeSet::new(),
             fixed_due_ms: BTreeMap::new(),
@@ -105,12 +132,44 @@ impl<'a> Steps<'a> {
             .collect();
     }
 
-    /// The first offset at which a timed step not armed yet should be armed.
-    pub(super) fn next_arm_ms(&self, tick: &Tick) -> Option<i64> {
-        arm_times(tick, &self.armed_ahead).map(|(_, at)| at).min()
+    /// Asks the world, once the run started, which steps need a longer lead than
+    /// [`ARM_AHEAD_MS`] to be armed and sent ahead in time (a node reached through the
+    /// API starts a pod for each).
+    pub(super) fn learn_leads(&mut self, world: &impl World) {
+        self.leads = (0..self.exp.steps.len())
+            .filter_map(|index| {
+                let nodes = self.step_nodes(index);
+                let named: Vec<&str> = nodes.iter().flatten().map(String::as_str).collect();
+                let lead = world.arm_ahead(&self.exp.steps[index].action, &named);
+                let lead = i64::try_from(lead.as_millis()).unwrap_or(i64::MAX);
+                (lead > ARM_AHEAD_MS).then_some((index, lead))
+            })
+            .collect();
     }
 
-    /// Arms every timed step due within [`ARM_AHEAD_MS`] of `now` and not armed yet;
+    /// How much later than `began_ms` the experiment's zero must be for every step with
+    /// a longer lead (see [`Steps::learn_leads`]) to have all of it: 0 when none is due
+    /// sooner than its lead.
+    pub(super) fn head_start_ms(&self, began_ms: i64) -> i64 {
+        self.leads
+            .iter()
+            .filter_map(|(index, lead)| {
+                let due_in = self.fixed_due_ms.get(index)? - began_ms;
+                Some(lead - due_in)
+            })
+            .max()
+            .unwrap_or(0)
+            .max(0)
+    }
+
+    /// The first offset at which a timed step not armed yet should be armed.
+    pub(super) fn next_arm_ms(&self, tick: &Tick) -> Option<i64> {
+        arm_times(tick, &self.armed_ahead, &self.leads)
+            .map(|(_, at)| at)
+            .min()
+    }
+
+    /// Arms every timed step due within its lead of `now` and not armed yet;
     /// returns whether it armed any (time has passed: ask the scheduler again).
     pub(super) async fn arm_due_soon(
         &mut self,
@@ -121,7 +180,7 @@ impl<'a> Steps<'a> {
         restore_after: impl Fn() -> Duration,
         errors: &mut Vec<String>,
     ) -> bool {
-        let soon: Vec<usize> = arm_times(tick, &self.armed_ahead)
+        let soon: Vec<usize> = arm_times(tick, &self.armed_ahead, &self.leads)
             .filter(|(_, at)| *at <= now)
             .map(|(index, _)| index)
             .collect();
@@ -468,13 +527,39 @@ mod tests {
             (3, Wait::Running),
         ]);
         let mut armed = ArmedAhead::new();
-        let times: Vec<(usize, i64)> = arm_times(&tick, &armed).collect();
+        let leads = Leads::new();
+        let times: Vec<(usize, i64)> = arm_times(&tick, &armed, &leads).collect();
         assert_eq!(
             times,
             vec![(0, 10_000 - ARM_AHEAD_MS), (2, 20_000 - ARM_AHEAD_MS)]
         );
         armed.insert(0, Ok(vec!["id-1".into()]));
         armed.insert(2, Err(()));
-        assert_eq!(arm_times(&tick, &armed).count(), 0);
+        assert_eq!(arm_times(&tick, &armed, &leads).count(), 0);
+    }
+
+    #[test]
+    fn a_longer_lead_never_reaches_across_a_step_due_earlier() {
+        let tick = tick(vec![
+            (0, Wait::Until { due_ms: 15_000 }),
+            (1, Wait::Until { due_ms: 25_000 }),
+            (2, Wait::Until { due_ms: 26_000 }),
+            (3, Wait::Until { due_ms: 60_000 }),
+        ]);
+        let leads: Leads = [(1, 10_000), (2, 10_000), (3, 10_000)].into();
+        let times: Vec<(usize, i64)> = arm_times(&tick, &ArmedAhead::new(), &leads).collect();
+        assert_eq!(
+            times,
+            vec![
+                // Nothing due before it: its whole lead.
+                (0, 15_000 - ARM_AHEAD_MS),
+                // Armed once step 0 is due, not 10 s ahead across it.
+                (1, 15_000),
+                // Step 1 is due 1 s before it: the usual lead is all it gets.
+                (2, 26_000 - ARM_AHEAD_MS),
+                // Nothing due in its lead: the whole of it.
+                (3, 50_000),
+            ]
+        );
     }
 }

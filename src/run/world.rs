@@ -83,6 +83,14 @@ pub(crate) trait World {
     ) {
     }
 
+    /// How long before it is due a timed step carrying out `action` on `nodes` is armed
+    /// and sent ahead ([`World::prime`]): [`super::steps::ARM_AHEAD_MS`] unless its nodes
+    /// need longer (a node reached through the API starts a pod to arm its self-restore
+    /// and another to wait for the word).
+    fn arm_ahead(&self, _action: &Action, _nodes: &[&str]) -> Duration {
+        Duration::from_millis(super::steps::ARM_AHEAD_MS.unsigned_abs())
+    }
+
     /// Arms `undo` on `node` (or beside it) to fire after `after` if faultline is gone;
     /// `token` names it. `None`: this fault cannot restore itself there.
     async fn arm_restore(

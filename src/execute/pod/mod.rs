@@ -26,7 +26,9 @@ use k8s_openapi::api::core::v1::{
     VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status};
-use kube::api::{AttachParams, DeleteParams, ListParams, PostParams};
+use std::future::Future;
+
+use kube::api::{AttachParams, AttachedProcess, DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 use thiserror::Error;
 
@@ -333,27 +335,9 @@ pub(crate) async fn run(
     // Starting the pod counts within the command's limit, as connecting does over SSH: a
     // caller's own wait (`Executor::longest_wait`) holds for every transport.
     let began = tokio::time::Instant::now();
-    if settings.create_namespace {
-        ensure_namespace(client, &settings.namespace).await?;
-    }
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
     let lifetime = settings.start_timeout + limit + grace + LIFETIME_MARGIN;
-    let created = pods
-        .create(
-            &PostParams::default(),
-            &pod_object(node, settings, lifetime),
-        )
-        .await
-        .map_err(api_error(format!(
-            "creating a privileged pod on node {node} in namespace {}",
-            settings.namespace
-        )))?;
-    let name = created.metadata.name.unwrap_or_default();
+    let pod = AccessPod::start(client, node, settings, lifetime, limit).await?;
     let result = async {
-        let start_within = settings
-            .start_timeout
-            .min(limit.saturating_sub(began.elapsed()));
-        wait_running(&pods, &settings.namespace, &name, start_within).await?;
         let spent = began.elapsed();
         let remaining = limit.saturating_sub(spent);
         if remaining.is_zero() {
@@ -361,32 +345,171 @@ pub(crate) async fn run(
         }
         // The node's deadline counts from the command's start: listen as long past the
         // remaining limit as it may take.
-        exec(
-            &pods,
-            &settings.namespace,
-            &name,
-            command,
-            remaining,
-            grace + spent,
-        )
-        .await
+        let process = pod.open_exec(command, false, remaining).await?;
+        let Some(mut process) = process else {
+            return Ok(PodEnd::TimedOut { sent: false });
+        };
+        let status = process.take_status();
+        pod.hear_out(process, status, remaining, grace + spent)
+            .await
     }
     .await;
-    // Returned at once: a pod on a node whose kubelet is away stays Terminating until it
-    // is back, and the kubelet then ends it; its own deadline ends it in any case.
-    if let Err(e) = pods
-        .delete(
-            &name,
-            &DeleteParams {
-                grace_period_seconds: Some(1),
-                ..DeleteParams::default()
-            },
-        )
-        .await
-    {
-        tracing::warn!(node, "could not delete the node-access pod {name}: {e}");
-    }
+    pod.delete().await;
     result
+}
+
+/// A node-access pod created for one command and running on its node; deleted by
+/// [`AccessPod::delete`] (or, left behind, by its own deadline and `restore`).
+pub(crate) struct AccessPod {
+    pods: Api<Pod>,
+    namespace: String,
+    name: String,
+    node: String,
+}
+
+impl AccessPod {
+    /// Creates the pod on `node`, to end by itself after `lifetime`, and waits until it
+    /// runs, at most the inventory's start timeout and `within`; a pod that does not run
+    /// is deleted again.
+    pub(crate) async fn start(
+        client: &Client,
+        node: &str,
+        settings: &PodSettings,
+        lifetime: Duration,
+        within: Duration,
+    ) -> Result<AccessPod, PodError> {
+        let began = tokio::time::Instant::now();
+        if settings.create_namespace {
+            ensure_namespace(client, &settings.namespace).await?;
+        }
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
+        let created = pods
+            .create(
+                &PostParams::default(),
+                &pod_object(node, settings, lifetime),
+            )
+            .await
+            .map_err(api_error(format!(
+                "creating a privileged pod on node {node} in namespace {}",
+                settings.namespace
+            )))?;
+        let pod = AccessPod {
+            pods,
+            namespace: settings.namespace.clone(),
+            name: created.metadata.name.unwrap_or_default(),
+            node: node.to_string(),
+        };
+        let start_within = settings
+            .start_timeout
+            .min(within.saturating_sub(began.elapsed()));
+        match wait_running(&pod.pods, &pod.namespace, &pod.name, start_within).await {
+            Ok(()) => Ok(pod),
+            Err(e) => {
+                pod.delete().await;
+                Err(e)
+            }
+        }
+    }
+
+    fn exec_error(&self, message: String) -> PodError {
+        PodError::Exec {
+            namespace: self.namespace.clone(),
+            pod: self.name.clone(),
+            message,
+        }
+    }
+
+    /// Opens the API's exec of `command` in the host's namespaces, with its standard
+    /// input held open when `stdin`; `None` when opening took longer than `within`.
+    pub(crate) async fn open_exec(
+        &self,
+        command: &str,
+        stdin: bool,
+        within: Duration,
+    ) -> Result<Option<AttachedProcess>, PodError> {
+        let params = AttachParams::default()
+            .stdin(stdin)
+            .stdout(true)
+            .stderr(true);
+        let opened = tokio::time::timeout(
+            within,
+            self.pods.exec(&self.name, enter_argv(command), &params),
+        )
+        .await;
+        match opened {
+            Err(_) => Ok(None),
+            Ok(Err(e)) => Err(self.exec_error(e.to_string())),
+            Ok(Ok(p)) => Ok(Some(p)),
+        }
+    }
+
+    /// Reads the command's output to its end and classifies how it ended: within
+    /// `limit`, within `grace` more (the node's own deadline), or not heard at all.
+    pub(crate) async fn hear_out(
+        &self,
+        mut process: AttachedProcess,
+        status: Option<impl Future<Output = Option<Status>>>,
+        limit: Duration,
+        grace: Duration,
+    ) -> Result<PodEnd, PodError> {
+        let stdout = process.stdout();
+        let stderr = process.stderr();
+        let finished = async move {
+            let read = |r: Option<_>| async move {
+                match r {
+                    Some(r) => read_tail_async(r, MAX_OUTPUT).await.0,
+                    None => super::output::Tail::new(MAX_OUTPUT),
+                }
+            };
+            let (out, err) = futures::join!(read(stdout), read(stderr));
+            let status = match status {
+                Some(s) => s.await,
+                None => None,
+            };
+            (bounded(&out, &err), status)
+        };
+        tokio::pin!(finished);
+        let (late, (output, status)) = match tokio::time::timeout(limit, &mut finished).await {
+            Ok(done) => (false, done),
+            Err(_) => match tokio::time::timeout(grace, &mut finished).await {
+                Ok(done) => (true, done),
+                Err(_) => {
+                    process.abort();
+                    return Ok(PodEnd::TimedOut { sent: true });
+                }
+            },
+        };
+        let _ = process.join().await;
+        match (exit_code(status.as_ref()), late) {
+            (ExitOf::Code(code), false) => Ok(PodEnd::Exited { code, output }),
+            (ExitOf::Code(code), true) => Ok(PodEnd::Late { code, output }),
+            (ExitOf::NoStatus, _) => Ok(PodEnd::Dropped { output }),
+            (ExitOf::Refused(message), _) => Err(self.exec_error(message)),
+        }
+    }
+
+    /// Deletes the pod, returning at once: a pod on a node whose kubelet is away stays
+    /// Terminating until it is back, and the kubelet then ends it; its own deadline ends
+    /// it in any case.
+    pub(crate) async fn delete(&self) {
+        if let Err(e) = self
+            .pods
+            .delete(
+                &self.name,
+                &DeleteParams {
+                    grace_period_seconds: Some(1),
+                    ..DeleteParams::default()
+                },
+            )
+            .await
+        {
+            tracing::warn!(
+                node = self.node,
+                "could not delete the node-access pod {}: {e}",
+                self.name
+            );
+        }
+    }
 }
 
 /// Waits for the pod's container to run; fails at once when it cannot (an image that
@@ -483,67 +606,6 @@ fn start_state(pod: &Pod) -> StartState {
     }
 }
 
-/// Runs the command through the API's exec and classifies its end.
-async fn exec(
-    pods: &Api<Pod>,
-    namespace: &str,
-    name: &str,
-    command: &str,
-    limit: Duration,
-    grace: Duration,
-) -> Result<PodEnd, PodError> {
-    let exec_error = |message: String| PodError::Exec {
-        namespace: namespace.to_string(),
-        pod: name.to_string(),
-        message,
-    };
-    let params = AttachParams::default()
-        .stdin(false)
-        .stdout(true)
-        .stderr(true);
-    let opened = tokio::time::timeout(limit, pods.exec(name, enter_argv(command), &params)).await;
-    let mut process = match opened {
-        Err(_) => return Ok(PodEnd::TimedOut { sent: false }),
-        Ok(Err(e)) => return Err(exec_error(e.to_string())),
-        Ok(Ok(p)) => p,
-    };
-    let stdout = process.stdout();
-    let stderr = process.stderr();
-    let status = process.take_status();
-    let finished = async move {
-        let read = |r: Option<_>| async move {
-            match r {
-                Some(r) => read_tail_async(r, MAX_OUTPUT).await.0,
-                None => super::output::Tail::new(MAX_OUTPUT),
-            }
-        };
-        let (out, err) = futures::join!(read(stdout), read(stderr));
-        let status = match status {
-            Some(s) => s.await,
-            None => None,
-        };
-        (bounded(&out, &err), status)
-    };
-    tokio::pin!(finished);
-    let (late, (output, status)) = match tokio::time::timeout(limit, &mut finished).await {
-        Ok(done) => (false, done),
-        Err(_) => match tokio::time::timeout(grace, &mut finished).await {
-            Ok(done) => (true, done),
-            Err(_) => {
-                process.abort();
-                return Ok(PodEnd::TimedOut { sent: true });
-            }
-        },
-    };
-    let _ = process.join().await;
-    match (exit_code(status.as_ref()), late) {
-        (ExitOf::Code(code), false) => Ok(PodEnd::Exited { code, output }),
-        (ExitOf::Code(code), true) => Ok(PodEnd::Late { code, output }),
-        (ExitOf::NoStatus, _) => Ok(PodEnd::Dropped { output }),
-        (ExitOf::Refused(message), _) => Err(exec_error(message)),
-    }
-}
-
 /// What the status at the end of an exec stream says about the command (shared with the
 /// exec probe, which reads the same stream end).
 #[derive(Debug, PartialEq, Eq)]
@@ -616,6 +678,8 @@ pub async fn delete_leftovers(client: &Client) -> Result<Vec<String>, PodError> 
     }
     Ok(deleted)
 }
+
+pub(crate) mod primed;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,141 @@
+//! A node command sent ahead through the API transport: its node-access pod started and
+//! its exec opened when the step is armed, the gated command ([`super::super::primed`])
+//! waiting in the host's namespaces for the word on its standard input. At the offset
+//! faultline writes one line into an open stream, instead of creating a pod, waiting for
+//! the kubelet to start it and opening an exec (1.5–1.7 s on kind).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::FutureExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use kube::Client;
+use kube::api::AttachedProcess;
+use tokio::io::{AsyncWriteExt, SimplexStream, WriteHalf};
+
+use super::{AccessPod, LIFETIME_MARGIN, PodEnd, PodError};
+use crate::inventory::PodSettings;
+
+/// The end of an exec stream, taken from it when it was opened, so that whether it has
+/// ended can be asked before the word is written.
+type StreamEnd = Pin<Box<dyn Future<Output = Option<Status>> + Send>>;
+
+/// A gated command waiting in its node-access pod. Dropped without being started (the
+/// run stopped first, or the step went the ordinary way), its stream is cut, the gate
+/// reads end-of-file and runs nothing, and its pod is deleted; the pod's own deadline
+/// ends it in any case, and `restore` deletes one a killed run left.
+pub(crate) struct PrimedPod {
+    pod: Option<AccessPod>,
+    process: Option<AttachedProcess>,
+    /// Held open until the command is over: closing it would, on an API server without
+    /// the stream-close signal (before the v5 exec protocol), close the whole stream.
+    stdin: Option<WriteHalf<SimplexStream>>,
+    end: Option<StreamEnd>,
+}
+
+impl std::fmt::Debug for PrimedPod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PrimedPod(..)")
+    }
+}
+
+/// Starts a node-access pod on `node` and opens the exec of `gated` (rendered just before
+/// it is sent, since the node's deadline counts from then; `None` gives up), all within
+/// `within`. `wait` is how long, from now, the command may wait and then run: the pod
+/// outlives it by its usual margin.
+pub(crate) async fn prime(
+    client: &Client,
+    node: &str,
+    settings: &PodSettings,
+    gated: impl FnOnce() -> Option<String>,
+    wait: Duration,
+    within: Duration,
+) -> Result<Option<PrimedPod>, PodError> {
+    let began = tokio::time::Instant::now();
+    let lifetime = settings.start_timeout + wait + LIFETIME_MARGIN;
+    let pod = AccessPod::start(client, node, settings, lifetime, within).await?;
+    let opened = match gated() {
+        Some(command) => {
+            pod.open_exec(&command, true, within.saturating_sub(began.elapsed()))
+                .await
+        }
+        None => Ok(None),
+    };
+    let mut process = match opened {
+        Ok(Some(process)) => process,
+        other => {
+            pod.delete().await;
+            return other.map(|_| None);
+        }
+    };
+    let stdin = process.stdin();
+    let end = process.take_status().map(|s| Box::pin(s) as StreamEnd);
+    Ok(Some(PrimedPod {
+        pod: Some(pod),
+        process: Some(process),
+        stdin,
+        end,
+    }))
+}
+
+impl PrimedPod {
+    /// `self` while its stream is open (a pod whose node went away, or that its deadline
+    /// ended, has closed it); `None` after deleting it, for the command to go the
+    /// ordinary way.
+    pub(crate) fn alive(mut self) -> Option<PrimedPod> {
+        let ended = match self.end.as_mut() {
+            Some(end) => end.now_or_never().is_some(),
+            None => true,
+        };
+        if ended || self.stdin.is_none() {
+            tracing::debug!("a primed node-access pod's stream had ended before it was due");
+            return None;
+        }
+        Some(self)
+    }
+
+    /// Writes the word, then hears the command out as an ordinary exec, and deletes the
+    /// pod. `limit` and `grace` as for [`super::run`].
+    pub(crate) async fn start(
+        mut self,
+        limit: Duration,
+        grace: Duration,
+    ) -> Result<PodEnd, PodError> {
+        let (Some(pod), Some(process)) = (self.pod.take(), self.process.take()) else {
+            return Ok(PodEnd::TimedOut { sent: false });
+        };
+        let word = format!("{}\n", crate::execute::ssh::GO);
+        let written = match self.stdin.as_mut() {
+            Some(stdin) => match stdin.write_all(word.as_bytes()).await {
+                Ok(()) => stdin.flush().await,
+                Err(e) => Err(e),
+            },
+            None => Err(std::io::Error::other("no standard input")),
+        };
+        if let Err(e) = written {
+            tracing::debug!("the word did not reach a primed node-access pod: {e}");
+        }
+        let ended = pod.hear_out(process, self.end.take(), limit, grace).await;
+        pod.delete().await;
+        ended
+    }
+}
+
+impl Drop for PrimedPod {
+    fn drop(&mut self) {
+        // Cut the stream first: the gate reads end-of-file and runs nothing.
+        drop(self.process.take());
+        drop(self.stdin.take());
+        if let Some(pod) = self.pod.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn(async move { pod.delete().await });
+                }
+                Err(_) => tracing::debug!(
+                    "a primed node-access pod is left to its own deadline: no runtime to delete it"
+                ),
+            }
+        }
+    }
+}
