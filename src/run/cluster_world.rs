@@ -37,6 +37,18 @@ use crate::observe::{self, Clock};
 /// what is left (`Executor::prime`).
 const ARM_AHEAD_THROUGH_API: Duration = Duration::from_secs(10);
 
+/// The node command of an action that can be sent ahead to wait on its nodes: one
+/// carried to the node (a fault's or a step's own command), not out of band or through
+/// the API.
+fn sent_ahead(action: &Action) -> Option<crate::execute::NodeOp> {
+    matches!(
+        faults::info(action).via,
+        faults::Via::Node(_) | faults::Via::StepCommand
+    )
+    .then(|| faults::node_op(action))
+    .flatten()
+}
+
 /// A run's handles on a real cluster.
 pub(crate) struct ClusterWorld<'a> {
     exp: &'a Experiment,
@@ -245,13 +257,7 @@ impl World for ClusterWorld<'_> {
         timeout: Duration,
         due_in: Duration,
     ) {
-        if !matches!(
-            faults::info(action).via,
-            faults::Via::Node(_) | faults::Via::StepCommand
-        ) {
-            return;
-        }
-        let Some(op) = faults::node_op(action) else {
+        let Some(op) = sent_ahead(action) else {
             return;
         };
         let executor = self.prepared.executor.clone();
@@ -301,10 +307,7 @@ impl World for ClusterWorld<'_> {
 
     fn arm_ahead(&self, action: &Action, nodes: &[&str]) -> Duration {
         let executor = &self.prepared.executor;
-        let primed_through_api = matches!(
-            faults::info(action).via,
-            faults::Via::Node(_) | faults::Via::StepCommand
-        ) && faults::node_op(action).is_some()
+        let primed_through_api = sent_ahead(action).is_some()
             && nodes.iter().any(|node| {
                 executor.through_api(node)
                     && !super::host_timed::undone_on_host(executor, node, action)
