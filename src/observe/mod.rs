@@ -6,6 +6,7 @@
 
 pub(crate) mod clock;
 pub(crate) mod diff;
+pub(crate) mod lean;
 pub(crate) mod ready;
 pub(crate) mod recorder;
 pub(crate) mod reduce;

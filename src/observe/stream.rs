@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::clock::Clock;
+use super::lean::Lean;
 use super::ready::FirstLists;
 use super::recorder::{ALL_NAMESPACES, Observation, Recorder, Seen};
 use super::reduce::Workload;
@@ -193,25 +194,29 @@ pub fn observe(
 type Sighting = (Observation, Option<Instant>);
 
 fn sources(client: &Client, scope: &Scope, mode: ObserveMode) -> Vec<BoxStream<'static, Sighting>> {
+    // Pods and nodes are decoded only as far as the reducers read them (`lean`).
     let mut out = vec![source(
-        Api::<Node>::all(client.clone()),
+        Api::<Lean<Node>>::all(client.clone()),
         None,
         mode,
-        Observation::Node,
+        |s| Observation::Node(map_seen(s, |l| l.0)),
     )];
     let namespaced: &[String] = match &scope.namespaces {
         Namespaces::Only(list) => list,
         Namespaces::All => {
             // One source per kind for the whole cluster; the recorder reads each object's
             // own namespace, and the empty name means "all" as in the API's own paths.
-            out.push(source(Api::<Pod>::all(client.clone()), None, mode, |s| {
-                Observation::Pod(ALL_NAMESPACES.to_string(), s)
-            }));
             out.push(source(
-                Api::<ReplicaSet>::all(client.clone()),
+                Api::<Lean<Pod>>::all(client.clone()),
                 None,
                 mode,
-                |s| Observation::ReplicaSet(ALL_NAMESPACES.to_string(), s),
+                |s| Observation::Pod(ALL_NAMESPACES.to_string(), map_seen(s, |l| l.0)),
+            ));
+            out.push(source(
+                Api::<Lean<ReplicaSet>>::all(client.clone()),
+                None,
+                mode,
+                |s| Observation::ReplicaSet(ALL_NAMESPACES.to_string(), map_seen(s, |l| l.0)),
             ));
             &[]
         }
@@ -219,17 +224,17 @@ fn sources(client: &Client, scope: &Scope, mode: ObserveMode) -> Vec<BoxStream<'
     for ns in namespaced {
         let pods_ns = ns.clone();
         out.push(source(
-            Api::<Pod>::namespaced(client.clone(), ns),
+            Api::<Lean<Pod>>::namespaced(client.clone(), ns),
             None,
             mode,
-            move |s| Observation::Pod(pods_ns.clone(), s),
+            move |s| Observation::Pod(pods_ns.clone(), map_seen(s, |l| l.0)),
         ));
         let rs_ns = ns.clone();
         out.push(source(
-            Api::<ReplicaSet>::namespaced(client.clone(), ns),
+            Api::<Lean<ReplicaSet>>::namespaced(client.clone(), ns),
             None,
             mode,
-            move |s| Observation::ReplicaSet(rs_ns.clone(), s),
+            move |s| Observation::ReplicaSet(rs_ns.clone(), map_seen(s, |l| l.0)),
         ));
     }
     for wref in &scope.workloads {

@@ -1,0 +1,199 @@
+//! Pods and nodes decoded only as far as the observer reads them.
+//!
+//! At 30,000 pods most of what a watch or a list sends is what the reducers never look at:
+//! managed fields (each a JSON tree, decoded into `serde_json::Value`), container specs,
+//! volumes, a node's image list, a ReplicaSet's pod template. [`Lean`] decodes an object into the same k8s-openapi type
+//! with only the fields [`super::reduce`] and the owner index read (the rest stays at its
+//! default); serde skips everything else without building it. Issue 29: what faultline
+//! spends per event beside the API server's own share.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{
+    ContainerStatus, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, PodSpec,
+    PodStatus, Taint, Toleration,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use kube::Resource;
+use serde::{Deserialize, Deserializer};
+
+/// `K` decoded leanly: only what the observer reads is filled in.
+#[derive(Debug, Clone)]
+pub(crate) struct Lean<K>(pub(crate) K);
+
+impl<K: Resource> Resource for Lean<K> {
+    type DynamicType = K::DynamicType;
+    type Scope = K::Scope;
+
+    fn kind(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::kind(dt)
+    }
+    fn group(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::group(dt)
+    }
+    fn version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::version(dt)
+    }
+    fn api_version(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::api_version(dt)
+    }
+    fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
+        K::plural(dt)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        self.0.meta()
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        self.0.meta_mut()
+    }
+}
+
+/// The metadata the observer reads: identity, the resource version the watcher resumes
+/// from, the timestamps, the owners and the labels (a pod's `pod-template-hash`, a
+/// node's zone).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Meta {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    creation_timestamp: Option<Time>,
+    deletion_timestamp: Option<Time>,
+    owner_references: Option<Vec<OwnerReference>>,
+    labels: Option<BTreeMap<String, String>>,
+}
+
+impl From<Meta> for ObjectMeta {
+    fn from(m: Meta) -> ObjectMeta {
+        ObjectMeta {
+            name: m.name,
+            namespace: m.namespace,
+            uid: m.uid,
+            resource_version: m.resource_version,
+            creation_timestamp: m.creation_timestamp,
+            deletion_timestamp: m.deletion_timestamp,
+            owner_references: m.owner_references,
+            labels: m.labels,
+            ..ObjectMeta::default()
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LeanPod {
+    metadata: Meta,
+    spec: Option<LeanPodSpec>,
+    status: Option<LeanPodStatus>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LeanPodSpec {
+    node_name: Option<String>,
+    tolerations: Option<Vec<Toleration>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LeanPodStatus {
+    phase: Option<String>,
+    conditions: Option<Vec<PodCondition>>,
+    container_statuses: Option<Vec<LeanContainerStatus>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LeanContainerStatus {
+    restart_count: i32,
+}
+
+impl<'de> Deserialize<'de> for Lean<Pod> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let p = LeanPod::deserialize(deserializer)?;
+        Ok(Lean(Pod {
+            metadata: p.metadata.into(),
+            spec: p.spec.map(|s| PodSpec {
+                node_name: s.node_name,
+                tolerations: s.tolerations,
+                ..PodSpec::default()
+            }),
+            status: p.status.map(|s| PodStatus {
+                phase: s.phase,
+                conditions: s.conditions,
+                container_statuses: s.container_statuses.map(|cs| {
+                    cs.into_iter()
+                        .map(|c| ContainerStatus {
+                            restart_count: c.restart_count,
+                            ..ContainerStatus::default()
+                        })
+                        .collect()
+                }),
+                ..PodStatus::default()
+            }),
+        }))
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LeanNode {
+    metadata: Meta,
+    spec: Option<LeanNodeSpec>,
+    status: Option<LeanNodeStatus>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LeanNodeSpec {
+    taints: Option<Vec<Taint>>,
+    unschedulable: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LeanNodeStatus {
+    conditions: Option<Vec<NodeCondition>>,
+}
+
+impl<'de> Deserialize<'de> for Lean<Node> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let n = LeanNode::deserialize(deserializer)?;
+        Ok(Lean(Node {
+            metadata: n.metadata.into(),
+            spec: n.spec.map(|s| NodeSpec {
+                taints: s.taints,
+                unschedulable: s.unschedulable,
+                ..NodeSpec::default()
+            }),
+            status: n.status.map(|s| NodeStatus {
+                conditions: s.conditions,
+                ..NodeStatus::default()
+            }),
+        }))
+    }
+}
+
+/// A ReplicaSet is read for its owner (the Deployment) alone: its pod template, often the
+/// biggest part of it, is skipped.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct LeanReplicaSet {
+    metadata: Meta,
+}
+
+impl<'de> Deserialize<'de> for Lean<ReplicaSet> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let rs = LeanReplicaSet::deserialize(deserializer)?;
+        Ok(Lean(ReplicaSet {
+            metadata: rs.metadata.into(),
+            ..ReplicaSet::default()
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests;
