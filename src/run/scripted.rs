@@ -517,6 +517,29 @@ expect:
     );
 }
 
+/// Cancelled during the head start a longer lead adds: the fault was armed and sent ahead
+/// but never issued, so nothing acts on the node, its self-restore is disarmed and the
+/// journal is left empty.
+#[tokio::test(start_paused = true)]
+async fn cancelled_during_the_head_start_the_armed_fault_is_withdrawn() {
+    let h = Harness::new(&STOP_START.replace("at: 10s", "at: 0s"));
+    let mut world = Scripted {
+        lead: Some(Duration::from_secs(10)),
+        ..Scripted::default()
+    };
+    let out = h.run_cancelled_at(&mut world, 5).await;
+    let calls = world.calls();
+    assert!(calls.iter().any(|c| c.starts_with("prime 0")), "{calls:#?}");
+    assert!(
+        !calls.iter().any(|c| c.starts_with("act")),
+        "an action was carried out: {calls:#?}"
+    );
+    assert!(index_of(&calls, "arm a") < index_of(&calls, "disarm a"));
+    assert!(out.cancelled);
+    assert_eq!(out.issued_ms[0], None);
+    assert_eq!(h.journaled(), 0);
+}
+
 #[tokio::test(start_paused = true)]
 async fn cancelled_while_beginning_no_fault_is_injected() {
     let h = Harness::new(STOP_START);
