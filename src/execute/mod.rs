@@ -576,6 +576,27 @@ impl Executor {
         Ok(true)
     }
 
+    /// Starts now the commands of `op` sent ahead to `nodes` over SSH
+    /// ([`Executor::prime`]), all in one pass, for the calls to [`Executor::perform`] that
+    /// follow at once to hear them out: the loop releases a step's nodes together when
+    /// the step is due. A node with no such command waiting (another transport, not
+    /// primed, its window missed) is left to its call.
+    pub async fn release(&self, nodes: &[&str], op: &NodeOp, timeout: Duration) {
+        let keys = nodes
+            .iter()
+            .filter_map(|node| {
+                let access = self.access(node).ok()?;
+                if access.transport != TransportKind::Ssh {
+                    return None;
+                }
+                let command = Self::command_text(&access, op).ok()?;
+                let target = Self::ssh_target(&access);
+                Some(primed::key(&target.pool_key(), &command, timeout))
+            })
+            .collect();
+        self.primed.release(keys).await;
+    }
+
     /// [`Executor::prime`] through a local client that passes its standard input on
     /// (`execWithStdin`): the client is started now, the gated command behind it.
     fn prime_local(

@@ -65,6 +65,14 @@ pub(super) enum Sent {
     Pod(PrimedPod),
 }
 
+impl Sent {
+    /// Whether its word was sent already ([`PrimedCommands::release`]): it runs, and only
+    /// [`PrimedCommands::take`] may end its life here.
+    fn released(&self) -> bool {
+        matches!(self, Sent::Ssh(p) if p.released_at().is_some())
+    }
+}
+
 /// One waiting command, the node it waits on, and when its step is due.
 struct Waiting {
     primed: Sent,
@@ -155,8 +163,9 @@ impl PrimedCommands {
         close(gone);
     }
 
-    /// The command waiting under `key` whose window holds `now`, taken out; `None` when
-    /// there is none (any whose window has passed is closed).
+    /// The command waiting under `key` that was released, else the one whose window holds
+    /// `now`, taken out; `None` when there is none (any whose window has passed is
+    /// closed).
     pub(super) fn take(&self, key: &str, now: Instant) -> Option<Sent> {
         let mut stale = Vec::new();
         let found = match self.waiting.lock() {
@@ -165,10 +174,8 @@ impl PrimedCommands {
                 let found = all.get_mut(key).and_then(|list| {
                     let index = list
                         .iter()
-                        .enumerate()
-                        .filter(|(_, w)| within_window(w.due, now))
-                        .min_by_key(|(_, w)| distance(w.due, now))
-                        .map(|(i, _)| i)?;
+                        .position(|w| w.primed.released())
+                        .or_else(|| pick(list, now))?;
                     Some(list.swap_remove(index).primed)
                 });
                 all.retain(|_, list| !list.is_empty());
@@ -179,6 +186,63 @@ impl PrimedCommands {
         close(stale);
         found
     }
+}
+
+impl PrimedCommands {
+    /// Sends the word now to the SSH commands waiting under `keys` whose window holds
+    /// this moment, all from one thread in one pass, and keeps them for
+    /// [`PrimedCommands::take`], which then only hears them out. A step's commands so
+    /// start on all of its nodes within a few packets of each other: started one by one
+    /// from each node's own call, the first nodes' commands and their shells took this
+    /// machine's CPU from the calls still to come (issue 26, item 7). Commands through a
+    /// local client or the API are left to their calls.
+    pub(super) async fn release(&self, keys: Vec<String>) {
+        let now = Instant::now();
+        let mut out: Vec<(String, Waiting)> = Vec::new();
+        if let Ok(mut all) = self.waiting.lock() {
+            for key in keys {
+                let Some(list) = all.get_mut(&key) else {
+                    continue;
+                };
+                let found = pick(list, now).filter(|&i| {
+                    matches!(list[i].primed, Sent::Ssh(_)) && !list[i].primed.released()
+                });
+                if let Some(index) = found {
+                    out.push((key, list.swap_remove(index)));
+                }
+            }
+            all.retain(|_, list| !list.is_empty());
+        }
+        if out.is_empty() {
+            return;
+        }
+        let released = tokio::task::spawn_blocking(move || {
+            for (_, waiting) in &mut out {
+                if let Sent::Ssh(primed) = &mut waiting.primed {
+                    primed.release();
+                }
+            }
+            out
+        })
+        .await;
+        match (released, self.waiting.lock()) {
+            (Ok(out), Ok(mut all)) => {
+                for (key, waiting) in out {
+                    all.entry(key).or_default().push(waiting);
+                }
+            }
+            _ => tracing::warn!("primed commands lost while being released"),
+        }
+    }
+}
+
+/// Which of `list` `now` falls in the window of, the nearest to when it was due.
+fn pick(list: &[Waiting], now: Instant) -> Option<usize> {
+    list.iter()
+        .enumerate()
+        .filter(|(_, w)| within_window(w.due, now))
+        .min_by_key(|(_, w)| distance(w.due, now))
+        .map(|(i, _)| i)
 }
 
 impl Drop for PrimedCommands {
@@ -208,9 +272,10 @@ fn within_window(due: Instant, now: Instant) -> bool {
 fn drain_stale(waiting: &mut HashMap<String, Vec<Waiting>>, now: Instant) -> Vec<Waiting> {
     let mut stale = Vec::new();
     for list in waiting.values_mut() {
+        // A released command runs already: only its call may take it.
         let (late, keep): (Vec<_>, Vec<_>) = std::mem::take(list)
             .into_iter()
-            .partition(|w| now > w.due + PRIMED_LATE);
+            .partition(|w| now > w.due + PRIMED_LATE && !w.primed.released());
         stale.extend(late);
         *list = keep;
     }

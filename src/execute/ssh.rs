@@ -238,7 +238,13 @@ pub(super) async fn run(
         state: Arc::new(AtomicU8::new(CONNECTING)),
         done: false,
     };
-    let sent_at: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
+    // A command released ahead ([`Primed::release`]) was sent then: the watcher must
+    // not take it for one still connecting.
+    let released_at = primed.as_ref().and_then(Primed::released_at);
+    if released_at.is_some() {
+        cut.state.store(SENT, Ordering::SeqCst);
+    }
+    let sent_at: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(released_at));
     // libssh2's own limit on one blocking call, only a backstop behind the watch below.
     let backstop = timeout
         .saturating_add(ends_within)
@@ -785,6 +791,18 @@ pub(super) const GO: &str = "go";
 pub(super) struct Primed {
     connection: Connection,
     channel: ssh2::Channel,
+    /// Set once [`Primed::release`] sent the word: when, and whether it was written.
+    released: Option<Released>,
+}
+
+/// How long sending the word ahead may block ([`Primed::release`]), in milliseconds.
+const RELEASE_LIMIT_MS: u32 = 500;
+
+/// The word sent ahead of the call that hears the command out ([`Primed::release`]).
+#[derive(Debug, Clone, Copy)]
+struct Released {
+    at: Instant,
+    written: bool,
 }
 
 impl std::fmt::Debug for Primed {
@@ -807,6 +825,17 @@ impl Primed {
                     .filter_map(|s| s.try_clone().ok()),
             );
         }
+        // Released, it runs (or ran) already: a byte read now would be its output.
+        if self.released.is_some() || self.waiting() {
+            return Some(self);
+        }
+        tracing::debug!("a primed SSH command had gone before it was due; sending it anew");
+        None
+    }
+
+    /// Whether the command still waits for the word: its channel open and silent (read
+    /// without waiting; a node that rebooted or an sshd that ended the session closed it).
+    fn waiting(&mut self) -> bool {
         let session = &self.connection.session;
         session.set_blocking(false);
         let mut byte = [0u8; 1];
@@ -815,11 +844,7 @@ impl Primed {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
         );
         session.set_blocking(true);
-        if !waiting || self.channel.eof() {
-            tracing::debug!("a primed SSH command had gone before it was due; sending it anew");
-            return None;
-        }
-        Some(self)
+        waiting && !self.channel.eof()
     }
 
     /// Starts the command (unless the watcher gave up on it first) and hears its end.
@@ -831,30 +856,67 @@ impl Primed {
         self.connection
             .session
             .set_timeout(u32::try_from(backstop.as_millis()).unwrap_or(u32::MAX));
-        if watch
-            .state
-            .compare_exchange(CONNECTING, SENT, Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
-        {
-            return Ok((self.connection, SshEnd::TimedOut { sent: false }));
-        }
-        if let Ok(mut at) = watch.sent_at.lock() {
-            *at = Some(Instant::now());
-        }
-        let written = self
-            .channel
-            .write_all(format!("{GO}\n").as_bytes())
-            .and_then(|()| self.channel.flush());
-        let _ = self.channel.send_eof();
-        let end = match written {
-            Ok(()) => hear(&mut self.channel)?,
+        // Released, the word is out already and `run` counted it as sent; its end-of-file
+        // was left to this call, off the pass that released the step's nodes.
+        let written = match self.released {
+            Some(released) => {
+                let _ = self.channel.send_eof();
+                released.written
+            }
+            None => {
+                if watch
+                    .state
+                    .compare_exchange(CONNECTING, SENT, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_err()
+                {
+                    return Ok((self.connection, SshEnd::TimedOut { sent: false }));
+                }
+                if let Ok(mut at) = watch.sent_at.lock() {
+                    *at = Some(Instant::now());
+                }
+                let written = self.send_word();
+                let _ = self.channel.send_eof();
+                written
+            }
+        };
+        let end = if written {
+            hear(&mut self.channel)?
+        } else {
             // It may have reached the node before the connection went.
-            Err(_) => SshEnd::Dropped {
+            SshEnd::Dropped {
                 output: String::new(),
-            },
+            }
         };
         drop(self.channel);
         Ok((self.connection, end))
+    }
+
+    /// Writes the word; whether it was written.
+    fn send_word(&mut self) -> bool {
+        self.channel
+            .write_all(format!("{GO}\n").as_bytes())
+            .and_then(|()| self.channel.flush())
+            .is_ok()
+    }
+
+    /// Sends the word now, ahead of the call that hears the command out: a step's
+    /// commands are released on all of its nodes in one pass
+    /// ([`super::Executor::release`]), before any of them takes this machine's CPU.
+    /// Blocking (one small packet); once only. One whose channel has gone is left as it
+    /// is, to be sent anew the ordinary way when it is performed.
+    pub(super) fn release(&mut self) {
+        if self.released.is_none() && self.waiting() {
+            // Three bytes on an established connection: never worth a stalled loop.
+            self.connection.session.set_timeout(RELEASE_LIMIT_MS);
+            let at = Instant::now();
+            let written = self.send_word();
+            self.released = Some(Released { at, written });
+        }
+    }
+
+    /// When the word was sent, if it was released.
+    pub(super) fn released_at(&self) -> Option<Instant> {
+        self.released.map(|r| r.at)
     }
 }
 
@@ -895,6 +957,7 @@ pub(super) async fn prime(
         Ok(Primed {
             connection,
             channel,
+            released: None,
         })
     })
     .await

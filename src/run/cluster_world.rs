@@ -280,6 +280,12 @@ impl World for ClusterWorld<'_> {
         });
     }
 
+    async fn release(&self, _step: usize, action: &Action, nodes: &[&str], timeout: Duration) {
+        if let Some(op) = sent_ahead(action) {
+            self.prepared.executor.release(nodes, &op, timeout).await;
+        }
+    }
+
     async fn arm_restore(
         &self,
         node: &str,

@@ -144,6 +144,11 @@ impl World for Scripted {
         ));
     }
 
+    async fn release(&self, step: usize, _: &Action, nodes: &[&str], _: Duration) {
+        let at = self.timeline.as_ref().map_or(-1, SharedTimeline::offset_ms);
+        self.log(format!("release {step} on {} at {at}", nodes.join(",")));
+    }
+
     async fn arm_restore(
         &self,
         node: &str,
@@ -454,6 +459,50 @@ expect:
     assert!(
         index_of(&calls, "arm a") < index_of(&calls, primed[0])
             && index_of(&calls, primed[0]) < index_of(&calls, "act stop on a"),
+        "{calls:#?}"
+    );
+}
+
+/// When a step is due, what waits on its nodes is released in one call for all of them,
+/// after the step was issued on every node and before any node's call hears it out.
+#[tokio::test(start_paused = true)]
+async fn a_due_step_is_released_on_all_its_nodes_at_once_before_they_are_heard() {
+    let mut h = Harness::new(
+        "
+name: scripted
+description: a scripted run
+targets:
+  victim: {names: [a, b]}
+safety:
+  maxNodesDown: 2
+steps:
+  - {name: stop, at: 10s, do: kubelet-stop, target: victim, timeout: 30s}
+  - {name: start, after: stop, do: kubelet-start, target: victim}
+expect:
+  - {name: nodes stay, node: victim, never: Unknown}
+",
+    );
+    h.targets = BTreeMap::from([("victim".into(), vec!["a".into(), "b".into()])]);
+    let mut world = Scripted::default();
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    let released: Vec<&String> = calls.iter().filter(|c| c.starts_with("release")).collect();
+    let issued_ms = out.issued_ms[0].expect("stop issued");
+    // One for the stop, one for the start that followed it.
+    assert_eq!(released.len(), 2, "{calls:#?}");
+    assert_eq!(
+        released[0],
+        &format!("release 0 on a,b at {issued_ms}"),
+        "{calls:#?}"
+    );
+    let release = index_of(&calls, released[0]);
+    let primed = calls.iter().position(|c| c.starts_with("prime 0 on a,b"));
+    assert!(
+        primed.is_some_and(|p| p < release)
+            && release < index_of(&calls, "act stop on a")
+            && release < index_of(&calls, "act stop on b"),
         "{calls:#?}"
     );
 }

@@ -355,42 +355,56 @@ impl<'a> Steps<'a> {
             world.mark_before_undo(&undone).await;
         }
         world.before_undo(&step.action, &named).await;
+        // Issued on every node, then what waits there started in one pass, then each
+        // node's call hears its command out (or carries it, when nothing waited).
+        let issued: Vec<i64> = nodes
+            .iter()
+            .map(|node| {
+                self.timeline
+                    .record(self.step_event(index, node.as_deref(), StepPhase::Issued))
+            })
+            .collect();
+        world
+            .release(index, &step.action, &named, step.timeout)
+            .await;
         let this = &*self;
         let shared = &*world;
-        let acted = join_all(nodes.iter().map(|node| async move {
-            let node = node.as_deref();
-            let issued_ms = this
-                .timeline
-                .record(this.step_event(index, node, StepPhase::Issued));
-            let limit = Executor::longest_wait(step.timeout).saturating_add(ACT_GRACE);
-            let (result, came_back) = match tokio::time::timeout(
-                limit,
-                shared.act(&step.name, &step.action, node, step.timeout),
-            )
-            .await
-            {
-                Ok(result) => {
-                    let over = !may_still_run(&result);
-                    (result, over)
-                }
-                Err(_) => (Err(ActError::Timeout(step.timeout)), false),
-            };
-            let phase = match &result {
-                Ok(done) => StepPhase::Finished {
-                    exit_status: done.exit_status,
-                    output: done.output.clone(),
-                },
-                Err(e) if !came_back => StepPhase::Failed {
-                    error: format!("{e}; it may still be running on the node"),
-                },
-                Err(e) => StepPhase::Failed {
-                    error: e.to_string(),
-                },
-            };
-            this.timeline.record(this.step_event(index, node, phase));
-            let result = result.map(drop);
-            (node, issued_ms, result, came_back)
-        }))
+        let acted = join_all(
+            nodes
+                .iter()
+                .zip(issued)
+                .map(|(node, issued_ms)| async move {
+                    let node = node.as_deref();
+                    let limit = Executor::longest_wait(step.timeout).saturating_add(ACT_GRACE);
+                    let (result, came_back) = match tokio::time::timeout(
+                        limit,
+                        shared.act(&step.name, &step.action, node, step.timeout),
+                    )
+                    .await
+                    {
+                        Ok(result) => {
+                            let over = !may_still_run(&result);
+                            (result, over)
+                        }
+                        Err(_) => (Err(ActError::Timeout(step.timeout)), false),
+                    };
+                    let phase = match &result {
+                        Ok(done) => StepPhase::Finished {
+                            exit_status: done.exit_status,
+                            output: done.output.clone(),
+                        },
+                        Err(e) if !came_back => StepPhase::Failed {
+                            error: format!("{e}; it may still be running on the node"),
+                        },
+                        Err(e) => StepPhase::Failed {
+                            error: e.to_string(),
+                        },
+                    };
+                    this.timeline.record(this.step_event(index, node, phase));
+                    let result = result.map(drop);
+                    (node, issued_ms, result, came_back)
+                }),
+        )
         .await;
         if let Some(first_ms) = acted.iter().map(|(_, ms, _, _)| *ms).min()
             && scheduler.issued_ms(index).is_none()

@@ -83,6 +83,12 @@ pub(crate) trait World {
     ) {
     }
 
+    /// Step `step` is issued now on `nodes`: starts at once, in one pass, what was sent
+    /// ahead to wait there ([`World::prime`]), before the step's calls to
+    /// [`World::act`] (which then hear it out). Nothing here can fail the step: what is
+    /// not released is started by its own call.
+    async fn release(&self, _step: usize, _action: &Action, _nodes: &[&str], _timeout: Duration) {}
+
     /// How long before it is due a timed step carrying out `action` on `nodes` is armed
     /// and sent ahead ([`World::prime`]): [`super::steps::ARM_AHEAD_MS`] unless its nodes
     /// need longer (a node reached through the API starts a pod to arm its self-restore

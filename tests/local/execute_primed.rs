@@ -84,6 +84,58 @@ async fn a_primed_command_runs_once_when_performed_and_not_before() {
     assert_eq!(lines(&log), 2);
 }
 
+/// Released ahead of its call (a step's nodes all at once), the command runs at once,
+/// once, and its call hears it out whole, even when it has already ended by then.
+#[tokio::test]
+async fn a_released_command_runs_once_and_its_call_hears_it_whole() {
+    let Some(sshd) = start_sshd() else { return };
+    let log = sshd.dir.path().join("ran");
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!("  heal: echo x >> {}; echo healed", log.display()),
+    );
+    let due = Instant::now() + AHEAD;
+    prime_heal(&ex, T, due).await;
+    tokio::time::sleep_until(due.into()).await;
+    ex.release(&["local"], &NodeOp::Heal, T).await;
+    assert!(
+        until(T, || lines(&log) == 1).await,
+        "a released command did not run before its call"
+    );
+    let out = ex
+        .perform("local", &NodeOp::Heal, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.exit_status, Some(0), "{out:?}");
+    assert_eq!(out.output.trim(), "healed", "{out:?}");
+    assert_eq!(lines(&log), 1, "a released command was sent again");
+}
+
+/// Releasing what was never sent ahead (or with another limit) starts nothing: the call
+/// carries it the ordinary way, once.
+#[tokio::test]
+async fn releasing_a_command_not_sent_ahead_starts_nothing() {
+    let Some(sshd) = start_sshd() else { return };
+    let log = sshd.dir.path().join("ran");
+    let ex = executor(
+        &sshd,
+        "known_hosts",
+        &format!("  heal: echo x >> {}", log.display()),
+    );
+    let due = Instant::now() + AHEAD;
+    prime_heal(&ex, T, due).await;
+    tokio::time::sleep_until(due.into()).await;
+    ex.release(&["local"], &NodeOp::Heal, Duration::from_secs(7))
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(lines(&log), 0, "released under another limit");
+    ex.perform("local", &NodeOp::Heal, Duration::from_secs(7))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(lines(&log), 1);
+}
+
 #[tokio::test]
 async fn a_primed_command_never_performed_never_runs() {
     let Some(sshd) = start_sshd() else { return };
