@@ -24,7 +24,10 @@
 //! the API server (and the machine) from the write's response to a bare client's delivery, and
 //! `latency_watch_beyond_reference_<label>_*` is what faultline's observer adds after that, per
 //! change (signed, p50/p99/max). Under churn on a small machine the first is the API server
-//! serving its writes; the second is faultline's own.
+//! serving its writes; the second is faultline's own, over a floor: a **twin** of the
+//! reference (the same bare watch on a third connection) gives
+//! `latency_twin_beyond_reference_<label>_*`, how far two identical bare clients differ. What
+//! faultline's observer adds beyond that floor is its own decoding, reducing and stamping.
 //!
 //! `--observers watch` (or `poll`) runs one observer alone. `ci/bench-scale` measures each
 //! alone: a run has one observer, and at 30,000 pods the poller lists every pod every two
@@ -208,12 +211,17 @@ async fn main() -> anyhow::Result<()> {
     );
     // The bare reference watch, beside the watching observer (not beside the poller alone).
     let reference_seen: Arc<Mutex<Deliveries>> = Arc::default();
+    // Its twin, a second bare watch on its own connection: how far two identical bare
+    // clients differ is the floor under "beyond the reference" (the API server serves each
+    // watch connection in turn, and this process schedules each on a shared runtime).
+    let twin_seen: Arc<Mutex<Deliveries>> = Arc::default();
     if run_watch {
         let pods_path = match args.scope.as_str() {
             "bench" => format!("/api/v1/namespaces/{NAMESPACE}/pods"),
             _ => "/api/v1/pods".to_string(),
         };
         tasks.push(start_reference(connect().await?, &pods_path, reference_seen.clone()).await?);
+        tasks.push(start_reference(connect().await?, &pods_path, twin_seen.clone()).await?);
     }
     // A short pause so the initial state is behind us.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -307,6 +315,11 @@ async fn main() -> anyhow::Result<()> {
         let name = format!("latency_reference_{}", args.label);
         print_spread(&name, values);
         println!("figure {name}_missed {missed} count");
+        let twin = twin_seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        print_spread(
+            &format!("latency_twin_beyond_reference_{}", args.label),
+            beyond(&made, &twin, &reference),
+        );
     }
     for (mode, seen, ran) in [
         ("watch", &watch_seen, run_watch),
