@@ -27,6 +27,18 @@ pub(crate) async fn until(limit: Duration, mut done: impl FnMut() -> bool) -> bo
     true
 }
 
+/// The file each run of `heal` appends a line to, and an executor for the sshd whose
+/// `heal` appends it and then runs `then` (from `; `, or empty).
+fn heal_logging(sshd: &Sshd, then: &str) -> (std::path::PathBuf, faultline::execute::Executor) {
+    let log = sshd.dir.path().join("ran");
+    let ex = executor(
+        sshd,
+        "known_hosts",
+        &format!("  heal: echo x >> {}{then}", log.display()),
+    );
+    (log, ex)
+}
+
 /// Sends `heal` ahead on node `local` for a step due at `due` with `limit`; it must be sent.
 async fn prime_heal(ex: &faultline::execute::Executor, limit: Duration, due: Instant) {
     let primed = ex
@@ -52,12 +64,7 @@ pub(crate) fn lines(path: &Path) -> usize {
 #[tokio::test]
 async fn a_primed_command_runs_once_when_performed_and_not_before() {
     let Some(sshd) = start_sshd() else { return };
-    let log = sshd.dir.path().join("ran");
-    let ex = executor(
-        &sshd,
-        "known_hosts",
-        &format!("  heal: echo x >> {}; echo healed", log.display()),
-    );
+    let (log, ex) = heal_logging(&sshd, "; echo healed");
     let due = Instant::now() + AHEAD;
     let primed = ex
         .prime("local", &NodeOp::Heal, T, due, T)
@@ -89,12 +96,7 @@ async fn a_primed_command_runs_once_when_performed_and_not_before() {
 #[tokio::test]
 async fn a_released_command_runs_once_and_its_call_hears_it_whole() {
     let Some(sshd) = start_sshd() else { return };
-    let log = sshd.dir.path().join("ran");
-    let ex = executor(
-        &sshd,
-        "known_hosts",
-        &format!("  heal: echo x >> {}; echo healed", log.display()),
-    );
+    let (log, ex) = heal_logging(&sshd, "; echo healed");
     let due = Instant::now() + AHEAD;
     prime_heal(&ex, T, due).await;
     tokio::time::sleep_until(due.into()).await;
@@ -117,12 +119,7 @@ async fn a_released_command_runs_once_and_its_call_hears_it_whole() {
 #[tokio::test]
 async fn releasing_a_command_not_sent_ahead_starts_nothing() {
     let Some(sshd) = start_sshd() else { return };
-    let log = sshd.dir.path().join("ran");
-    let ex = executor(
-        &sshd,
-        "known_hosts",
-        &format!("  heal: echo x >> {}", log.display()),
-    );
+    let (log, ex) = heal_logging(&sshd, "");
     let due = Instant::now() + AHEAD;
     prime_heal(&ex, T, due).await;
     tokio::time::sleep_until(due.into()).await;
@@ -139,12 +136,7 @@ async fn releasing_a_command_not_sent_ahead_starts_nothing() {
 #[tokio::test]
 async fn a_primed_command_never_performed_never_runs() {
     let Some(sshd) = start_sshd() else { return };
-    let log = sshd.dir.path().join("ran");
-    let ex = executor(
-        &sshd,
-        "known_hosts",
-        &format!("  heal: echo x >> {}", log.display()),
-    );
+    let (log, ex) = heal_logging(&sshd, "");
     // A long limit: what ends the waiting shell must be its channel, not its deadline.
     let long = Duration::from_secs(60);
     let due = Instant::now() + Duration::from_secs(2);
@@ -166,12 +158,7 @@ async fn a_primed_command_never_performed_never_runs() {
 #[tokio::test]
 async fn a_primed_command_is_not_taken_by_a_call_with_another_limit() {
     let Some(sshd) = start_sshd() else { return };
-    let log = sshd.dir.path().join("ran");
-    let ex = executor(
-        &sshd,
-        "known_hosts",
-        &format!("  heal: echo x >> {}", log.display()),
-    );
+    let (log, ex) = heal_logging(&sshd, "");
     let due = Instant::now() + AHEAD;
     prime_heal(&ex, T, due).await;
     // A safety-net undo running the same command at the same moment, with its own limit:
@@ -191,12 +178,7 @@ async fn a_primed_command_is_not_taken_by_a_call_with_another_limit() {
 #[tokio::test]
 async fn a_command_performed_far_from_when_it_was_primed_goes_the_ordinary_way_once() {
     let Some(sshd) = start_sshd() else { return };
-    let log = sshd.dir.path().join("ran");
-    let ex = executor(
-        &sshd,
-        "known_hosts",
-        &format!("  heal: echo x >> {}", log.display()),
-    );
+    let (log, ex) = heal_logging(&sshd, "");
     // Primed for a step due in 8 s, performed now: not the one it waits for.
     let due = Instant::now() + Duration::from_secs(8);
     prime_heal(&ex, T, due).await;
@@ -216,12 +198,7 @@ async fn a_command_performed_far_from_when_it_was_primed_goes_the_ordinary_way_o
 #[tokio::test]
 async fn a_primed_command_whose_shell_is_gone_is_sent_anew() {
     let Some(sshd) = start_sshd() else { return };
-    let log = sshd.dir.path().join("ran");
-    let ex = executor(
-        &sshd,
-        "known_hosts",
-        &format!("  heal: echo x >> {}; echo healed", log.display()),
-    );
+    let (log, ex) = heal_logging(&sshd, "; echo healed");
     let due = Instant::now() + Duration::from_secs(5);
     prime_heal(&ex, T, due).await;
     // The node lost it (sshd restarted, the shell killed) while it waited.
