@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::execute_ssh::executor;
 use crate::sshd_support::*;
 
-use faultline::execute::NodeOp;
+use faultline::execute::{ExecError, NodeOp};
 
 const T: Duration = Duration::from_secs(10);
 const AHEAD: Duration = Duration::from_secs(3);
@@ -111,6 +111,35 @@ async fn a_released_command_runs_once_and_its_call_hears_it_whole() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out.exit_status, Some(0), "{out:?}");
     assert_eq!(out.output.trim(), "healed", "{out:?}");
+    assert_eq!(lines(&log), 1, "a released command was sent again");
+}
+
+/// A released command that outlives its limit was sent: its call says it started and
+/// that the node's deadline ends it, never that nothing ran, and it is not sent again.
+#[tokio::test]
+async fn a_released_command_past_its_limit_counts_as_started() {
+    let Some(sshd) = start_sshd() else { return };
+    let (log, ex) = heal_logging(&sshd, "; sleep 30");
+    let limit = Duration::from_secs(1);
+    let due = Instant::now() + AHEAD;
+    let primed = ex
+        .prime("local", &NodeOp::Heal, limit, due, T)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(primed, "SSH without a sudo password is primed");
+    tokio::time::sleep_until(due.into()).await;
+    ex.release(&["local"], &NodeOp::Heal, limit).await;
+    let err = ex
+        .perform("local", &NodeOp::Heal, limit)
+        .await
+        .expect_err("a command sleeping 30 s ended within 1 s");
+    assert!(
+        matches!(
+            err,
+            ExecError::TimedOutEnded { started: true, .. } | ExecError::TimedOutUnconfirmed { .. }
+        ),
+        "{err}"
+    );
     assert_eq!(lines(&log), 1, "a released command was sent again");
 }
 
