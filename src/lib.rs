@@ -13,6 +13,7 @@
 #![warn(unreachable_pub)]
 
 pub mod allocator;
+pub mod capability;
 pub mod cli;
 pub mod cluster;
 pub mod compare;

@@ -155,6 +155,12 @@ pub enum RunOutcome {
     },
     /// Stopped by a signal before it finished.
     Interrupted,
+    /// Not run: the cluster lacks a capability the experiment requires (`requires:`), so
+    /// it could prove nothing here. Nothing on the cluster was touched; exit 0.
+    Skipped {
+        /// Which capability, what it is and how a cluster gets it.
+        reason: String,
+    },
 }
 
 /// Reading or writing a record failed.
@@ -187,7 +193,7 @@ pub fn exit_code(outcome: &RunOutcome, verdicts: &[Verdict], errors: &[String]) 
         return 2;
     }
     match outcome {
-        RunOutcome::Passed => 0,
+        RunOutcome::Passed | RunOutcome::Skipped { .. } => 0,
         RunOutcome::Failed => {
             if verdicts.iter().any(|v| v.outcome == Outcome::Failed) {
                 1
@@ -212,6 +218,7 @@ impl RunOutcome {
             RunOutcome::Failed => "failed",
             RunOutcome::Error { .. } => "error",
             RunOutcome::Interrupted => "interrupted",
+            RunOutcome::Skipped { .. } => "skipped",
         }
     }
 

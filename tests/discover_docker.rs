@@ -231,6 +231,7 @@ fn docker_k3d_shaped_containers_become_an_inventory_with_the_k3s_flags_as_timers
         controller_managers: Vec::new(),
         api_servers: Vec::new(),
         server_argv: side.server_argv,
+        kubelet_configs: Vec::new(),
     };
     let discovered = discover::build(&facts).unwrap_or_else(|e| panic!("{e}"));
     let text = discover::render(&discovered, "faultline inventory k3d (test)")

@@ -58,7 +58,17 @@ pub(super) async fn plan(
 /// API that cannot be reached gives the offline plan, not a refusal.
 pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettings) -> i32 {
     let mut code = EXIT_OK;
+    let capabilities = settings.inventory.cluster().capabilities();
     for exp in experiments {
+        // What a run would skip is said before anything is asked of the cluster.
+        if let Some(missing) = crate::capability::missing(&exp.requires, &capabilities) {
+            println!(
+                "{}: NOT RUN on this cluster, a run skips it: {}",
+                exp.name,
+                missing.explained()
+            );
+            continue;
+        }
         let mut prepared = match prepare(exp, settings).await {
             Ok(p) if p.cluster.server_version.is_some() => p,
             Ok(p) => {

@@ -116,14 +116,24 @@ pub(super) async fn run(args: RunArgs) -> i32 {
     if args.dry_run {
         return super::plan::print_plans(&experiments, &settings).await;
     }
+    // Experiments the cluster lacks a capability for are skipped without a word to the
+    // cluster; when that is all of them, nothing is asked or confirmed.
+    let capabilities = settings.inventory.cluster().capabilities();
+    let any_runs = experiments
+        .iter()
+        .any(|e| crate::capability::missing(&e.requires, &capabilities).is_none());
     // A cluster that cannot be reached is a mistake in the configuration: one line, before
     // the confirmation, the reporters and any node.
-    if let Err(e) = super::preflight::check_cluster(&settings.inventory, &access, &args.api).await {
-        eprintln!("error: {e}");
-        return EXIT_ERROR;
-    }
-    if !confirmed(&experiments, &settings, args.yes).await {
-        return EXIT_ERROR;
+    if any_runs {
+        if let Err(e) =
+            super::preflight::check_cluster(&settings.inventory, &access, &args.api).await
+        {
+            eprintln!("error: {e}");
+            return EXIT_ERROR;
+        }
+        if !confirmed(&experiments, &settings, args.yes).await {
+            return EXIT_ERROR;
+        }
     }
 
     let cancel = CancellationToken::new();
@@ -155,7 +165,13 @@ pub(super) async fn run(args: RunArgs) -> i32 {
                 of: repeat,
             });
             let events = sink.for_run(&exp.name, index);
-            runs.push(run_experiment(exp, &settings, cancel.clone(), events).await);
+            let record = run_experiment(exp, &settings, cancel.clone(), events).await;
+            // A cluster that lacks what the experiment needs lacks it the next time too.
+            let skipped = matches!(record.outcome, crate::record::RunOutcome::Skipped { .. });
+            runs.push(record);
+            if skipped {
+                break;
+            }
         }
         let Some(series) = Series::shared(runs) else {
             break;

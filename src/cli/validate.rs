@@ -37,6 +37,18 @@ pub(super) fn validate(
         match &checked.result {
             // The blast radius as far as the file alone decides it: targets that name
             // their nodes, step times without cluster timers.
+            Ok(exp)
+                if let Some(missing) = inventory.as_ref().and_then(|inv| {
+                    crate::capability::missing(&exp.requires, &inv.cluster().capabilities())
+                }) =>
+            {
+                println!(
+                    "{}: ok, but a run on this cluster skips it ({}): {}",
+                    path.display(),
+                    exp.name,
+                    missing.explained()
+                );
+            }
             Ok(exp) => match crate::run::safety::check_offline(exp, None).and_then(|()| {
                 inventory
                     .as_ref()

@@ -456,7 +456,7 @@ mod tests {
                 "8:19: unknown key `intervall` in a probe (did you mean `interval`?)",
                 "10:32: unknown key `moreThen` in `abort.podsNotReady` (did you mean `moreThan`?)",
                 "12:30: unknown key `rol` in a target (did you mean `role`?)",
-                "13:1: unknown key `hypothesis` at the top level (keys at the top level: name, description, tags, namespace, targets, setup, teardown, observe, safety, steps, expect, probes, abort)",
+                "13:1: unknown key `hypothesis` at the top level (keys at the top level: name, description, tags, requires, namespace, targets, setup, teardown, observe, safety, steps, expect, probes, abort)",
             ]
         );
     }

@@ -20,6 +20,11 @@ pub struct Experiment {
     pub description: String,
     /// Free labels for selecting experiments (`--tag`).
     pub tags: Vec<String>,
+    /// What the cluster must offer for the experiment to mean anything at all (e.g.
+    /// `graceful-node-shutdown`, see [`crate::capability`]); a run on a cluster without
+    /// one is skipped with the reason. Records written before it existed read as none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
     /// The file this experiment was read from, for messages and for resolving relative paths.
     pub source: PathBuf,
     /// Default namespace for workload references written without one.

@@ -22,6 +22,8 @@ pub(super) struct RawExperiment {
     pub description: Option<S<String>>,
     #[serde(default)]
     pub tags: Vec<S<String>>,
+    #[serde(default)]
+    pub requires: Vec<S<String>>,
     pub namespace: Option<S<String>>,
     pub targets: Option<S<Ordered<S<RawTarget>>>>,
     pub setup: Option<RawSetup>,

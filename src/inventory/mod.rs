@@ -69,8 +69,11 @@ pub struct ClusterRef {
     pub kubeconfig: Vec<PathBuf>,
     /// Kubeconfig context (the file's, or `--context`); `None` means the current context.
     pub context: Option<String>,
+    /// Capabilities this cluster has beyond upstream's defaults (`graceful-node-shutdown`),
+    /// so experiments that need them run (see [`crate::capability`]).
+    pub offers: Vec<String>,
     /// Capabilities this cluster lacks (e.g. `containers` on the kwok lab), so expectations
-    /// that need them are reported skipped rather than failed.
+    /// and experiments that need them are reported skipped rather than failed.
     pub lacks: Vec<String>,
     /// Kube contexts faultline may run against with this inventory; empty = any.
     pub allowed_contexts: Vec<String>,
@@ -103,17 +106,11 @@ impl ClusterRef {
     }
 }
 
-/// Capabilities a real cluster has unless its inventory says it lacks them.
-pub const KNOWN_CAPABILITIES: &[&str] = &["containers"];
-
 impl ClusterRef {
-    /// The capabilities this cluster has: every known one it does not declare lacking.
+    /// The capabilities this cluster has: what it offers, and upstream's defaults it does
+    /// not declare lacking.
     pub fn capabilities(&self) -> Vec<String> {
-        KNOWN_CAPABILITIES
-            .iter()
-            .filter(|c| !self.lacks.iter().any(|l| l == *c))
-            .map(|c| (*c).to_string())
-            .collect()
+        crate::capability::resolve(&self.offers, &self.lacks)
     }
 }
 
@@ -291,6 +288,17 @@ impl Inventory {
             path: shown.clone(),
             message,
         };
+        for (key, names) in [
+            ("offers", &raw.cluster.offers),
+            ("lacks", &raw.cluster.lacks),
+        ] {
+            if let Some(unknown) = names.iter().find(|n| crate::capability::find(n).is_none()) {
+                return Err(invalid(format!(
+                    "cluster.{key}: `{unknown}` is not a capability faultline knows ({})",
+                    crate::capability::names().join(", ")
+                )));
+            }
+        }
         for url in &raw.cluster.api_servers {
             check_api_server(url)
                 .map_err(|why| invalid(format!("cluster.apiServers: `{url}` {why}")))?;
@@ -328,6 +336,7 @@ impl Inventory {
                 name: raw.cluster.name,
                 kubeconfig: raw.cluster.kubeconfig.into_iter().collect(),
                 context: raw.cluster.context,
+                offers: raw.cluster.offers,
                 lacks: raw.cluster.lacks,
                 allowed_contexts: raw.cluster.allowed_contexts,
                 api_servers: raw.cluster.api_servers,

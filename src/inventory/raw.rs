@@ -49,6 +49,8 @@ pub(super) struct RawCluster {
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
     #[serde(default)]
+    pub offers: Vec<String>,
+    #[serde(default)]
     pub lacks: Vec<String>,
     #[serde(default)]
     pub allowed_contexts: Vec<String>,

@@ -159,14 +159,6 @@ fn verdict(e: &Expectation, outcome: Outcome, message: String) -> Verdict {
     }
 }
 
-/// What the capability is missing for, in the words a reader of the report needs.
-fn capability_reason(cap: &str) -> &'static str {
-    match cap {
-        "containers" => ": kwok runs no containers",
-        _ => "",
-    }
-}
-
 fn judge_one(
     e: &Expectation,
     targets: &BTreeMap<String, Vec<String>>,
@@ -176,15 +168,8 @@ fn judge_one(
     observed: Observed,
 ) -> Verdict {
     let complete = observed.complete;
-    if let Some(missing) = e.requires.iter().find(|r| !capabilities.contains(r)) {
-        return verdict(
-            e,
-            Outcome::Skipped,
-            format!(
-                "needs `{missing}`, which this cluster lacks{}",
-                capability_reason(missing)
-            ),
-        );
+    if let Some(missing) = crate::capability::missing(&e.requires, capabilities) {
+        return verdict(e, Outcome::Skipped, missing.to_string());
     }
     let Some(t0) = index.step_issued_ms(&e.since) else {
         return if complete {

@@ -118,7 +118,8 @@ pub fn render(record: &RunRecord) -> String {
         case.set_classname(&suite_name);
         suite.add_testcase(case);
     }
-    for step in record.steps_not_run() {
+    let skipped = matches!(record.outcome, RunOutcome::Skipped { .. });
+    for step in record.steps_not_run().into_iter().filter(|_| !skipped) {
         let why = record
             .stopped_early
             .as_deref()

@@ -25,6 +25,7 @@ fn run_marker(outcome: &RunOutcome) -> &'static str {
         RunOutcome::Failed => "FAILED",
         RunOutcome::Error { .. } => "COULD NOT RUN",
         RunOutcome::Interrupted => "INTERRUPTED",
+        RunOutcome::Skipped { .. } => "SKIPPED",
     }
 }
 
@@ -120,6 +121,9 @@ pub fn render(record: &RunRecord) -> String {
         }
         RunOutcome::Interrupted => {
             m.push_str("The run was interrupted before observation finished.\n\n");
+        }
+        RunOutcome::Skipped { reason } => {
+            let _ = writeln!(m, "Not run on this cluster: {}\n", prose(reason, false));
         }
         RunOutcome::Passed | RunOutcome::Failed => {}
     }

@@ -21,6 +21,9 @@ pub struct Row {
     pub outcome: String,
     /// Whether that outcome is a pass (shown plain; anything else stands out).
     pub passed_outright: bool,
+    /// Whether it was not run because the cluster lacks what it requires (shown plain,
+    /// counted apart from both passes and failures).
+    pub skipped: bool,
     /// Expectations that passed, over every run.
     pub passed: usize,
     /// Expectations that failed, over every run.
@@ -59,6 +62,9 @@ impl Row {
             name: series.name().to_string(),
             outcome,
             passed_outright,
+            skipped: runs
+                .iter()
+                .all(|r| matches!(r.outcome, RunOutcome::Skipped { .. })),
             passed: count(Outcome::Passed),
             failed: count(Outcome::Failed),
             errors: count(Outcome::Error) + runs.iter().map(|r| r.errors.len()).sum::<usize>(),
@@ -91,17 +97,24 @@ fn run_word(outcome: &RunOutcome) -> &'static str {
         RunOutcome::Failed => "FAILED",
         RunOutcome::Error { .. } => "ERROR",
         RunOutcome::Interrupted => "INTERRUPTED",
+        RunOutcome::Skipped { .. } => "SKIPPED",
     }
 }
 
 /// The last line under the rows: `12 experiments: 10 passed, 2 not · 36m 30s`.
 fn total_line(rows: &[Row]) -> String {
     let passed = rows.iter().filter(|r| r.passed_outright).count();
+    let skipped = rows.iter().filter(|r| r.skipped).count();
     let wall: i64 = rows.iter().map(|r| r.wall_ms).sum();
+    let skipped_text = if skipped > 0 {
+        format!(", {skipped} skipped (the cluster lacks what they need)")
+    } else {
+        String::new()
+    };
     format!(
-        "{} experiments: {passed} passed, {} did not · {}",
+        "{} experiments: {passed} passed{skipped_text}, {} did not · {}",
         rows.len(),
-        rows.len() - passed,
+        rows.len() - passed - skipped,
         super::markdown::duration_text(wall)
     )
 }
@@ -180,7 +193,7 @@ pub fn markdown(rows: &[Row]) -> String {
     m.push_str("| Experiment | Outcome | Passed | Failed | Errors | Duration | Slowest figure |\n");
     m.push_str("| --- | --- | ---: | ---: | ---: | ---: | --- |\n");
     for r in rows {
-        let outcome = if r.passed_outright {
+        let outcome = if r.passed_outright || r.skipped {
             r.outcome.clone()
         } else {
             format!("**{}**", r.outcome)

@@ -32,7 +32,8 @@ fn outcome_colour(o: Outcome) -> &'static str {
     }
 }
 
-/// The end-of-run summary: expectations, figures, targets and a one-line verdict.
+/// The end-of-run summary: expectations, figures, targets and a one-line verdict; of an
+/// experiment the cluster could not run, that it was skipped and why.
 pub fn summary(record: &RunRecord, colour: bool) -> String {
     let exp = &record.experiment;
     let mut out = format!(
@@ -40,6 +41,19 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
         clean(&exp.name),
         clean(&record.cluster.name)
     );
+    if let RunOutcome::Skipped { reason } = &record.outcome {
+        out.push_str(&paint(
+            &format!(
+                "SKIPPED ({} expectation(s) not run): {}",
+                record.verdicts.len(),
+                clean(reason)
+            ),
+            "33",
+            colour,
+        ));
+        out.push('\n');
+        return out;
+    }
     out.push_str("targets:\n");
     for (target, nodes) in &record.targets {
         out.push_str(&format!(
@@ -104,6 +118,9 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
             colour,
         ),
         RunOutcome::Interrupted => paint(&format!("INTERRUPTED: {tally}"), "33;1", colour),
+        RunOutcome::Skipped { reason } => {
+            paint(&format!("SKIPPED: {}", clean(reason)), "33", colour)
+        }
     };
     out.push_str(&line);
     out.push('\n');

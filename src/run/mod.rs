@@ -71,6 +71,13 @@ async fn run_once(
     let started_at = Utc::now();
     let run_id = format!("{}-{}", exp.name, started_at.format("%Y%m%dT%H%M%S%.3fZ"));
     let token_id = format!("fl{}", started_at.format("%Y%m%d%H%M%S%3f"));
+    // An experiment the cluster cannot mean anything on is skipped before anything is
+    // asked or touched: the capabilities are the inventory's word.
+    let capabilities = settings.inventory.cluster().capabilities();
+    if let Some(missing) = crate::capability::missing(&exp.requires, &capabilities) {
+        let cluster = setup::unread_cluster(settings);
+        return setup::skipped(exp, cluster, run_id, started_at, &missing);
+    }
     if let Err(e) =
         crate::probe::query::Queries::can_ask(&exp.abort, settings.inventory.prometheus())
     {

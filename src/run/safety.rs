@@ -756,6 +756,7 @@ mod tests {
             name: "x".into(),
             description: String::new(),
             tags: Vec::new(),
+            requires: Vec::new(),
             source: PathBuf::from("x.yaml"),
             namespace: "default".into(),
             targets: Vec::new(),

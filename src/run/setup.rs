@@ -75,6 +75,51 @@ pub(super) fn not_run(
     }
 }
 
+/// The record of an experiment the cluster cannot run: it requires a capability the
+/// inventory says the cluster lacks. Every expectation is skipped with the reason; nothing
+/// on the cluster was touched, not even the API asked.
+pub(super) fn skipped(
+    exp: &Experiment,
+    cluster: ClusterInfo,
+    run_id: String,
+    started_at: chrono::DateTime<Utc>,
+    missing: &crate::capability::Missing,
+) -> RunRecord {
+    let reason = missing.explained();
+    let verdicts = exp
+        .expectations
+        .iter()
+        .map(|e| Verdict {
+            name: e.name.clone(),
+            outcome: Outcome::Skipped,
+            message: format!("experiment not run: {missing}"),
+            measured_ms: None,
+            since: e.since.clone(),
+            members: Vec::new(),
+        })
+        .collect();
+    RunRecord {
+        aborted: None,
+        restored: None,
+        faultline_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id,
+        experiment: exp.clone(),
+        cluster,
+        targets: BTreeMap::new(),
+        started_at,
+        finished_at: Utc::now(),
+        timeline: Default::default(),
+        start_ms: None,
+        observed_until_ms: None,
+        stopped_early: Some(format!("not run: {missing}")),
+        verdicts,
+        figures: Default::default(),
+        costs: None,
+        outcome: RunOutcome::Skipped { reason },
+        errors: Vec::new(),
+    }
+}
+
 /// Applies the setup manifests and waits for their workloads.
 pub(super) async fn setup(
     exp: &Experiment,

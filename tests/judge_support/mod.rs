@@ -166,6 +166,7 @@ pub fn experiment(expectations: Vec<Expectation>) -> Experiment {
         name: "kubelet-stop-past-toleration".to_string(),
         description: "Pods on a node whose kubelet stops are evicted after their toleration".into(),
         tags: vec!["lab".into()],
+        requires: Vec::new(),
         source: PathBuf::from("experiments/kubelet-stop.yaml"),
         namespace: NS.to_string(),
         targets: vec![TargetSpec {

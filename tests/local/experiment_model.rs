@@ -84,7 +84,7 @@ expect:
   - name: restarts
     pods: {workload: deployment/web}
     restarts: changed
-    requires: [containers, kubelet-logs]
+    requires: [containers]
     weight: 2.5
   - name: replaced
     pods: {workload: statefulset/db}
@@ -148,6 +148,7 @@ fn complete_example_maps_onto_the_exact_model() {
         name: "round-trip".into(),
         description: "Every construct once.".into(),
         tags: vec!["kubelet".into()],
+        requires: Vec::new(),
         source: path.clone(),
         namespace: "lab".into(),
         targets: vec![
@@ -329,7 +330,7 @@ fn complete_example_maps_onto_the_exact_model() {
                 },
             ),
             Expectation {
-                requires: vec!["containers".into(), "kubelet-logs".into()],
+                requires: vec!["containers".into()],
                 weight: 2.5,
                 ..expectation(
                     "restarts",

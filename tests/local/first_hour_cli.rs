@@ -256,3 +256,100 @@ fn the_shipped_experiments_validate_without_warnings() {
     assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(!all.contains("warning"), "{all}");
 }
+
+/// An inventory of a cluster like the lab (kwok nodes: no containers, no logind) whose API
+/// is nowhere: what a skipped experiment needs, it never asks the cluster.
+fn lab_like_inventory(dir: &Path, offers: &str) -> String {
+    write(
+        dir,
+        "inventory.yaml",
+        &format!(
+            "cluster:\n  name: no-logind\n  kubeconfig: {kc}\n  lacks: [containers]\n{offers}\
+             profile: kubeadm\nssh: {{user: root}}\n\
+             nodes:\n  - {{name: w1, address: 127.0.0.1, roles: [worker]}}\n",
+            kc = dir.join("no-such-kubeconfig").display()
+        ),
+    )
+}
+
+#[test]
+fn an_experiment_the_cluster_lacks_a_capability_for_is_skipped_not_failed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = lab_like_inventory(dir.path(), "");
+    let exp = "experiments/graceful-shutdown.yaml";
+
+    // Said up front, by validate and plan, without failing either.
+    let out = faultline(&["validate", "-i", &inv, exp]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("a run on this cluster skips it"), "{all}");
+    assert!(all.contains("needs `graceful-node-shutdown`"), "{all}");
+    let out = faultline(&["plan", "-i", &inv, exp]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("NOT RUN on this cluster"), "{all}");
+
+    // The run: exit 0, nothing asked of a cluster that is not there, a skipped suite.
+    let reports = dir.path().join("reports");
+    let out = faultline(&[
+        "run",
+        exp,
+        "-i",
+        &inv,
+        "--yes",
+        "--out",
+        reports.to_str().expect("utf-8"),
+    ]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("SKIPPED"), "{all}");
+    let junit = std::fs::read_to_string(reports.join("graceful-shutdown.junit.xml"))
+        .expect("a JUnit file is written for the skipped experiment");
+    let cases = junit.matches("<testcase").count();
+    assert_eq!(cases, 9, "one case per expectation, no step cases: {junit}");
+    assert_eq!(junit.matches("<skipped").count(), cases, "{junit}");
+    assert!(
+        !junit.contains("<failure") && !junit.contains("<error"),
+        "{junit}"
+    );
+    let record = std::fs::read_to_string(reports.join("graceful-shutdown.json")).expect("record");
+    assert!(record.contains("\"kind\": \"skipped\""), "{record}");
+
+    // A cluster that offers it runs it: validate no longer says it is skipped.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = lab_like_inventory(dir.path(), "  offers: [graceful-node-shutdown]\n");
+    let out = faultline(&["validate", "-i", &inv, exp]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(!all.contains("skips it"), "{all}");
+}
+
+#[test]
+fn a_capability_no_one_knows_is_an_error_at_its_place_in_both_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exp = write(
+        dir.path(),
+        "e.yaml",
+        &format!(
+            "{HEAD}requires: [logind]\ntargets:\n  v: {{role: worker, count: 1}}\n\
+             steps:\n  - {{name: s, at: 0s, do: kubelet-stop, target: v}}\n\
+             expect:\n  - {{name: e, node: v, becomes: Unknown, within: 60s, requires: [container]}}\n"
+        ),
+    );
+    let out = faultline(&["validate", &exp]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("e.yaml:4:12: `logind` is not a capability"),
+        "{all}"
+    );
+    assert!(all.contains("did you mean `containers`?"), "{all}");
+    let inv = lab_like_inventory(dir.path(), "  offers: [logind]\n");
+    let out = faultline(&["validate", "-i", &inv, "experiments/reboot.yaml"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("cluster.offers: `logind` is not a capability"),
+        "{all}"
+    );
+}

@@ -209,22 +209,14 @@ impl Validator<'_> {
             Some(s) => Some(self.step_ref(s)),
             None => self.steps.first().cloned(),
         };
-        for r in &x.requires {
-            if r.value.is_empty() || !r.value.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
-                self.err(
-                    r,
-                    format!("capability `{}` may only use a-z and -", r.value),
-                    None,
-                );
-            }
-        }
+        let requires = self.capabilities(&x.requires);
         let weight = self.weight(&x.weight);
         Some(Expectation {
             name: name?,
             subject: subject?.0,
             check: check?,
             since: since?,
-            requires: x.requires.iter().map(|r| r.value.clone()).collect(),
+            requires,
             weight: weight?,
         })
     }

@@ -103,6 +103,26 @@ impl<'a> Validator<'a> {
         self.report(pos(at(s)), message, hint.map(str::to_owned));
     }
 
+    /// A `requires:` list (the experiment's or an expectation's): every name one faultline
+    /// knows, the closest suggested otherwise.
+    fn capabilities(&mut self, names: &[S<String>]) -> Vec<String> {
+        let known = crate::capability::names();
+        for r in names {
+            if crate::capability::find(&r.value).is_none() {
+                let hint = match closest(&r.value, &known) {
+                    Some(near) => format!("did you mean `{near}`? known: {}", known.join(", ")),
+                    None => format!("known: {}", known.join(", ")),
+                };
+                self.report(
+                    pos(at(r)),
+                    format!("`{}` is not a capability faultline knows", r.value),
+                    Some(hint),
+                );
+            }
+        }
+        names.iter().map(|r| r.value.clone()).collect()
+    }
+
     fn issue<T>(&mut self, s: &S<T>, issue: BoundIssue) {
         self.report(pos(at(s)), issue.message, issue.hint);
     }
@@ -165,6 +185,7 @@ impl<'a> Validator<'a> {
             }
             self.namespace = ns.value.clone();
         }
+        let requires = self.capabilities(&raw.requires);
         let targets = self.targets(raw);
         let probes = self.probes(raw, &targets);
         let setup = self.setup(raw);
@@ -183,6 +204,7 @@ impl<'a> Validator<'a> {
             name,
             description,
             tags: raw.tags.iter().map(|t| t.value.clone()).collect(),
+            requires,
             source: self.path.to_path_buf(),
             namespace: self.namespace.clone(),
             targets,

@@ -182,6 +182,12 @@ pub(super) async fn pid1_command_line(container: &str) -> Result<Vec<String>, Di
         .collect())
 }
 
+/// A text file in a container (`docker exec <container> cat <path>`).
+pub(super) async fn read_file(container: &str, path: &str) -> Result<String, DiscoverError> {
+    let raw = docker(&["exec", container, "cat", path]).await?;
+    Ok(String::from_utf8_lossy(&raw).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

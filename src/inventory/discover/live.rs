@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
 use kube::api::{Api, ListParams};
 
-use super::docker::{containers_labelled, pid1_command_line};
+use super::docker::{containers_labelled, pid1_command_line, read_file};
 use super::{ApiNode, ClusterChoice, ClusterFacts, Container, DiscoverError, Tool};
 use crate::cluster::timers::pod_command;
 use crate::cluster::{self, ClusterError};
@@ -75,7 +75,12 @@ pub async fn gather(source: &Source) -> Result<ClusterFacts, DiscoverError> {
         ),
         Tool::K3d => (Vec::new(), Vec::new()),
     };
+    let kubelet_configs = match tool {
+        Tool::Kind => kubelet_configs(&containers).await,
+        Tool::K3d => Vec::new(),
+    };
     Ok(ClusterFacts {
+        kubelet_configs,
         tool,
         cluster: cluster_name.clone(),
         context: context.clone(),
@@ -157,6 +162,24 @@ async fn static_pods(
         )))?;
     Ok(pods.items.iter().filter_map(pod_command).collect())
 }
+
+/// kind: each running node container's kubelet configuration file, read with `docker
+/// exec`; a node whose file cannot be read is left out of the list and so of what the
+/// inventory says every kubelet offers, which then offers nothing beyond the defaults.
+async fn kubelet_configs(containers: &[Container]) -> Vec<(String, String)> {
+    let mut configs = Vec::new();
+    for c in containers.iter().filter(|c| c.state == "running") {
+        match read_file(&c.name, KUBELET_CONFIG).await {
+            Ok(text) => configs.push((c.name.clone(), text)),
+            // One unreadable node means nothing can be said of every node.
+            Err(_) => return Vec::new(),
+        }
+    }
+    configs
+}
+
+/// Where kubeadm (and so kind) writes the kubelet's configuration.
+const KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
 
 /// The first running k3s server's PID 1 command line (`docker exec … cat /proc/1/cmdline`);
 /// if that cannot be read, the command Docker started it with, which k3d's entrypoint

@@ -12,6 +12,7 @@
 //! so it is unit-tested on recordings. [`live`] does the I/O (kube client, `docker` CLI).
 
 mod docker;
+mod kubelets;
 pub mod live;
 mod nodes;
 mod render;
@@ -112,6 +113,10 @@ pub struct ClusterFacts {
     pub api_servers: Vec<(String, Vec<String>)>,
     /// k3d: the k3s server's command line, and where it was read (`/proc/1/cmdline of X`).
     pub server_argv: Option<(String, Vec<String>)>,
+    /// kind: each running node container's kubelet configuration file
+    /// (`/var/lib/kubelet/config.yaml`), by container name; what the kubelets offer (graceful
+    /// node shutdown) is read from them.
+    pub kubelet_configs: Vec<(String, String)>,
 }
 
 /// A node of the generated inventory.
@@ -149,6 +154,9 @@ pub struct Discovered {
     pub notes: Vec<String>,
     /// How the inventory reaches the nodes (`docker exec` unless [`Discovered::over_ssh`]).
     pub reach: Reach,
+    /// Capabilities beyond upstream's defaults that every node was seen to offer, each
+    /// with where it was read (`cluster.offers`).
+    pub offers: Vec<(&'static str, String)>,
 }
 
 /// Why no inventory could be written; each names what was looked at and where.
@@ -217,6 +225,7 @@ pub enum DiscoverError {
 pub fn build(facts: &ClusterFacts) -> Result<Discovered, DiscoverError> {
     let (nodes, mut notes) = nodes::match_nodes(facts)?;
     let timers = timers::read(facts, &mut notes)?;
+    let offers = kubelets::offers(facts, &mut notes);
     Ok(Discovered {
         tool: facts.tool,
         cluster: facts.cluster.clone(),
@@ -227,6 +236,7 @@ pub fn build(facts: &ClusterFacts) -> Result<Discovered, DiscoverError> {
         timers,
         notes,
         reach: Reach::DockerExec,
+        offers,
     })
 }
 

@@ -56,6 +56,16 @@ pub(crate) fn yaml(d: &Discovered, command: &str) -> Result<String, String> {
         "  allowedContexts: [{}]   # a run against any other context refuses to start",
         quoted(&d.context)
     );
+    if !d.offers.is_empty() {
+        let names: Vec<&str> = d.offers.iter().map(|(name, _)| *name).collect();
+        let why: Vec<String> = d.offers.iter().map(|(_, why)| comment(why)).collect();
+        let _ = writeln!(
+            out,
+            "  offers: [{}]   # {}",
+            names.join(", "),
+            why.join("; ")
+        );
+    }
     match &d.reach {
         Reach::DockerExec => {
             let _ = writeln!(

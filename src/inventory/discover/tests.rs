@@ -57,6 +57,7 @@ fn kind_facts(pod_dir: &str) -> ClusterFacts {
         controller_managers: pods(&format!("api/{pod_dir}/kube-controller-manager.json")),
         api_servers: pods(&format!("api/{pod_dir}/kube-apiserver.json")),
         server_argv: None,
+        kubelet_configs: Vec::new(),
     }
 }
 
@@ -80,6 +81,7 @@ fn k3d_facts() -> ClusterFacts {
         containers,
         controller_managers: Vec::new(),
         api_servers: Vec::new(),
+        kubelet_configs: Vec::new(),
     }
 }
 
@@ -458,5 +460,45 @@ fn the_pod_transport_inventory_needs_neither_docker_nor_ssh() {
             .get(crate::inventory::CommandKey::KubeletStop)
             .map(String::as_str),
         Some("systemctl stop kubelet")
+    );
+}
+
+#[test]
+fn kubelets_that_all_hold_off_a_shutdown_make_the_inventory_offer_graceful_shutdown() {
+    let config = |extra: &str| {
+        format!("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n{extra}")
+    };
+    let nodes = [
+        "faultline-control-plane",
+        "faultline-worker",
+        "faultline-worker2",
+    ];
+    let mut facts = kind_facts("kind");
+    facts.kubelet_configs = nodes
+        .iter()
+        .map(|n| (n.to_string(), config("shutdownGracePeriod: 20s\n")))
+        .collect();
+    let (text, inv) = generate(&facts);
+    assert!(
+        inv.cluster()
+            .capabilities()
+            .contains(&"graceful-node-shutdown".to_string()),
+        "{text}"
+    );
+    assert!(text.contains("shutdownGracePeriod >= 20s"), "{text}");
+
+    // One kubelet without it: a target may be that node, so the cluster does not offer it.
+    facts.kubelet_configs[1].1 = config("cgroupDriver: systemd\n");
+    let (text, inv) = generate(&facts);
+    assert!(!text.contains("offers:"), "{text}");
+    assert_eq!(inv.cluster().capabilities(), ["containers"]);
+
+    // One that cannot be read: said in the header, nothing offered.
+    facts.kubelet_configs[1].1 = config("shutdownGracePeriod: soon\n");
+    let (text, _) = generate(&facts);
+    assert!(!text.contains("offers:"), "{text}");
+    assert!(
+        text.contains("faultline-worker could not be read"),
+        "{text}"
     );
 }

@@ -41,6 +41,7 @@ fn header(h: &mut impl Write, record: &RunRecord) {
         RunOutcome::Failed => ("FAILED".to_string(), "Failed"),
         RunOutcome::Error { message } => (format!("ERROR: {}", html_text(message)), "Error"),
         RunOutcome::Interrupted => ("INTERRUPTED".to_string(), "Pending"),
+        RunOutcome::Skipped { reason } => (format!("SKIPPED: {}", html_text(reason)), "Skipped"),
     };
     let _ = write!(
         h,

@@ -111,13 +111,16 @@ pub(crate) fn verdict_line(series: &Series, spread: &SeriesSpread) -> String {
                 .iter()
                 .enumerate()
                 .filter(|(_, r)| {
-                    !matches!(r.outcome, RunOutcome::Passed | RunOutcome::Failed)
-                        || !r.errors.is_empty()
+                    !matches!(
+                        r.outcome,
+                        RunOutcome::Passed | RunOutcome::Failed | RunOutcome::Skipped { .. }
+                    ) || !r.errors.is_empty()
                 })
                 .map(|(i, r)| {
                     let why = match &r.outcome {
                         RunOutcome::Error { message } => message.clone(),
                         RunOutcome::Interrupted => "interrupted".to_string(),
+                        RunOutcome::Skipped { reason } => format!("skipped: {reason}"),
                         _ => r.errors.join("; "),
                     };
                     format!("run {}: {why}", i + 1)
