@@ -44,6 +44,7 @@ mod primed;
 pub(crate) mod render;
 mod ssh;
 mod ssh_pool;
+mod watch;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -354,6 +355,11 @@ pub struct ArmedRestore {
     /// loss of this machine.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub local: bool,
+    /// The undo watcher started beside it (a pod on the node, [`pod::watcher`]), which
+    /// runs the undo as soon as faultline asks, kubelet or not; its timer stays the
+    /// backstop. Removed with the restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watcher: Option<String>,
 }
 
 /// Runs operations on the nodes of one inventory. Clones share the SSH connections kept
@@ -1283,6 +1289,7 @@ impl Executor {
             });
         }
         Ok(ArmedRestore {
+            watcher: None,
             node: node.into(),
             token: token.into(),
             pid,
@@ -1337,6 +1344,7 @@ impl Executor {
                 message: format!("arming the local power-on printed no pid: {}", out.output),
             })?;
         Ok(Some(ArmedRestore {
+            watcher: None,
             node: node.into(),
             token: token.into(),
             pid: Some(pid),
@@ -1367,6 +1375,7 @@ impl Executor {
     /// default prints `disarmed` or `gone`; a `disarmRestore` template that prints a line
     /// `gone` found nothing to disarm (one that prints neither counts as disarmed).
     pub async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<bool, ExecError> {
+        self.remove_watcher(node, armed).await;
         let access = self.access(node)?;
         check_token(node, &armed.token)?;
         let pid = armed.pid.map(|p| p.to_string()).unwrap_or_default();

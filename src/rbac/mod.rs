@@ -152,6 +152,41 @@ pub(crate) fn transport(inv: &crate::inventory::Inventory) -> Vec<Access> {
             ns.clone(),
             "removing the pod after its command",
         ));
+        // The undo watcher beside a kubelet stop's timer (execute::pod::watcher): its log
+        // says it watches, an annotation asks it to undo, and faultline makes its
+        // ServiceAccount, whose Role may only get pods there.
+        all.push(one(
+            "get",
+            "pods",
+            Some("log"),
+            ns.clone(),
+            "the undo watcher saying it watches",
+        ));
+        all.push(one(
+            "patch",
+            "pods",
+            None,
+            ns.clone(),
+            "asking the undo watcher to undo",
+        ));
+        for (group, resource) in [
+            ("", "serviceaccounts"),
+            ("rbac.authorization.k8s.io", "roles"),
+            ("rbac.authorization.k8s.io", "rolebindings"),
+        ] {
+            for verb in ["get", "create"] {
+                all.push(Access {
+                    group: group.into(),
+                    ..one(
+                        verb,
+                        resource,
+                        None,
+                        ns.clone(),
+                        "the undo watcher's account, which may only get pods there",
+                    )
+                });
+            }
+        }
         if pod.create_namespace {
             all.push(one(
                 "get",

@@ -71,6 +71,9 @@ pub(crate) struct ClusterWorld<'a> {
     undo_marks: leases::Marks,
     /// How long the observer's first lists took.
     pub(crate) initial_sync_ms: u64,
+    /// The undo watchers armed, by node: asked to undo when the fault's undo is due or
+    /// the run must end it early ([`super::host_timed::watched`]).
+    watchers: std::sync::Mutex<BTreeMap<String, ArmedRestore>>,
 }
 
 impl<'a> ClusterWorld<'a> {
@@ -93,6 +96,7 @@ impl<'a> ClusterWorld<'a> {
             proofs: Proofs::default(),
             undo_marks: leases::Marks::new(),
             initial_sync_ms: 0,
+            watchers: std::sync::Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -141,6 +145,56 @@ impl<'a> ClusterWorld<'a> {
             ));
         }
         Ok(before)
+    }
+}
+
+impl ClusterWorld<'_> {
+    /// Arms the planned undo of a kubelet stop on a node reached through the API: the
+    /// timer (the backstop), then its undo watcher. A watcher that cannot start (no `curl`
+    /// on the node, the API server out of its reach) withdraws the timer and refuses the
+    /// fault: an interrupt could not end it before its time.
+    async fn arm_watched(
+        &self,
+        node: &str,
+        op: &crate::execute::NodeOp,
+        after: Duration,
+        token: &str,
+    ) -> Result<Option<ArmedRestore>, crate::execute::ExecError> {
+        let executor = &self.prepared.executor;
+        let mut armed = executor.arm_restore(node, op, after, token).await?;
+        match executor.start_undo_watcher(node, op, after, token).await {
+            Ok(watcher) => {
+                armed.watcher = Some(watcher);
+                if let Ok(mut watchers) = self.watchers.lock() {
+                    watchers.insert(node.to_string(), armed.clone());
+                }
+                Ok(Some(armed))
+            }
+            Err(e) => {
+                if let Err(d) = executor.disarm(node, &armed).await {
+                    tracing::warn!(node, "could not withdraw the timer armed for {token}: {d}");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Asks the undo watcher on `node` to undo now; says how the undo is to come, for the
+    /// confirmation's message.
+    async fn ask_watcher(&self, node: &str) -> String {
+        let armed = self.watchers.lock().ok().and_then(|w| w.get(node).cloned());
+        let Some(armed) = armed else {
+            return "the timer armed before the fault".to_string();
+        };
+        match self.prepared.executor.ask_undo(node, &armed).await {
+            Ok(true) => "its undo watcher, asked through the API (the timer armed before \
+                         the fault is the backstop)"
+                .to_string(),
+            Ok(false) => "the timer armed before the fault".to_string(),
+            Err(e) => {
+                format!("the timer armed before the fault (its watcher could not be asked: {e})")
+            }
+        }
     }
 }
 
@@ -295,6 +349,9 @@ impl World for ClusterWorld<'_> {
     ) -> Result<Option<ArmedRestore>, String> {
         let executor = &self.prepared.executor;
         let armed = match undo {
+            Undo::Node(op) if super::host_timed::watched(executor, node, op) => {
+                self.arm_watched(node, op, after, token).await
+            }
             Undo::Node(op) => executor.arm_restore(node, op, after, token).await.map(Some),
             // Power-on is out of band: armed where faultline runs, when it can be.
             Undo::PowerOn => executor.arm_power_on(node, after, token).await,
@@ -330,6 +387,12 @@ impl World for ClusterWorld<'_> {
     }
 
     async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), String> {
+        if armed.watcher.is_some()
+            && let Ok(mut watchers) = self.watchers.lock()
+            && watchers.get(node).is_some_and(|w| w.token == armed.token)
+        {
+            watchers.remove(node);
+        }
         self.prepared
             .executor
             .disarm(node, armed)
@@ -350,7 +413,8 @@ impl World for ClusterWorld<'_> {
         if let Some(n) = node
             && super::host_timed::undone_on_host(&self.prepared.executor, n, action)
         {
-            return super::host_timed::confirm(&self.prepared.client, n, timeout).await;
+            let how = self.ask_watcher(n).await;
+            return super::host_timed::confirm(&self.prepared.client, n, timeout, &how).await;
         }
         self.actor().act(action, node, timeout).await
     }

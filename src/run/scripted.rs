@@ -158,6 +158,7 @@ impl World for Scripted {
     ) -> Result<Option<ArmedRestore>, String> {
         self.log(format!("arm {node}"));
         Ok(Some(ArmedRestore {
+            watcher: None,
             node: node.to_string(),
             token: token.to_string(),
             pid: Some(1),

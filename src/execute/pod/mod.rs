@@ -51,6 +51,10 @@ pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(60);
 /// The label every node-access pod carries (value `true`), for `restore` to find them.
 pub const ACCESS_LABEL: &str = "faultline.dev/node-access";
 
+/// The label naming the run (its id) that made a node-access pod, so that one run's
+/// `restore` never removes another's.
+pub const RUN_LABEL: &str = "faultline.dev/run";
+
 /// The annotation naming the node a pod was made for (a label value cannot hold every
 /// node name).
 const NODE_ANNOTATION: &str = "faultline.dev/node";
@@ -680,6 +684,7 @@ pub async fn delete_leftovers(client: &Client) -> Result<Vec<String>, PodError> 
 }
 
 pub(crate) mod primed;
+pub mod watcher;
 
 #[cfg(test)]
 mod tests;

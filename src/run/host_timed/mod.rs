@@ -54,6 +54,15 @@ pub(crate) fn undone_on_host(executor: &Executor, node: &str, action: &Action) -
             .any(|f| cuts(f) && fault::undoes(action, f))
 }
 
+/// Whether the undo armed on `node` as `undo` also gets an undo watcher
+/// (`crate::execute::pod::watcher`), so that it runs as soon as faultline asks instead of
+/// at its timer: on a node reached through the API, the undo of a fault that silences the
+/// kubelet but leaves the node's own network to the API server (a kubelet stop). A
+/// partition cuts the watcher off too: it ends by its timer alone.
+pub(crate) fn watched(executor: &Executor, node: &str, undo: &crate::execute::NodeOp) -> bool {
+    executor.through_api(node) && matches!(undo, crate::execute::NodeOp::KubeletStart)
+}
+
 /// The later step that undoes step `index`'s fault on the same target, if any.
 fn undo_step(exp: &Experiment, index: usize) -> Option<usize> {
     let step = exp.steps.get(index)?;
@@ -85,11 +94,13 @@ pub(crate) fn restore_after(
 }
 
 /// Waits until `node` is seen back through the API: its Lease renewed since the wait began
-/// and its Ready condition True. That is the undo armed on the node having taken effect.
+/// and its Ready condition True. That is the undo armed on the node having taken effect;
+/// `how` says which of its two ways was asked for (the watcher now, or the timer).
 pub(crate) async fn confirm(
     client: &Client,
     node: &str,
     timeout: Duration,
+    how: &str,
 ) -> Result<ActResult, ActError> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
     let nodes: Api<Node> = Api::all(client.clone());
@@ -116,7 +127,7 @@ pub(crate) async fn confirm(
             return Ok(ActResult {
                 exit_status: None,
                 output: format!(
-                    "undone on the node by the timer armed before the fault: Lease renewed at {}, node Ready",
+                    "undone on the node by {how}: Lease renewed at {}, node Ready",
                     renewed.unwrap_or_default()
                 ),
             });
@@ -133,7 +144,8 @@ pub(crate) async fn confirm(
         tokio::time::sleep(POLL).await;
     };
     Err(ActError::NotConfirmed(format!(
-        "the undo armed on node {node} was not seen to take effect within {timeout:?}: {seen}"
+        "the undo armed on node {node} ({how}) was not seen to take effect within \
+         {timeout:?}: {seen}"
     )))
 }
 
