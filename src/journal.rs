@@ -675,6 +675,13 @@ async fn restore_one<F>(
 where
     F: AsyncFn(&str, &Action, Duration) -> Result<OpOutcome, String>,
 {
+    // A kubelet stopped through the API cannot be reached by exec: its undo watcher, if
+    // the run armed one, is asked first, and the command then finds the kubelet back.
+    if let Some(armed) = &entry.armed_restore
+        && let Err(e) = executor.ask_undo(&entry.node, armed).await
+    {
+        tracing::warn!(node = %entry.node, "could not ask the undo watcher: {e}");
+    }
     let undo = async || match &entry.undo {
         Undo::Node(op) => executor
             .perform(&entry.node, op, policy.timeout)

@@ -14,6 +14,10 @@ fn main() {
     faultline::heap_samples::start_from_env();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A warning written while undoing, to a stderr that is gone (a closed `| tee`, a
+        // terminal that hung up), is dropped: by default the subscriber would report the
+        // failed write with `eprintln!`, which panics on that same stderr.
+        .log_internal_errors(false)
         // Colour only on a terminal: CI logs and captured output stay plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
@@ -26,6 +30,7 @@ fn main() {
                 }),
         )
         .init();
+    tracing::debug!("faultline {} starting", env!("CARGO_PKG_VERSION"));
     let cli = faultline::cli::Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

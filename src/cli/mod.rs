@@ -16,6 +16,7 @@ mod rehearse;
 mod report;
 mod restore;
 mod run;
+mod stop_runs;
 mod validate;
 
 use std::path::PathBuf;
@@ -180,6 +181,21 @@ pub enum Command {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+    },
+    /// The Helm chart's pre-delete and pre-upgrade hook: stops the release's running runs
+    /// (deletes their Jobs) and waits until their pods are gone, so each undoes its faults
+    /// while its ServiceAccount and rules still exist. Inside the cluster only.
+    #[command(hide = true)]
+    StopRuns {
+        /// The release's namespace.
+        #[arg(long)]
+        namespace: String,
+        /// The label selector of the release's run pods.
+        #[arg(long)]
+        selector: String,
+        /// How long to wait for the runs to end (their pods' grace period and a margin).
+        #[arg(long, value_parser = parse_interval, default_value = "210s")]
+        timeout: Duration,
     },
 }
 
@@ -565,6 +581,11 @@ pub async fn main(cli: Cli) -> i32 {
             namespace,
         } => rehearse::run(&experiment, &record, run, &namespace),
         Command::Compare(args) => compare::compare(&args),
+        Command::StopRuns {
+            namespace,
+            selector,
+            timeout,
+        } => stop_runs::stop_runs(&namespace, &selector, timeout).await,
     }
 }
 

@@ -43,7 +43,6 @@ pub(super) async fn restore(
         journal_line(&location, journal.active(&cluster).len(), &cluster)
     );
     let executor = Executor::new(inventory.clone());
-    delete_node_access_pods(&inventory).await;
     let snapshot_path = snapshot::path_beside(&path, &cluster);
     let before = match snapshot::load(&snapshot_path) {
         Ok(s) => s,
@@ -56,6 +55,11 @@ pub(super) async fn restore(
         }
     };
     let nothing = journal.active(&cluster).is_empty();
+    // With nothing to undo, what a killed run left is removed now; otherwise after the
+    // undos, which may still need an undo watcher among them.
+    if nothing {
+        delete_node_access_pods(&inventory).await;
+    }
     if nothing && before.is_none() {
         println!(
             "nothing to restore for cluster {cluster} ({})",
@@ -114,6 +118,7 @@ pub(super) async fn restore(
         api,
     )
     .await;
+    delete_node_access_pods(&inventory).await;
     let mut failed = 0;
     for o in &outcomes {
         match &o.error {

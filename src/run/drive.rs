@@ -256,6 +256,7 @@ impl<'a> Run<'a> {
                             &mut self.ledger,
                             restore_after(),
                             &mut self.out.errors,
+                            &self.cancel,
                         )
                         .await;
                     if !ran {

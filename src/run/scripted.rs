@@ -62,6 +62,8 @@ pub(crate) struct Scripted {
     /// How long before it is due every fault step is armed and sent ahead, when it is
     /// longer than usual (a world whose nodes are reached through the API).
     lead: Option<Duration>,
+    /// What successive self-restore armings do (empty: succeed at once).
+    arming: Mutex<VecDeque<Call>>,
 }
 
 impl Scripted {
@@ -157,6 +159,9 @@ impl World for Scripted {
         token: &str,
     ) -> Result<Option<ArmedRestore>, String> {
         self.log(format!("arm {node}"));
+        let call = self.arming.lock().unwrap().pop_front().unwrap_or(Call::Ok);
+        Self::perform(call, None).await?;
+        self.log(format!("armed {node}"));
         Ok(Some(ArmedRestore {
             watcher: None,
             node: node.to_string(),
@@ -588,6 +593,45 @@ async fn cancelled_during_the_head_start_the_armed_fault_is_withdrawn() {
     assert!(out.cancelled);
     assert_eq!(out.issued_ms[0], None);
     assert_eq!(h.journaled(), 0);
+}
+
+/// A signal while a step is armed inline (a step that waits on another is not armed
+/// ahead; through the API arming starts a pod and takes seconds): the fault is never
+/// issued, its self-restore is disarmed and the journal is left empty.
+#[tokio::test(start_paused = true)]
+async fn cancelled_during_a_slow_arm_the_fault_is_never_issued() {
+    let h = Harness::new(
+        "
+name: scripted
+description: a scripted run
+targets:
+  victim: {names: [a]}
+steps:
+  - {name: cordon, at: 10s, do: cordon, target: victim}
+  - {name: stop, after: cordon, do: kubelet-stop, target: victim, timeout: 30s}
+  - {name: start, at: 60s, do: kubelet-start, target: victim}
+expect:
+  - {name: node stays, node: victim, never: Unknown}
+",
+    );
+    let mut world = Scripted {
+        // The cordon's arming is quick; the stop's takes 8 s, and the signal comes in it.
+        arming: Mutex::new(VecDeque::from([
+            Call::Ok,
+            Call::Slow(Duration::from_secs(8)),
+        ])),
+        ..Scripted::default()
+    };
+    let out = h.run_cancelled_at(&mut world, 14).await;
+    let calls = world.calls();
+    assert!(calls.iter().any(|c| c == "act cordon on a"), "{calls:#?}");
+    assert!(
+        !calls.iter().any(|c| c == "act stop on a"),
+        "the kubelet stop was issued after the signal: {calls:#?}"
+    );
+    assert!(out.cancelled);
+    assert_eq!(out.issued_ms[1], None);
+    assert_eq!(h.journaled(), 0, "{calls:#?}");
 }
 
 #[tokio::test(start_paused = true)]

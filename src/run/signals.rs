@@ -1,6 +1,9 @@
 //! Signal handling, in one place: the first SIGINT, SIGTERM or SIGHUP cancels the run
-//! cleanly (undo, reports, exit code 2); a second one exits at once and leaves the
-//! fault journal for `faultline restore`.
+//! cleanly (undo, reports, exit code 2); a second SIGINT or SIGTERM (the user pressing
+//! Ctrl-C again, an operator insisting) exits at once and leaves the fault journal for
+//! `faultline restore`. A SIGHUP never does: one terminal hangup can arrive twice (the
+//! shell hands it to its jobs, then the kernel sends it to the old foreground group), and
+//! a hangup says nothing about wanting the undo skipped.
 //!
 //! The handler cancels FIRST and only then says so, and what it says may go nowhere: after
 //! a SIGHUP the terminal is gone, and after a SIGINT to a pipeline (`faultline run | tee
@@ -24,8 +27,8 @@ enum Response {
     Exit,
 }
 
-fn respond(seen_before: u32) -> Response {
-    if seen_before == 0 {
+fn respond(name: &str, seen_before: u32) -> Response {
+    if seen_before == 0 || name == "SIGHUP" {
         Response::Cancel
     } else {
         Response::Exit
@@ -35,7 +38,13 @@ fn respond(seen_before: u32) -> Response {
 /// Handles one signal named `name`: cancels (or exits) first, then writes one line to
 /// `err`, ignoring a failed write.
 fn handle(name: &str, seen_before: u32, cancel: &CancellationToken, err: &mut impl Write) {
-    match respond(seen_before) {
+    if seen_before > 0 && name == "SIGHUP" {
+        // Already cancelled; a hangup repeated is not a request to stop harder.
+        cancel.cancel();
+        let _ = writeln!(err, "faultline: SIGHUP received again: still undoing");
+        return;
+    }
+    match respond(name, seen_before) {
         Response::Cancel => {
             cancel.cancel();
             let _ = writeln!(
@@ -108,10 +117,24 @@ mod tests {
     }
 
     #[test]
+    fn a_hangup_delivered_twice_does_not_cut_the_undo_short() {
+        let cancel = CancellationToken::new();
+        let mut said = Vec::new();
+        handle("SIGHUP", 0, &cancel, &mut said);
+        // Were it taken as a second signal, the process would exit here.
+        handle("SIGHUP", 1, &cancel, &mut said);
+        assert!(cancel.is_cancelled());
+        assert!(String::from_utf8_lossy(&said).contains("still undoing"));
+        assert_eq!(respond("SIGHUP", 1), Response::Cancel);
+        // After a Ctrl-C, the terminal closing is not a second Ctrl-C either.
+        assert_eq!(respond("SIGHUP", 3), Response::Cancel);
+    }
+
+    #[test]
     fn the_first_signal_cancels_and_a_later_one_exits() {
-        assert_eq!(respond(0), Response::Cancel);
-        assert_eq!(respond(1), Response::Exit);
-        assert_eq!(respond(7), Response::Exit);
+        assert_eq!(respond("SIGINT", 0), Response::Cancel);
+        assert_eq!(respond("SIGINT", 1), Response::Exit);
+        assert_eq!(respond("SIGTERM", 7), Response::Exit);
         let cancel = CancellationToken::new();
         let mut said = Vec::new();
         handle("SIGINT", 0, &cancel, &mut said);

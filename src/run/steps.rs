@@ -322,7 +322,9 @@ impl<'a> Steps<'a> {
     }
 
     /// Runs one step on all of its nodes at once; false when it failed (the run then
-    /// stops). The step is armed first unless it was armed ahead.
+    /// stops) or the run was cancelled before it was issued. The step is armed first unless
+    /// it was armed ahead; a signal while it was armed (a node-access pod takes seconds to
+    /// start) leaves it armed and not issued, for [`Steps::disarm_unissued`] to withdraw.
     pub(super) async fn run_step(
         &mut self,
         index: usize,
@@ -331,6 +333,7 @@ impl<'a> Steps<'a> {
         ledger: &mut Ledger,
         restore_after: Duration,
         errors: &mut Vec<String>,
+        cancel: &tokio_util::sync::CancellationToken,
     ) -> bool {
         let armed = match self.armed_ahead.remove(&index) {
             Some(armed) => armed,
@@ -355,6 +358,10 @@ impl<'a> Steps<'a> {
             world.mark_before_undo(&undone).await;
         }
         world.before_undo(&step.action, &named).await;
+        if cancel.is_cancelled() {
+            self.armed_ahead.insert(index, armed);
+            return false;
+        }
         // Issued on every node, then what waits there started in one pass, then each
         // node's call hears its command out (or carries it, when nothing waited).
         let issued: Vec<i64> = nodes

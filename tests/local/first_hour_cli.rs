@@ -353,3 +353,23 @@ fn a_capability_no_one_knows_is_an_error_at_its_place_in_both_files() {
         "{all}"
     );
 }
+
+/// A log line written to a stderr that is gone (a closed `2>&1 | tee`, a terminal that hung
+/// up) is dropped, never a panic: the run's warnings are written while it undoes faults.
+/// `FAULTLINE_LOG=debug` makes faultline log at its start; its stderr's reader is gone.
+#[test]
+fn a_log_line_to_a_closed_stderr_is_dropped_not_a_panic() {
+    // A pipe whose reader is closed before faultline starts: every write to it fails.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["validate", "experiments/reboot.yaml"])
+        .env("FAULTLINE_LOG", "debug")
+        .current_dir(repo())
+        .stderr(writer)
+        .output()
+        .expect("faultline runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("1 valid"), "{said}");
+}

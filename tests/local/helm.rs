@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -53,10 +54,19 @@ fn docs(yaml: &str) -> Vec<Value> {
         .collect()
 }
 
-/// (kind, namespace, name) → rules, for every ClusterRole and Role.
+/// The roles the chart makes for itself, beside the observer's and the actor's that
+/// `faultline rbac` prints: the stop hook's and the undo watcher's ([`chart_own_roles`]).
+fn chart_own(d: &Value) -> bool {
+    let name = d["metadata"]["name"].as_str().unwrap_or_default();
+    name == "faultline-undo-watcher" || name.ends_with("-stop-runs")
+}
+
+/// (kind, namespace, name) → rules, for every ClusterRole and Role of the observer and the
+/// actor.
 fn roles(docs: &[Value]) -> BTreeMap<(String, String, String), Value> {
     docs.iter()
         .filter(|d| matches!(d["kind"].as_str(), Some("ClusterRole" | "Role")))
+        .filter(|d| !chart_own(d))
         .map(|d| {
             let key = (
                 d["kind"].as_str().unwrap_or_default().to_string(),
@@ -244,4 +254,165 @@ fn the_api_transport_s_namespace_and_rules_and_the_nightly_comparison_render() {
         "{}",
         container["args"][0]
     );
+}
+
+/// The chart's own two roles hold no more than their jobs: the stop hook (a `pre-delete`
+/// and `pre-upgrade` hook, gone once it succeeded) lists pods and deletes Jobs in the
+/// release's namespace; the undo watcher gets pods in the node-access namespace, nothing else.
+#[test]
+fn chart_own_roles() {
+    let helm = helm();
+    let rendered = docs(&run(Command::new(&helm).current_dir(root()).args([
+        "template",
+        "t",
+        CHART,
+        "--set",
+        "rbac.nodeAccessNamespaces={faultline-node-access}",
+    ])));
+    let own: Vec<&Value> = rendered
+        .iter()
+        .filter(|d| d["kind"] == "Role" && chart_own(d))
+        .collect();
+    assert_eq!(own.len(), 2, "{own:?}");
+    let stop = own
+        .iter()
+        .find(|d| d["metadata"]["name"] == "t-stop-runs")
+        .expect("the stop hook's Role");
+    assert_eq!(
+        stop["metadata"]["annotations"]["helm.sh/hook"],
+        "pre-delete,pre-upgrade"
+    );
+    assert_eq!(
+        stop["rules"].to_string(),
+        r#"[{"apiGroups":[""],"resources":["pods"],"verbs":["get","list"]},{"apiGroups":["batch"],"resources":["jobs"],"verbs":["delete"]}]"#
+    );
+    let watcher = own
+        .iter()
+        .find(|d| d["metadata"]["name"] == "faultline-undo-watcher")
+        .expect("the undo watcher's Role");
+    assert_eq!(watcher["metadata"]["namespace"], "faultline-node-access");
+    assert_eq!(
+        watcher["rules"].to_string(),
+        r#"[{"apiGroups":[""],"resources":["pods"],"verbs":["get"]}]"#
+    );
+    // The hook runs `faultline stop-runs` on the release's run pods, which carry that label.
+    let hook = rendered
+        .iter()
+        .find(|d| d["kind"] == "Job" && d["metadata"]["name"] == "t-stop-runs")
+        .expect("the hook Job");
+    let command = hook["spec"]["template"]["spec"]["containers"][0]["command"].to_string();
+    assert!(
+        command.contains("--selector=app.kubernetes.io/instance=t,app.kubernetes.io/component=run"),
+        "{command}"
+    );
+    let run = rendered
+        .iter()
+        .find(|d| d["kind"] == "Job" && d["metadata"]["name"] != "t-stop-runs")
+        .expect("the run Job");
+    let pod = &run["spec"]["template"];
+    assert_eq!(
+        pod["metadata"]["labels"]["app.kubernetes.io/component"],
+        "run"
+    );
+    assert_eq!(pod["spec"]["terminationGracePeriodSeconds"], 200);
+}
+
+/// The run pod's shell (PID 1 in the pod, busybox `sh` in the image) hands SIGTERM on to
+/// faultline and waits for it to undo and exit, and its exit code is faultline's; a journal
+/// on the volume that still holds faults is restored before the run. Run here under the
+/// image's own shell, with a stand-in `faultline` that records its calls and, on SIGTERM,
+/// "undoes" and exits 2, as faultline does.
+#[test]
+fn the_pods_shell_hands_sigterm_to_faultline_and_restores_a_journal_first() {
+    let busybox = Path::new("/bin/busybox");
+    assert!(
+        busybox.exists(),
+        "busybox (the image's shell) is missing: ci/deps installs busybox-static"
+    );
+    let helm = helm();
+    let rendered = docs(&run(Command::new(&helm)
+        .current_dir(root())
+        .args(["template", "t", CHART])));
+    let job = rendered
+        .iter()
+        .find(|d| d["kind"] == "Job" && d["metadata"]["name"] == "t-run-1")
+        .expect("the run Job");
+    let script = job["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        .as_str()
+        .expect("the pod's script")
+        .to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let reports = d.join("reports");
+    std::fs::create_dir_all(&reports).expect("reports");
+    let script = script
+        .replace("/reports", &reports.display().to_string())
+        .replace("/etc/faultline", &d.join("etc").display().to_string());
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let calls = d.join("calls");
+    std::fs::write(
+        bin.join("faultline"),
+        format!(
+            "#!/bin/busybox sh\necho \"$1\" >> {calls}\n\
+             case $1 in\n\
+               restore) echo restored; exit 0 ;;\n\
+               run) trap 'echo undone >> {calls}; exit 2' TERM; echo started >> {calls}; \
+                    i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; \
+                    echo never-signalled >> {calls}; exit 9 ;;\n\
+             esac\n",
+            calls = calls.display()
+        ),
+    )
+    .expect("stand-in");
+    std::fs::set_permissions(
+        bin.join("faultline"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    // A journal an earlier run left with a fault in it.
+    std::fs::write(
+        reports.join("journal.json"),
+        r#"{"version":1,"faults":[{"node":"w1"}]}"#,
+    )
+    .expect("journal");
+    let mut child = Command::new(busybox)
+        .args(["sh", "-c", &script])
+        .env("PATH", format!("{}:/bin:/usr/bin", bin.display()))
+        .env("POD_NAME", "p")
+        .env("FAULTLINE_COMMAND", "run")
+        .env("FAULTLINE_ARGS", "")
+        .env("FAULTLINE_COMPARE", "false")
+        .env("FAULTLINE_COMPARE_ARGS", "")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh");
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&calls)
+        .unwrap_or_default()
+        .contains("started")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the run never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Kubernetes signals the pod's PID 1: the shell.
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(term.success());
+    let out = child.wait_with_output().expect("the shell ends");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let calls = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert_eq!(
+        calls.lines().collect::<Vec<_>>(),
+        ["restore", "run", "started", "undone"],
+        "{said}"
+    );
+    assert!(said.contains("faultline restore first"), "{said}");
+    assert!(said.contains("faultline run exited 2"), "{said}");
+    assert_eq!(out.status.code(), Some(2), "{said}");
 }
