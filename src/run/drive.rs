@@ -113,8 +113,8 @@ pub(crate) async fn run_loop<W: World>(
     let mut run = Run {
         plan,
         timeline: timeline.clone(),
+        steps: Steps::new(plan.exp, plan.targets, timeline.clone(), cancel.clone()),
         cancel,
-        steps: Steps::new(plan.exp, plan.targets, timeline.clone()),
         ledger,
         published: Published::default(),
         out: LoopOutcome::default(),
@@ -256,7 +256,6 @@ impl<'a> Run<'a> {
                             &mut self.ledger,
                             restore_after(),
                             &mut self.out.errors,
-                            &self.cancel,
                         )
                         .await;
                     if !ran {

@@ -103,6 +103,8 @@ pub(super) struct Steps<'a> {
     done: BTreeSet<usize>,
     /// Step index → the offset it is due at, for steps with a fixed time.
     fixed_due_ms: BTreeMap<usize, i64>,
+    /// The run's cancellation: a step armed when it comes is not issued.
+    cancel: tokio_util::sync::CancellationToken,
 }
 
 impl<'a> Steps<'a> {
@@ -111,8 +113,10 @@ impl<'a> Steps<'a> {
         exp: &'a Experiment,
         targets: &'a ResolvedTargets,
         timeline: SharedTimeline,
+        cancel: tokio_util::sync::CancellationToken,
     ) -> Self {
         Steps {
+            cancel,
             exp,
             targets,
             timeline,
@@ -333,7 +337,6 @@ impl<'a> Steps<'a> {
         ledger: &mut Ledger,
         restore_after: Duration,
         errors: &mut Vec<String>,
-        cancel: &tokio_util::sync::CancellationToken,
     ) -> bool {
         let armed = match self.armed_ahead.remove(&index) {
             Some(armed) => armed,
@@ -358,7 +361,7 @@ impl<'a> Steps<'a> {
             world.mark_before_undo(&undone).await;
         }
         world.before_undo(&step.action, &named).await;
-        if cancel.is_cancelled() {
+        if self.cancel.is_cancelled() {
             self.armed_ahead.insert(index, armed);
             return false;
         }

@@ -376,7 +376,7 @@ fn the_pods_shell_hands_sigterm_to_faultline_and_restores_a_journal_first() {
         r#"{"version":1,"faults":[{"node":"w1"}]}"#,
     )
     .expect("journal");
-    let mut child = Command::new(busybox)
+    let child = Command::new(busybox)
         .args(["sh", "-c", &script])
         .env("PATH", format!("{}:/bin:/usr/bin", bin.display()))
         .env("POD_NAME", "p")
