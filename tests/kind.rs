@@ -942,6 +942,124 @@ async fn kind_api_transport_sigint_during_a_kubelet_stop_ends_it_at_once() {
     all_nodes_ready(&client, BACK).await;
 }
 
+/// One run per cluster (issue 44, item 3): while a run holds the cluster's lock (a Lease),
+/// a second run from another journal is refused before anything, naming the holder, and so
+/// is `restore`; once the first has ended the lock is gone. A holder that died (its Lease
+/// not renewed for longer than its duration) is taken over, and the run says from whom.
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_a_second_run_is_refused_naming_the_first_and_a_dead_holder_is_taken_over() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let client = client().await;
+    all_nodes_ready(&client, BACK).await;
+    let leases: kube::Api<Lease> =
+        kube::Api::namespaced(client.clone(), faultline::cluster::lock::NAMESPACE);
+    let first = Scratch::new();
+    let mut running = first
+        .spawn_until_step(
+            "fixtures/experiments/lab/kubelet-stop-short.yaml",
+            &[],
+            "stop kubelet",
+        )
+        .await;
+    let second = Scratch::new();
+    let out = second.run("fixtures/experiments/lab/cordon-short.yaml", &[]);
+    assert_eq!(out.status.code(), Some(2), "the second run is refused");
+    let record = second.record("cordon-short");
+    let said = format!("{:?}", record.outcome);
+    assert!(
+        said.contains("another faultline run holds cluster"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("/{}/", running.id())),
+        "the holder is named: {said}"
+    );
+    assert!(said.contains("faultline run kubelet-stop-short"), "{said}");
+    assert!(
+        record
+            .timeline
+            .entries
+            .iter()
+            .all(|e| !matches!(e.event, faultline::timeline::Event::Step { .. })),
+        "nothing of the second run was issued"
+    );
+    // `restore` of a copy of the live run's journal: refused too, the fault left alone.
+    std::fs::copy(first.journal(), second.journal()).expect("copy the journal");
+    let out = second.faultline(&["restore"]).output().expect("restore");
+    echo(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "restore under a live run is refused"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("another faultline run holds cluster"),
+        "restore names the holder"
+    );
+    assert_eq!(
+        workers_with_kubelet_down().len(),
+        1,
+        "the live run's fault stays"
+    );
+    std::fs::remove_file(second.journal()).expect("journal");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &running.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    assert_eq!(running.wait().expect("wait").code(), Some(2));
+    assert!(
+        leases
+            .get_opt(faultline::cluster::lock::NAME)
+            .await
+            .expect("read")
+            .is_none(),
+        "the first run released its lock"
+    );
+
+    // A holder that died two minutes ago.
+    let dead: Lease = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": faultline::cluster::lock::NAME,
+                     "annotations": {"faultline.dev/running": "faultline run gone"}},
+        "spec": {"holderIdentity": "crashed-host/1/fl1", "leaseDurationSeconds": 60,
+                 "acquireTime": "2026-01-01T00:00:00.000000Z",
+                 "renewTime": (chrono::Utc::now() - chrono::Duration::seconds(120))
+                     .format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()}
+    }))
+    .expect("lease");
+    leases
+        .create(&kube::api::PostParams::default(), &dead)
+        .await
+        .expect("create the dead holder's lease");
+    let third = Scratch::new();
+    let out = third.run("fixtures/experiments/lab/cordon-short.yaml", &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a dead holder does not stop a run"
+    );
+    let record = third.record("cordon-short");
+    assert!(
+        record
+            .timeline
+            .entries
+            .iter()
+            .any(|e| format!("{:?}", e.event)
+                .contains("taken over from crashed-host/1/fl1 (faultline run gone)")),
+        "the take-over is said"
+    );
+    assert!(
+        leases
+            .get_opt(faultline::cluster::lock::NAME)
+            .await
+            .expect("read")
+            .is_none(),
+        "released at the end"
+    );
+    all_nodes_ready(&client, BACK).await;
+}
+
 /// Cluster DNS works on the offline kind cluster (CoreDNS built from its Go module by
 /// `ci/kind/build`): a pod resolves the API server's Service by its name and connects to it
 /// through the Service's address. agnhost's `connect` says `DNS` when the name does not

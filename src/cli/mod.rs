@@ -1,6 +1,23 @@
 //! The command line: argument parsing and one module per command. Each command returns
 //! its process exit code; errors are printed here, at the edge, with their context.
 
+/// `println!` for commands that must go on when their output is gone (`restore`, whose
+/// undo must not stop at a closed pipe): a failed write is dropped, never a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that drops a failed write, as [`say!`] does.
+macro_rules! say_err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod compare;
 mod completion;
 mod doctor;

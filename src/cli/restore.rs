@@ -17,13 +17,16 @@ pub(super) async fn restore(
     journal: Option<PathBuf>,
     api: &super::ApiArgs,
 ) -> i32 {
+    // Restore is itself the undo: a first Ctrl-C does not stop it (a second one does, and
+    // what is left stays in the journal); its output may go nowhere (`say!`).
+    let _signals = crate::run::signals::install(tokio_util::sync::CancellationToken::new());
     let Some(inventory) = super::load_inventory(inventory, api) else {
         return EXIT_ERROR;
     };
     let location = match super::journal_location(journal) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("{e}");
+            say_err!("{e}");
             return EXIT_ERROR;
         }
     };
@@ -31,14 +34,14 @@ pub(super) async fn restore(
     let mut journal = match Journal::open(&path) {
         Ok(j) => j,
         Err(e) => {
-            eprintln!("{e}");
+            say_err!("{e}");
             return EXIT_ERROR;
         }
     };
     let cluster = inventory.cluster().name.clone();
     // Which file was read, always: a journal looked for in the wrong place (another
     // user's, root's) must not pass for an empty one.
-    println!(
+    say!(
         "{}",
         journal_line(&location, journal.active(&cluster).len(), &cluster)
     );
@@ -47,7 +50,7 @@ pub(super) async fn restore(
     let before = match snapshot::load(&snapshot_path) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!(
+            say_err!(
                 "{}: cannot read the cluster snapshot: {e}",
                 snapshot_path.display()
             );
@@ -55,13 +58,13 @@ pub(super) async fn restore(
         }
     };
     let nothing = journal.active(&cluster).is_empty();
-    // With nothing to undo, what a killed run left is removed now; otherwise after the
-    // undos, which may still need an undo watcher among them.
-    if nothing {
-        delete_node_access_pods(&inventory).await;
-    }
-    if nothing && before.is_none() {
-        println!(
+    let through_api = inventory
+        .nodes()
+        .iter()
+        .any(|n| n.transport == crate::inventory::TransportKind::Pod);
+    // Nothing to undo, nothing to compare, no node-access pod to look for: no cluster asked.
+    if nothing && before.is_none() && !through_api {
+        say!(
             "nothing to restore for cluster {cluster} ({})",
             path.display()
         );
@@ -75,92 +78,128 @@ pub(super) async fn restore(
     )
     .await
     .map(|c| c.client);
-    if nothing {
-        println!(
-            "nothing to restore for cluster {cluster} ({})",
-            path.display()
-        );
-        let Some(before) = before else {
-            return EXIT_OK;
-        };
-        return compare(
-            &before,
-            client.as_ref().ok(),
+    // A live run on the cluster holds its lock: restoring under it would undo its faults
+    // and delete its node-access pods. Without the API the node undos still run.
+    let lock = match &client {
+        Ok(c) => match crate::cluster::lock::ClusterLock::take(
+            c,
+            &cluster,
+            &crate::cluster::lock::identity("restore"),
+            "faultline restore",
+        )
+        .await
+        {
+            Ok(lock) => Some(lock),
+            Err(e @ crate::cluster::lock::LockError::Held { .. }) => {
+                say_err!("error: {e}");
+                return EXIT_ERROR;
+            }
+            Err(e) => {
+                say_err!("warning: {e}; restoring without it");
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    let code = 'done: {
+        if nothing {
+            // What a killed run left is removed under the lock; with faults to undo, after
+            // them, since an undo watcher may be among them.
+            delete_node_access_pods(&inventory).await;
+            say!(
+                "nothing to restore for cluster {cluster} ({})",
+                path.display()
+            );
+            let Some(before) = before else {
+                break 'done EXIT_OK;
+            };
+            break 'done compare(
+                &before,
+                client.as_ref().ok(),
+                &executor,
+                &inventory,
+                &snapshot_path,
+            )
+            .await;
+        }
+        let targets = Default::default();
+        let api =
+            async |node: &str, action: &Action, timeout: Duration| -> Result<OpOutcome, String> {
+                let client = client.as_ref().map_err(|e| e.to_string())?;
+                let actor = Actor {
+                    executor: &executor,
+                    client,
+                    targets: &targets,
+                };
+                actor
+                    .act(action, Some(node), timeout)
+                    .await
+                    .map(|r| OpOutcome {
+                        exit_status: r.exit_status,
+                        output: r.output,
+                        dropped: false,
+                    })
+                    .map_err(|e| e.to_string())
+            };
+        let outcomes = restore_all_with(
+            &mut journal,
             &executor,
-            &inventory,
-            &snapshot_path,
+            &cluster,
+            &RetryPolicy::default(),
+            api,
         )
         .await;
-    }
-    let targets = Default::default();
-    let api = async |node: &str, action: &Action, timeout: Duration| -> Result<OpOutcome, String> {
-        let client = client.as_ref().map_err(|e| e.to_string())?;
-        let actor = Actor {
-            executor: &executor,
-            client,
-            targets: &targets,
-        };
-        actor
-            .act(action, Some(node), timeout)
-            .await
-            .map(|r| OpOutcome {
-                exit_status: r.exit_status,
-                output: r.output,
-                dropped: false,
-            })
-            .map_err(|e| e.to_string())
-    };
-    let outcomes = restore_all_with(
-        &mut journal,
-        &executor,
-        &cluster,
-        &RetryPolicy::default(),
-        api,
-    )
-    .await;
-    delete_node_access_pods(&inventory).await;
-    let mut failed = 0;
-    for o in &outcomes {
-        match &o.error {
-            None => println!(
-                "restored {} on {} ({} attempt(s))",
-                o.fault, o.node, o.attempts
-            ),
-            Some(e) => {
-                failed += 1;
-                println!(
-                    "NOT restored {} on {}: {e} (it stays in the journal{})",
+        delete_node_access_pods(&inventory).await;
+        let mut failed = 0;
+        for o in &outcomes {
+            match &o.error {
+                None => say!(
+                    "restored {} on {} ({} attempt(s))",
                     o.fault,
                     o.node,
-                    if o.outcome.is_none() {
-                        ", and its self-restore, if one was armed, stays armed"
-                    } else {
-                        ""
-                    }
-                );
+                    o.attempts
+                ),
+                Some(e) => {
+                    failed += 1;
+                    say!(
+                        "NOT restored {} on {}: {e} (it stays in the journal{})",
+                        o.fault,
+                        o.node,
+                        if o.outcome.is_none() {
+                            ", and its self-restore, if one was armed, stays armed"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+            }
+            if let Some(w) = &o.warning {
+                say!("  {} on {}: {w}", o.fault, o.node);
             }
         }
-        if let Some(w) = &o.warning {
-            println!("  {} on {}: {w}", o.fault, o.node);
+        say!(
+            "{} restored, {} left in {}",
+            outcomes.len() - failed,
+            failed,
+            path.display()
+        );
+        let mut code = if failed == 0 { EXIT_OK } else { EXIT_FAILED };
+        if let Some(before) = before {
+            let compared = compare(
+                &before,
+                client.as_ref().ok(),
+                &executor,
+                &inventory,
+                &snapshot_path,
+            )
+            .await;
+            code = code.max(compared);
         }
-    }
-    println!(
-        "{} restored, {} left in {}",
-        outcomes.len() - failed,
-        failed,
-        path.display()
-    );
-    let mut code = if failed == 0 { EXIT_OK } else { EXIT_FAILED };
-    if let Some(before) = before {
-        let compared = compare(
-            &before,
-            client.as_ref().ok(),
-            &executor,
-            &inventory,
-            &snapshot_path,
-        )
-        .await;
-        code = code.max(compared);
+
+        code
+    };
+    if let Some(lock) = lock {
+        lock.release().await;
     }
     code
 }
@@ -188,7 +227,7 @@ async fn compare(
     snapshot_path: &Path,
 ) -> i32 {
     let Some(client) = client else {
-        eprintln!("cannot compare the cluster with its snapshot: the API is unreachable");
+        say_err!("cannot compare the cluster with its snapshot: the API is unreachable");
         return EXIT_ERROR;
     };
     // The timers the inventory states, upstream defaults for the rest: only the wait's length.
@@ -199,7 +238,7 @@ async fn compare(
     )
     .timers;
     let settle = restored::settle_bound(crate::run::DEFAULT_RESTORE_MARGIN, &timers);
-    println!(
+    say!(
         "comparing the cluster with its snapshot from before the first fault ({}), waiting up \
          to {}s for it to settle",
         before.taken_at.format("%Y-%m-%d %H:%M:%S UTC"),
@@ -207,7 +246,7 @@ async fn compare(
     );
     let check = restored::check(before, client, executor, settle).await;
     if check.ok {
-        println!(
+        say!(
             "cluster restored: {} (settled after {:.1}s)",
             check.compared,
             check.waited_ms as f64 / 1000.0
@@ -215,14 +254,14 @@ async fn compare(
         let _ = std::fs::remove_file(snapshot_path);
         EXIT_OK
     } else {
-        println!(
+        say!(
             "cluster NOT restored after {:.1}s:",
             check.waited_ms as f64 / 1000.0
         );
         for d in &check.differences {
-            println!("  {d}");
+            say!("  {d}");
         }
-        println!(
+        say!(
             "the snapshot stays at {}; fix the differences and run `faultline restore` again",
             snapshot_path.display()
         );
@@ -250,17 +289,17 @@ async fn delete_node_access_pods(inventory: &crate::inventory::Inventory) {
     {
         Ok(c) => c.client,
         Err(e) => {
-            eprintln!("cannot look for node-access pods left behind: {e}");
+            say_err!("cannot look for node-access pods left behind: {e}");
             return;
         }
     };
     match crate::execute::pod::delete_leftovers(&client).await {
         Ok(gone) if gone.is_empty() => {}
-        Ok(gone) => println!(
+        Ok(gone) => say!(
             "deleted {} node-access pod(s) left behind: {}",
             gone.len(),
             gone.join(", ")
         ),
-        Err(e) => eprintln!("cannot delete the node-access pods left behind: {e}"),
+        Err(e) => say_err!("cannot delete the node-access pods left behind: {e}"),
     }
 }

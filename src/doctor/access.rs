@@ -123,6 +123,16 @@ pub(crate) fn needed(experiments: &[Experiment]) -> Vec<Access> {
         )
         .optional(),
     ];
+    // One run per cluster: the Lease a run holds for its whole life (cluster::lock).
+    for verb in ["create", "get", "update", "delete"] {
+        all.push(Access::new(
+            verb,
+            "coordination.k8s.io",
+            "leases",
+            Some(crate::cluster::lock::NAMESPACE),
+            "the cluster lock a run holds (one run per cluster)",
+        ));
+    }
     for exp in experiments {
         let scope = Scope::of(exp);
         let namespaces: Vec<Option<String>> = match &scope.namespaces {

@@ -84,7 +84,7 @@ async fn run_once(
         let cluster = setup::unread_cluster(settings);
         return setup::not_run(exp, cluster, run_id, started_at, e);
     }
-    let mut prepared = match prepare::prepare(exp, settings).await {
+    let prepared = match prepare::prepare(exp, settings).await {
         Ok(p) => p,
         Err(e) => {
             let cluster = setup::unread_cluster(settings);
@@ -103,6 +103,58 @@ async fn run_once(
     let mut warnings = match prepare::preflight_cluster(exp, &prepared).await {
         Ok(w) => w,
         Err(e) => return not_run(e.to_string()),
+    };
+    // One run per cluster, from here to the end of the undo and teardown.
+    let lock = match crate::cluster::lock::ClusterLock::take(
+        &prepared.client,
+        &prepared.cluster.name,
+        &crate::cluster::lock::identity(&token_id),
+        &format!("faultline run {}", exp.name),
+    )
+    .await
+    {
+        Ok(lock) => lock,
+        Err(e) => return not_run(e.to_string()),
+    };
+    if let Some(dead) = &lock.took_over {
+        warnings.push(format!(
+            "the cluster lock was taken over from {} ({}), which stopped renewing it at {:?}: \
+             that run died; `faultline restore` with its journal undoes what it left",
+            dead.identity, dead.running, dead.renewed
+        ));
+    }
+    let record = locked(
+        exp,
+        settings,
+        cancel,
+        events,
+        prepared,
+        warnings,
+        (run_id, token_id, started_at),
+    )
+    .await;
+    lock.release().await;
+    record
+}
+
+/// The part of a run that holds the cluster lock: setup, the loop, undo and teardown.
+async fn locked(
+    exp: &crate::experiment::model::Experiment,
+    settings: &RunSettings,
+    cancel: CancellationToken,
+    events: RunEvents,
+    mut prepared: prepare::Prepared,
+    mut warnings: Vec<String>,
+    (run_id, token_id, started_at): (String, String, chrono::DateTime<Utc>),
+) -> RunRecord {
+    let not_run = |message: String| {
+        setup::not_run(
+            exp,
+            prepared.cluster.clone(),
+            run_id.clone(),
+            started_at,
+            message,
+        )
     };
     let journal = match Journal::open(&settings.journal_path) {
         Ok(j) => j,

@@ -280,7 +280,7 @@ impl<'a> Steps<'a> {
         let nodes = self.step_nodes(index);
         let named: Vec<&str> = nodes.iter().flatten().map(String::as_str).collect();
         world.before_fault(index, &step.action, &named).await;
-        let restore_after = super::host_timed::restore_after(
+        let planned = super::host_timed::restore_after(
             exp,
             index,
             named
@@ -288,11 +288,20 @@ impl<'a> Steps<'a> {
                 .any(|n| world.undo_armed_on_host(n, &step.action)),
             &self.fixed_due_ms,
             self.timeline.offset_ms(),
-        )
-        .unwrap_or(restore_after);
-        let armed = ledger
-            .before_faults(&*world, &step.name, &named, &step.action, restore_after)
-            .await;
+        );
+        let armed = match planned {
+            Ok(planned) => ledger
+                .before_faults(
+                    &*world,
+                    &step.name,
+                    &named,
+                    &step.action,
+                    planned.unwrap_or(restore_after),
+                )
+                .await
+                .map_err(|e| e.to_string()),
+            Err(late) => Err(late),
+        };
         match armed {
             Ok(armed) => {
                 let mut ids = Vec::with_capacity(armed.len());
@@ -314,9 +323,7 @@ impl<'a> Steps<'a> {
                     self.timeline.record(self.step_event(
                         index,
                         Some(node),
-                        StepPhase::Failed {
-                            error: e.to_string(),
-                        },
+                        StepPhase::Failed { error: e.clone() },
                     ));
                 }
                 errors.push(format!("step `{}`: {e}", step.name));

@@ -76,21 +76,37 @@ fn undo_step(exp: &Experiment, index: usize) -> Option<usize> {
 
 /// How long after now (`now_ms`) the self-restore of step `index`'s fault is armed for
 /// when it `cut` the transport of one of its nodes: [`MARGIN`] after its undo step's fixed
-/// offset, the node's timer then being the planned undo. `None`: as any other fault (no
-/// cut, or no undo at a fixed offset).
+/// offset, the node's timer then being the planned undo. `Ok(None)`: as any other fault
+/// (no cut, or no undo at a fixed offset). An error when that undo is already due: the
+/// timer would fire before (or just after) the fault and undo nothing, leaving the fault
+/// in place with nothing armed, so the fault is not injected.
 pub(crate) fn restore_after(
     exp: &Experiment,
     index: usize,
     cut: bool,
     fixed_due_ms: &BTreeMap<usize, i64>,
     now_ms: i64,
-) -> Option<Duration> {
+) -> Result<Option<Duration>, String> {
     if !cut {
-        return None;
+        return Ok(None);
     }
-    let due = *fixed_due_ms.get(&undo_step(exp, index)?)?;
-    let after = u64::try_from(due.saturating_sub(now_ms)).unwrap_or(0);
-    Some(Duration::from_millis(after) + MARGIN)
+    let Some(undo) = undo_step(exp, index) else {
+        return Ok(None);
+    };
+    let Some(&due) = fixed_due_ms.get(&undo) else {
+        return Ok(None);
+    };
+    if due <= now_ms {
+        return Err(format!(
+            "its undo `{}` was due at {} (now {}): the timer armed on the node as that \
+             undo would fire before the fault, so the fault is not injected",
+            exp.steps[undo].name,
+            crate::timeline::format_offset_ms(due),
+            crate::timeline::format_offset_ms(now_ms)
+        ));
+    }
+    let after = u64::try_from(due - now_ms).unwrap_or(0);
+    Ok(Some(Duration::from_millis(after) + MARGIN))
 }
 
 /// Waits until `node` is seen back through the API: its Lease renewed since the wait began
@@ -177,6 +193,27 @@ pub(crate) fn refusals(exp: &Experiment, inventory: &Inventory) -> Vec<Refusal> 
         }
         let target = fault_step.target.as_deref().unwrap_or("?");
         let undo = undo_step(exp, i);
+        // A fault that waits may come after its undo's fixed time: the undo's timer, armed
+        // before the fault, would then fire first and undo nothing.
+        if let Some(j) = undo
+            && matches!(exp.steps[j].at, StepTime::Offset(_))
+            && !matches!(fault_step.at, StepTime::Offset(_))
+        {
+            out.push(Refusal {
+                step: fault_step.name.clone(),
+                reason: format!(
+                    "it waits ({}), so it may come after its undo `{}` at a fixed time; the \
+                     nodes of target `{target}` are reached through the API (transport: pod), \
+                     where that undo is a timer armed on the node before the fault and would \
+                     fire first; give this step `at:` too, before its undo's",
+                    match &fault_step.at {
+                        StepTime::AfterStep { step, .. } => format!("after step `{step}`"),
+                        _ => "on `when:`".to_string(),
+                    },
+                    exp.steps[j].name
+                ),
+            });
+        }
         if let Some(j) = undo {
             let s = &exp.steps[j];
             let waits = match &s.at {

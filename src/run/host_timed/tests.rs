@@ -28,6 +28,50 @@ fn experiment(steps: &str) -> Experiment {
     crate::experiment::parse(&yaml, Path::new("t.yaml")).unwrap_or_else(|d| panic!("{d}"))
 }
 
+/// A fault that waits for another step, undone at a fixed time: through the API that undo
+/// is a timer armed before the fault, which may then fire first and undo nothing.
+#[test]
+fn a_fault_that_waits_is_refused_when_its_undo_is_at_a_fixed_time() {
+    let exp = experiment(
+        "  - {name: cordon, at: 0s, do: cordon, target: victim}\n\
+         \x20 - {name: stop, after: cordon, do: kubelet-stop, target: victim}\n\
+         \x20 - {name: start, at: 60s, do: kubelet-start, target: victim}",
+    );
+    let refused = refusals(&exp, &inventory("pod"));
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].step, "stop");
+    assert!(
+        refused[0].reason.contains("after step `cordon`"),
+        "{refused:?}"
+    );
+    assert!(
+        refused[0].reason.contains("give this step `at:`"),
+        "{refused:?}"
+    );
+    assert_eq!(refusals(&exp, &inventory("ssh")), vec![]);
+}
+
+/// At run time, an undo already due when its fault is armed refuses the fault: the timer
+/// armed "2 s from now" would fire before it.
+#[test]
+fn a_fault_armed_after_its_undo_was_due_is_not_injected() {
+    let exp = experiment(
+        "  - {name: stop, at: 0s, do: kubelet-stop, target: victim}\n\
+         \x20 - {name: start, at: 30s, do: kubelet-start, target: victim}",
+    );
+    let due = BTreeMap::from([(1, 30_000)]);
+    assert_eq!(
+        restore_after(&exp, 0, true, &due, 10_000),
+        Ok(Some(Duration::from_secs(22)))
+    );
+    let late = restore_after(&exp, 0, true, &due, 31_000).unwrap_err();
+    assert!(
+        late.contains("its undo `start` was due at +30.0s"),
+        "{late}"
+    );
+    assert_eq!(restore_after(&exp, 0, false, &due, 31_000), Ok(None));
+}
+
 #[test]
 fn undos_at_a_fixed_time_are_carried_through_the_api() {
     for name in [
@@ -82,12 +126,15 @@ fn the_restore_of_a_cut_fault_is_its_undo_step_offset_plus_the_margin() {
     let due: BTreeMap<usize, i64> = [(0, 1_000), (1, 31_000)].into();
     assert_eq!(
         restore_after(&exp, 0, true, &due, 1_500),
-        Some(Duration::from_millis(29_500) + MARGIN)
+        Ok(Some(Duration::from_millis(29_500) + MARGIN))
     );
     // A fault that does not cut the transport keeps the run's own restore deadline.
-    assert_eq!(restore_after(&exp, 0, false, &due, 1_500), None);
+    assert_eq!(restore_after(&exp, 0, false, &due, 1_500), Ok(None));
     // No undo at a fixed time: the same.
-    assert_eq!(restore_after(&exp, 0, true, &BTreeMap::new(), 1_500), None);
+    assert_eq!(
+        restore_after(&exp, 0, true, &BTreeMap::new(), 1_500),
+        Ok(None)
+    );
 }
 
 #[test]
