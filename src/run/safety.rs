@@ -529,6 +529,11 @@ struct Outage {
     worst_case: bool,
     /// A reboot, counted as [`outages`] says.
     reboot: bool,
+    /// Brought back by a power-on: counted down until the node has had time to boot.
+    booting: bool,
+    /// A `run` with an undo or a `NoExecute` taint: counted down though faultline cannot
+    /// see the node go out.
+    by_parameters: bool,
 }
 
 /// How long faultline waits for a rebooted node to answer with a new boot id: a reboot
@@ -555,7 +560,7 @@ fn outages(exp: &Experiment, targets: &ResolvedTargets, timers: &ClusterTimers) 
     let mut out = Vec::new();
     for (f, fault_step) in exp.steps.iter().enumerate() {
         let info = fault::info(&fault_step.action);
-        if !info.takes_node_down {
+        if !fault::counts_as_down(&fault_step.action) {
             continue;
         }
         let issue = &issues[f];
@@ -568,6 +573,7 @@ fn outages(exp: &Experiment, targets: &ResolvedTargets, timers: &ClusterTimers) 
             Moment::first(issue.earliest)
         };
         for node in fault_step.nodes(targets) {
+            let mut booting = false;
             let (to, worst_case) = if info.restarts_machine {
                 let back = issue.latest.map(|l| {
                     Moment::last(
@@ -588,25 +594,35 @@ fn outages(exp: &Experiment, targets: &ResolvedTargets, timers: &ClusterTimers) 
                             && (no_inverse || fault::undoes(&step.action, &fault_step.action))
                             && certainly_after(&issues, *b, f)
                     })
-                    .filter_map(|(b, _)| {
+                    .filter_map(|(b, step)| {
                         let i = &issues[b];
-                        let at = i.latest?;
-                        Some(if i.fixed {
+                        let mut at = i.latest?;
+                        // A power-on starts the machine: the node is back once it has
+                        // booted, which faultline waits for as long as for a reboot.
+                        let boots = fault::info(&step.action).restarts_machine;
+                        if boots {
+                            at = at
+                                .saturating_add(ms(step.timeout))
+                                .saturating_add(ms(reboot_bound()));
+                        }
+                        Some(if i.fixed && !boots {
                             (
                                 Moment {
                                     ms: at,
                                     order: order(b),
                                 },
                                 false,
+                                boots,
                             )
                         } else {
-                            (Moment::last(at), true)
+                            (Moment::last(at), !i.fixed, boots)
                         })
                     })
                     .min();
+                booting = back.is_some_and(|(_, _, boots)| boots);
                 (
-                    back.map(|(m, _)| m),
-                    !issue.fixed || back.is_some_and(|(_, worst)| worst),
+                    back.map(|(m, _, _)| m),
+                    !issue.fixed || back.is_some_and(|(_, worst, _)| worst),
                 )
             };
             out.push(Outage {
@@ -616,6 +632,8 @@ fn outages(exp: &Experiment, targets: &ResolvedTargets, timers: &ClusterTimers) 
                 to,
                 worst_case,
                 reboot: info.restarts_machine,
+                booting,
+                by_parameters: !info.takes_node_down,
             });
         }
     }
@@ -674,6 +692,19 @@ fn notes(down: &[&Outage]) -> String {
         notes.push_str(
             " Steps placed after another step or an observed state are counted at their worst: \
              a fault as early as it can come, a return as late.",
+        );
+    }
+    if down.iter().any(|o| o.booting) {
+        notes.push_str(&format!(
+            " A node powered on counts as down until it has had time to boot: its power-on's \
+             timeout plus {}.",
+            crate::timeline::format_secs(reboot_bound())
+        ));
+    }
+    if down.iter().any(|o| o.by_parameters) {
+        notes.push_str(
+            " A `run` with an `undo` counts as down until the end of the run (faultline cannot \
+             read what a command does), and a `NoExecute` taint until its `untaint`.",
         );
     }
     if down.iter().any(|o| o.reboot) {
@@ -1048,6 +1079,95 @@ mod tests {
             vec![
                 at("reboot a", 0, Action::Reboot, "a"),
                 at("stop b", 661, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+    }
+
+    #[test]
+    fn a_node_powered_on_counts_as_down_until_it_has_had_time_to_boot() {
+        // Power-on at +60 s (timeout 60 s): a boots until +60 + 60 + 600 s.
+        let steps = |stop_b: u64| {
+            vec![
+                at("off a", 0, Action::PowerOff, "a"),
+                at("on a", 60, Action::PowerOn, "a"),
+                at("stop b", stop_b, Action::KubeletStop, "b"),
+            ]
+        };
+        let text = refusal(steps(120), SafetySpec::default(), &[]);
+        assert!(
+            text.starts_with(
+                "steps `off a` and `stop b` would have 2 nodes down at once (a, b) \
+                 from +120.0s to"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("A node powered on counts as down"), "{text}");
+        passes(steps(721), SafetySpec::default(), &[]);
+    }
+
+    #[test]
+    fn an_evicting_taint_and_a_run_with_an_undo_count_as_down() {
+        let taint = |effect: &str| TaintSpec {
+            key: "faultline.dev/test".into(),
+            value: None,
+            effect: effect.into(),
+        };
+        // A NoExecute taint moves the node's pods away until its untaint.
+        let text = refusal(
+            vec![
+                at("taint a", 0, Action::Taint(taint("NoExecute")), "a"),
+                at("stop b", 30, Action::KubeletStop, "b"),
+                at("untaint a", 60, Action::Untaint(taint("NoExecute")), "a"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        assert!(
+            text.starts_with(
+                "steps `taint a` and `stop b` would have 2 nodes down at once (a, b) \
+                 from +30.0s to +60.0s;"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("`NoExecute` taint"), "{text}");
+        passes(
+            vec![
+                at("taint a", 0, Action::Taint(taint("NoExecute")), "a"),
+                at("untaint a", 60, Action::Untaint(taint("NoExecute")), "a"),
+                at("stop b", 90, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        // A NoSchedule taint keeps the node's pods running: it does not count.
+        passes(
+            vec![
+                at("taint a", 0, Action::Taint(taint("NoSchedule")), "a"),
+                at("stop b", 30, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        // A run with an undo changed something until the end of the run.
+        let run = |undo: Option<&str>| Action::Run {
+            command: "iptables -A INPUT -j DROP".into(),
+            undo: undo.map(str::to_owned),
+        };
+        let text = refusal(
+            vec![
+                at("cut a", 0, run(Some("iptables -D INPUT -j DROP")), "a"),
+                at("stop b", 600, Action::KubeletStop, "b"),
+            ],
+            SafetySpec::default(),
+            &[],
+        );
+        assert!(text.starts_with("steps `cut a` and `stop b`"), "{text}");
+        passes(
+            vec![
+                at("look at a", 0, run(None), "a"),
+                at("stop b", 30, Action::KubeletStop, "b"),
             ],
             SafetySpec::default(),
             &[],

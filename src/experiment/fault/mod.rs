@@ -549,7 +549,7 @@ impl ActionKind {
                 inverse: Inverse::None,
                 also_undoes: None,
                 takes_node_down: false,
-                brings_node_back: false,
+                brings_node_back: true,
                 restarts_machine: false,
                 repairs: true,
                 kubelet_ends_pods: false,
@@ -609,6 +609,18 @@ pub(crate) fn silences_node(action: &Action) -> bool {
 /// Whether the action takes the node out of service (counts against the blast radius).
 pub(crate) fn takes_node_down(action: &Action) -> bool {
     info(action).takes_node_down
+}
+
+/// Whether the step counts against the blast radius: an action that takes its node down,
+/// and two whose effect hangs on their parameters: a taint that evicts the node's pods
+/// (`NoExecute`), and a `run` with an `undo` (faultline cannot read what a command does;
+/// one that needs undoing changed something until the end of the run).
+pub(crate) fn counts_as_down(action: &Action) -> bool {
+    match action {
+        Action::Taint(t) => t.effect == "NoExecute",
+        Action::Run { undo, .. } => undo.is_some(),
+        _ => takes_node_down(action),
+    }
 }
 
 /// Whether the action starts the node's machine again (after which its address may differ).
