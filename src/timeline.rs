@@ -216,6 +216,12 @@ pub enum StepPhase {
         journal_id: String,
         /// A self-restore was armed on the node.
         self_restore: bool,
+        /// Only the node's own timer can end this fault, this many seconds after it was
+        /// armed: the fault cuts the node off from where faultline could ask (a partition
+        /// through the API, or a kubelet stop on a node without an undo watcher), so
+        /// neither Ctrl-C nor the safety net can end it sooner.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ends_by_timer_in_secs: Option<u64>,
     },
     /// The action was started.
     Issued,

@@ -722,7 +722,7 @@ fn without_docker(
 /// A shipped experiment run through the API transport with Docker hidden: it passes as it
 /// does over `docker exec` (every expectation, restored, fault confirmed, journal empty),
 /// and no node-access pod is left.
-async fn shipped_experiment_passes_through_the_api(name: &str) {
+async fn shipped_experiment_passes_through_the_api(name: &str) -> faultline::record::RunRecord {
     let started = std::time::Instant::now();
     let record = shipped_experiment_passes_on_kind_as(name, |s, experiment| {
         let inventory = api_transport_inventory(s);
@@ -751,6 +751,28 @@ async fn shipped_experiment_passes_through_the_api(name: &str) {
     );
     no_node_access_pods_left().await;
     println!("{name} through the API transport: {:?}", started.elapsed());
+    record
+}
+
+/// The seconds after which only the node's timer can end each fault the run armed, as its
+/// record says (`None` where a watcher or the transport can reach the node sooner).
+fn ends_by_timer(record: &faultline::record::RunRecord) -> Vec<Option<u64>> {
+    record
+        .timeline
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            faultline::timeline::Event::Step {
+                phase:
+                    faultline::timeline::StepPhase::Armed {
+                        ends_by_timer_in_secs,
+                        ..
+                    },
+                ..
+            } => Some(*ends_by_timer_in_secs),
+            _ => None,
+        })
+        .collect()
 }
 
 /// No pod labelled as a node-access pod remains (each is deleted after its command; one
@@ -780,7 +802,13 @@ async fn no_node_access_pods_left() {
 #[tokio::test]
 #[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
 async fn kind_api_transport_kubelet_stop_within_toleration() {
-    shipped_experiment_passes_through_the_api("kubelet-stop-within-toleration").await;
+    let record = shipped_experiment_passes_through_the_api("kubelet-stop-within-toleration").await;
+    // The undo watcher beside the timer can end it sooner: the run does not say otherwise.
+    let armed = ends_by_timer(&record);
+    assert!(
+        !armed.is_empty() && armed.iter().all(Option::is_none),
+        "{armed:?}"
+    );
 }
 
 #[tokio::test]
@@ -792,7 +820,14 @@ async fn kind_api_transport_kubelet_stop_past_toleration() {
 #[tokio::test]
 #[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
 async fn kind_api_transport_partition() {
-    shipped_experiment_passes_through_the_api("partition").await;
+    let record = shipped_experiment_passes_through_the_api("partition").await;
+    // A partition cuts the node off from the API server: the run says only the node's
+    // timer can end it (the terminal prints it from this event).
+    let armed = ends_by_timer(&record);
+    assert!(
+        !armed.is_empty() && armed.iter().all(Option::is_some),
+        "only the timer ends a partition through the API: {armed:?}"
+    );
 }
 
 /// `kill -9` while a kubelet stopped through the API is down: the planned undo armed on

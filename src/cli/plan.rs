@@ -399,6 +399,9 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
                 "            {node}: {}\n",
                 command_of(v.executor, &step.action, node)
             ));
+            if let Some(how) = undo_through_api(v.executor, &step.action, node) {
+                out.push_str(&format!("              {how}\n"));
+            }
         }
         if nodes.len() > shown {
             out.push_str(&format!(
@@ -559,6 +562,26 @@ fn manifest_objects(exp: &Experiment) -> Vec<String> {
     lines
 }
 
+/// How the undo of `action` reaches `node` when the fault cuts the node's API transport
+/// (the undo is then armed on the node before the fault): by its undo watcher when
+/// faultline asks, or, when the fault cuts the node off from the API server itself, by
+/// the node's timer alone. `None` for every other fault and transport.
+fn undo_through_api(executor: &Executor, action: &Action, node: &str) -> Option<&'static str> {
+    if !crate::run::host_timed::cuts_transport(executor, node, action) {
+        return None;
+    }
+    let watched = fault::inverse(action)
+        .and_then(|undo| fault::node_op(&undo))
+        .is_some_and(|op| crate::run::host_timed::watched(executor, node, &op));
+    Some(if watched {
+        "undone by its timer on the node, or sooner by the undo watcher beside it when \
+         faultline asks (Ctrl-C, the safety net)"
+    } else {
+        "undone only by its timer on the node: it cuts the node off from the API server, \
+         so neither Ctrl-C nor the safety net can end it sooner"
+    })
+}
+
 fn command_of(executor: &Executor, action: &Action, node: &str) -> String {
     if let Via::Power(power) = fault::info(action).via {
         return executor.describe_power(node, power);
@@ -643,6 +666,42 @@ mod tests {
             text.contains("expectations:\n  node goes Unknown within the grace period: Unknown within 30.0s after `stop kubelet`\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn through_the_api_the_plan_says_which_faults_only_their_timer_can_end() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/inventory/openshift.yaml");
+        let inv = Inventory::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
+        let executor = Executor::new(inv);
+        let partition = offline(&shipped("partition.yaml"), &settings, &executor, "offline");
+        assert!(
+            partition.contains(
+                "undone only by its timer on the node: it cuts the node off from the API \
+                 server, so neither Ctrl-C nor the safety net can end it sooner\n"
+            ),
+            "{partition}"
+        );
+        let stop = offline(
+            &shipped("kubelet-stop-past-toleration.yaml"),
+            &settings,
+            &executor,
+            "offline",
+        );
+        assert!(
+            stop.contains("or sooner by the undo watcher beside it when faultline asks"),
+            "{stop}"
+        );
+        assert!(!stop.contains("undone only by its timer"), "{stop}");
+        // Over SSH the undo is carried as any other step: nothing to say.
+        let ssh = four_nodes();
+        let lab = offline(
+            &shipped("partition.yaml"),
+            &RunSettings::new(ssh.clone(), "/nonexistent/journal.json".into()),
+            &Executor::new(ssh),
+            "offline",
+        );
+        assert!(!lab.contains("undone only by its timer"), "{lab}");
     }
 
     #[test]

@@ -191,13 +191,21 @@ pub fn entry_line(entry: &Entry) -> String {
                 StepPhase::Armed {
                     journal_id,
                     self_restore,
+                    ends_by_timer_in_secs,
                 } => format!(
-                    "journaled as {journal_id}{}",
+                    "journaled as {journal_id}{}{}",
                     if *self_restore {
                         ", self-restore armed on the node"
                     } else {
                         ""
-                    }
+                    },
+                    ends_by_timer_in_secs
+                        .map(|s| format!(
+                            "; only its timer can end this fault, in {s}s (it cuts the node \
+                             off from faultline: Ctrl-C and the safety net cannot reach it \
+                             sooner)"
+                        ))
+                        .unwrap_or_default()
                 ),
                 StepPhase::Issued => "issued".to_string(),
                 StepPhase::Finished {

@@ -50,6 +50,19 @@ pub(crate) struct UndoReport {
     pub attempts: u32,
 }
 
+/// One node's fault journaled and armed by [`Ledger::before_faults`], as the run reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Armed<'n> {
+    /// The node.
+    pub(crate) node: &'n str,
+    /// Its id in the fault journal.
+    pub(crate) journal_id: String,
+    /// A self-restore was armed on the node.
+    pub(crate) self_restore: bool,
+    /// Only the node's timer can end the fault, this many seconds from now.
+    pub(crate) ends_by_timer_in_secs: Option<u64>,
+}
+
 /// Why a fault could not be prepared; the fault is then not injected.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum LedgerError {
@@ -130,7 +143,7 @@ impl Ledger {
         nodes: &[&'n str],
         fault: &Action,
         restore_after: Duration,
-    ) -> Result<Vec<(&'n str, String, bool)>, LedgerError> {
+    ) -> Result<Vec<Armed<'n>>, LedgerError> {
         let mut undos = Vec::new();
         let mut entries: Vec<JournalEntry> = Vec::new();
         for node in nodes {
@@ -188,7 +201,19 @@ impl Ledger {
         }
         let mut out = Vec::with_capacity(entries.len());
         for (entry, (node, _, undo)) in entries.into_iter().zip(undos) {
-            out.push((node, entry.id.clone(), entry.armed_restore.is_some()));
+            // Armed on the host because the fault cuts the node's transport, with no
+            // watcher beside it: nothing but the node's timer reaches it.
+            let ends_by_timer_in_secs = entry
+                .armed_restore
+                .as_ref()
+                .filter(|a| a.watcher.is_none() && world.undo_armed_on_host(node, fault))
+                .map(|a| a.after_secs);
+            out.push(Armed {
+                node,
+                journal_id: entry.id.clone(),
+                self_restore: entry.armed_restore.is_some(),
+                ends_by_timer_in_secs,
+            });
             self.active.push(ActiveFault {
                 id: entry.id,
                 step: step.to_string(),

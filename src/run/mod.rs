@@ -16,7 +16,7 @@ mod cluster_world;
 #[cfg(test)]
 mod context_tests;
 pub(crate) mod drive;
-mod host_timed;
+pub(crate) mod host_timed;
 pub(crate) mod ledger;
 mod own_feet;
 pub(crate) mod prepare;

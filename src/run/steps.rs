@@ -305,14 +305,15 @@ impl<'a> Steps<'a> {
         match armed {
             Ok(armed) => {
                 let mut ids = Vec::with_capacity(armed.len());
-                for (node, journal_id, self_restore) in armed {
-                    ids.push(journal_id.clone());
+                for one in armed {
+                    ids.push(one.journal_id.clone());
                     self.timeline.record(self.step_event(
                         index,
-                        Some(node),
+                        Some(one.node),
                         StepPhase::Armed {
-                            journal_id,
-                            self_restore,
+                            journal_id: one.journal_id,
+                            self_restore: one.self_restore,
+                            ends_by_timer_in_secs: one.ends_by_timer_in_secs,
                         },
                     ));
                 }
