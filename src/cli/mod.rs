@@ -141,6 +141,10 @@ pub enum Command {
         /// actor also gets what its node-access pods need.
         #[arg(long, short)]
         inventory: Option<PathBuf>,
+        /// The setup's namespaces and the node-access pods' are made before faultline runs
+        /// (as the chart does): the actor gets no `create namespaces`. Implied by `-o values`.
+        #[arg(long)]
+        namespaces_exist: bool,
     },
     /// Undo every fault a crashed or killed run left behind (from the fault journal).
     Restore {
@@ -557,10 +561,11 @@ pub async fn main(cli: Cli) -> i32 {
             name,
             namespace,
             inventory,
+            namespaces_exist,
         } => rbac::rbac(
             &paths,
             role,
-            output,
+            (output, namespaces_exist || output == RbacOutput::Values),
             (&name, &namespace),
             inventory.as_deref(),
         ),

@@ -12,7 +12,7 @@ use crate::rbac::{self, RbacRole};
 pub(super) fn rbac(
     paths: &[PathBuf],
     role: Option<RbacRole>,
-    output: RbacOutput,
+    (output, namespaces_exist): (RbacOutput, bool),
     (name, namespace): (&str, &NamespaceArg),
     inventory: Option<&Path>,
 ) -> i32 {
@@ -41,9 +41,32 @@ pub(super) fn rbac(
             None => return EXIT_ERROR,
         }
     };
+    // The chart creates the setup's namespaces and the node-access pods' before faultline
+    // runs (so may the user: `--namespaces-exist`): the actor holds no `create` for them.
+    let mut created_for_it = Vec::new();
+    if namespaces_exist {
+        for exp in &experiments {
+            match rbac::kinds::setup_namespaces(exp) {
+                Ok(ns) => created_for_it.extend(ns),
+                Err(e) => {
+                    eprintln!("{e}");
+                    return EXIT_ERROR;
+                }
+            }
+        }
+    }
+    let node_access = inventory
+        .as_ref()
+        .map(rbac::node_access_namespaces)
+        .unwrap_or_default();
     let mut grants = Vec::new();
     for r in roles {
-        match rbac::grants(r, &experiments, inventory.as_ref()) {
+        let made = if namespaces_exist {
+            [created_for_it.clone(), node_access.clone()].concat()
+        } else {
+            Vec::new()
+        };
+        match rbac::grants(r, &experiments, inventory.as_ref(), &made) {
             Ok(g) => grants.push((r, g)),
             Err(e) => {
                 eprintln!("{e}");
@@ -58,21 +81,7 @@ pub(super) fn rbac(
             }
         }
         RbacOutput::Values => {
-            let mut namespaces = Vec::new();
-            for exp in &experiments {
-                match rbac::kinds::setup_namespaces(exp) {
-                    Ok(ns) => namespaces.extend(ns),
-                    Err(e) => {
-                        eprintln!("{e}");
-                        return EXIT_ERROR;
-                    }
-                }
-            }
-            let node_access = inventory
-                .as_ref()
-                .map(rbac::node_access_namespaces)
-                .unwrap_or_default();
-            print!("{}", rbac::values(&grants, &namespaces, &node_access));
+            print!("{}", rbac::values(&grants, &created_for_it, &node_access));
         }
     }
     EXIT_OK

@@ -20,6 +20,10 @@ pub(crate) struct Access {
     pub subresource: Option<String>,
     /// Namespace; `None`: cluster-scoped, or every namespace.
     pub namespace: Option<String>,
+    /// The one object it is needed on, when faultline knows it in advance (a setup
+    /// manifest's cluster-scoped objects): RBAC can then grant it by `resourceNames`
+    /// instead of on every object of the resource. `None`: any object.
+    pub name: Option<String>,
     /// What needs it (`observing pods`, step `drain node`).
     pub why: String,
     /// Whether a run fails without it; optional ones only warn (faultline has another way).
@@ -34,6 +38,7 @@ impl Access {
             resource: resource.into(),
             subresource: None,
             namespace: namespace.map(str::to_string),
+            name: None,
             why: why.into(),
             required: true,
         }
@@ -58,6 +63,9 @@ impl Access {
         if let Some(sub) = &self.subresource {
             resource = format!("{resource}/{sub}");
         }
+        if let Some(name) = &self.name {
+            resource = format!("{resource} {name}");
+        }
         match &self.namespace {
             Some(ns) => format!("{} {resource} in namespace {ns}", self.verb),
             None => format!("{} {resource} (cluster-wide)", self.verb),
@@ -73,6 +81,7 @@ pub(crate) fn setup_object(
     group: &str,
     resource: &str,
     namespace: Option<String>,
+    name: Option<String>,
     why: &str,
 ) -> Vec<Access> {
     let mut verbs = vec!["create", "patch", "get"];
@@ -87,6 +96,7 @@ pub(crate) fn setup_object(
             resource: resource.into(),
             subresource: None,
             namespace: namespace.clone(),
+            name: name.clone(),
             why: why.into(),
             required: true,
         })
@@ -223,6 +233,7 @@ pub(crate) fn dedup(all: Vec<Access>) -> Vec<Access> {
                 && o.resource == a.resource
                 && o.subresource == a.subresource
                 && o.namespace == a.namespace
+                && o.name == a.name
         }) {
             Some(existing) => existing.required |= a.required,
             None => out.push(a),

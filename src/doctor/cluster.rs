@@ -179,6 +179,8 @@ async fn can_i(client: &Client, a: &Access) -> Result<bool, kube::Error> {
                 resource: Some(a.resource.clone()),
                 subresource: a.subresource.clone(),
                 namespace: a.namespace.clone(),
+                // RBAC cannot grant `create` by name (the object has none yet).
+                name: a.name.clone().filter(|_| a.verb != "create"),
                 ..ResourceAttributes::default()
             }),
             ..SelfSubjectAccessReviewSpec::default()
@@ -216,13 +218,36 @@ async fn manifest_access(client: &Client, exp: &Experiment) -> Result<Vec<Access
                     })?;
             let namespace = cluster::manifests::namespace_of(&obj, &caps.scope);
             let why = format!("setup of {} ({})", exp.name, path.display());
-            out.extend(super::access::setup_object(
-                exp,
-                &resource.group,
-                &resource.plural,
-                namespace,
-                &why,
-            ));
+            // A cluster-scoped object is asked about by name (a chart may grant it by
+            // `resourceNames`); one already there is applied as a `patch`, so `create`
+            // is not needed for it (the chart creates the setup's namespaces).
+            let name = namespace
+                .is_none()
+                .then(|| obj.metadata.name.clone())
+                .flatten();
+            let exists = match &name {
+                Some(name) => {
+                    kube::Api::<kube::api::DynamicObject>::all_with(client.clone(), &resource)
+                        .get_opt(name)
+                        .await
+                        .ok()
+                        .flatten()
+                        .is_some()
+                }
+                None => false,
+            };
+            out.extend(
+                super::access::setup_object(
+                    exp,
+                    &resource.group,
+                    &resource.plural,
+                    namespace,
+                    name,
+                    &why,
+                )
+                .into_iter()
+                .filter(|a| !(exists && a.verb == "create")),
+            );
         }
     }
     Ok(out)

@@ -114,11 +114,18 @@ pub(crate) fn setup_access(exp: &Experiment) -> Result<Vec<Access>, KindError> {
                     .clone()
                     .unwrap_or_else(|| "default".to_string())
             });
+            // A cluster-scoped object is granted by name: a Namespace's `get` and `patch`
+            // then reach that namespace alone, not every one.
+            let name = namespace
+                .is_none()
+                .then(|| obj.metadata.name.clone())
+                .flatten();
             out.extend(crate::doctor::access::setup_object(
                 exp,
                 info.group,
                 info.plural,
                 namespace,
+                name,
                 &format!("setup of {} ({})", exp.name, path.display()),
             ));
         }

@@ -54,6 +54,7 @@ fn read(verbs: &[&str], group: &str, resource: &str, namespace: Option<&str>) ->
             resource: resource.into(),
             subresource: None,
             namespace: namespace.map(str::to_string),
+            name: None,
             why: "observing the cluster".into(),
             required: true,
         })
@@ -123,6 +124,7 @@ pub(crate) fn transport(inv: &crate::inventory::Inventory) -> Vec<Access> {
                 resource: resource.into(),
                 subresource: sub.map(str::to_string),
                 namespace: ns,
+                name: None,
                 why: why.into(),
                 required: true,
             };
@@ -188,20 +190,18 @@ pub(crate) fn transport(inv: &crate::inventory::Inventory) -> Vec<Access> {
             }
         }
         if pod.create_namespace {
-            all.push(one(
-                "get",
-                "namespaces",
-                None,
-                None,
-                "the node-access pods' namespace",
-            ));
-            all.push(one(
-                "create",
-                "namespaces",
-                None,
-                None,
-                "the node-access pods' namespace",
-            ));
+            for verb in ["get", "create"] {
+                all.push(Access {
+                    name: Some(pod.namespace.clone()),
+                    ..one(
+                        verb,
+                        "namespaces",
+                        None,
+                        None,
+                        "the node-access pods' namespace",
+                    )
+                });
+            }
         }
     }
     all
@@ -222,10 +222,14 @@ pub(crate) fn node_access_namespaces(inv: &crate::inventory::Inventory) -> Vec<S
 
 /// The rules of `role` for `experiments` (the observer's do not depend on them).
 /// With `inventory`, the actor also holds what its API transport needs ([`transport`]).
+/// `created_for_it`: namespaces made before faultline runs (the chart makes the setup's
+/// and the node-access pods'), which the actor then never creates: it holds `get` and
+/// `patch` on those by name, and no `create namespaces` at all for them.
 pub(crate) fn grants(
     role: RbacRole,
     experiments: &[Experiment],
     inventory: Option<&crate::inventory::Inventory>,
+    created_for_it: &[String],
 ) -> Result<Grants, KindError> {
     Ok(match role {
         RbacRole::Observer => Grants::of(&observer()),
@@ -239,6 +243,12 @@ pub(crate) fn grants(
                     .into_iter()
                     .filter(|a| !observer.allows(a)),
             );
+            all.retain(|a| {
+                !(a.verb == "create"
+                    && a.group.is_empty()
+                    && a.resource == "namespaces"
+                    && a.name.as_ref().is_some_and(|n| created_for_it.contains(n)))
+            });
             Grants::of(&access::dedup(all))
         }
     })
@@ -308,8 +318,10 @@ fn with_type<T: serde::Serialize>(object: &T, kind: &str) -> serde_json::Value {
 /// The chart's values for these roles: `rbac.<role>.clusterRules`, and
 /// `rbac.<role>.namespaceRules` as a list of `{namespace, rules}` (a list, because helm
 /// merges a map from `-f` into the chart's default one, and the default experiment's
-/// namespaces would stay); `rbac.createNamespaces`: the namespaces the actor's Roles live
-/// in that the experiments' own setup creates, so the Roles can be installed first.
+/// namespaces would stay); `rbac.createNamespaces`: every namespace the experiments' own
+/// setup creates, installed by the chart so the actor's Roles there can be installed first
+/// and the actor needs no `create namespaces` (the grants are computed with them as
+/// `created_for_it`).
 /// `node_access_namespaces`: the API transport's namespaces faultline would create, which
 /// the chart creates instead (labelled for privileged pods), so the actor's Role there can
 /// be installed; listed only when there are any.
@@ -327,18 +339,15 @@ pub(crate) fn values(
             .map(|(ns, rules)| json!({ "namespace": ns, "rules": rules }))
             .collect();
         if *role == RbacRole::Actor {
-            create.extend(
-                grants
-                    .namespaced
-                    .keys()
-                    .filter(|ns| setup_namespaces.contains(ns)),
-            );
+            create.extend(setup_namespaces);
         }
         rbac.insert(
             role.name().into(),
             json!({ "clusterRules": grants.cluster, "namespaceRules": namespaced }),
         );
     }
+    create.sort();
+    create.dedup();
     rbac.insert("createNamespaces".into(), json!(create));
     if !node_access_namespaces.is_empty() {
         rbac.insert("nodeAccessNamespaces".into(), json!(node_access_namespaces));

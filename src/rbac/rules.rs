@@ -19,18 +19,28 @@ pub(crate) struct Grants {
 }
 
 impl Grants {
-    /// The fewest rules that allow exactly `accesses`: per scope, one rule per API group and
-    /// set of verbs, listing every resource that needs that same set. Sorted, so the same
-    /// permissions always print the same rules.
+    /// The fewest rules that allow exactly `accesses`: per scope, one rule per API group,
+    /// set of verbs and set of object names, listing every resource that needs that same
+    /// set. An access on one named object is granted by `resourceNames`, unless the same
+    /// verb is needed on any object of the resource, or the verb is `create` (RBAC cannot
+    /// restrict it by name: the object has none yet). Sorted, so the same permissions
+    /// always print the same rules.
     pub(crate) fn of(accesses: &[Access]) -> Grants {
         let mut by_scope: BTreeMap<Option<String>, VerbsByResource> = BTreeMap::new();
         for a in accesses {
-            by_scope
+            let names = by_scope
                 .entry(a.namespace.clone())
                 .or_default()
                 .entry((a.group.clone(), resource_path(a)))
                 .or_default()
-                .insert(a.verb.clone());
+                .entry(a.verb.clone())
+                .or_insert_with(|| Some(BTreeSet::new()));
+            match (&a.name, names.as_mut()) {
+                (Some(name), Some(set)) if a.verb != "create" => {
+                    set.insert(name.clone());
+                }
+                _ => *names = None,
+            }
         }
         let mut grants = Grants::default();
         for (scope, resources) in by_scope {
@@ -61,8 +71,9 @@ impl Grants {
     }
 }
 
-/// (API group, resource or `resource/subresource`) → verbs, within one scope.
-type VerbsByResource = BTreeMap<(String, String), BTreeSet<String>>;
+/// (API group, resource or `resource/subresource`) → verb → the object names it is needed
+/// on (`None`: any object), within one scope.
+type VerbsByResource = BTreeMap<(String, String), BTreeMap<String, Option<BTreeSet<String>>>>;
 
 /// `pods`, or `pods/eviction` for a subresource, as RBAC rules name it.
 fn resource_path(a: &Access) -> String {
@@ -72,20 +83,33 @@ fn resource_path(a: &Access) -> String {
     }
 }
 
-/// One rule per group and verb set.
+/// The rules' key: API group, verbs, and the object names they hold for (`None`: any).
+type RuleKey = (String, Vec<String>, Option<Vec<String>>);
+
+/// One rule per group, verb set and name set.
 fn merge(resources: VerbsByResource) -> Vec<PolicyRule> {
-    let mut by_verbs: BTreeMap<(String, Vec<String>), Vec<String>> = BTreeMap::new();
+    let mut by_verbs: BTreeMap<RuleKey, Vec<String>> = BTreeMap::new();
     for ((group, resource), verbs) in resources {
-        by_verbs
-            .entry((group, verbs.into_iter().collect()))
-            .or_default()
-            .push(resource);
+        let mut by_names: BTreeMap<Option<Vec<String>>, Vec<String>> = BTreeMap::new();
+        for (verb, names) in verbs {
+            by_names
+                .entry(names.map(|n| n.into_iter().collect()))
+                .or_default()
+                .push(verb);
+        }
+        for (names, verbs) in by_names {
+            by_verbs
+                .entry((group.clone(), verbs, names))
+                .or_default()
+                .push(resource.clone());
+        }
     }
     by_verbs
         .into_iter()
-        .map(|((group, verbs), resources)| PolicyRule {
+        .map(|((group, verbs, names), resources)| PolicyRule {
             api_groups: Some(vec![group]),
             resources: Some(resources),
+            resource_names: names,
             verbs,
             ..PolicyRule::default()
         })
@@ -96,9 +120,15 @@ fn rule_allows(rule: &PolicyRule, a: &Access) -> bool {
     let has = |list: &Option<Vec<String>>, want: &str| {
         list.iter().flatten().any(|x| x == "*" || x == want)
     };
+    // A rule that names its objects holds for those alone, and never for `create`.
+    let named = match rule.resource_names.as_deref() {
+        None | Some([]) => true,
+        Some(names) => a.verb != "create" && a.name.as_ref().is_some_and(|n| names.contains(n)),
+    };
     has(&rule.api_groups, &a.group)
         && has(&rule.resources, &resource_path(a))
         && rule.verbs.iter().any(|v| v == "*" || *v == a.verb)
+        && named
 }
 
 #[cfg(test)]
@@ -112,6 +142,7 @@ mod tests {
             resource: resource.into(),
             subresource: None,
             namespace: ns.map(str::to_string),
+            name: None,
             why: "test".into(),
             required: true,
         }

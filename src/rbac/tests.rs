@@ -32,6 +32,7 @@ fn the_observer_only_reads_and_sees_leases_in_kube_node_lease_alone() {
         resource: "leases".into(),
         subresource: None,
         namespace: ns.map(str::to_string),
+        name: None,
         why: String::new(),
         required: true,
     };
@@ -55,8 +56,8 @@ fn the_actor_holds_the_drains_requests_and_nothing_the_observer_has() {
     for want in [
         "patch nodes (cluster-wide)",
         "create pods/eviction (cluster-wide)",
-        "patch namespaces (cluster-wide)",
-        "get namespaces (cluster-wide)",
+        "patch namespaces faultline-demo (cluster-wide)",
+        "get namespaces faultline-demo (cluster-wide)",
         "patch deployments.apps in namespace faultline-demo",
     ] {
         assert!(
@@ -163,7 +164,7 @@ fn every_shipped_experiment_gets_rules_and_an_unknown_kind_is_refused() {
 #[test]
 fn manifests_and_values_carry_the_same_rules() {
     let exps = load("experiments/local-persistent-volume.yaml");
-    let grants = grants(RbacRole::Actor, &exps, None).unwrap_or_else(|e| panic!("{e}"));
+    let grants = grants(RbacRole::Actor, &exps, None, &[]).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         !grants.namespaced.is_empty(),
         "deletes claims in its namespace"
@@ -206,9 +207,52 @@ fn manifests_and_values_carry_the_same_rules() {
     assert_eq!(namespaces, ["default", "faultline-lab"]);
     assert_eq!(
         values["rbac"]["createNamespaces"],
-        serde_json::json!(["faultline-lab"]),
-        "only namespaces the actor has Roles in"
+        serde_json::json!(["elsewhere", "faultline-lab"]),
+        "every namespace the setup creates"
     );
+}
+
+#[test]
+fn the_setups_namespace_is_granted_by_name_and_not_created_when_made_for_the_actor() {
+    let exps = load("deploy/helm/faultline/files/experiments");
+    let namespaces = |g: &Grants| -> Vec<PolicyRule> {
+        g.cluster
+            .iter()
+            .filter(|r| r.resources.as_deref() == Some(&["namespaces".to_string()][..]))
+            .cloned()
+            .collect()
+    };
+    let ask = |verb: &str, name: &str| Access {
+        verb: verb.into(),
+        group: String::new(),
+        resource: "namespaces".into(),
+        subresource: None,
+        namespace: None,
+        name: Some(name.into()),
+        why: String::new(),
+        required: true,
+    };
+    // Outside the chart: faultline creates the namespace, then applies it by name.
+    let alone = grants(RbacRole::Actor, &exps, None, &[]).unwrap();
+    assert!(alone.allows(&ask("create", "faultline-demo")));
+    assert!(alone.allows(&ask("patch", "faultline-demo")));
+    assert!(
+        !alone.allows(&ask("patch", "kube-system")),
+        "another namespace's labels (its Pod Security level) are out of reach: {:?}",
+        namespaces(&alone)
+    );
+    // The chart made it: no `create namespaces`, `get` and `patch` on it alone.
+    let made = ["faultline-demo".to_string()];
+    let chart = grants(RbacRole::Actor, &exps, None, &made).unwrap();
+    let rules = namespaces(&chart);
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules[0].verbs, ["get", "patch"]);
+    assert_eq!(
+        rules[0].resource_names.as_deref(),
+        Some(&["faultline-demo".to_string()][..])
+    );
+    assert!(!chart.allows(&ask("create", "faultline-demo")));
+    assert!(!chart.allows(&ask("get", "default")));
 }
 
 #[test]
@@ -221,7 +265,7 @@ fn the_api_transport_adds_its_pods_to_the_actor_and_ssh_adds_nothing() {
         crate::inventory::Inventory::parse(&text, Path::new("inv.yaml"))
             .unwrap_or_else(|e| panic!("{e}"))
     };
-    let by_pod = grants(RbacRole::Actor, &exps, Some(&inventory("pod"))).unwrap();
+    let by_pod = grants(RbacRole::Actor, &exps, Some(&inventory("pod")), &[]).unwrap();
     let pod_rules = by_pod
         .namespaced
         .get("faultline-node-access")
@@ -247,8 +291,8 @@ fn the_api_transport_adds_its_pods_to_the_actor_and_ssh_adds_nothing() {
     let cluster = serde_json::to_string(&by_pod.cluster).unwrap();
     assert!(cluster.contains("\"namespaces\""), "{cluster}");
 
-    let by_ssh = grants(RbacRole::Actor, &exps, Some(&inventory("ssh"))).unwrap();
-    let none = grants(RbacRole::Actor, &exps, None).unwrap();
+    let by_ssh = grants(RbacRole::Actor, &exps, Some(&inventory("ssh")), &[]).unwrap();
+    let none = grants(RbacRole::Actor, &exps, None, &[]).unwrap();
     assert_eq!(
         serde_json::to_string(&by_ssh.cluster).unwrap(),
         serde_json::to_string(&none.cluster).unwrap()

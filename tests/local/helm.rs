@@ -111,6 +111,7 @@ fn the_chart_installs_the_rules_generated_for_its_own_experiments() {
         &format!("{CHART}/files/experiments"),
         "--name",
         "t",
+        "--namespaces-exist",
     ]));
     let (rendered_roles, generated_roles) = (roles(&rendered), roles(&generated));
     assert!(
@@ -159,7 +160,13 @@ fn values_generated_for_other_experiments_render_as_generated() {
         "--set",
         "cronJob.enabled=true",
     ])));
-    let generated = docs(&faultline(&["rbac", exp, "--name", "t"]));
+    let generated = docs(&faultline(&[
+        "rbac",
+        exp,
+        "--name",
+        "t",
+        "--namespaces-exist",
+    ]));
     let rendered_roles = roles(&rendered);
     assert!(
         rendered_roles.contains_key(&(
@@ -208,7 +215,15 @@ fn the_api_transport_s_namespace_and_rules_and_the_nightly_comparison_render() {
         "--set",
         "job.compareArgs={--tolerance,10%}",
     ])));
-    let generated = docs(&faultline(&["rbac", exp, "-i", &inv, "--name", "t"]));
+    let generated = docs(&faultline(&[
+        "rbac",
+        exp,
+        "-i",
+        &inv,
+        "--name",
+        "t",
+        "--namespaces-exist",
+    ]));
     let rendered_roles = roles(&rendered);
     assert!(
         rendered_roles.contains_key(&(
