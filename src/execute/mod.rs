@@ -54,6 +54,7 @@ use thiserror::Error;
 
 use crate::inventory::{Inventory, NodeAccess, TransportKind};
 pub use output::MAX_OUTPUT;
+pub(crate) use output::read_tail_async;
 use primed::{PRIMED_EARLY, PRIMED_EXTRA_WAIT, PRIMED_LATE, PrimedCommands};
 use render::RenderError;
 pub use ssh::SshError;

@@ -15,7 +15,7 @@ const CHUNK: usize = 16 * 1024;
 
 /// The last bytes of a stream, at most `cap` of them, and how many bytes went by.
 #[derive(Debug, Clone)]
-pub(super) struct Tail {
+pub(crate) struct Tail {
     kept: Vec<u8>,
     cap: usize,
     seen: u64,
@@ -46,7 +46,7 @@ impl Tail {
     }
 
     /// The bytes kept (the last ones seen).
-    pub(super) fn kept(&self) -> &[u8] {
+    pub(crate) fn kept(&self) -> &[u8] {
         &self.kept
     }
 
@@ -72,7 +72,7 @@ pub(super) fn read_tail(mut r: impl Read, cap: usize) -> (Tail, std::io::Result<
 }
 
 /// [`read_tail`] for an async stream (a local child's pipe).
-pub(super) async fn read_tail_async(
+pub(crate) async fn read_tail_async(
     mut r: impl AsyncRead + Unpin,
     cap: usize,
 ) -> (Tail, std::io::Result<()>) {

@@ -10,21 +10,30 @@ use super::TryResult;
 
 /// Runs `sh -c command` locally under `timeout` (the child is killed when it overruns).
 pub(crate) async fn local(command: &str, timeout: Duration) -> TryResult {
-    let child = tokio::process::Command::new("sh")
+    let spawned = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(timeout, child).await {
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => return TryResult::new(false, format!("cannot run sh: {e}")),
+    };
+    let stderr = child.stderr.take();
+    let finished = async {
+        let text = match stderr {
+            Some(pipe) => super::read_capped(pipe).await,
+            None => String::new(),
+        };
+        (child.wait().await, text)
+    };
+    match tokio::time::timeout(timeout, finished).await {
         Err(_) => TryResult::new(false, format!("timed out after {}", format_secs(timeout))),
-        Ok(Err(e)) => TryResult::new(false, format!("cannot run sh: {e}")),
-        Ok(Ok(out)) => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            status_result(out.status.code(), &stderr)
-        }
+        Ok((Err(e), _)) => TryResult::new(false, format!("cannot run sh: {e}")),
+        Ok((Ok(status), stderr)) => status_result(status.code(), &stderr),
     }
 }
 

@@ -13,7 +13,6 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::Api;
 use kube::api::AttachParams;
-use tokio::io::AsyncReadExt;
 
 use super::TryResult;
 use crate::execute::pod::{ExitOf, exit_code};
@@ -69,10 +68,10 @@ impl ExecProbe {
         let stderr_reader = process.stderr();
         let status_future = process.take_status();
         let finished = tokio::time::timeout_at(deadline, async move {
-            let mut stderr = String::new();
-            if let Some(mut reader) = stderr_reader {
-                let _ = reader.read_to_string(&mut stderr).await;
-            }
+            let stderr = match stderr_reader {
+                Some(reader) => super::read_capped(reader).await,
+                None => String::new(),
+            };
             let status = match status_future {
                 Some(status) => status.await,
                 None => None,

@@ -31,6 +31,15 @@ use crate::timeline::Event;
 /// Longest detail kept on the timeline: enough for an exit status or an error's gist.
 const MAX_DETAIL: usize = 160;
 
+/// Reads a probe command's stderr to its end, keeping its last
+/// [`crate::execute::MAX_OUTPUT`] bytes as the transports do: a probe runs every second for
+/// the whole run, and one that floods its stderr must not grow faultline's memory with it.
+/// Everything is read, so the command never blocks on a full pipe.
+pub(crate) async fn read_capped(reader: impl tokio::io::AsyncRead + Unpin) -> String {
+    let (tail, _) = crate::execute::read_tail_async(reader, crate::execute::MAX_OUTPUT).await;
+    String::from_utf8_lossy(tail.kept()).into_owned()
+}
+
 /// Where probe events go: called once per change, from the probe's task.
 pub(crate) type ProbeSink = Arc<dyn Fn(Event) + Send + Sync>;
 

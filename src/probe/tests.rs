@@ -287,3 +287,30 @@ fn details_are_one_short_clean_line() {
     assert!(r.detail.starts_with("exit 1: bad thing xx"), "{}", r.detail);
     assert_eq!(r.detail.chars().count(), MAX_DETAIL);
 }
+
+#[tokio::test]
+async fn a_probe_flooding_its_stderr_keeps_only_a_bounded_tail() {
+    // 8 MiB on stderr, then the line the verdict names: all of it is read (the command
+    // exits), and only the last MAX_OUTPUT bytes are held.
+    let (mut writer, reader) = tokio::io::duplex(64 * 1024);
+    let feed = tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..128 {
+            writer.write_all(&chunk).await.unwrap();
+        }
+        writer.write_all(b"\nthe last word\n").await.unwrap();
+    });
+    let kept = super::read_capped(reader).await;
+    feed.await.unwrap();
+    assert!(kept.len() <= crate::execute::MAX_OUTPUT, "{}", kept.len());
+    assert!(kept.ends_with("the last word\n"), "{kept:?}");
+    // Through a real command: it finishes, Down, with the failing line.
+    let result = super::command::local(
+        "head -c 8000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo 'disk full' >&2; exit 1",
+        Duration::from_secs(20),
+    )
+    .await;
+    assert!(!result.up);
+    assert!(result.detail.starts_with("exit 1"), "{}", result.detail);
+}
