@@ -7,7 +7,9 @@
 //! takes it before its first fault and renews it every [`RENEW_EVERY`]; a second run (or a
 //! `restore`) refuses, naming the holder. A holder that died stops renewing: once its
 //! Lease has not been renewed for [`LEASE_SECONDS`] it is taken over, and the run says
-//! from whom. The Lease is deleted when the run ends.
+//! from whom; one that ran on this same machine and whose process is gone (`kill -9`, then
+//! `faultline restore` or the next run) is taken over at once ([`gone_from_here`]). The
+//! Lease is deleted when the run ends.
 
 use std::time::Duration;
 
@@ -126,10 +128,35 @@ pub struct ClusterLock {
 
 /// This process's identity as a holder: `host/pid/run`.
 pub fn identity(run: &str) -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+    format!("{}/{}/{run}", this_host(), std::process::id())
+}
+
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "unknown-host".into());
-    format!("{host}/{}/{run}", std::process::id())
+        .unwrap_or_else(|_| "unknown-host".into())
+}
+
+/// Whether `identity` names a faultline process on this machine that is no longer there:
+/// its pid gone, or reused by a process that is not faultline. A holder killed here
+/// (`kill -9`) is then known dead at once, without waiting [`LEASE_SECONDS`] for its
+/// Lease to lapse, so `restore` and the next run can start. Another machine's holder, or
+/// one whose process may still be faultline, is judged by its Lease alone.
+pub(crate) fn gone_from_here(identity: &str) -> bool {
+    let mut parts = identity.splitn(3, '/');
+    let (Some(host), Some(pid)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    if host != this_host() || pid == std::process::id() {
+        return false;
+    }
+    match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(cmdline) => !String::from_utf8_lossy(&cmdline).contains("faultline"),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
 }
 
 fn lease(identity: &str, running: &str, now: Timestamp, resource_version: Option<String>) -> Lease {
@@ -185,13 +212,13 @@ impl ClusterLock {
                     .await
                     .map_err(api_error("reading the holder"))?;
                 match judge(&found, Timestamp::now()) {
-                    Found::Live(holder) => {
+                    Found::Live(holder) if !gone_from_here(&holder.identity) => {
                         return Err(LockError::Held {
                             cluster: cluster.to_string(),
                             holder,
                         });
                     }
-                    Found::Dead(holder) => {
+                    Found::Live(holder) | Found::Dead(holder) => {
                         // Replaced only as it was read: a run taking it meanwhile wins.
                         let version = found.metadata.resource_version.clone();
                         leases
@@ -294,6 +321,31 @@ mod tests {
         let mut blank = l.clone();
         blank.spec = Some(LeaseSpec::default());
         assert!(matches!(judge(&blank, at(0)), Found::Dead(_)));
+    }
+
+    #[test]
+    fn a_holder_killed_on_this_machine_is_known_gone_at_once() {
+        let host = this_host();
+        // A process that has ended: its pid names nothing (or, reused, not faultline).
+        let mut child = std::process::Command::new("true").spawn().expect("true");
+        let ended = child.id();
+        child.wait().expect("wait");
+        assert!(gone_from_here(&format!("{host}/{ended}/fl1")));
+        // A live process that is not faultline: a pid reused since.
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        assert!(gone_from_here(&format!("{host}/{}/fl1", sleeper.id())));
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        // This process (a faultline test binary) and another machine's holder are not.
+        assert!(!gone_from_here(&format!(
+            "{host}/{}/fl1",
+            std::process::id()
+        )));
+        assert!(!gone_from_here(&format!("elsewhere-{host}/{ended}/fl1")));
+        assert!(!gone_from_here("no-pid-here"));
     }
 
     #[test]
