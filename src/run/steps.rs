@@ -300,7 +300,7 @@ impl<'a> Steps<'a> {
                 )
                 .await
                 .map_err(|e| e.to_string()),
-            Err(late) => Err(late),
+            Err(late) => Err(late.to_string()),
         };
         match armed {
             Ok(armed) => {

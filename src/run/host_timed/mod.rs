@@ -74,6 +74,24 @@ fn undo_step(exp: &Experiment, index: usize) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// A fault whose undo, armed on the node as a timer, is already due: the timer would fire
+/// before (or just after) the fault and undo nothing, so the fault is not injected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "its undo `{undo}` was due at {} (now {}): the timer armed on the node as that undo would \
+     fire before the fault, so the fault is not injected",
+    crate::timeline::format_offset_ms(*due_ms),
+    crate::timeline::format_offset_ms(*now_ms)
+)]
+pub(crate) struct UndoAlreadyDue {
+    /// The undo step's name.
+    undo: String,
+    /// When it was due, ms from the start.
+    due_ms: i64,
+    /// When the fault was about to be armed.
+    now_ms: i64,
+}
+
 /// How long after now (`now_ms`) the self-restore of step `index`'s fault is armed for
 /// when it `cut` the transport of one of its nodes: [`MARGIN`] after its undo step's fixed
 /// offset, the node's timer then being the planned undo. `Ok(None)`: as any other fault
@@ -86,7 +104,7 @@ pub(crate) fn restore_after(
     cut: bool,
     fixed_due_ms: &BTreeMap<usize, i64>,
     now_ms: i64,
-) -> Result<Option<Duration>, String> {
+) -> Result<Option<Duration>, UndoAlreadyDue> {
     if !cut {
         return Ok(None);
     }
@@ -97,13 +115,11 @@ pub(crate) fn restore_after(
         return Ok(None);
     };
     if due <= now_ms {
-        return Err(format!(
-            "its undo `{}` was due at {} (now {}): the timer armed on the node as that \
-             undo would fire before the fault, so the fault is not injected",
-            exp.steps[undo].name,
-            crate::timeline::format_offset_ms(due),
-            crate::timeline::format_offset_ms(now_ms)
-        ));
+        return Err(UndoAlreadyDue {
+            undo: exp.steps[undo].name.clone(),
+            due_ms: due,
+            now_ms,
+        });
     }
     let after = u64::try_from(due - now_ms).unwrap_or(0);
     Ok(Some(Duration::from_millis(after) + MARGIN))

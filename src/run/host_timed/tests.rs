@@ -64,7 +64,9 @@ fn a_fault_armed_after_its_undo_was_due_is_not_injected() {
         restore_after(&exp, 0, true, &due, 10_000),
         Ok(Some(Duration::from_secs(22)))
     );
-    let late = restore_after(&exp, 0, true, &due, 31_000).unwrap_err();
+    let late = restore_after(&exp, 0, true, &due, 31_000)
+        .unwrap_err()
+        .to_string();
     assert!(
         late.contains("its undo `start` was due at +30.0s"),
         "{late}"
