@@ -11,11 +11,17 @@
 //!   own cached status, old transition time included);
 //! - `deletionTimestamp` is never unset: a pod not terminating after the gap was not
 //!   terminating in it, and one terminating before still was;
-//! - a pod object does not come back once deleted: a pod present after the gap was not gone.
+//! - a pod object does not come back once deleted: a pod present after the gap was not gone;
+//! - a pod's terminal phases (`Failed`, `Succeeded`) are never left: the same terminal-ness
+//!   before and after the gap means it did not change in it;
+//! - a pod leaves `Running` other than for a terminal phase only when the kubelet recreates
+//!   its sandbox (phase back to `Pending`), and every container it starts again then counts
+//!   a restart: the same pod `Running` before and after with the same restart count was
+//!   `Running` throughout.
 //!
 //! For those states (and only those), a gap the member's evidence bridges does not make
-//! its verdict undecidable. Anything without such evidence (phase, taints, replica counts)
-//! keeps every gap. The one blind spot is a condition that flips twice within the same
+//! its verdict undecidable. Anything without such evidence (`Pending`, taints, replica
+//! counts) keeps every gap. The one blind spot is a condition that flips twice within the same
 //! second as its previous transition (the API keeps whole seconds), which node and pod
 //! readiness, driven by probes and grace periods of seconds, do not do.
 
@@ -44,8 +50,22 @@ fn bridged(gap: &Gap, series: &Series, state: &StateMatch) -> bool {
             same(h, gap, |b, a| b.terminating == a.terminating)
         }
         (Series::Pod(h), StateMatch::Pod(PodStateMatch::Gone)) => same(h, gap, |_, _| true),
+        (Series::Pod(h), StateMatch::Pod(PodStateMatch::Running)) => same(h, gap, |b, a| {
+            b.phase == a.phase && b.restarts == a.restarts && b.terminating == a.terminating
+        }),
+        (Series::Pod(h), StateMatch::Pod(PodStateMatch::Failed)) => same(h, gap, |b, a| {
+            (b.phase == "Failed") == (a.phase == "Failed")
+        }),
+        (Series::Pod(h), StateMatch::Pod(PodStateMatch::Terminated)) => {
+            same(h, gap, |b, a| terminal(b) == terminal(a))
+        }
         _ => false,
     }
+}
+
+/// A pod in a phase it can never leave.
+fn terminal(p: &crate::timeline::PodState) -> bool {
+    matches!(p.phase.as_str(), "Failed" | "Succeeded")
 }
 
 /// Node states decided by the Ready condition alone.
@@ -90,13 +110,17 @@ mod tests {
     }
 
     fn pod(terminating: bool) -> PodState {
+        in_phase("Running", 0, terminating)
+    }
+
+    fn in_phase(phase: &str, restarts: i32, terminating: bool) -> PodState {
         PodState {
-            phase: "Running".to_string(),
+            phase: phase.to_string(),
             ready: true,
             ready_since: at(0),
             terminating,
             node: Some("n".to_string()),
-            restarts: 0,
+            restarts,
             owner: None,
             created: at(0),
             unreachable_toleration_secs: Some(300),
@@ -174,6 +198,58 @@ mod tests {
         let began_terminating = Series::Pod(vec![(0, Some(pod(false))), (14_000, Some(pod(true)))]);
         assert_eq!(
             unbridged(&[gap(true)], &began_terminating, &terminating).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn the_same_pod_running_with_the_same_restarts_bridges_the_gap() {
+        let running = StateMatch::Pod(PodStateMatch::Running);
+        let steady = Series::Pod(vec![(0, Some(pod(false)))]);
+        assert!(unbridged(&[gap(true)], &steady, &running).is_empty());
+        // Its sandbox was recreated in the gap: Pending, containers started again.
+        let restarted = Series::Pod(vec![
+            (0, Some(in_phase("Running", 0, false))),
+            (14_000, Some(in_phase("Running", 1, false))),
+        ]);
+        assert_eq!(unbridged(&[gap(true)], &restarted, &running).len(), 1);
+        let pending_after = Series::Pod(vec![
+            (0, Some(in_phase("Running", 0, false))),
+            (14_000, Some(in_phase("Pending", 0, false))),
+        ]);
+        assert_eq!(unbridged(&[gap(true)], &pending_after, &running).len(), 1);
+        let deleted_in_gap = Series::Pod(vec![(0, Some(pod(false))), (14_000, None)]);
+        assert_eq!(unbridged(&[gap(true)], &deleted_in_gap, &running).len(), 1);
+        assert_eq!(
+            unbridged(&[gap(false)], &steady, &running).len(),
+            1,
+            "a gap never closed was never relisted"
+        );
+        let pending = StateMatch::Pod(PodStateMatch::Pending);
+        let waiting = Series::Pod(vec![(0, Some(in_phase("Pending", 0, false)))]);
+        assert_eq!(
+            unbridged(&[gap(true)], &waiting, &pending).len(),
+            1,
+            "Pending carries no evidence"
+        );
+    }
+
+    #[test]
+    fn terminal_phases_are_one_way_so_they_are_bridged_by_the_state_after() {
+        let failed = StateMatch::Pod(PodStateMatch::Failed);
+        let terminated = StateMatch::Pod(PodStateMatch::Terminated);
+        let stays_failed = Series::Pod(vec![(0, Some(in_phase("Failed", 0, false)))]);
+        assert!(unbridged(&[gap(true)], &stays_failed, &failed).is_empty());
+        assert!(unbridged(&[gap(true)], &stays_failed, &terminated).is_empty());
+        let running = Series::Pod(vec![(0, Some(pod(false)))]);
+        assert!(unbridged(&[gap(true)], &running, &failed).is_empty());
+        let failed_in_gap = Series::Pod(vec![
+            (0, Some(pod(false))),
+            (14_000, Some(in_phase("Failed", 0, false))),
+        ]);
+        assert_eq!(unbridged(&[gap(true)], &failed_in_gap, &failed).len(), 1);
+        assert_eq!(
+            unbridged(&[gap(true)], &failed_in_gap, &terminated).len(),
             1
         );
     }
