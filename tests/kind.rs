@@ -1303,3 +1303,55 @@ async fn kind_api_transport_a_command_sent_ahead_runs_once_when_performed_and_ne
     );
     docker(&["exec", &node, "rm", "-f", &file]);
 }
+
+/// A command through the API whose future is dropped while it runs (an outer timeout, a
+/// cancelled run) does not leave its node-access pod to its deadline, a minute and more
+/// away: the pod is deleted at once (issue 44).
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_api_transport_a_dropped_command_deletes_its_pod_at_once() {
+    use faultline::execute::{Executor, NodeOp};
+    let s = Scratch::new();
+    let inventory = faultline::inventory::Inventory::load(api_transport_inventory(&s))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let node = kind_workers().into_iter().next().expect("a kind worker");
+    assert_eq!(
+        live_access_pods_on(&node).await,
+        Vec::<String>::new(),
+        "a node-access pod is already on {node}"
+    );
+    let executor = Executor::new(inventory);
+    let op = NodeOp::Run("sleep 120".to_string());
+    // Boxed, so that dropping it drops the future itself (a `pin!` would drop a reference).
+    let mut command = Box::pin(executor.perform(&node, &op, Duration::from_secs(120)));
+    let started = async {
+        loop {
+            if let [pod] = live_access_pods_on(&node).await.as_slice() {
+                return pod.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let pod = tokio::select! {
+        ended = &mut command => panic!("`sleep 120` ended first: {ended:?}"),
+        pod = tokio::time::timeout(Duration::from_secs(60), started) => {
+            pod.expect("its pod runs within 60 s, before the command is dropped")
+        }
+    };
+    // Running: the pod is there and the command inside it sleeps.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let dropped = std::time::Instant::now();
+    drop(command);
+    while live_access_pods_on(&node).await.contains(&pod) {
+        assert!(
+            dropped.elapsed() < Duration::from_secs(15),
+            "the dropped command's pod {pod} was not deleted within 15 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!(
+        "its pod was being deleted {:?} after the drop",
+        dropped.elapsed()
+    );
+    no_node_access_pods_left().await;
+}

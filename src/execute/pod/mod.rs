@@ -363,12 +363,16 @@ pub(crate) async fn run(
 }
 
 /// A node-access pod created for one command and running on its node; deleted by
-/// [`AccessPod::delete`] (or, left behind, by its own deadline and `restore`).
+/// [`AccessPod::delete`], or when dropped unfinished (an outer timeout, a cancelled run)
+/// by a deletion spawned on the runtime; left behind only without a runtime or an API
+/// server, to its own deadline and `restore`.
 pub(crate) struct AccessPod {
     pods: Api<Pod>,
     namespace: String,
     name: String,
     node: String,
+    /// Set once [`AccessPod::delete`] has run: nothing is left for `Drop` to do.
+    deleted: bool,
 }
 
 impl AccessPod {
@@ -402,6 +406,7 @@ impl AccessPod {
             namespace: settings.namespace.clone(),
             name: created.metadata.name.unwrap_or_default(),
             node: node.to_string(),
+            deleted: false,
         };
         let start_within = settings
             .start_timeout
@@ -495,24 +500,43 @@ impl AccessPod {
     /// Deletes the pod, returning at once: a pod on a node whose kubelet is away stays
     /// Terminating until it is back, and the kubelet then ends it; its own deadline ends
     /// it in any case.
-    pub(crate) async fn delete(&self) {
-        if let Err(e) = self
-            .pods
-            .delete(
-                &self.name,
-                &DeleteParams {
-                    grace_period_seconds: Some(1),
-                    ..DeleteParams::default()
-                },
-            )
-            .await
-        {
-            tracing::warn!(
-                node = self.node,
-                "could not delete the node-access pod {}: {e}",
-                self.name
-            );
+    pub(crate) async fn delete(mut self) {
+        self.deleted = true;
+        delete_access_pod(&self.pods, &self.name, &self.node).await;
+    }
+}
+
+impl Drop for AccessPod {
+    fn drop(&mut self) {
+        if self.deleted {
+            return;
         }
+        // Dropped with its command unheard: its exec stream is closed with it, and the
+        // pod is deleted now rather than at its deadline (minutes away for a long fault).
+        let (pods, name, node) = (self.pods.clone(), self.name.clone(), self.node.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { delete_access_pod(&pods, &name, &node).await });
+            }
+            Err(_) => tracing::debug!(
+                node = node,
+                "node-access pod {name} is left to its own deadline: no runtime to delete it"
+            ),
+        }
+    }
+}
+
+/// Deletes one node-access pod with a short grace period, warning when it cannot.
+async fn delete_access_pod(pods: &Api<Pod>, name: &str, node: &str) {
+    let params = DeleteParams {
+        grace_period_seconds: Some(1),
+        ..DeleteParams::default()
+    };
+    if let Err(e) = pods.delete(name, &params).await {
+        tracing::warn!(
+            node = node,
+            "could not delete the node-access pod {name}: {e}"
+        );
     }
 }
 

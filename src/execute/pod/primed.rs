@@ -127,15 +127,7 @@ impl Drop for PrimedPod {
         // Cut the stream first: the gate reads end-of-file and runs nothing.
         drop(self.process.take());
         drop(self.stdin.take());
-        if let Some(pod) = self.pod.take() {
-            match tokio::runtime::Handle::try_current() {
-                Ok(runtime) => {
-                    runtime.spawn(async move { pod.delete().await });
-                }
-                Err(_) => tracing::debug!(
-                    "a primed node-access pod is left to its own deadline: no runtime to delete it"
-                ),
-            }
-        }
+        // Then the pod, which deletes itself when dropped.
+        drop(self.pod.take());
     }
 }
