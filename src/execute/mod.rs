@@ -679,7 +679,8 @@ impl Executor {
             return Ok(false);
         };
         let key = primed::key(&pod_via(&node), &command, timeout);
-        self.primed.put(key, &node, primed::Sent::Pod(waiting), due);
+        self.primed
+            .put(key, &node, primed::Sent::Pod(Box::new(waiting)), due);
         Ok(true)
     }
 
@@ -852,7 +853,7 @@ impl Executor {
             Plan::Pod { primed, .. } => {
                 let key = primed::key(&pod_via(&access.name), &command, timeout);
                 if let Some(primed::Sent::Pod(waiting)) = self.primed.take(&key, Instant::now()) {
-                    *primed = waiting.alive().map(Box::new);
+                    *primed = (*waiting).alive().map(Box::new);
                 }
             }
             _ => {}

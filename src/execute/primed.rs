@@ -62,7 +62,7 @@ pub(super) enum Sent {
     /// By a local client that carries its standard input (`docker exec -i`).
     Local(PrimedLocal),
     /// Through the API's exec in a node-access pod (`transport: pod`).
-    Pod(PrimedPod),
+    Pod(Box<PrimedPod>),
 }
 
 impl Sent {
