@@ -217,14 +217,17 @@ fn docker_k3d_shaped_containers_become_an_inventory_with_the_k3s_flags_as_timers
             ApiNode {
                 name: node("server", 0),
                 control_plane: true,
+                images: Vec::new(),
             },
             ApiNode {
                 name: node("agent", 0),
                 control_plane: false,
+                images: Vec::new(),
             },
             ApiNode {
                 name: node("agent", 1),
                 control_plane: false,
+                images: Vec::new(),
             },
         ],
         containers: side.containers,

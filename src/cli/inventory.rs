@@ -85,7 +85,9 @@ async fn generate(
     let command: Vec<String> = std::env::args().collect();
     let mut text = discover::render(&discovered, &command.join(" ")).map_err(|e| e.to_string())?;
     if pod {
-        text = discover::pod_transport(&text, &discovered.version);
+        let tag = format!("registry.k8s.io/kube-proxy:{}", discovered.version);
+        let pinned = discover::pinned_image(&facts.nodes, &tag);
+        text = discover::pod_transport(&text, &discovered.version, pinned.as_deref());
     }
     let written_to = match &args.out {
         Some(path) => {

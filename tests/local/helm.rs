@@ -431,3 +431,48 @@ fn the_pods_shell_hands_sigterm_to_faultline_and_restores_a_journal_first() {
     assert!(said.contains("faultline run exited 2"), "{said}");
     assert_eq!(out.status.code(), Some(2), "{said}");
 }
+
+/// Every pod the chart makes runs the faultline image by digest once `image.digest` is set
+/// (the tag kept for the reader, the digest deciding what runs), and by tag without it.
+#[test]
+fn the_chart_runs_its_image_by_digest_when_one_is_given() {
+    let helm = helm();
+    let images = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec![
+            "template",
+            "t",
+            CHART,
+            "--set",
+            "rbac.nodeAccessNamespaces={faultline-node-access}",
+        ];
+        args.extend_from_slice(extra);
+        let rendered = docs(&run(Command::new(&helm).current_dir(root()).args(&args)));
+        let mut found = Vec::new();
+        for d in &rendered {
+            let spec = match d["kind"].as_str() {
+                Some("Job") => &d["spec"]["template"]["spec"],
+                Some("CronJob") => &d["spec"]["jobTemplate"]["spec"]["template"]["spec"],
+                _ => continue,
+            };
+            for c in spec["containers"].as_array().into_iter().flatten() {
+                found.push(c["image"].as_str().unwrap_or_default().to_string());
+            }
+        }
+        found
+    };
+    let by_tag = images(&[]);
+    assert!(
+        by_tag.len() >= 2,
+        "the run Job and the stop hook: {by_tag:?}"
+    );
+    assert!(by_tag.iter().all(|i| i == "faultline:0.1.0"), "{by_tag:?}");
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let by_digest = images(&["--set", &format!("image.digest={digest}")]);
+    assert_eq!(by_digest.len(), by_tag.len());
+    assert!(
+        by_digest
+            .iter()
+            .all(|i| *i == format!("faultline:0.1.0@{digest}")),
+        "{by_digest:?}"
+    );
+}

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 pub use docker::{Container, parse_inspect};
-pub use nodes::ApiNode;
+pub use nodes::{ApiNode, pinned_image};
 pub use render::pod_transport;
 pub use ssh::{Reach, SshReach};
 pub use target::{ClusterChoice, choose_cluster};

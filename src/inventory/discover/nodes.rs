@@ -18,6 +18,9 @@ pub struct ApiNode {
     pub name: String,
     /// Carries the `node-role.kubernetes.io/control-plane` (or `master`) label.
     pub control_plane: bool,
+    /// `status.images[].names`: the names of each image the node holds, tags and
+    /// registry digests (`repo@sha256:…`) of the same image side by side.
+    pub images: Vec<Vec<String>>,
 }
 
 impl ApiNode {
@@ -26,8 +29,38 @@ impl ApiNode {
         Some(ApiNode {
             name: node.metadata.name.clone()?,
             control_plane: crate::cluster::targets::is_control_plane(node),
+            images: node
+                .status
+                .as_ref()
+                .and_then(|s| s.images.as_ref())
+                .map(|images| images.iter().filter_map(|i| i.names.clone()).collect())
+                .unwrap_or_default(),
         })
     }
+}
+
+/// `tag` (`registry.k8s.io/kube-proxy:v1.33.13`) pinned to the registry digest every node
+/// holds it by (`registry.k8s.io/kube-proxy:v1.33.13@sha256:…`), so the privileged
+/// node-access pod runs exactly the image seen on the nodes, not whatever the tag names
+/// later. `None` when a node lacks it, holds it under no digest of the same repository (an
+/// image loaded rather than pulled, as on the offline kind cluster), or nodes disagree.
+pub fn pinned_image(nodes: &[ApiNode], tag: &str) -> Option<String> {
+    let (repository, _) = tag.rsplit_once(':').filter(|(_, t)| !t.contains('/'))?;
+    let digest_prefix = format!("{repository}@sha256:");
+    let mut digests = nodes.iter().map(|n| {
+        let names = n
+            .images
+            .iter()
+            .find(|names| names.iter().any(|x| x == tag))?;
+        names
+            .iter()
+            .find_map(|x| x.strip_prefix(&digest_prefix))
+            .map(str::to_string)
+    });
+    let first = digests.next()??;
+    digests
+        .all(|d| d.as_deref() == Some(first.as_str()))
+        .then(|| format!("{tag}@sha256:{first}"))
 }
 
 /// What a node container's role label says it is: `Some(true)` control plane,

@@ -132,8 +132,10 @@ pub(crate) fn yaml(d: &Discovered, command: &str) -> Result<String, String> {
 /// `kubelet.service`; the `kind` profile's power driver needs Docker, which this transport
 /// is meant to do without), node commands through a privileged pod whose image is the
 /// cluster's own kube-proxy image (on every node, so nothing is pulled; on the offline kind
-/// cluster a Debian root filesystem with `nsenter`).
-pub fn pod_transport(text: &str, version: &str) -> String {
+/// cluster a Debian root filesystem with `nsenter`). `pinned` is that image by the digest
+/// every node holds it under ([`super::pinned_image`]); without one the file keeps the tag
+/// and says so.
+pub fn pod_transport(text: &str, version: &str, pinned: Option<&str>) -> String {
     let mut out: String = text
         .lines()
         .map(|l| {
@@ -146,10 +148,17 @@ pub fn pod_transport(text: &str, version: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n");
     out.push('\n');
-    out.push_str(&format!(
-        "transport: pod                   # node commands through a privileged pod and the API's exec (no SSH, no Docker)\n\
-         pod:\n  \
-           image: \"registry.k8s.io/kube-proxy:{version}\"   # any image with sh and nsenter; this one is on every node\n"
-    ));
+    let image = match pinned {
+        Some(pinned) => format!(
+            "  image: \"{pinned}\"   # any image with sh and nsenter; this one is on every node, pinned to the digest they hold\n"
+        ),
+        None => format!(
+            "  image: \"registry.k8s.io/kube-proxy:{version}\"   # any image with sh and nsenter; on every node, but held under no registry digest (loaded, not pulled): a tag, pin it with @sha256: where you can\n"
+        ),
+    };
+    out.push_str(
+        "transport: pod                   # node commands through a privileged pod and the API's exec (no SSH, no Docker)\npod:\n",
+    );
+    out.push_str(&image);
     out
 }

@@ -444,7 +444,7 @@ fn ssh_is_refused_for_k3d_and_for_a_node_container_without_an_address() {
 #[test]
 fn the_pod_transport_inventory_needs_neither_docker_nor_ssh() {
     let discovered = "cluster:\n  name: \"kind-x\"\nprofile: kind                  # nodes are containers: docker exec, power through Docker\nnodes:\n  - {name: x-worker, roles: [worker]}\n";
-    let text = super::pod_transport(discovered, "v1.33.13");
+    let text = super::pod_transport(discovered, "v1.33.13", None);
     let inv = crate::inventory::Inventory::parse(&text, std::path::Path::new("t.yaml"))
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     let node = inv.node("x-worker").expect("node");
@@ -501,4 +501,52 @@ fn kubelets_that_all_hold_off_a_shutdown_make_the_inventory_offer_graceful_shutd
         text.contains("faultline-worker could not be read"),
         "{text}"
     );
+}
+
+#[test]
+fn the_pod_transport_image_is_pinned_to_the_digest_every_node_holds_it_by() {
+    let tag = "registry.k8s.io/kube-proxy:v1.33.13";
+    let pulled = |digest: &str| {
+        vec![
+            format!("registry.k8s.io/kube-proxy@sha256:{digest}"),
+            tag.to_string(),
+        ]
+    };
+    let node = |name: &str, images: Vec<Vec<String>>| ApiNode {
+        name: name.to_string(),
+        control_plane: false,
+        images,
+    };
+    let same = [node("a", vec![pulled("aa")]), node("b", vec![pulled("aa")])];
+    let pinned = super::pinned_image(&same, tag);
+    assert_eq!(
+        pinned.as_deref(),
+        Some("registry.k8s.io/kube-proxy:v1.33.13@sha256:aa")
+    );
+    let text = super::pod_transport(
+        "cluster:\n  name: \"kind-x\"\nprofile: kind\nnodes:\n  - {name: a, roles: [worker]}\n",
+        "v1.33.13",
+        pinned.as_deref(),
+    );
+    let inv = crate::inventory::Inventory::parse(&text, std::path::Path::new("t.yaml"))
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(
+        inv.node("a").expect("node").pod.image,
+        "registry.k8s.io/kube-proxy:v1.33.13@sha256:aa"
+    );
+    // Nodes that disagree, one without it, or an image loaded under another name (as the
+    // offline kind cluster's, recorded from its nodes): the tag stays.
+    let differ = [node("a", vec![pulled("aa")]), node("b", vec![pulled("bb")])];
+    assert_eq!(super::pinned_image(&differ, tag), None);
+    let missing = [node("a", vec![pulled("aa")]), node("b", Vec::new())];
+    assert_eq!(super::pinned_image(&missing, tag), None);
+    let loaded = [node(
+        "a",
+        vec![vec![
+            "docker.io/library/import-2026-11-28@sha256:0069723e".to_string(),
+            tag.to_string(),
+        ]],
+    )];
+    assert_eq!(super::pinned_image(&loaded, tag), None);
+    assert_eq!(super::pinned_image(&[], tag), None, "no node, no digest");
 }

@@ -59,7 +59,7 @@ tolerations:
 {{- end }}
 containers:
   - name: faultline
-    image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"
+    image: {{ include "faultline.image" . | quote }}
     imagePullPolicy: {{ .Values.image.pullPolicy }}
     securityContext:
       allowPrivilegeEscalation: false
@@ -164,4 +164,16 @@ volumes:
   {{- else }}
     emptyDir: {}
   {{- end }}
+{{- end -}}
+
+{{/*
+The faultline image: by digest when `image.digest` is set (repository:tag@digest, so the
+tag stays readable and the digest decides what runs), else by tag.
+*/}}
+{{- define "faultline.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{- end -}}
 {{- end -}}
