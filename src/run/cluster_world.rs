@@ -13,7 +13,7 @@ use futures::future::join_all;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::act::{ActError, ActResult, Actor};
+use super::act::Actor;
 use super::addresses::MachineAddresses;
 use super::beside::{self, Companions};
 use super::prepare::Prepared;
@@ -21,7 +21,7 @@ use super::proofs::{self, Baseline, Proofs};
 use super::restored;
 use super::setup;
 use super::shared_timeline::SharedTimeline;
-use super::world::{AfterUndo, FaultAt, World};
+use super::world::{ActError, ActResult, AfterUndo, FaultAt, World};
 use crate::cluster::AppliedObject;
 use crate::cluster::leases;
 use crate::cluster::snapshot::Snapshot;
@@ -364,7 +364,7 @@ impl World for ClusterWorld<'_> {
     fn journal_undo(&self, node: &str, fault: &Action) -> Option<Undo> {
         match fault {
             Action::Reboot => crate::journal::reboot_undo(&self.prepared.executor, node),
-            _ => super::ledger::journal_undo(fault),
+            _ => super::world::journal_undo(fault),
         }
     }
 
@@ -378,7 +378,7 @@ impl World for ClusterWorld<'_> {
         if primed_through_api {
             ARM_AHEAD_THROUGH_API
         } else {
-            Duration::from_millis(super::steps::ARM_AHEAD_MS.unsigned_abs())
+            Duration::from_millis(super::world::ARM_AHEAD_MS.unsigned_abs())
         }
     }
 

@@ -17,11 +17,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::ledger::Ledger;
-use super::safety::ResolvedTargets;
 use super::schedule::{self, End, Plan, Scheduler};
 use super::shared_timeline::SharedTimeline;
 use super::steps::Steps;
 use super::world::World;
+use crate::cluster::ResolvedTargets;
 use crate::experiment::fault as faults;
 use crate::experiment::model::{ClusterTimers, Experiment};
 use crate::judge::{self, Outcome, Verdict};

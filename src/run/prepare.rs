@@ -11,7 +11,7 @@ use kube::Client;
 use kube::api::{Api, ListParams};
 
 use super::settings::RunSettings;
-use crate::cluster::{self, ClusterError, leases};
+use crate::cluster::{self, ClusterError, ResolvedTargets, leases};
 use crate::doctor;
 use crate::execute::Executor;
 use crate::experiment::fault;
@@ -21,7 +21,7 @@ use crate::journal::{Journal, JournalError};
 use crate::observe::Scope;
 use crate::record::ClusterInfo;
 use crate::run::own_feet;
-use crate::run::safety::{self, ResolvedTargets, SafetyError};
+use crate::run::safety::{self, SafetyError};
 use std::time::Duration;
 
 /// Why a run did not start. Nothing on the cluster was touched.

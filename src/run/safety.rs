@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::cluster::ResolvedTargets;
 use crate::experiment::fault::{self, Proof};
 use crate::experiment::model::{
     BoundSymbol, ClusterTimers, Experiment, NodeRole, StepTime, TargetSpec,
@@ -18,9 +19,6 @@ use crate::inventory::Inventory;
 use crate::run::schedule::resolve_cluster_bound;
 use crate::timeline::format_offset_ms;
 use crate::timers::{ClusterReadings, TimersInForce};
-
-/// Target name → the node names it resolved to.
-pub(crate) type ResolvedTargets = BTreeMap<String, Vec<String>>;
 
 /// Why a plan is refused before it starts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

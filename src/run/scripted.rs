@@ -14,13 +14,12 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::act::{ActError, ActResult};
 use super::drive::{LoopOutcome, LoopPlan, run_loop};
 use super::ledger::Ledger;
 pub(crate) use super::schedule::End as LoopEnd;
 use super::schedule::End;
 use super::shared_timeline::SharedTimeline;
-use super::world::{AfterUndo, FaultAt, World};
+use super::world::{ActError, ActResult, AfterUndo, FaultAt, World};
 use crate::events::RunEvents;
 use crate::execute::ArmedRestore;
 use crate::experiment::model::{Action, ClusterTimers, Experiment};
@@ -123,7 +122,7 @@ impl World for Scripted {
     }
 
     fn arm_ahead(&self, action: &Action, _: &[&str]) -> Duration {
-        let usual = Duration::from_millis(super::steps::ARM_AHEAD_MS.unsigned_abs());
+        let usual = Duration::from_millis(super::world::ARM_AHEAD_MS.unsigned_abs());
         match self.lead {
             Some(lead) if crate::experiment::fault::node_op(action).is_some() => lead,
             _ => usual,
@@ -175,7 +174,7 @@ impl World for Scripted {
     fn journal_undo(&self, _: &str, fault: &Action) -> Option<Undo> {
         match fault {
             Action::Reboot if self.reboot_powers_on => Some(Undo::PowerOn),
-            _ => super::ledger::journal_undo(fault),
+            _ => super::world::journal_undo(fault),
         }
     }
 

@@ -20,7 +20,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
 
-use super::act::{ActError, ActResult};
+use super::world::{ActError, ActResult};
 use crate::execute::{Executor, pod};
 use crate::experiment::fault::{self, Via};
 use crate::experiment::model::{Action, Experiment, StepTime};
