@@ -1,11 +1,12 @@
-//! The effects of a run, behind one trait, so that the run's loop (`drive`) exists once.
+//! The effects of a run, behind one trait, so that the run's loop (`floor::drive`) exists
+//! once.
 //!
-//! Three worlds drive the same loop: the cluster (`cluster_world`: the API, SSH, Docker,
-//! power drivers), a recorded run (`rehearse`: the record's observations replayed on a
-//! paused clock) and, in tests, a scripted world (`scripted`) that can fail, hang or be
-//! slow at any call. The decisions (what is due, what to journal, what to undo and in
-//! which order, what to keep when an undo fails) stay in the loop and its ledger, so every
-//! cancel, abort, timeout and undo path is tested without a cluster, the way
+//! Three worlds drive the same loop: the cluster (`worlds::cluster`: the API, SSH, Docker,
+//! power drivers), a recorded run (`worlds::rehearse`: the record's observations replayed
+//! on a paused clock) and, in tests, a scripted world (`worlds::scripted`) that can fail,
+//! hang or be slow at any call. The decisions (what is due, what to journal, what to undo
+//! and in which order, what to keep when an undo fails) stay in the loop and its ledger,
+//! so every cancel, abort, timeout and undo path is tested without a cluster, the way
 //! cargo-nextest tests its dispatcher without running a process.
 //!
 //! Time is tokio's clock: the cluster runs on it as it is, a rehearsal and the tests pause
@@ -21,12 +22,12 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::shared_timeline::SharedTimeline;
 use crate::execute::{ArmedRestore, PowerAction};
 use crate::experiment::fault::{self, Via, inverse};
 use crate::experiment::model::Action;
 use crate::journal::Undo;
 use crate::record::RestoredCheck;
+use crate::run::shared_timeline::SharedTimeline;
 
 /// How long before its due offset a timed step is armed, so that arming (an SSH round per
 /// node, all at once) is not part of the step's lateness. Arming early is harmless: the
@@ -177,7 +178,7 @@ pub(crate) trait World {
 
     /// Whether `fault` on `node` cuts the transport its undo would take (a kubelet stop on
     /// a node reached through the API): the planned undo is then armed on the node, as a
-    /// timer, before the fault ([`super::host_timed`]).
+    /// timer, before the fault ([`crate::run::floor::host_timed`]).
     fn undo_armed_on_host(&self, _node: &str, _fault: &Action) -> bool {
         false
     }

@@ -16,14 +16,14 @@ use crate::experiment::model::{
     BoundSymbol, ClusterTimers, Experiment, NodeRole, StepTime, TargetSpec,
 };
 use crate::inventory::Inventory;
-use crate::run::schedule::resolve_cluster_bound;
+use crate::run::floor::schedule::resolve_cluster_bound;
 use crate::timeline::format_offset_ms;
 use crate::timers::{ClusterReadings, TimersInForce};
 
 /// Why a plan is refused before it starts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum SafetyError {
-    /// Steps the nodes' transport cannot carry out (`crate::run::host_timed`).
+    /// Steps the nodes' transport cannot carry out (`crate::run::floor::host_timed`).
     #[error("{0}")]
     TransportCannot(String),
     /// More nodes would be down at once than the experiment allows.
@@ -155,7 +155,7 @@ pub(crate) fn check_blast_radius(
 /// `plan`, which knows the cluster's.
 /// Refuses the steps the inventory's transports cannot carry out, each with its reason.
 pub(crate) fn check_transport(exp: &Experiment, inv: &Inventory) -> Result<(), SafetyError> {
-    let refused = super::host_timed::refusals(exp, inv);
+    let refused = crate::run::floor::host_timed::refusals(exp, inv);
     if refused.is_empty() {
         return Ok(());
     }
@@ -537,7 +537,7 @@ struct Outage {
 /// How long faultline waits for a rebooted node to answer with a new boot id: a reboot
 /// not back by then is a step error that ends the run.
 fn reboot_bound() -> std::time::Duration {
-    super::proofs::within(Proof::BootIdChanged)
+    crate::run::floor::proofs::within(Proof::BootIdChanged)
 }
 
 /// Every node's outages, at their worst. A fault takes its nodes out from the moment its

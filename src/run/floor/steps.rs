@@ -12,12 +12,12 @@ use futures::future::join_all;
 
 use super::ledger::Ledger;
 use super::schedule::{Scheduler, Tick, Wait};
-use super::shared_timeline::SharedTimeline;
-use super::world::{ARM_AHEAD_MS, ActError, FaultAt, World};
 use crate::cluster::ResolvedTargets;
 use crate::execute::{ExecError, Executor};
 use crate::experiment::fault as faults;
 use crate::experiment::model::Experiment;
+use crate::run::shared_timeline::SharedTimeline;
+use crate::run::world::{ARM_AHEAD_MS, ActError, ActResult, FaultAt, World};
 use crate::timeline::{Event, StepPhase};
 
 /// The least time before a step is due for its commands to be sent ahead
@@ -33,7 +33,7 @@ const PRIME_AT_LEAST_MS: i64 = 500;
 pub(super) const ACT_GRACE: Duration = Duration::from_secs(5);
 
 /// Whether an action's result says its command may still be running on the node.
-fn may_still_run(result: &Result<super::world::ActResult, ActError>) -> bool {
+fn may_still_run(result: &Result<ActResult, ActError>) -> bool {
     matches!(
         result,
         Err(ActError::Exec(ExecError::TimedOutUnconfirmed { .. }))
