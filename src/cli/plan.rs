@@ -15,8 +15,8 @@ use crate::experiment::fault::{self, Via, action_name};
 use crate::experiment::model::{Action, Experiment, NodeRole, StepTime, TargetSpec};
 use crate::inventory::Inventory;
 use crate::run::RunSettings;
-use crate::run::prepare::{Prepared, RunError, prepare, resolve};
-use crate::run::schedule;
+use crate::run::floor::schedule;
+use crate::run::preflight::prepare::{Prepared, RunError, prepare, resolve};
 use crate::timeline::format_offset_ms;
 use crate::timers::{BoundUse, ClusterReadings, TimersInForce, assumed_mark, assumed_mark_all};
 
@@ -133,7 +133,7 @@ fn print_without_inventory(experiments: &[Experiment]) -> i32 {
     let executor = Executor::new(settings.inventory.clone());
     let mut code = EXIT_OK;
     for exp in experiments {
-        if let Err(e) = crate::run::safety::check_offline(exp, None) {
+        if let Err(e) = crate::run::preflight::safety::check_offline(exp, None) {
             eprintln!("{}: refused: {e}", exp.name);
             code = EXIT_ERROR;
             continue;
@@ -150,7 +150,7 @@ const NO_INVENTORY: &str = "cluster: {name: unknown}\nnodes: []\n";
 /// Without the API, the interlocks the files alone decide (`safety::check_offline`):
 /// what a run would refuse is refused here too, and said on stderr.
 fn refused_offline(exp: &Experiment, settings: &RunSettings) -> bool {
-    match crate::run::safety::check_offline(exp, Some(&settings.inventory)) {
+    match crate::run::preflight::safety::check_offline(exp, Some(&settings.inventory)) {
         Ok(()) => false,
         Err(e) => {
             eprintln!("{}: refused: {e}", exp.name);
@@ -234,7 +234,8 @@ fn offline_view<'a>(
     let timers = TimersInForce::resolve(&ClusterReadings::default(), &inv.stated_timers(), None);
     View {
         cluster: inv.cluster().name.clone(),
-        context: crate::run::prepare::effective_context(inv).unwrap_or_else(|| "default".into()),
+        context: crate::run::preflight::prepare::effective_context(inv)
+            .unwrap_or_else(|| "default".into()),
         reached: Err(why.to_string()),
         timers,
         misses: vec![format!("not read from the cluster: {why}")],
@@ -567,12 +568,12 @@ fn manifest_objects(exp: &Experiment) -> Vec<String> {
 /// faultline asks, or, when the fault cuts the node off from the API server itself, by
 /// the node's timer alone. `None` for every other fault and transport.
 fn undo_through_api(executor: &Executor, action: &Action, node: &str) -> Option<&'static str> {
-    if !crate::run::host_timed::cuts_transport(executor, node, action) {
+    if !crate::run::floor::host_timed::cuts_transport(executor, node, action) {
         return None;
     }
     let watched = fault::inverse(action)
         .and_then(|undo| fault::node_op(&undo))
-        .is_some_and(|op| crate::run::host_timed::watched(executor, node, &op));
+        .is_some_and(|op| crate::run::floor::host_timed::watched(executor, node, &op));
     Some(if watched {
         "undone by its timer on the node, or sooner by the undo watcher beside it when \
          faultline asks (Ctrl-C, the safety net)"

@@ -14,7 +14,7 @@ use crate::experiment::model::{
 };
 use crate::model::words::offset;
 use crate::model::{Prediction, Window};
-use crate::run::schedule::Projected;
+use crate::run::floor::schedule::Projected;
 
 /// An expectation's own window, as offsets from the start: `(from, to)` (`to`: open).
 type Span = (Duration, Option<Duration>);

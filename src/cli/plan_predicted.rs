@@ -18,7 +18,7 @@ use crate::experiment::model::{ClusterTimers, Experiment};
 use crate::model::{
     ControllerSettings, ModelNode, ModelPod, Outage, Owner, Prediction, Toleration, predict,
 };
-use crate::run::schedule::Projected;
+use crate::run::floor::schedule::Projected;
 
 /// The node standing for the nodes the plan does not know of, assumed Ready.
 const REST_OF_CLUSTER: &str = "(the rest of the cluster)";

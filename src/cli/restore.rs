@@ -8,8 +8,8 @@ use crate::cluster::snapshot;
 use crate::execute::{Executor, OpOutcome};
 use crate::experiment::model::Action;
 use crate::journal::{Journal, Location, RetryPolicy, restore_all_with};
-use crate::run::act::Actor;
-use crate::run::restored;
+use crate::run::worlds::cluster::act::Actor;
+use crate::run::worlds::cluster::restored;
 
 /// Reads the journal and undoes every fault recorded for the inventory's cluster.
 pub(super) async fn restore(

@@ -285,7 +285,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use crate::report::subscribe::{Reporters, Terminal};
-    use crate::run::scripted::{Harness, LoopEnd, STOP_START, Scripted, index_of};
+    use crate::run::worlds::scripted::{Harness, LoopEnd, STOP_START, Scripted, index_of};
     use crate::timeline::Event;
 
     #[tokio::test(start_paused = true)]

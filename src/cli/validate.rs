@@ -49,38 +49,40 @@ pub(super) fn validate(
                     missing.explained()
                 );
             }
-            Ok(exp) => match crate::run::safety::check_offline(exp, None).and_then(|()| {
-                inventory
-                    .as_ref()
-                    .map_or(Ok(()), |inv| crate::run::safety::check_transport(exp, inv))
-            }) {
-                Ok(()) => match namespace.namespace.as_deref() {
-                    None => println!(
-                        "{}: ok ({}: {} step(s), {} expectation(s))",
-                        path.display(),
-                        exp.name,
-                        exp.steps.len(),
-                        exp.expectations.len()
-                    ),
-                    Some(ns) => match super::namespace::moved_to(exp.clone(), ns) {
-                        Ok(_) => println!(
-                            "{}: ok ({}: {} step(s), {} expectation(s), in namespace {ns})",
+            Ok(exp) => {
+                match crate::run::preflight::safety::check_offline(exp, None).and_then(|()| {
+                    inventory.as_ref().map_or(Ok(()), |inv| {
+                        crate::run::preflight::safety::check_transport(exp, inv)
+                    })
+                }) {
+                    Ok(()) => match namespace.namespace.as_deref() {
+                        None => println!(
+                            "{}: ok ({}: {} step(s), {} expectation(s))",
                             path.display(),
                             exp.name,
                             exp.steps.len(),
                             exp.expectations.len()
                         ),
-                        Err(e) => {
-                            refused_namespace += 1;
-                            println!("{}: refused: {e}", path.display());
-                        }
+                        Some(ns) => match super::namespace::moved_to(exp.clone(), ns) {
+                            Ok(_) => println!(
+                                "{}: ok ({}: {} step(s), {} expectation(s), in namespace {ns})",
+                                path.display(),
+                                exp.name,
+                                exp.steps.len(),
+                                exp.expectations.len()
+                            ),
+                            Err(e) => {
+                                refused_namespace += 1;
+                                println!("{}: refused: {e}", path.display());
+                            }
+                        },
                     },
-                },
-                Err(e) => {
-                    bad += 1;
-                    println!("{}: refused: {e}", path.display());
+                    Err(e) => {
+                        bad += 1;
+                        println!("{}: refused: {e}", path.display());
+                    }
                 }
-            },
+            }
             Err(diagnostics) => {
                 bad += 1;
                 println!("{diagnostics}");

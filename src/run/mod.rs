@@ -1,38 +1,27 @@
 //! The runner: ties the stages together for one experiment and produces the run record
 //! the reporters render.
 //!
-//! Order of a run: interlocks (context, journal) → setup (`setup`) → targets resolved and
-//! the blast radius checked (`prepare`) → the loop (`drive`, shared with `rehearse`) in
-//! the cluster's world (`cluster_world`): observer and companions started (`beside`),
-//! steps issued through the `ledger`, undo of whatever is still broken, the cluster
-//! compared with before, teardown → the record. What happens is sent, entry by entry, to
-//! the run's events (`crate::events`), which reporters subscribe to; nothing here writes
-//! to a terminal.
+//! Order of a run: interlocks (context, journal) → setup (`preflight::setup`) → targets
+//! resolved and the blast radius checked (`preflight::prepare`) → the loop
+//! (`floor::drive`, shared with `worlds::rehearse`) in the cluster's world
+//! (`worlds::cluster`): observer and companions started, steps issued through the
+//! `floor::ledger`, undo of whatever is still broken, the cluster compared with before,
+//! teardown → the record. What happens is sent, entry by entry, to the run's events
+//! (`crate::events`), which reporters subscribe to; nothing here writes to a terminal.
+//!
+//! The rooms, each importing only those after it: `worlds` (the effects: the cluster, a
+//! recorded run, a scripted world in tests) → `preflight` (what is checked and resolved
+//! before the first fault) → `floor` (the loop, its schedule and its ledger) → `world`
+//! (the seam every world implements) and the run's shared pieces (`shared_timeline`,
+//! `settings`, `signals`).
 
-pub(crate) mod act;
-mod addresses;
-mod beside;
-mod cluster_world;
-#[cfg(test)]
-mod context_tests;
-pub(crate) mod drive;
-pub(crate) mod host_timed;
-pub(crate) mod ledger;
-mod own_feet;
-pub(crate) mod prepare;
-mod proofs;
-pub mod rehearse;
-pub(crate) mod restored;
-pub(crate) mod safety;
-pub(crate) mod schedule;
-#[cfg(test)]
-pub(crate) mod scripted;
+pub(crate) mod floor;
+pub(crate) mod preflight;
 mod settings;
-mod setup;
 pub(crate) mod shared_timeline;
 pub(crate) mod signals;
-mod steps;
 pub(crate) mod world;
+pub(crate) mod worlds;
 
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
@@ -42,11 +31,14 @@ use crate::journal::Journal;
 use crate::record::{RunCosts, RunOutcome, RunRecord};
 use crate::timeline::{Event, RunPhase};
 
-use cluster_world::ClusterWorld;
-use drive::LoopPlan;
-use ledger::Ledger;
+use floor::drive::{self, LoopPlan};
+use floor::ledger::Ledger;
+use preflight::{prepare, setup};
 pub use settings::{DEFAULT_RESTORE_MARGIN, RunSettings};
 use shared_timeline::SharedTimeline;
+// `run::rehearse` is the crate's public way to replay a record (the integration tests use it).
+use worlds::cluster::ClusterWorld;
+pub use worlds::rehearse;
 
 /// Runs one experiment and returns its record, after sending every timeline entry and the
 /// record itself to `events` (shared with them, not copied). Never panics on cluster

@@ -1,28 +1,88 @@
-//! The effects of a run, behind one trait, so that the run's loop (`drive`) exists once.
+//! The effects of a run, behind one trait, so that the run's loop (`floor::drive`) exists
+//! once.
 //!
-//! Three worlds drive the same loop: the cluster (`cluster_world`: the API, SSH, Docker,
-//! power drivers), a recorded run (`rehearse`: the record's observations replayed on a
-//! paused clock) and, in tests, a scripted world (`scripted`) that can fail, hang or be
-//! slow at any call. The decisions (what is due, what to journal, what to undo and in
-//! which order, what to keep when an undo fails) stay in the loop and its ledger, so every
-//! cancel, abort, timeout and undo path is tested without a cluster, the way
+//! Three worlds drive the same loop: the cluster (`worlds::cluster`: the API, SSH, Docker,
+//! power drivers), a recorded run (`worlds::rehearse`: the record's observations replayed
+//! on a paused clock) and, in tests, a scripted world (`worlds::scripted`) that can fail,
+//! hang or be slow at any call. The decisions (what is due, what to journal, what to undo
+//! and in which order, what to keep when an undo fails) stay in the loop and its ledger,
+//! so every cancel, abort, timeout and undo path is tested without a cluster, the way
 //! cargo-nextest tests its dispatcher without running a process.
 //!
 //! Time is tokio's clock: the cluster runs on it as it is, a rehearsal and the tests pause
 //! it (it then jumps to the next timer whenever every task waits), so no world needs a
 //! clock of its own. What the world observes goes onto the run's `SharedTimeline`, whose
 //! growth wakes the loop.
+//!
+//! The seam imports nothing of the run above it: what the loop and every world share
+//! across it (an action's result and error, the default lead of a timed step, the default
+//! journal undo) is defined here, and the loop and the worlds import it from here.
 
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::act::{ActError, ActResult};
-use super::shared_timeline::SharedTimeline;
-use crate::execute::ArmedRestore;
+use crate::execute::{ArmedRestore, PowerAction};
+use crate::experiment::fault::{self, Via, inverse};
 use crate::experiment::model::Action;
 use crate::journal::Undo;
 use crate::record::RestoredCheck;
+use crate::run::shared_timeline::SharedTimeline;
+
+/// How long before its due offset a timed step is armed, so that arming (an SSH round per
+/// node, all at once) is not part of the step's lateness. Arming early is harmless: the
+/// self-restore's deadline is absolute, and undoing a fault that was never injected (a
+/// kubelet start on a running kubelet) changes nothing if faultline dies in between.
+pub(super) const ARM_AHEAD_MS: i64 = 3_000;
+
+/// How a fault is undone, for the journal (which must be able to do it after a crash):
+/// its inverse, carried as the fault table says. An undo on the node is what the node can
+/// also do by itself, so it is the one armed there as a self-restore. A world may know
+/// more for a node ([`World::journal_undo`]: a kind/k3d reboot is powered on).
+pub(crate) fn journal_undo(fault: &Action) -> Option<Undo> {
+    let inv = inverse(fault)?;
+    Some(match fault::info(&inv).via {
+        Via::Power(PowerAction::On) => Undo::PowerOn,
+        Via::NodeApi | Via::ClusterApi => Undo::Api(inv),
+        Via::Node(_) | Via::StepCommand | Via::Power(_) => Undo::Node(fault::node_op(&inv)?),
+    })
+}
+
+/// What one action did on one node (or, for pod and PVC actions, in the cluster).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ActResult {
+    /// Exit status of a command, when the action was one.
+    pub exit_status: Option<i32>,
+    /// Command output or a description of what the API call did.
+    pub output: String,
+}
+
+/// Why an action failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ActError {
+    /// The node operation or power command failed.
+    #[error(transparent)]
+    Exec(#[from] crate::execute::ExecError),
+    /// The API call failed.
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
+    /// An action reached the node-operation path without being one (a bug, reported as such).
+    #[error("`{0}` is not a node operation")]
+    NotANodeOperation(&'static str),
+    /// An action reached the API path without being an API action (a bug, reported as such).
+    #[error("`{0}` is not an API action")]
+    NotAnApiAction(&'static str),
+    /// The action took longer than its step's timeout.
+    #[error("did not finish within {0:?}")]
+    Timeout(Duration),
+    /// A rehearsed step that failed in the record it replays.
+    #[error("failed in the record")]
+    Recorded,
+    /// An undo armed on the node (the pod transport's timer) was not seen to take effect
+    /// through the API: what was seen.
+    #[error("{0}")]
+    NotConfirmed(String),
+}
 
 /// One node of a fault step, as the world is told about it.
 #[derive(Debug, Clone, Copy)]
@@ -90,11 +150,11 @@ pub(crate) trait World {
     async fn release(&self, _step: usize, _action: &Action, _nodes: &[&str], _timeout: Duration) {}
 
     /// How long before it is due a timed step carrying out `action` on `nodes` is armed
-    /// and sent ahead ([`World::prime`]): [`super::steps::ARM_AHEAD_MS`] unless its nodes
+    /// and sent ahead ([`World::prime`]): [`ARM_AHEAD_MS`] unless its nodes
     /// need longer (a node reached through the API starts a pod to arm its self-restore
     /// and another to wait for the word).
     fn arm_ahead(&self, _action: &Action, _nodes: &[&str]) -> Duration {
-        Duration::from_millis(super::steps::ARM_AHEAD_MS.unsigned_abs())
+        Duration::from_millis(ARM_AHEAD_MS.unsigned_abs())
     }
 
     /// Arms `undo` on `node` (or beside it) to fire after `after` if faultline is gone;
@@ -108,17 +168,17 @@ pub(crate) trait World {
     ) -> Result<Option<ArmedRestore>, String>;
 
     /// How the journal undoes `fault` on `node` if faultline is cut off while it is in
-    /// place: the fault table's inverse ([`super::ledger::journal_undo`]), unless this
+    /// place: the fault table's inverse ([`journal_undo`]), unless this
     /// world knows more about the node (a kind/k3d reboot is `docker stop`, then `docker
     /// start`: cut off between the two, the node stays off until powered on). `None`:
     /// nothing to journal.
     fn journal_undo(&self, _node: &str, fault: &Action) -> Option<Undo> {
-        super::ledger::journal_undo(fault)
+        journal_undo(fault)
     }
 
     /// Whether `fault` on `node` cuts the transport its undo would take (a kubelet stop on
     /// a node reached through the API): the planned undo is then armed on the node, as a
-    /// timer, before the fault ([`super::host_timed`]).
+    /// timer, before the fault ([`crate::run::floor::host_timed`]).
     fn undo_armed_on_host(&self, _node: &str, _fault: &Action) -> bool {
         false
     }
@@ -165,4 +225,46 @@ pub(crate) trait World {
 
     /// The last call: stops what observes and deletes what setup created. Returns errors.
     async fn end(&mut self, timeline: &SharedTimeline) -> Vec<String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::execute::NodeOp;
+    use crate::experiment::model::TaintSpec;
+
+    #[test]
+    fn journal_knows_how_to_undo_each_kind_of_fault() {
+        assert_eq!(
+            journal_undo(&Action::KubeletStop),
+            Some(Undo::Node(NodeOp::KubeletStart))
+        );
+        assert_eq!(
+            journal_undo(&Action::Partition),
+            Some(Undo::Node(NodeOp::Heal))
+        );
+        assert_eq!(journal_undo(&Action::PowerOff), Some(Undo::PowerOn));
+        assert_eq!(
+            journal_undo(&Action::Cordon),
+            Some(Undo::Api(Action::Uncordon))
+        );
+        let taint = TaintSpec {
+            key: "k".into(),
+            value: None,
+            effect: "NoExecute".into(),
+        };
+        assert_eq!(
+            journal_undo(&Action::Taint(taint.clone())),
+            Some(Undo::Api(Action::Untaint(taint)))
+        );
+        assert_eq!(
+            journal_undo(&Action::Run {
+                command: "a".into(),
+                undo: Some("b".into())
+            }),
+            Some(Undo::Node(NodeOp::Run("b".into())))
+        );
+        assert_eq!(journal_undo(&Action::Reboot), None);
+        assert_eq!(journal_undo(&Action::KubeletStart), None);
+    }
 }

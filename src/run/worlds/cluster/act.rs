@@ -9,15 +9,7 @@ use crate::cluster;
 use crate::execute::{Executor, PowerAction};
 use crate::experiment::fault::{self, Via};
 use crate::experiment::model::Action;
-
-/// What one action did on one node (or, for pod and PVC actions, in the cluster).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ActResult {
-    /// Exit status of a command, when the action was one.
-    pub exit_status: Option<i32>,
-    /// Command output or a description of what the API call did.
-    pub output: String,
-}
+use crate::run::world::{ActError, ActResult};
 
 impl ActResult {
     /// What a node operation did, saying so when its connection dropped as expected.
@@ -34,33 +26,6 @@ impl ActResult {
     }
 }
 
-/// Why an action failed.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ActError {
-    /// The node operation or power command failed.
-    #[error(transparent)]
-    Exec(#[from] crate::execute::ExecError),
-    /// The API call failed.
-    #[error(transparent)]
-    Cluster(#[from] cluster::ClusterError),
-    /// An action reached the node-operation path without being one (a bug, reported as such).
-    #[error("`{0}` is not a node operation")]
-    NotANodeOperation(&'static str),
-    /// An action reached the API path without being an API action (a bug, reported as such).
-    #[error("`{0}` is not an API action")]
-    NotAnApiAction(&'static str),
-    /// The action took longer than its step's timeout.
-    #[error("did not finish within {0:?}")]
-    Timeout(Duration),
-    /// A rehearsed step that failed in the record it replays.
-    #[error("failed in the record")]
-    Recorded,
-    /// An undo armed on the node (the pod transport's timer) was not seen to take effect
-    /// through the API: what was seen.
-    #[error("{0}")]
-    NotConfirmed(String),
-}
-
 /// Everything an action may need to reach the cluster and its nodes.
 pub(crate) struct Actor<'a> {
     /// Node operations and power.
@@ -68,7 +33,7 @@ pub(crate) struct Actor<'a> {
     /// API actions.
     pub client: &'a Client,
     /// Target name → nodes, for pod selectors restricted to a target.
-    pub targets: &'a crate::run::safety::ResolvedTargets,
+    pub targets: &'a crate::cluster::ResolvedTargets,
 }
 
 impl Actor<'_> {

@@ -17,15 +17,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::ledger::Ledger;
-use super::safety::ResolvedTargets;
 use super::schedule::{self, End, Plan, Scheduler};
-use super::shared_timeline::SharedTimeline;
 use super::steps::Steps;
-use super::world::World;
+use crate::cluster::ResolvedTargets;
 use crate::experiment::fault as faults;
 use crate::experiment::model::{ClusterTimers, Experiment};
 use crate::judge::{self, Outcome, Verdict};
 use crate::record::RestoredCheck;
+use crate::run::shared_timeline::SharedTimeline;
+use crate::run::world::World;
 use crate::timeline::{Event, RunPhase, StepPhase};
 
 /// After a new timeline entry, how long the loop lets more land before judging again.

@@ -7,14 +7,13 @@ use std::time::Duration;
 use chrono::Utc;
 use futures::future::join_all;
 
-use crate::execute::{ArmedRestore, PowerAction};
-use crate::experiment::fault::{self, Via, action_name, inverse, undoes};
+use crate::execute::ArmedRestore;
+use crate::experiment::fault::{action_name, inverse, undoes};
 use crate::experiment::model::Action;
 use crate::journal::{
     Entry as JournalEntry, Journal, JournalError, RetryPolicy, Undo, undo_with_retries,
 };
-use crate::run::act::ActResult;
-use crate::run::world::World;
+use crate::run::world::{ActResult, World};
 
 /// One fault faultline has injected and not yet undone.
 #[derive(Debug, Clone)]
@@ -87,19 +86,6 @@ pub(crate) struct Ledger {
     run_id: String,
     seq: u32,
     active: Vec<ActiveFault>,
-}
-
-/// How a fault is undone, for the journal (which must be able to do it after a crash):
-/// its inverse, carried as the fault table says. An undo on the node is what the node can
-/// also do by itself, so it is the one armed there as a self-restore. A world may know
-/// more for a node ([`World::journal_undo`]: a kind/k3d reboot is powered on).
-pub(crate) fn journal_undo(fault: &Action) -> Option<Undo> {
-    let inv = inverse(fault)?;
-    Some(match fault::info(&inv).via {
-        Via::Power(PowerAction::On) => Undo::PowerOn,
-        Via::NodeApi | Via::ClusterApi => Undo::Api(inv),
-        Via::Node(_) | Via::StepCommand | Via::Power(_) => Undo::Node(fault::node_op(&inv)?),
-    })
 }
 
 /// The action the safety net runs to undo `fault`, journaled with `undo`: the fault's
@@ -410,47 +396,5 @@ impl Ledger {
         {
             tracing::warn!("could not clear faults {ids:?} from the journal: {e}");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::execute::NodeOp;
-    use crate::experiment::model::TaintSpec;
-
-    #[test]
-    fn journal_knows_how_to_undo_each_kind_of_fault() {
-        assert_eq!(
-            journal_undo(&Action::KubeletStop),
-            Some(Undo::Node(NodeOp::KubeletStart))
-        );
-        assert_eq!(
-            journal_undo(&Action::Partition),
-            Some(Undo::Node(NodeOp::Heal))
-        );
-        assert_eq!(journal_undo(&Action::PowerOff), Some(Undo::PowerOn));
-        assert_eq!(
-            journal_undo(&Action::Cordon),
-            Some(Undo::Api(Action::Uncordon))
-        );
-        let taint = TaintSpec {
-            key: "k".into(),
-            value: None,
-            effect: "NoExecute".into(),
-        };
-        assert_eq!(
-            journal_undo(&Action::Taint(taint.clone())),
-            Some(Undo::Api(Action::Untaint(taint)))
-        );
-        assert_eq!(
-            journal_undo(&Action::Run {
-                command: "a".into(),
-                undo: Some("b".into())
-            }),
-            Some(Undo::Node(NodeOp::Run("b".into())))
-        );
-        assert_eq!(journal_undo(&Action::Reboot), None);
-        assert_eq!(journal_undo(&Action::KubeletStart), None);
     }
 }

@@ -5,6 +5,11 @@
 //! switches), the snapshot taken before the first fault, the machine addresses a node
 //! must come back with, and the proofs that each fault took effect.
 
+pub(crate) mod act;
+mod addresses;
+mod companions;
+pub(crate) mod restored;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -13,15 +18,6 @@ use futures::future::join_all;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::act::{ActError, ActResult, Actor};
-use super::addresses::MachineAddresses;
-use super::beside::{self, Companions};
-use super::prepare::Prepared;
-use super::proofs::{self, Baseline, Proofs};
-use super::restored;
-use super::setup;
-use super::shared_timeline::SharedTimeline;
-use super::world::{AfterUndo, FaultAt, World};
 use crate::cluster::AppliedObject;
 use crate::cluster::leases;
 use crate::cluster::snapshot::Snapshot;
@@ -30,6 +26,17 @@ use crate::experiment::fault as faults;
 use crate::experiment::model::{Action, Experiment};
 use crate::journal::Undo;
 use crate::observe::{self, Clock};
+use crate::run::floor::host_timed;
+use crate::run::floor::proofs::{self, Baseline, Proofs};
+use crate::run::preflight::prepare::Prepared;
+use crate::run::preflight::setup;
+use crate::run::shared_timeline::SharedTimeline;
+use crate::run::world::{
+    ARM_AHEAD_MS, ActError, ActResult, AfterUndo, FaultAt, World, journal_undo,
+};
+use act::Actor;
+use addresses::MachineAddresses;
+use companions::Companions;
 
 /// How long before it is due a step carried through the API transport is armed: arming
 /// its self-restore starts one node-access pod (about 2.5 s on kind), and sending the
@@ -52,7 +59,7 @@ fn sent_ahead(action: &Action) -> Option<crate::execute::NodeOp> {
 /// A run's handles on a real cluster.
 pub(crate) struct ClusterWorld<'a> {
     exp: &'a Experiment,
-    settings: &'a super::RunSettings,
+    settings: &'a crate::run::settings::RunSettings,
     prepared: &'a Prepared,
     /// What setup applied, deleted at the end when the experiment says so.
     applied: Vec<AppliedObject>,
@@ -72,7 +79,7 @@ pub(crate) struct ClusterWorld<'a> {
     /// How long the observer's first lists took.
     pub(crate) initial_sync_ms: u64,
     /// The undo watchers armed, by node: asked to undo when the fault's undo is due or
-    /// the run must end it early ([`super::host_timed::watched`]).
+    /// the run must end it early ([`host_timed::watched`]).
     watchers: std::sync::Mutex<BTreeMap<String, ArmedRestore>>,
 }
 
@@ -80,7 +87,7 @@ impl<'a> ClusterWorld<'a> {
     /// The world of a prepared run whose setup applied `applied`.
     pub(crate) fn new(
         exp: &'a Experiment,
-        settings: &'a super::RunSettings,
+        settings: &'a crate::run::settings::RunSettings,
         prepared: &'a Prepared,
         applied: Vec<AppliedObject>,
     ) -> Self {
@@ -116,7 +123,7 @@ impl<'a> ClusterWorld<'a> {
             observe::Namespaces::Only(list) => Some(list.as_slice()),
         };
         let inventory = p.executor.inventory();
-        let heartbeats = super::prepare::acted_on_in_band(self.exp, &p.targets);
+        let heartbeats = crate::run::preflight::prepare::acted_on_in_band(self.exp, &p.targets);
         let kubelet_nodes: Vec<String> = heartbeats
             .iter()
             .filter(|n| {
@@ -224,7 +231,7 @@ impl World for ClusterWorld<'_> {
         let observer = tokio::spawn(async move {
             let mut stream = stream;
             while let Some(entry) = stream.next().await {
-                let is_ready = beside::is_observer_ready(&entry.event);
+                let is_ready = companions::is_observer_ready(&entry.event);
                 sink.push(entry);
                 if is_ready {
                     let _ = ready_tx.send(true);
@@ -234,11 +241,11 @@ impl World for ClusterWorld<'_> {
         let switches = p
             .failover
             .as_ref()
-            .map(|f| beside::record_switches(timeline, f));
+            .map(|f| companions::record_switches(timeline, f));
         let syncing = Instant::now();
-        beside::wait_for_initial_state(timeline, ready, cancel).await;
+        companions::wait_for_initial_state(timeline, ready, cancel).await;
         self.initial_sync_ms = u64::try_from(syncing.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let probes = match beside::start_probes(self.exp, p, timeline) {
+        let probes = match companions::start_probes(self.exp, p, timeline) {
             Ok(probes) => probes,
             // The run goes on without probes; the error is in the record.
             Err(e) => {
@@ -254,14 +261,14 @@ impl World for ClusterWorld<'_> {
             api_watch: None,
         };
         // Guards that cannot see must not let faults in: no run without its queries.
-        match beside::start_queries(self.exp, &self.settings.inventory, timeline) {
+        match companions::start_queries(self.exp, &self.settings.inventory, timeline) {
             Ok(q) => companions.queries = q,
             Err(e) => {
                 self.companions = Some(companions);
                 return Err(format!("abort conditions: {e}"));
             }
         }
-        companions.api_watch = beside::watch_api(self.exp, &p.client, timeline);
+        companions.api_watch = companions::watch_api(self.exp, &p.client, timeline);
         self.companions = Some(companions);
         // What the run promises to leave as it found it, read before the first fault and
         // kept beside the journal for `restore` should the run be killed.
@@ -349,7 +356,7 @@ impl World for ClusterWorld<'_> {
     ) -> Result<Option<ArmedRestore>, String> {
         let executor = &self.prepared.executor;
         let armed = match undo {
-            Undo::Node(op) if super::host_timed::watched(executor, node, op) => {
+            Undo::Node(op) if host_timed::watched(executor, node, op) => {
                 self.arm_watched(node, op, after, token).await
             }
             Undo::Node(op) => executor.arm_restore(node, op, after, token).await.map(Some),
@@ -364,7 +371,7 @@ impl World for ClusterWorld<'_> {
     fn journal_undo(&self, node: &str, fault: &Action) -> Option<Undo> {
         match fault {
             Action::Reboot => crate::journal::reboot_undo(&self.prepared.executor, node),
-            _ => super::ledger::journal_undo(fault),
+            _ => journal_undo(fault),
         }
     }
 
@@ -372,18 +379,17 @@ impl World for ClusterWorld<'_> {
         let executor = &self.prepared.executor;
         let primed_through_api = sent_ahead(action).is_some()
             && nodes.iter().any(|node| {
-                executor.through_api(node)
-                    && !super::host_timed::undone_on_host(executor, node, action)
+                executor.through_api(node) && !host_timed::undone_on_host(executor, node, action)
             });
         if primed_through_api {
             ARM_AHEAD_THROUGH_API
         } else {
-            Duration::from_millis(super::steps::ARM_AHEAD_MS.unsigned_abs())
+            Duration::from_millis(ARM_AHEAD_MS.unsigned_abs())
         }
     }
 
     fn undo_armed_on_host(&self, node: &str, fault: &Action) -> bool {
-        super::host_timed::cuts_transport(&self.prepared.executor, node, fault)
+        host_timed::cuts_transport(&self.prepared.executor, node, fault)
     }
 
     async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), String> {
@@ -411,10 +417,10 @@ impl World for ClusterWorld<'_> {
         // Through the API, the undo of a fault that cuts the transport was armed on the
         // node beforehand: it is confirmed through the API instead of carried.
         if let Some(n) = node
-            && super::host_timed::undone_on_host(&self.prepared.executor, n, action)
+            && host_timed::undone_on_host(&self.prepared.executor, n, action)
         {
             let how = self.ask_watcher(n).await;
-            return super::host_timed::confirm(&self.prepared.client, n, timeout, &how).await;
+            return host_timed::confirm(&self.prepared.client, n, timeout, &how).await;
         }
         self.actor().act(action, node, timeout).await
     }

@@ -10,8 +10,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, ListParams};
 
-use super::settings::RunSettings;
-use crate::cluster::{self, ClusterError, leases};
+use super::own_feet;
+use super::safety::{self, SafetyError};
+use crate::cluster::{self, ClusterError, ResolvedTargets, leases};
 use crate::doctor;
 use crate::execute::Executor;
 use crate::experiment::fault;
@@ -20,8 +21,7 @@ use crate::inventory::Inventory;
 use crate::journal::{Journal, JournalError};
 use crate::observe::Scope;
 use crate::record::ClusterInfo;
-use crate::run::own_feet;
-use crate::run::safety::{self, ResolvedTargets, SafetyError};
+use crate::run::settings::RunSettings;
 use std::time::Duration;
 
 /// Why a run did not start. Nothing on the cluster was touched.

@@ -17,12 +17,12 @@ use std::time::Duration;
 use futures::future::join_all;
 use tokio::time::Instant;
 
-use super::shared_timeline::SharedTimeline;
 use crate::cluster::leases;
 use crate::cluster::snapshot::{self, KubeletSnap, NodeSnap, Snapshot};
 use crate::execute::{Executor, NodeOp};
 use crate::experiment::model::ClusterTimers;
 use crate::record::RestoredCheck;
+use crate::run::shared_timeline::SharedTimeline;
 
 /// Time between two comparisons while the cluster settles.
 const SETTLE_EVERY: Duration = Duration::from_secs(2);

@@ -21,12 +21,11 @@ use crate::judge::Verdict;
 use crate::record::RunRecord;
 use crate::timeline::{Entry, Event, StepPhase, Timeline};
 
-use super::act::{ActError, ActResult};
-use super::drive::{self, LoopPlan};
-use super::ledger::Ledger;
-use super::schedule::End;
-use super::shared_timeline::SharedTimeline;
-use super::world::{AfterUndo, FaultAt, World};
+use crate::run::floor::drive::{self, LoopPlan};
+use crate::run::floor::ledger::Ledger;
+use crate::run::floor::schedule::End;
+use crate::run::shared_timeline::SharedTimeline;
+use crate::run::world::{ActError, ActResult, AfterUndo, FaultAt, World};
 
 /// Why a rehearsal cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -14,17 +14,18 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::act::{ActError, ActResult};
-use super::drive::{LoopOutcome, LoopPlan, run_loop};
-use super::ledger::Ledger;
-pub(crate) use super::schedule::End as LoopEnd;
-use super::schedule::End;
-use super::shared_timeline::SharedTimeline;
-use super::world::{AfterUndo, FaultAt, World};
 use crate::events::RunEvents;
 use crate::execute::ArmedRestore;
 use crate::experiment::model::{Action, ClusterTimers, Experiment};
 use crate::journal::{Journal, Undo};
+use crate::run::floor::drive::{LoopOutcome, LoopPlan, run_loop};
+use crate::run::floor::ledger::Ledger;
+pub(crate) use crate::run::floor::schedule::End as LoopEnd;
+use crate::run::floor::schedule::End;
+use crate::run::shared_timeline::SharedTimeline;
+use crate::run::world::{
+    ARM_AHEAD_MS, ActError, ActResult, AfterUndo, FaultAt, World, journal_undo,
+};
 use crate::timeline::{ConditionStatus, Event, NodeState, StepPhase};
 
 /// What one call does.
@@ -123,7 +124,7 @@ impl World for Scripted {
     }
 
     fn arm_ahead(&self, action: &Action, _: &[&str]) -> Duration {
-        let usual = Duration::from_millis(super::steps::ARM_AHEAD_MS.unsigned_abs());
+        let usual = Duration::from_millis(ARM_AHEAD_MS.unsigned_abs());
         match self.lead {
             Some(lead) if crate::experiment::fault::node_op(action).is_some() => lead,
             _ => usual,
@@ -175,7 +176,7 @@ impl World for Scripted {
     fn journal_undo(&self, _: &str, fault: &Action) -> Option<Undo> {
         match fault {
             Action::Reboot if self.reboot_powers_on => Some(Undo::PowerOn),
-            _ => super::ledger::journal_undo(fault),
+            _ => journal_undo(fault),
         }
     }
 
@@ -768,7 +769,7 @@ async fn sighup_with_a_dead_terminal_cancels_and_the_fault_is_undone() {
     let hangup = cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(20)).await;
-        super::signals::tests_support::hangup_with_dead_terminal(&hangup);
+        crate::run::signals::tests_support::hangup_with_dead_terminal(&hangup);
     });
     let out = h.run(&mut world, cancel, RunEvents::default()).await;
     let calls = world.calls();

@@ -8,9 +8,9 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
 use kube::api::{Api, ListParams};
 
+use crate::cluster::ResolvedTargets;
 use crate::experiment::fault;
 use crate::experiment::model::Experiment;
-use crate::run::safety::ResolvedTargets;
 
 /// Where faultline itself stands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::prepare::Prepared;
-use super::shared_timeline::SharedTimeline;
 use crate::experiment::model::Experiment;
+use crate::run::preflight::prepare::Prepared;
+use crate::run::shared_timeline::SharedTimeline;
 use crate::timeline::{Event, RunPhase};
 
 /// Longest wait for the observer's first lists before the first step: twice what 30,000

@@ -10,22 +10,15 @@ use std::time::Duration;
 
 use futures::future::join_all;
 
-use super::act::ActError;
 use super::ledger::Ledger;
-use super::safety::ResolvedTargets;
 use super::schedule::{Scheduler, Tick, Wait};
-use super::shared_timeline::SharedTimeline;
-use super::world::{FaultAt, World};
+use crate::cluster::ResolvedTargets;
 use crate::execute::{ExecError, Executor};
 use crate::experiment::fault as faults;
 use crate::experiment::model::Experiment;
+use crate::run::shared_timeline::SharedTimeline;
+use crate::run::world::{ARM_AHEAD_MS, ActError, ActResult, FaultAt, World};
 use crate::timeline::{Event, StepPhase};
-
-/// How long before its due offset a timed step is armed, so that arming (an SSH round per
-/// node, all at once) is not part of the step's lateness. Arming early is harmless: the
-/// self-restore's deadline is absolute, and undoing a fault that was never injected (a
-/// kubelet start on a running kubelet) changes nothing if faultline dies in between.
-pub(super) const ARM_AHEAD_MS: i64 = 3_000;
 
 /// The least time before a step is due for its commands to be sent ahead
 /// ([`World::prime`]).
@@ -40,7 +33,7 @@ const PRIME_AT_LEAST_MS: i64 = 500;
 pub(super) const ACT_GRACE: Duration = Duration::from_secs(5);
 
 /// Whether an action's result says its command may still be running on the node.
-fn may_still_run(result: &Result<super::act::ActResult, ActError>) -> bool {
+fn may_still_run(result: &Result<ActResult, ActError>) -> bool {
     matches!(
         result,
         Err(ActError::Exec(ExecError::TimedOutUnconfirmed { .. }))

@@ -20,11 +20,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
 
-use super::act::{ActError, ActResult};
 use crate::execute::{Executor, pod};
 use crate::experiment::fault::{self, Via};
 use crate::experiment::model::{Action, Experiment, StepTime};
 use crate::inventory::{Inventory, TransportKind};
+use crate::run::world::{ActError, ActResult};
 
 /// How long after its undo step is due the node's timer fires: covers the whole seconds
 /// the timer is armed with and the step's own start.

@@ -19,10 +19,11 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::shared_timeline::SharedTimeline;
 use crate::execute::{Executor, NodeOp, PowerState};
 use crate::experiment::fault::{self, PowerKey, Proof};
 use crate::experiment::model::{Action, TaintSpec};
+use crate::run::shared_timeline::SharedTimeline;
+use crate::run::world::FaultAt;
 use crate::timeline::{Event, StepPhase};
 
 /// Time between two readings while a fault is being confirmed.
@@ -41,7 +42,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_LEASE: Duration = Duration::from_secs(40);
 
 /// How long a fault has to show its evidence after its step finished.
-pub(super) fn within(proof: Proof) -> Duration {
+pub(in crate::run) fn within(proof: Proof) -> Duration {
     match proof {
         Proof::None => Duration::ZERO,
         // `systemctl stop` returns once the unit stopped.
@@ -70,11 +71,15 @@ enum Reading {
 
 /// What a node's proof reads before its step, for evidence that is a change: the node's
 /// boot id before a reboot.
-pub(super) type Baseline = Result<String, String>;
+pub(in crate::run) type Baseline = Result<String, String>;
 
 /// Reads, before a step, what its proof compares with afterwards; `None` when its proof
 /// needs nothing from before.
-pub(super) async fn baseline(executor: &Executor, action: &Action, node: &str) -> Option<Baseline> {
+pub(in crate::run) async fn baseline(
+    executor: &Executor,
+    action: &Action,
+    node: &str,
+) -> Option<Baseline> {
     if fault::proof(action) != Proof::BootIdChanged {
         return None;
     }
@@ -89,7 +94,7 @@ pub(super) async fn baseline(executor: &Executor, action: &Action, node: &str) -
 
 /// The proofs under way: one task per node of each fault step.
 #[derive(Default)]
-pub(super) struct Proofs {
+pub(in crate::run) struct Proofs {
     running: Vec<Running>,
 }
 
@@ -103,12 +108,12 @@ struct Running {
 
 impl Proofs {
     /// Starts proving that `fault` took effect on its node.
-    pub(super) fn start(
+    pub(in crate::run) fn start(
         &mut self,
         executor: &Executor,
         client: &kube::Client,
         timeline: &SharedTimeline,
-        fault: super::world::FaultAt<'_>,
+        fault: FaultAt<'_>,
         baseline: Option<Baseline>,
     ) {
         let (step, action, node) = (fault.name, fault.action, fault.node);
@@ -151,7 +156,7 @@ impl Proofs {
 
     /// Before `action` runs on `nodes`: stops watching the faults it undoes there, so the
     /// planned undo is not mistaken for something else undoing them.
-    pub(super) async fn settle(&mut self, action: &Action, nodes: &[&str]) {
+    pub(in crate::run) async fn settle(&mut self, action: &Action, nodes: &[&str]) {
         let (done, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.running)
             .into_iter()
             .partition(|r| nodes.contains(&r.node.as_str()) && fault::undoes(action, &r.fault));
@@ -161,7 +166,7 @@ impl Proofs {
 
     /// The run's observation ended: every proof stops (the safety net undoes what is
     /// left).
-    pub(super) async fn stop_all(&mut self) {
+    pub(in crate::run) async fn stop_all(&mut self) {
         finish(std::mem::take(&mut self.running)).await;
     }
 }

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::settings::RunSettings;
 use crate::experiment::model::Experiment;
 use crate::judge::{Outcome, Verdict};
 use crate::record::{ClusterInfo, RunOutcome, RunRecord};
+use crate::run::settings::RunSettings;
 use crate::timers::{ClusterReadings, TimersInForce};
 
 /// Longest wait for torn-down objects to be gone.
@@ -17,7 +17,7 @@ const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The cluster as known before the API was asked anything: the timers the inventory
 /// states, the others assumed.
-pub(super) fn unread_cluster(settings: &RunSettings) -> ClusterInfo {
+pub(in crate::run) fn unread_cluster(settings: &RunSettings) -> ClusterInfo {
     let inv = &settings.inventory;
     let timers = TimersInForce::resolve(&ClusterReadings::default(), &inv.stated_timers(), None);
     ClusterInfo {
@@ -32,7 +32,7 @@ pub(super) fn unread_cluster(settings: &RunSettings) -> ClusterInfo {
 }
 
 /// The record of a run that could not start: every expectation is an error with the reason.
-pub(super) fn not_run(
+pub(in crate::run) fn not_run(
     exp: &Experiment,
     cluster: ClusterInfo,
     run_id: String,
@@ -78,7 +78,7 @@ pub(super) fn not_run(
 /// The record of an experiment the cluster cannot run: it requires a capability the
 /// inventory says the cluster lacks. Every expectation is skipped with the reason; nothing
 /// on the cluster was touched, not even the API asked.
-pub(super) fn skipped(
+pub(in crate::run) fn skipped(
     exp: &Experiment,
     cluster: ClusterInfo,
     run_id: String,
@@ -121,7 +121,7 @@ pub(super) fn skipped(
 }
 
 /// Applies the setup manifests and waits for their workloads.
-pub(super) async fn setup(
+pub(in crate::run) async fn setup(
     exp: &Experiment,
     client: &kube::Client,
 ) -> Result<Vec<crate::cluster::AppliedObject>, crate::cluster::ClusterError> {
@@ -138,7 +138,7 @@ pub(super) async fn setup(
 /// from a fresh, evenly spread layout. A Namespace that was there before setup stays
 /// (its objects from the manifests go): deleting it would take what the run did not make
 /// with it, such as the Role a scheduled run needs the next night.
-pub(super) async fn teardown(
+pub(in crate::run) async fn teardown(
     client: &kube::Client,
     applied: &[crate::cluster::AppliedObject],
 ) -> Result<(), String> {
