@@ -123,4 +123,25 @@ mod tests {
         );
         assert_eq!(stop(ProfileName::K3d), None);
     }
+
+    #[test]
+    fn systemd_nodes_self_restore_through_systemd_and_containers_through_a_process() {
+        for p in ProfileName::ALL {
+            let raw = p.load().unwrap_or_else(|e| panic!("{e}"));
+            let arm = raw.arm_restore.as_deref().unwrap_or("");
+            let by_systemd = arm.starts_with("systemd-run ");
+            assert_eq!(
+                by_systemd,
+                raw.disarm_restore
+                    .as_deref()
+                    .is_some_and(|d| d.contains("systemctl stop faultline-restore-{token}.timer")),
+                "{p}: arm and disarm go together"
+            );
+            // Nodes whose kubelet is a systemd unit hand the restore to it (it outlives the
+            // SSH session under KillUserProcesses=yes); kind and k3d nodes are reached by
+            // `docker exec` and keep the default process.
+            let expected = !matches!(p, ProfileName::Kind | ProfileName::K3d);
+            assert_eq!(by_systemd, expected, "{p}: {arm:?}");
+        }
+    }
 }
