@@ -882,7 +882,7 @@ async fn kill_9_during_a_kubelet_stop_the_hosts_systemd_timer_heals(
     let inventory = inventory.to_path_buf();
     let reports = s.reports().display().to_string();
     let mut child = faultline(
-        &s,
+        s,
         &inventory,
         &[
             &[
@@ -938,12 +938,12 @@ async fn kill_9_during_a_kubelet_stop_the_hosts_systemd_timer_heals(
         killed.elapsed().max(took)
     );
     wait_ready(&client, &victim, BACK).await;
-    let out = faultline(&s, &inventory, &["restore"])
+    let out = faultline(s, &inventory, &["restore"])
         .output()
         .expect("restore");
     echo(&out);
     assert_eq!(out.status.code(), Some(0));
-    let again = faultline(&s, &inventory, &["restore"])
+    let again = faultline(s, &inventory, &["restore"])
         .output()
         .expect("restore");
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to restore"));
