@@ -11,7 +11,13 @@
 //! The floor applies to times (recovery figures, observed transitions), not to the score,
 //! whose tolerance is already in points.
 
-use crate::compare::tolerance::ToleranceError;
+/// One part of the noise floor given twice (`--noise-floor 1s --noise-floor 2s`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--noise-floor gives the {part} floor twice")]
+pub struct FloorTwice {
+    /// `absolute` or `relative`.
+    pub part: &'static str,
+}
 
 /// The smallest move of a figure's median that counts as a change.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,7 +58,7 @@ impl NoiseFloor {
     };
 
     /// The floor made of `parts` over the default: each part at most once.
-    pub fn from_parts(parts: &[NoiseFloorPart]) -> Result<NoiseFloor, ToleranceError> {
+    pub fn from_parts(parts: &[NoiseFloorPart]) -> Result<NoiseFloor, FloorTwice> {
         let mut floor = NoiseFloor::DEFAULT;
         let (mut absolute, mut relative) = (false, false);
         for part in parts {
@@ -67,7 +73,7 @@ impl NoiseFloor {
                 }
             };
             if std::mem::replace(seen, true) {
-                return Err(ToleranceError::FloorTwice { part: name });
+                return Err(FloorTwice { part: name });
             }
         }
         Ok(floor)

@@ -101,12 +101,6 @@ pub enum ToleranceError {
         /// `node_not_ready`, or `everything` for the overall one.
         whom: String,
     },
-    /// One part of the noise floor given twice.
-    #[error("--noise-floor gives the {part} floor twice")]
-    FloorTwice {
-        /// `absolute` or `relative`.
-        part: &'static str,
-    },
     /// A key that names neither a figure nor an expectation of either side.
     #[error(
         "--tolerance `{key}=…`: no recovery figure or expectation of that name; figures are {figures}, `score`, or an expectation's name"

@@ -57,9 +57,9 @@ pub use output::MAX_OUTPUT;
 pub(crate) use output::read_tail_async;
 use primed::{PRIMED_EARLY, PRIMED_EXTRA_WAIT, PRIMED_LATE, PrimedCommands};
 use render::RenderError;
+use ssh::SessionPool;
 pub use ssh::SshError;
 use ssh::{Limits, Secret, SshEnd, SshTarget};
-use ssh_pool::SessionPool;
 
 use crate::experiment::fault::{CommandKey, KeyTable, PowerKey};
 pub use crate::experiment::fault::{NodeCommand, NodeOp, PowerAction};

@@ -24,7 +24,7 @@ use ssh2::{CheckResult, ExtendedData, KnownHostFileKind, Session};
 
 use super::bridge::Bridge;
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail};
-use super::ssh_pool::SessionPool;
+use super::ssh_pool;
 use crate::inventory::SshSettings;
 
 /// Where and how to run one command over SSH.
@@ -60,6 +60,9 @@ impl SshTarget {
         )
     }
 }
+
+/// The idle SSH connections an executor keeps, by node and login.
+pub(super) type SessionPool = ssh_pool::SessionPool<Connection>;
 
 /// An authenticated connection to a node: its session, the bridges that carry it through
 /// jump hosts, and a copy of every socket on the way (to cut it from outside). Fields drop

@@ -13,16 +13,22 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::ssh::Connection;
-
 /// The idle connections of one executor (shared by its clones), by
-/// [`super::ssh::SshTarget::pool_key`].
-#[derive(Default)]
-pub(super) struct SessionPool {
+/// [`super::ssh::SshTarget::pool_key`]. Generic over the connection (the transport's
+/// `ssh::Connection`), so the pool knows nothing of SSH and SSH imports the pool alone.
+pub(super) struct SessionPool<Connection> {
     idle: Mutex<HashMap<String, Connection>>,
 }
 
-impl std::fmt::Debug for SessionPool {
+impl<Connection> Default for SessionPool<Connection> {
+    fn default() -> Self {
+        SessionPool {
+            idle: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<Connection> std::fmt::Debug for SessionPool<Connection> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let keys: Vec<String> = self
             .idle
@@ -33,7 +39,7 @@ impl std::fmt::Debug for SessionPool {
     }
 }
 
-impl SessionPool {
+impl<Connection> SessionPool<Connection> {
     /// The idle connection for `key`, taken out of the pool.
     pub(super) fn take(&self, key: &str) -> Option<Connection> {
         self.idle.lock().ok()?.remove(key)

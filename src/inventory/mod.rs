@@ -9,6 +9,7 @@
 pub mod discover;
 mod duration;
 mod jump;
+pub mod pod_defaults;
 mod profile;
 mod raw;
 mod ssh_config;
@@ -179,7 +180,7 @@ impl Default for SshSettings {
 /// privileged pod on the node lives and what it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodSettings {
-    /// Namespace of the pods (default [`crate::execute::pod::DEFAULT_NAMESPACE`]).
+    /// Namespace of the pods (default [`pod_defaults::DEFAULT_NAMESPACE`]).
     pub namespace: String,
     /// Create the namespace, labelled for the `privileged` Pod Security level, when it is
     /// missing: on for the default namespace, off for one the inventory names (unless it
@@ -578,7 +579,7 @@ fn merge_node(
             p.and_then(|p| p.disarm_restore.as_ref()),
         ),
     ])
-    .unwrap_or_else(|| crate::execute::pod::default_restore(transport));
+    .unwrap_or_else(|| pod_defaults::default_restore(transport));
     let pod = merge_pod([
         node.pod.as_ref(),
         top.pod.as_ref(),
@@ -604,7 +605,6 @@ fn merge_node(
 
 /// The API transport's settings from the inventory's layers (node, top level, profile).
 fn merge_pod(layers: [Option<&RawPod>; 3]) -> Result<PodSettings, String> {
-    use crate::execute::pod;
     macro_rules! pick {
         ($f:ident) => {
             first(layers.map(|l| l.and_then(|s| s.$f.as_ref())))
@@ -612,7 +612,7 @@ fn merge_pod(layers: [Option<&RawPod>; 3]) -> Result<PodSettings, String> {
     }
     let named: Option<String> = pick!(namespace);
     if let Some(ns) = &named
-        && !pod::valid_dns_label(ns)
+        && !pod_defaults::valid_dns_label(ns)
     {
         return Err(format!(
             "pod.namespace `{}` is not a valid namespace name (lowercase letters, digits and \
@@ -620,15 +620,15 @@ fn merge_pod(layers: [Option<&RawPod>; 3]) -> Result<PodSettings, String> {
             ns.escape_debug()
         ));
     }
-    let image: String = pick!(image).unwrap_or_else(|| pod::DEFAULT_IMAGE.to_string());
+    let image: String = pick!(image).unwrap_or_else(|| pod_defaults::DEFAULT_IMAGE.to_string());
     if image.trim().is_empty() {
         return Err("pod.image is empty".into());
     }
     Ok(PodSettings {
         create_namespace: pick!(create_namespace).unwrap_or(named.is_none()),
-        namespace: named.unwrap_or_else(|| pod::DEFAULT_NAMESPACE.to_string()),
+        namespace: named.unwrap_or_else(|| pod_defaults::DEFAULT_NAMESPACE.to_string()),
         image,
-        start_timeout: pick!(start_timeout).map_or(pod::DEFAULT_START_TIMEOUT, |h| h.0),
+        start_timeout: pick!(start_timeout).map_or(pod_defaults::DEFAULT_START_TIMEOUT, |h| h.0),
     })
 }
 

@@ -2,7 +2,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
-use crate::inventory::Inventory;
+use crate::inventory::{Inventory, TransportKind};
 
 fn settings() -> PodSettings {
     PodSettings {
