@@ -394,7 +394,10 @@ async fn the_openshift_profiles_self_restore_outlives_the_debug_pod() {
     let s = Scratch::new();
     std::fs::create_dir_all(s.reports()).expect("dir");
     let openshift = openshift_inventory(&s.reports(), "openshift");
-    let kubeadm = openshift_inventory(&s.reports(), "kubeadm");
+    // The default mechanism (`setsid nohup`) through the same debug pods: the kind profile
+    // keeps it (its nodes are containers reached by `docker exec`); kubeadm, k3s and rke2
+    // hand the restore to systemd as openshift does.
+    let default = openshift_inventory(&s.reports(), "kind");
     let experiment = "fixtures/experiments/lab/kubelet-stop-short.yaml";
 
     let (json, code) = doctor(
@@ -433,7 +436,7 @@ async fn the_openshift_profiles_self_restore_outlives_the_debug_pod() {
         &s,
         &[
             "-i",
-            kubeadm.to_str().expect("utf-8"),
+            default.to_str().expect("utf-8"),
             "--output",
             "json",
             experiment,
@@ -461,7 +464,7 @@ async fn the_openshift_profiles_self_restore_outlives_the_debug_pod() {
         .expect("armed");
     assert_eq!(armed.pid, None, "systemd-run prints no pid");
     let default_marker = s.reports().join("restore-fired-default");
-    let (exec_default, undo_default) = fire(&kubeadm, &default_marker);
+    let (exec_default, undo_default) = fire(&default, &default_marker);
     // Armed for 15 s, not 2: the stand-in pod's end must kill it first, and the stand-in
     // finds its processes by reading every /proc/*/environ (two forks per process); on a
     // loaded CI machine that took longer than 2 s (fresh-clone ci/test, 2026-11-28).
