@@ -145,6 +145,11 @@ pub enum Command {
         /// (as the chart does): the actor gets no `create namespaces`. Implied by `-o values`.
         #[arg(long)]
         namespaces_exist: bool,
+        /// The only nodes the actor may change (cordon, drain, taint, delete), by name
+        /// (comma-separated): its `patch nodes` is granted on these alone, and a run
+        /// refuses a step whose target resolves to another node. Default: every node.
+        #[arg(long, value_delimiter = ',', value_name = "NODE,...")]
+        nodes: Vec<String>,
     },
     /// Undo every fault a crashed or killed run left behind (from the fault journal).
     Restore {
@@ -562,12 +567,13 @@ pub async fn main(cli: Cli) -> i32 {
             namespace,
             inventory,
             namespaces_exist,
+            nodes,
         } => rbac::rbac(
             &paths,
             role,
             (output, namespaces_exist || output == RbacOutput::Values),
             (&name, &namespace),
-            inventory.as_deref(),
+            (inventory.as_deref(), &nodes),
         ),
         Command::Restore {
             inventory,

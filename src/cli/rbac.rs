@@ -1,4 +1,4 @@
-//! `faultline rbac [EXPERIMENT…] [--role observer|actor] [-o manifests|values]`: the RBAC
+//! `faultline rbac [EXPERIMENT…] [--role observer|actor] [-o manifests|values] [--nodes A,B]`: the RBAC
 //! rules of faultline's ServiceAccounts, generated from the fault table, to apply or to
 //! pass to the Helm chart.
 
@@ -14,8 +14,15 @@ pub(super) fn rbac(
     role: Option<RbacRole>,
     (output, namespaces_exist): (RbacOutput, bool),
     (name, namespace): (&str, &NamespaceArg),
-    inventory: Option<&Path>,
+    (inventory, only_nodes): (Option<&Path>, &[String]),
 ) -> i32 {
+    if let Some(bad) = only_nodes.iter().find(|n| !rbac::is_node_name(n)) {
+        eprintln!(
+            "faultline rbac: --nodes: `{bad}` is not a node name (lower-case letters, digits, \
+             `-` and `.`, at most 253 characters)"
+        );
+        return EXIT_ERROR;
+    }
     let inventory = match inventory.map(crate::inventory::Inventory::load).transpose() {
         Ok(inv) => inv,
         Err(e) => {
@@ -66,7 +73,7 @@ pub(super) fn rbac(
         } else {
             Vec::new()
         };
-        match rbac::grants(r, &experiments, inventory.as_ref(), &made) {
+        match rbac::grants(r, &experiments, inventory.as_ref(), &made, only_nodes) {
             Ok(g) => grants.push((r, g)),
             Err(e) => {
                 eprintln!("{e}");

@@ -217,6 +217,56 @@ pub(crate) fn needed(experiments: &[Experiment]) -> Vec<Access> {
     dedup(all)
 }
 
+/// The verbs on a node that RBAC can grant node by node (`resourceNames`): a step's
+/// `patch` (cordon, drain, taint) or `delete` reaches the nodes its target resolves to, so
+/// an actor may hold them on those nodes alone (`faultline rbac --nodes`). `list` and
+/// `watch` cannot be restricted by name, and the observer holds `get` everywhere.
+pub(crate) const PER_NODE_VERBS: [&str; 3] = ["patch", "update", "delete"];
+
+/// Whether `a` is a verb on nodes that can be granted node by node and is asked for on
+/// every node ([`PER_NODE_VERBS`], no name yet): a refusal of the unnamed question then
+/// may still be a grant by name, asked per node.
+pub(crate) fn grantable_per_node(a: &Access) -> bool {
+    a.group.is_empty()
+        && a.resource == "nodes"
+        && a.subresource.is_none()
+        && a.namespace.is_none()
+        && a.name.is_none()
+        && PER_NODE_VERBS.contains(&a.verb.as_str())
+}
+
+/// `a` asked on one node: the same verb, that node's name.
+pub(crate) fn on_node(a: &Access, node: &str) -> Access {
+    Access {
+        name: Some(node.to_string()),
+        ..a.clone()
+    }
+}
+
+/// What the steps of `exp` do on each node they act on, by name: every per-node verb
+/// ([`grantable_per_node`]) a step's API use needs, on each node of its resolved target.
+/// Asked after the targets are resolved, so an actor granted `patch nodes` on some nodes
+/// only is refused exactly when a step would reach another.
+pub(crate) fn needed_on_nodes(
+    exp: &Experiment,
+    targets: &std::collections::BTreeMap<String, Vec<String>>,
+) -> Vec<Access> {
+    let mut all = Vec::new();
+    for step in &exp.steps {
+        let why = format!("step `{}` of {}", step.name, exp.name);
+        for api in fault::info(&step.action).api {
+            let access = Access::new(api.verb, api.group, api.resource, None, &why);
+            if api.namespaced || api.subresource.is_some() || !grantable_per_node(&access) {
+                continue;
+            }
+            for node in step.nodes(targets) {
+                all.push(on_node(&access, node));
+            }
+        }
+    }
+    dedup(all)
+}
+
 /// The verbs an exec through the API needs on `pods/exec`: the API server authorizes
 /// kube-rs's WebSocket upgrade as `get` (v1.33 on kind refused a Job that held `create`
 /// alone), and SPDY connections and newer servers' WebSocket upgrades as `create`.

@@ -7,6 +7,7 @@ use kube::Client;
 use kube::api::{Api, GroupVersionKind, PostParams};
 
 use super::access::{self, Access};
+use super::node_grants::{self, GrantedByName};
 use super::{CheckKind, Finding, Status};
 use crate::cluster::{self, Connection};
 use crate::experiment::model::Experiment;
@@ -111,24 +112,52 @@ pub(crate) async fn check_access(client: &Client, experiments: &[Experiment]) ->
         }
     }
     let mut answers = Vec::new();
+    let mut by_name = Vec::new();
     for a in access::dedup(needed) {
         let answer = can_i(client, &a).await.map_err(|e| e.to_string());
+        // Refused on every node, perhaps granted on some by name: a run then asks node
+        // by node once its targets are resolved.
+        if answer == Ok(false) && access::grantable_per_node(&a) {
+            let nodes = node_grants::granted_nodes(client, &a).await;
+            if !nodes.is_empty() {
+                by_name.push(GrantedByName { access: a, nodes });
+                continue;
+            }
+        }
         answers.push((a, answer));
     }
-    judge_access(unread, answers)
+    judge_access(unread, answers, by_name)
 }
 
 /// The findings from each permission's answer (allowed, refused, or the question failed),
 /// after `earlier` ones (setup manifests that could not be read): what the API server
 /// decided, turned into what `doctor` prints and `run` refuses on.
+/// `by_name`: per-node permissions allowed on some nodes only, said as such (a run asks
+/// them again node by node).
 pub(crate) fn judge_access(
     earlier: Vec<Finding>,
     answers: Vec<(Access, Result<bool, String>)>,
+    by_name: Vec<GrantedByName>,
 ) -> AccessAnswers {
     let mut findings = earlier;
     let mut missing = Vec::new();
-    let mut allowed = 0;
-    let total = answers.len();
+    let mut allowed = by_name.len();
+    let total = answers.len() + by_name.len();
+    for g in by_name {
+        findings.push(Finding::cluster(
+            CheckKind::Rbac,
+            Status::Pass,
+            format!(
+                "`{} {}` is granted by name only, on {} node(s): {}; a run asks it node by \
+                 node once its targets are resolved ({} needs it)",
+                g.access.verb,
+                g.access.resource,
+                g.nodes.len(),
+                g.nodes.join(", "),
+                g.access.why
+            ),
+        ));
+    }
     for (a, answer) in answers {
         match answer {
             Ok(true) => allowed += 1,
@@ -170,7 +199,7 @@ pub(crate) fn judge_access(
 }
 
 /// One `SelfSubjectAccessReview`.
-async fn can_i(client: &Client, a: &Access) -> Result<bool, kube::Error> {
+pub(super) async fn can_i(client: &Client, a: &Access) -> Result<bool, kube::Error> {
     let review = SelfSubjectAccessReview {
         spec: SelfSubjectAccessReviewSpec {
             resource_attributes: Some(ResourceAttributes {

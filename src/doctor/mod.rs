@@ -17,6 +17,7 @@ mod clock;
 mod cluster;
 pub(crate) mod needs;
 mod node;
+pub(crate) mod node_grants;
 mod pod_access;
 mod power;
 mod programs;

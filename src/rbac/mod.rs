@@ -225,16 +225,19 @@ pub(crate) fn node_access_namespaces(inv: &crate::inventory::Inventory) -> Vec<S
 /// `created_for_it`: namespaces made before faultline runs (the chart makes the setup's
 /// and the node-access pods'), which the actor then never creates: it holds `get` and
 /// `patch` on those by name, and no `create namespaces` at all for them.
+/// `only_nodes`: when not empty, what the steps do to a node (`patch`, `delete`) is granted
+/// on these nodes alone, by name; a run refuses a step whose target resolves to another.
 pub(crate) fn grants(
     role: RbacRole,
     experiments: &[Experiment],
     inventory: Option<&crate::inventory::Inventory>,
     created_for_it: &[String],
+    only_nodes: &[String],
 ) -> Result<Grants, KindError> {
     Ok(match role {
         RbacRole::Observer => Grants::of(&observer()),
         RbacRole::Actor => {
-            let mut all = actor(experiments)?;
+            let mut all = on_nodes(actor(experiments)?, only_nodes);
             let observer = Grants::of(&observer());
             all.extend(
                 inventory
@@ -252,6 +255,32 @@ pub(crate) fn grants(
             Grants::of(&access::dedup(all))
         }
     })
+}
+
+/// `all` with every per-node permission ([`access::grantable_per_node`]) replaced by the
+/// same on each of `nodes` by name; unchanged when `nodes` is empty.
+fn on_nodes(all: Vec<Access>, nodes: &[String]) -> Vec<Access> {
+    if nodes.is_empty() {
+        return all;
+    }
+    all.into_iter()
+        .flat_map(|a| {
+            if access::grantable_per_node(&a) {
+                nodes.iter().map(|n| access::on_node(&a, n)).collect()
+            } else {
+                vec![a]
+            }
+        })
+        .collect()
+}
+
+/// Whether `name` can be a node's given to `faultline rbac --nodes`: a Node's name is a
+/// DNS subdomain (RFC 1123 labels joined by `.`, at most 253 characters).
+pub(crate) fn is_node_name(name: &str) -> bool {
+    name.len() <= 253
+        && name
+            .split('.')
+            .all(crate::inventory::pod_defaults::valid_dns_label)
 }
 
 /// `missing` as the `rules:` of a ClusterRole and of a Role per namespace, each headed by

@@ -90,7 +90,7 @@ fn judged(granted: &Grants, exps: &[Experiment]) -> crate::doctor::AccessAnswers
             (a, Ok(allowed))
         })
         .collect();
-    crate::doctor::judge_access(Vec::new(), answers)
+    crate::doctor::judge_access(Vec::new(), answers, Vec::new())
 }
 
 #[test]
@@ -164,7 +164,7 @@ fn every_shipped_experiment_gets_rules_and_an_unknown_kind_is_refused() {
 #[test]
 fn manifests_and_values_carry_the_same_rules() {
     let exps = load("experiments/local-persistent-volume.yaml");
-    let grants = grants(RbacRole::Actor, &exps, None, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let grants = grants(RbacRole::Actor, &exps, None, &[], &[]).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         !grants.namespaced.is_empty(),
         "deletes claims in its namespace"
@@ -233,7 +233,7 @@ fn the_setups_namespace_is_granted_by_name_and_not_created_when_made_for_the_act
         required: true,
     };
     // Outside the chart: faultline creates the namespace, then applies it by name.
-    let alone = grants(RbacRole::Actor, &exps, None, &[]).unwrap();
+    let alone = grants(RbacRole::Actor, &exps, None, &[], &[]).unwrap();
     assert!(alone.allows(&ask("create", "faultline-demo")));
     assert!(alone.allows(&ask("patch", "faultline-demo")));
     assert!(
@@ -243,7 +243,7 @@ fn the_setups_namespace_is_granted_by_name_and_not_created_when_made_for_the_act
     );
     // The chart made it: no `create namespaces`, `get` and `patch` on it alone.
     let made = ["faultline-demo".to_string()];
-    let chart = grants(RbacRole::Actor, &exps, None, &made).unwrap();
+    let chart = grants(RbacRole::Actor, &exps, None, &made, &[]).unwrap();
     let rules = namespaces(&chart);
     assert_eq!(rules.len(), 1, "{rules:?}");
     assert_eq!(rules[0].verbs, ["get", "patch"]);
@@ -265,7 +265,7 @@ fn the_api_transport_adds_its_pods_to_the_actor_and_ssh_adds_nothing() {
         crate::inventory::Inventory::parse(&text, Path::new("inv.yaml"))
             .unwrap_or_else(|e| panic!("{e}"))
     };
-    let by_pod = grants(RbacRole::Actor, &exps, Some(&inventory("pod")), &[]).unwrap();
+    let by_pod = grants(RbacRole::Actor, &exps, Some(&inventory("pod")), &[], &[]).unwrap();
     let pod_rules = by_pod
         .namespaced
         .get("faultline-node-access")
@@ -291,11 +291,122 @@ fn the_api_transport_adds_its_pods_to_the_actor_and_ssh_adds_nothing() {
     let cluster = serde_json::to_string(&by_pod.cluster).unwrap();
     assert!(cluster.contains("\"namespaces\""), "{cluster}");
 
-    let by_ssh = grants(RbacRole::Actor, &exps, Some(&inventory("ssh")), &[]).unwrap();
-    let none = grants(RbacRole::Actor, &exps, None, &[]).unwrap();
+    let by_ssh = grants(RbacRole::Actor, &exps, Some(&inventory("ssh")), &[], &[]).unwrap();
+    let none = grants(RbacRole::Actor, &exps, None, &[], &[]).unwrap();
     assert_eq!(
         serde_json::to_string(&by_ssh.cluster).unwrap(),
         serde_json::to_string(&none.cluster).unwrap()
     );
     assert!(!by_ssh.namespaced.contains_key("faultline-node-access"));
+}
+
+/// `faultline rbac --nodes a,b`: the drain's `patch nodes` is granted on those nodes alone
+/// (by `resourceNames`), and a run's per-node questions are answered by those rules: the
+/// named nodes are allowed, any other node is refused naming it and the step.
+#[test]
+fn an_actor_limited_to_named_nodes_may_patch_those_alone() {
+    let exps = load("deploy/helm/faultline/files/experiments");
+    let nodes = ["kind-worker".to_string(), "kind-worker2".to_string()];
+    let named = grants(RbacRole::Actor, &exps, None, &[], &nodes).unwrap();
+    let patch_rules: Vec<&PolicyRule> = named
+        .cluster
+        .iter()
+        .filter(|r| {
+            r.resources.as_deref() == Some(&["nodes".to_string()][..])
+                && r.verbs.contains(&"patch".to_string())
+        })
+        .collect();
+    assert_eq!(patch_rules.len(), 1, "{:#?}", named.cluster);
+    assert_eq!(
+        patch_rules[0].resource_names.as_deref(),
+        Some(&nodes[..]),
+        "granted by name"
+    );
+    // The rest of the actor is untouched: the eviction cannot be limited to a node.
+    let every = grants(RbacRole::Actor, &exps, None, &[], &[]).unwrap();
+    let without_nodes = |g: &Grants| -> Vec<PolicyRule> {
+        g.cluster
+            .iter()
+            .filter(|r| r.resources.as_deref() != Some(&["nodes".to_string()][..]))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(without_nodes(&named), without_nodes(&every));
+    assert!(every.allows(&access::on_node(&patch_nodes(), "kind-control-plane")));
+
+    let mut held = observer();
+    held.extend(actor(&exps).unwrap());
+    let held = Grants::of(&super::on_nodes(held, &nodes));
+    assert!(!held.allows(&patch_nodes()), "not on every node");
+    let exp = &exps[0];
+    let target = exp.steps.iter().find_map(|s| s.target.clone()).unwrap();
+    let on = |node: &str| {
+        let targets: std::collections::BTreeMap<String, Vec<String>> =
+            [(target.clone(), vec![node.to_string()])].into();
+        let answers = access::needed_on_nodes(exp, &targets)
+            .into_iter()
+            .map(|a| {
+                let allowed = held.allows(&a);
+                (a, Ok(allowed))
+            })
+            .collect();
+        crate::doctor::judge_access(Vec::new(), answers, Vec::new())
+    };
+    let allowed = on("kind-worker2");
+    assert!(
+        crate::doctor::failures(&allowed.findings).is_empty(),
+        "{:#?}",
+        allowed.findings
+    );
+    let refused = on("kind-worker3");
+    let failures: Vec<String> = crate::doctor::failures(&refused.findings)
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+    assert!(
+        failures.iter().any(|f| f.contains(
+            "`patch nodes kind-worker3 (cluster-wide)` is not allowed; step `drain` of drain-a-worker"
+        )),
+        "{failures:#?}"
+    );
+}
+
+/// A per-node verb refused on every node but granted on some by name is not a refusal:
+/// it passes, naming the nodes, and a run asks again node by node.
+#[test]
+fn a_grant_by_name_passes_saying_on_which_nodes() {
+    let answers = vec![(patch_nodes(), Ok(true))];
+    let by_name = vec![crate::doctor::node_grants::GrantedByName {
+        access: Access {
+            verb: "delete".into(),
+            ..patch_nodes()
+        },
+        nodes: vec!["w1".into(), "w2".into()],
+    }];
+    let judged = crate::doctor::judge_access(Vec::new(), answers, by_name);
+    assert!(crate::doctor::failures(&judged.findings).is_empty());
+    let text: Vec<String> = judged.findings.iter().map(|f| f.to_string()).collect();
+    assert!(
+        text.iter().any(|f| f.contains(
+            "`delete nodes` is granted by name only, on 2 node(s): w1, w2; a run asks it node by node"
+        )),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter().any(|f| f.contains("2 of 2 permissions")),
+        "{text:#?}"
+    );
+}
+
+fn patch_nodes() -> Access {
+    Access {
+        verb: "patch".into(),
+        group: String::new(),
+        resource: "nodes".into(),
+        subresource: None,
+        namespace: None,
+        name: None,
+        why: "step `drain`".into(),
+        required: true,
+    }
 }

@@ -159,11 +159,15 @@ async fn locked(
     let resolved = match prepare::resolve(exp, &mut prepared, &settings.inventory).await {
         Ok(()) => {
             // The wait for heartbeats overlaps the nodes' pre-flight checks.
-            let (heard, preflight) = tokio::join!(
+            let (heard, preflight, grants) = tokio::join!(
                 prepare::check_acted_on_nodes_heard(exp, &prepared),
-                prepare::preflight_nodes(exp, &prepared)
+                prepare::preflight_nodes(exp, &prepared),
+                prepare::preflight_node_grants(exp, &prepared)
             );
-            heard.and(preflight)
+            heard.and(grants).and_then(|mut w| {
+                w.extend(preflight?);
+                Ok(w)
+            })
         }
         Err(e) => Err(e),
     };

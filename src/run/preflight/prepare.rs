@@ -431,10 +431,31 @@ pub(crate) async fn preflight_cluster(
     prepared: &Prepared,
 ) -> Result<Vec<String>, RunError> {
     let answers = doctor::check_access(&prepared.client, std::slice::from_ref(exp)).await;
-    verdict(&answers.findings).map_err(|refused| match refused {
-        RunError::Preflight(why) if !answers.missing.is_empty() => RunError::Preflight(format!(
+    with_rules(verdict(&answers.findings), &answers.missing)
+}
+
+/// After the targets are resolved, before the first fault: the API allows what each step
+/// does to each node its target resolved to, asked node by node, so an actor granted
+/// `patch nodes` on some nodes alone (`faultline rbac --nodes`) is refused here, naming the
+/// node, rather than at the step.
+pub(crate) async fn preflight_node_grants(
+    exp: &Experiment,
+    prepared: &Prepared,
+) -> Result<Vec<String>, RunError> {
+    let answers =
+        doctor::node_grants::check_on_nodes(&prepared.client, exp, &prepared.targets).await;
+    with_rules(verdict(&answers.findings), &answers.missing)
+}
+
+/// A refusal for missing permissions, followed by the rules that grant them.
+fn with_rules(
+    verdict: Result<Vec<String>, RunError>,
+    missing: &[crate::doctor::access::Access],
+) -> Result<Vec<String>, RunError> {
+    verdict.map_err(|refused| match refused {
+        RunError::Preflight(why) if !missing.is_empty() => RunError::Preflight(format!(
             "{why}\nRBAC rules that grant the missing permissions (`faultline rbac` prints them all):\n{}",
-            crate::rbac::paste_ready(&answers.missing)
+            crate::rbac::paste_ready(missing)
         )),
         other => other,
     })
