@@ -54,7 +54,8 @@ impl Access {
         self
     }
 
-    /// `create pods/eviction in namespace x` for messages.
+    /// `create pods/eviction in namespace x`, `patch nodes (cluster-wide)`, `patch nodes w1`
+    /// for messages.
     pub(crate) fn show(&self) -> String {
         let mut resource = self.resource.clone();
         if !self.group.is_empty() {
@@ -63,11 +64,14 @@ impl Access {
         if let Some(sub) = &self.subresource {
             resource = format!("{resource}/{sub}");
         }
+        let named = self.name.is_some();
         if let Some(name) = &self.name {
             resource = format!("{resource} {name}");
         }
         match &self.namespace {
             Some(ns) => format!("{} {resource} in namespace {ns}", self.verb),
+            // One named object is not "cluster-wide", whatever its scope.
+            None if named => format!("{} {resource}", self.verb),
             None => format!("{} {resource} (cluster-wide)", self.verb),
         }
     }

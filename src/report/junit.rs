@@ -11,11 +11,14 @@ use crate::judge::Outcome;
 use crate::record::{RunOutcome, RunRecord};
 use crate::sanitize::cdata;
 
-/// Renders the record as JUnit XML.
+/// Renders the record as JUnit XML: one suite, whose `time` is the run's wall time and
+/// whose counts are the terminal's ([`super::Tally`]). A test case is a judgement, not a
+/// duration: each takes no time, and what was measured (an expectation's transition, the
+/// recovery figures) is in its output and the suite's properties, so a CI dashboard that
+/// sums test times shows how long the runs took.
 pub fn render(record: &RunRecord) -> String {
     let exp = &record.experiment;
     let suite_name = cdata(&exp.name);
-    let interrupted = record.outcome == RunOutcome::Interrupted;
     let figures = terminal::figures_text(record);
     let mut suite = TestSuite::new(&suite_name);
     let started = record.started_at;
@@ -23,6 +26,10 @@ pub fn render(record: &RunRecord) -> String {
         suite.set_timestamp(ts);
     }
     let explanation = crate::explain::explain(record);
+    let mut add = |mut case: TestCase| {
+        case.set_classname(&suite_name);
+        suite.add_testcase(case);
+    };
     for v in &record.verdicts {
         let name = cdata(&v.name);
         let mut full = super::verdict_message(record, v);
@@ -33,23 +40,28 @@ pub fn render(record: &RunRecord) -> String {
             }
         }
         let message = cdata(&full);
-        let secs = v.measured_ms.unwrap_or(0).max(0) as f64 / 1000.0;
-        let time = JDuration::seconds_f64(secs);
+        let none = JDuration::ZERO;
         let mut case = match v.outcome {
-            Outcome::Passed => TestCase::success(&name, time),
-            Outcome::Failed => TestCase::failure(&name, time, "expectation", &message),
-            Outcome::Undecidable => TestCase::error(&name, time, "undecidable", &message),
-            Outcome::Error => TestCase::error(&name, time, "error", &message),
+            Outcome::Passed => TestCase::success(&name, none),
+            Outcome::Failed => TestCase::failure(&name, none, "expectation", &message),
+            Outcome::Undecidable => TestCase::error(&name, none, "undecidable", &message),
+            Outcome::Error => TestCase::error(&name, none, "error", &message),
             Outcome::Skipped => TestCase::skipped_with_cause(&name, "skipped", &message),
             Outcome::Pending => TestCase::error(
                 &name,
-                time,
+                none,
                 "interrupted",
                 &cdata(&format!("interrupted before this was decided: {full}")),
             ),
         };
-        case.set_classname(&suite_name);
         let mut out = format!("since `{}`: {full}\n", v.since);
+        if let Some(ms) = v.measured_ms {
+            out.push_str(&format!(
+                "measured: {} after `{}`\n",
+                crate::judge::format_relative(ms),
+                v.since
+            ));
+        }
         for m in &v.members {
             let at = m
                 .at_ms
@@ -62,10 +74,10 @@ pub fn render(record: &RunRecord) -> String {
             out.push_str(&format!("timer {line}\n"));
         }
         case.set_system_out(&cdata(&out));
-        suite.add_testcase(case);
+        add(case);
     }
     if let Some(t) = &record.aborted {
-        let mut case = TestCase::error(
+        add(TestCase::error(
             &cdata(&format!("abort: {}", t.condition)),
             JDuration::ZERO,
             "aborted",
@@ -74,9 +86,7 @@ pub fn render(record: &RunRecord) -> String {
                 crate::timeline::format_offset_ms(t.at_ms),
                 t.value
             )),
-        );
-        case.set_classname(&suite_name);
-        suite.add_testcase(case);
+        ));
     }
     if let Some(r) = &record.restored {
         let name = "cluster restored";
@@ -85,16 +95,15 @@ pub fn render(record: &RunRecord) -> String {
             r.waited_ms as f64 / 1000.0
         );
         let mut case = if r.ok {
-            TestCase::success(name, JDuration::milliseconds(r.waited_ms as i64))
+            TestCase::success(name, JDuration::ZERO)
         } else {
             TestCase::failure(
                 name,
-                JDuration::milliseconds(r.waited_ms as i64),
+                JDuration::ZERO,
                 "not restored",
                 &cdata(&format!("{}; {waited}", r.differences.join("; "))),
             )
         };
-        case.set_classname(&suite_name);
         let mut out = format!(
             "compared with before the first fault: {}\n{waited}\n",
             r.compared
@@ -106,7 +115,7 @@ pub fn render(record: &RunRecord) -> String {
             out.push_str(&format!("{line}\n"));
         }
         case.set_system_out(&cdata(&out));
-        suite.add_testcase(case);
+        add(case);
     }
     for (i, err) in record.errors.iter().enumerate() {
         let name = match err.split_once(':') {
@@ -114,68 +123,70 @@ pub fn render(record: &RunRecord) -> String {
             _ if i == 0 => "setup".to_string(),
             _ => format!("setup #{}", i + 1),
         };
-        let mut case = TestCase::error(&name, JDuration::ZERO, "error", &cdata(err));
-        case.set_classname(&suite_name);
-        suite.add_testcase(case);
+        add(TestCase::error(
+            &name,
+            JDuration::ZERO,
+            "error",
+            &cdata(err),
+        ));
     }
-    let skipped = matches!(record.outcome, RunOutcome::Skipped { .. });
-    for step in record.steps_not_run().into_iter().filter(|_| !skipped) {
-        let why = record
-            .stopped_early
-            .as_deref()
-            .unwrap_or("the run ended before it was due");
-        let mut case = TestCase::skipped_with_cause(
-            &cdata(&format!("step `{}`", step.name)),
-            "not run",
-            &cdata(&format!("not run: {why}")),
-        );
-        case.set_classname(&suite_name);
-        suite.add_testcase(case);
-    }
-    if let RunOutcome::Error { message } = &record.outcome
-        && record.errors.is_empty()
-        && record.aborted.is_none()
-    {
-        let mut case = TestCase::error("run", JDuration::ZERO, "error", &cdata(message));
-        case.set_classname(&suite_name);
-        suite.add_testcase(case);
-    }
-    let any_pending = record
-        .verdicts
-        .iter()
-        .any(|v| v.outcome == Outcome::Pending);
-    if interrupted && !any_pending {
-        let mut case = TestCase::error(
+    if let Some((kind, message)) = super::run_error(record) {
+        add(TestCase::error(
             "run",
             JDuration::ZERO,
-            "interrupted",
-            "interrupted before observation finished",
-        );
-        case.set_classname(&suite_name);
-        suite.add_testcase(case);
+            kind,
+            &cdata(&message),
+        ));
     }
-    suite.set_system_out(&cdata(&terminal::timeline_text(record)));
+    suite.set_system_out(&cdata(&suite_out(record)));
     let mut report = Report::new();
     report.add_testsuite(suite);
-    if record
-        .figures
-        .rows()
-        .iter()
-        .any(|(_, value)| value.is_some())
-    {
-        report.add_testsuite(figures_suite(record, &suite_name));
-    }
     let score = record.score();
-    let properties = vec![
+    let mut properties = vec![
         ("score".to_string(), score.value_text()),
         ("score.explained".to_string(), score.explain()),
     ];
+    properties.extend(figure_properties(record));
     let timed = with_suite_time(
         xml(&report, &exp.name),
         0,
         wall_secs(record.started_at, record.finished_at),
     );
     with_properties(timed, &[(0, properties)])
+}
+
+/// The suite's own output: the timeline and the steps that never ran, with why.
+fn suite_out(record: &RunRecord) -> String {
+    let mut out = terminal::timeline_text(record);
+    if !matches!(record.outcome, RunOutcome::Skipped { .. }) {
+        let why = record
+            .stopped_early
+            .as_deref()
+            .unwrap_or("the run ended before it was due");
+        for step in record.steps_not_run() {
+            out.push_str(&format!("step `{}` not run: {why}\n", step.name));
+        }
+    }
+    out
+}
+
+/// The recovery figures as suite properties, `recovery.<stage>` in seconds after the fault
+/// step (`recovery.node-notready` = `19.210`), each stage observed: what CI can chart
+/// across runs without counting it as test time.
+fn figure_properties(record: &RunRecord) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(step) = &record.figures.fault_step {
+        out.push(("recovery.from".to_string(), step.clone()));
+    }
+    for (stage, value) in record.figures.rows() {
+        let Some(ms) = value else { continue };
+        let key = stage.to_lowercase().replace(' ', "-");
+        out.push((
+            format!("recovery.{key}"),
+            format!("{:.3}", ms as f64 / 1000.0),
+        ));
+    }
+    out
 }
 
 /// Seconds from `started` to `finished` (never negative): a run's wall time, what a CI
@@ -266,31 +277,6 @@ pub(crate) fn with_properties(xml: String, props: &[(usize, Vec<(String, String)
     out
 }
 
-/// The recovery figures as a second suite, one test case per stage observed whose time is
-/// the figure, so CI's test-time charts track them across runs. A stage not observed is left
-/// out (the JSON, HTML and terminal reports say so): as skipped tests, a run with few faults
-/// showed dozens of skips on CI dashboards, issue 25.
-fn figures_suite(record: &RunRecord, experiment_suite: &str) -> TestSuite {
-    let name = format!("{experiment_suite} recovery figures");
-    let mut suite = TestSuite::new(&name);
-    let from = record
-        .figures
-        .fault_step
-        .as_deref()
-        .unwrap_or("the first fault");
-    for (stage, value) in record.figures.rows() {
-        let Some(ms) = value else { continue };
-        let mut case = TestCase::success(stage, JDuration::milliseconds(ms.max(0)));
-        case.set_classname(&name);
-        case.set_system_out(&cdata(&format!(
-            "{stage}: {:.1}s after `{from}`",
-            ms as f64 / 1000.0
-        )));
-        suite.add_testcase(case);
-    }
-    suite
-}
-
 /// Writes the JUnit XML to `path`.
 pub fn write(record: &RunRecord, path: &Path) -> Result<(), ReportError> {
     let xml = render(record);
@@ -335,6 +321,88 @@ mod tests {
             message.matches("the node failure model").count(),
             "{xml}"
         );
+    }
+
+    /// Every committed record: JUnit counts what the terminal counts, its cases take no
+    /// time (a dashboard summing test times sums runs' wall times), the suite lasts the
+    /// run, steps that never ran are said in the suite's output and not as cases, and
+    /// each observed recovery figure is a suite property.
+    #[test]
+    fn junit_counts_as_the_terminal_and_times_only_the_run() {
+        let mut dirs =
+            vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/records")];
+        let mut seen = 0;
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let Ok(record) = RunRecord::load(&path) else {
+                    continue;
+                };
+                seen += 1;
+                let xml = render(&record);
+                let doc = roxmltree::Document::parse(&xml).unwrap();
+                let suites: Vec<_> = doc
+                    .descendants()
+                    .filter(|n| n.has_tag_name("testsuite"))
+                    .collect();
+                assert_eq!(suites.len(), 1, "{}", path.display());
+                let suite = suites[0];
+                let attr =
+                    |name: &str| -> usize { suite.attribute(name).unwrap_or("0").parse().unwrap() };
+                let tally = super::super::Tally::of(&record);
+                let shown = path.display();
+                assert_eq!(attr("tests"), tally.total(), "{shown}");
+                assert_eq!(attr("failures"), tally.failed, "{shown}");
+                assert_eq!(attr("errors"), tally.undecidable + tally.errors, "{shown}");
+                // junit-report writes no `skipped` attribute: the cases say it.
+                let skipped = suite
+                    .descendants()
+                    .filter(|n| n.has_tag_name("skipped"))
+                    .count();
+                assert_eq!(skipped, tally.skipped, "{shown}");
+                let case_time: f64 = suite
+                    .children()
+                    .filter(|n| n.has_tag_name("testcase"))
+                    .map(|c| c.attribute("time").unwrap_or("0").parse::<f64>().unwrap())
+                    .sum();
+                assert_eq!(case_time, 0.0, "{shown}");
+                let suite_time: f64 = suite.attribute("time").unwrap().parse().unwrap();
+                let wall = wall_secs(record.started_at, record.finished_at);
+                assert!(
+                    (suite_time - wall).abs() < 0.001,
+                    "{shown}: {suite_time} vs {wall}"
+                );
+                let properties: Vec<(&str, &str)> = suite
+                    .descendants()
+                    .filter(|n| n.has_tag_name("property"))
+                    .map(|p| (p.attribute("name").unwrap(), p.attribute("value").unwrap()))
+                    .collect();
+                for (stage, value) in record.figures.rows() {
+                    let key = format!("recovery.{}", stage.to_lowercase().replace(' ', "-"));
+                    let got = properties.iter().find(|(n, _)| *n == key).map(|(_, v)| *v);
+                    let want = value.map(|ms| format!("{:.3}", ms as f64 / 1000.0));
+                    assert_eq!(got, want.as_deref(), "{shown}: {key}");
+                }
+                let out = suite
+                    .children()
+                    .find(|n| n.has_tag_name("system-out"))
+                    .and_then(|n| n.text())
+                    .unwrap_or_default();
+                if !matches!(record.outcome, RunOutcome::Skipped { .. }) {
+                    for step in record.steps_not_run() {
+                        assert!(
+                            out.contains(&format!("step `{}` not run: ", step.name)),
+                            "{shown}: {out}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(seen >= 10, "only {seen} records read");
     }
 
     #[test]

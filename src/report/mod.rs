@@ -17,7 +17,7 @@ pub mod terminal;
 use std::path::{Path, PathBuf};
 
 use crate::judge::{Outcome, format_relative};
-use crate::record::{RecordError, RunRecord};
+use crate::record::{RecordError, RunOutcome, RunRecord};
 use crate::series::Series;
 
 /// An expectation's outcome as one upper-case word, the same in every report.
@@ -75,17 +75,82 @@ pub fn figure_text(ms: Option<i64>) -> String {
         .unwrap_or_else(|| "not observed".into())
 }
 
-/// How many expectations ended each way: `3 passed, 1 failed, 0 undecidable, …`; step and
-/// setup errors count as errors.
+/// How a run ended, counted the one way every reporter counts it (the terminal's last
+/// line, Markdown, and JUnit's `tests`/`failures`/`errors`/`skipped`): each expectation
+/// by its outcome, the check that the cluster was left as it was found (passed or failed),
+/// and what is not an expectation but must show as an error in CI — each step or setup
+/// error, an abort, a run that ended in error or was interrupted with nothing to say so.
+/// Steps that never ran are not counted: they are said in the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Tally {
+    /// Expectations that held, and a cluster restored as it was.
+    pub passed: usize,
+    /// Expectations that did not, and a cluster not restored.
+    pub failed: usize,
+    /// Expectations the timeline could not decide.
+    pub undecidable: usize,
+    /// Expectations not judged (the run was skipped, or their step never ran).
+    pub skipped: usize,
+    /// Expectations in error or left pending by an interruption, step and setup
+    /// errors, an abort, and a run error or interruption no other entry reports.
+    pub errors: usize,
+}
+
+impl Tally {
+    /// Counts `record`.
+    pub(crate) fn of(record: &RunRecord) -> Tally {
+        let count = |o: Outcome| record.verdicts.iter().filter(|v| v.outcome == o).count();
+        let restored = record.restored.as_ref().is_some_and(|r| r.ok);
+        let not_restored = record.restored.as_ref().is_some_and(|r| !r.ok);
+        Tally {
+            passed: count(Outcome::Passed) + usize::from(restored),
+            failed: count(Outcome::Failed) + usize::from(not_restored),
+            undecidable: count(Outcome::Undecidable),
+            skipped: count(Outcome::Skipped),
+            errors: count(Outcome::Error)
+                + count(Outcome::Pending)
+                + record.errors.len()
+                + usize::from(record.aborted.is_some())
+                + usize::from(run_error(record).is_some()),
+        }
+    }
+
+    /// Every entry counted: what JUnit calls `tests`.
+    #[cfg(test)]
+    pub(crate) fn total(&self) -> usize {
+        self.passed + self.failed + self.undecidable + self.skipped + self.errors
+    }
+}
+
+/// The run's own error, when no expectation, step error or abort already says the run did
+/// not end well: a run error with nothing else to show it, or an interruption before any
+/// expectation was pending. JUnit shows it as a `run` test case, the terminal counts it.
+pub(crate) fn run_error(record: &RunRecord) -> Option<(&'static str, String)> {
+    match &record.outcome {
+        RunOutcome::Error { message } if record.errors.is_empty() && record.aborted.is_none() => {
+            Some(("error", message.clone()))
+        }
+        RunOutcome::Interrupted
+            if !record
+                .verdicts
+                .iter()
+                .any(|v| v.outcome == Outcome::Pending) =>
+        {
+            Some((
+                "interrupted",
+                "interrupted before observation finished".to_string(),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// How many ended each way ([`Tally`]): `3 passed, 1 failed, 0 undecidable, …`.
 pub fn tally(record: &RunRecord) -> String {
-    let count = |o: Outcome| record.verdicts.iter().filter(|v| v.outcome == o).count();
+    let t = Tally::of(record);
     format!(
         "{} passed, {} failed, {} undecidable, {} skipped, {} errors",
-        count(Outcome::Passed),
-        count(Outcome::Failed),
-        count(Outcome::Undecidable),
-        count(Outcome::Skipped),
-        count(Outcome::Error) + record.errors.len(),
+        t.passed, t.failed, t.undecidable, t.skipped, t.errors
     )
 }
 

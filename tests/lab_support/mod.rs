@@ -268,11 +268,26 @@ pub fn echo(out: &Output) {
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// The experiment suite's own `<system-out>`: its timeline, and each step that never ran
+/// with why (`step `x` not run: …`).
+pub fn junit_suite_out(xml: &str) -> String {
+    let doc = roxmltree::Document::parse(xml).expect("JUnit is well-formed XML");
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .expect("an experiment test suite");
+    suite
+        .children()
+        .find(|n| n.has_tag_name("system-out"))
+        .and_then(|n| n.text())
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// The experiment suite's JUnit test cases as (name, kind, message), kind being `passed`,
 /// `failure`, `error` or `skipped`.
 pub fn junit_cases(xml: &str) -> Vec<(String, String, String)> {
     let doc = roxmltree::Document::parse(xml).expect("JUnit is well-formed XML");
-    // The experiment's suite comes first; the second one holds the recovery figures.
     let suite = doc
         .descendants()
         .find(|n| n.has_tag_name("testsuite"))

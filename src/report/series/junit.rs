@@ -1,8 +1,9 @@
 //! JUnit of a series: one test case per expectation over all runs, so CI shows one test
 //! per belief whatever `--repeat` was. It passes when the expectation held in every counted
 //! run; held in some runs only, it fails as `flaky` and says in which runs; held in none,
-//! it fails (or is an error when no run failed it, only left it undecided). A second suite
-//! holds the recovery figures, each case's time the median; the score is a property.
+//! it fails (or is an error when no run failed it, only left it undecided). A case takes
+//! no time (it is a judgement): the suite's time is the series' wall time, and the
+//! recovery figures (min / median / max) and the score are suite properties.
 
 use junit_report::{Duration as JDuration, OffsetDateTime, Report, TestCase, TestSuite};
 
@@ -38,33 +39,30 @@ pub fn render(series: &Series) -> String {
             suite.add_testcase(case);
         }
     }
-    let mut figures = TestSuite::new(&format!("{suite_name} recovery figures"));
-    // A stage observed in no run is left out, as in one run's report (not a skipped test).
-    for f in &spread.figures {
-        let Some(ms) = f.spread.median else { continue };
-        let mut case = TestCase::success(f.label, JDuration::milliseconds(ms.max(0.0) as i64));
-        case.set_classname(&format!("{suite_name} recovery figures"));
-        case.set_system_out(&cdata(&format!(
-            "{}: {} (min / median / max over {} runs)",
-            f.label,
-            f.spread.ms_text(),
-            spread.runs
-        )));
-        figures.add_testcase(case);
-    }
     let mut report = Report::new();
     report.add_testsuite(suite);
-    if !figures.testcases.is_empty() {
-        report.add_testsuite(figures);
-    }
     let text = |x: Option<f64>| crate::judge::score::value_text(x);
-    let properties = vec![
+    let mut properties = vec![
         ("runs".to_string(), spread.runs.to_string()),
         ("score".to_string(), text(spread.score.median)),
         ("score.min".to_string(), text(spread.score.min)),
         ("score.max".to_string(), text(spread.score.max)),
         ("score.runs".to_string(), scores_text(&spread.scores)),
     ];
+    // A stage observed in no run is left out, as in one run's report.
+    let secs = |ms: Option<f64>| ms.map(|ms| format!("{:.3}", ms / 1000.0));
+    for f in &spread.figures {
+        let key = format!("recovery.{}", f.label.to_lowercase().replace(' ', "-"));
+        for (which, value) in [
+            ("min", f.spread.min),
+            ("median", f.spread.median),
+            ("max", f.spread.max),
+        ] {
+            if let Some(v) = secs(value) {
+                properties.push((format!("{key}.{which}"), v));
+            }
+        }
+    }
     // The suite lasted from the first run's start to the last run's end.
     let last = series.runs().last().map_or(series.first(), |r| &**r);
     let timed = with_suite_time(
@@ -85,7 +83,7 @@ fn head(err: &str) -> &str {
 
 fn expectation_case(series: &Series, e: &ExpectationSpread) -> TestCase {
     let name = cdata(&e.name);
-    let time = JDuration::milliseconds(e.measured.median.unwrap_or(0.0).max(0.0) as i64);
+    let time = JDuration::ZERO;
     // Each run's verdict, for the case's output and for the message of the first that
     // did not pass.
     let per_run: Vec<(usize, Outcome, String)> = series
