@@ -27,6 +27,7 @@ mod namespace;
 mod plan;
 mod plan_flags;
 mod plan_predicted;
+mod plan_verdict;
 mod preflight;
 mod rbac;
 mod rehearse;

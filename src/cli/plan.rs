@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::plan_predicted::KnownNodes;
+use super::plan_verdict::{self, Problem};
 use super::{EXIT_ERROR, EXIT_OK};
 use crate::cluster::ClusterError;
 use crate::execute::Executor;
@@ -76,10 +77,13 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
                     code = EXIT_ERROR;
                     continue;
                 }
-                print!(
-                    "{}",
-                    offline(exp, settings, &p.executor, "the API server does not answer")
-                );
+                let problems = shown(offline(
+                    exp,
+                    settings,
+                    &p.executor,
+                    "the API server does not answer",
+                ));
+                code = code.max(plan_verdict::exit_code(&problems));
                 continue;
             }
             Err(RunError::Cluster(e)) => {
@@ -88,7 +92,8 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
                     continue;
                 }
                 let executor = Executor::new(settings.inventory.clone());
-                print!("{}", offline(exp, settings, &executor, &e.to_string()));
+                let problems = shown(offline(exp, settings, &executor, &e.to_string()));
+                code = code.max(plan_verdict::exit_code(&problems));
                 continue;
             }
             Err(e) => {
@@ -98,7 +103,10 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
             }
         };
         match resolve(exp, &mut prepared, &settings.inventory).await {
-            Ok(()) => print!("{}", render(exp, &online(&prepared))),
+            Ok(()) => {
+                let problems = shown(render(exp, &online(&prepared)));
+                code = code.max(plan_verdict::exit_code(&problems));
+            }
             // Targets chosen by the pods of a workload that setup has not applied yet can
             // only be resolved by a run; the rest of the plan still stands.
             Err(RunError::Cluster(e @ ClusterError::TargetUnsatisfied { .. }))
@@ -106,7 +114,8 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
             {
                 let mut view = online(&prepared);
                 view.targets = Targets::Selectors(candidates(exp, &settings.inventory));
-                print!("{}", render(exp, &view));
+                let problems = shown(render(exp, &view));
+                code = code.max(plan_verdict::exit_code(&problems));
                 println!("  note: targets are resolved after setup applies its manifests ({e})");
             }
             Err(e) => {
@@ -116,6 +125,20 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
         }
     }
     code
+}
+
+/// What an offline plan of `exp` on `inventory` finds that a run would not get past, for
+/// `validate -i`: the same checks as `plan`, without the API.
+pub(super) fn offline_problems(exp: &Experiment, inventory: &Inventory) -> Vec<Problem> {
+    let settings = RunSettings::new(inventory.clone(), PathBuf::new());
+    let executor = Executor::new(inventory.clone());
+    offline(exp, &settings, &executor, "validate reads files only").1
+}
+
+/// Prints a rendered plan; its problems are returned for the exit code.
+fn shown((text, problems): (String, Vec<Problem>)) -> Vec<Problem> {
+    print!("{text}");
+    problems
 }
 
 /// The plans when no inventory is given: which cluster, how its nodes are reached and its
@@ -139,7 +162,8 @@ fn print_without_inventory(experiments: &[Experiment]) -> i32 {
             continue;
         }
         let view = offline_view(&settings, &executor, "no inventory (-i) given", exp, false);
-        print!("{}", render(exp, &view));
+        let problems = shown(render(exp, &view));
+        code = code.max(plan_verdict::exit_code(&problems));
     }
     code
 }
@@ -218,7 +242,12 @@ fn online(p: &Prepared) -> View<'_> {
 }
 
 /// The plan without the API: what the files alone say.
-fn offline(exp: &Experiment, settings: &RunSettings, executor: &Executor, why: &str) -> String {
+fn offline(
+    exp: &Experiment,
+    settings: &RunSettings,
+    executor: &Executor,
+    why: &str,
+) -> (String, Vec<Problem>) {
     render(exp, &offline_view(settings, executor, why, exp, true))
 }
 
@@ -240,11 +269,25 @@ fn offline_view<'a>(
         timers,
         misses: vec![format!("not read from the cluster: {why}")],
         capabilities: inv.cluster().capabilities(),
-        targets: Targets::Selectors(candidates(exp, inv)),
+        targets: Targets::Selectors(if inventory_given {
+            candidates(exp, inv)
+        } else {
+            stand_ins(exp)
+        }),
         executor,
         inventory_given,
         cluster_nodes: None,
     }
+}
+
+/// Without an inventory no node is known: each target gets one stand-in (`a node of
+/// `victim``), so the model still predicts, from the assumed timers, what the cluster
+/// should do about it.
+fn stand_ins(exp: &Experiment) -> BTreeMap<String, Vec<String>> {
+    exp.targets
+        .iter()
+        .map(|t| (t.name.clone(), vec![format!("a node of `{}`", t.name)]))
+        .collect()
 }
 
 /// For each target, the inventory's nodes it could resolve to: those with its names, and
@@ -303,7 +346,10 @@ fn selector_text(t: &TargetSpec) -> String {
 
 /// The plan as text: cluster, timers, targets, then each step with its time and exact
 /// command, the expectations, and how long observation lasts.
-fn render(exp: &Experiment, v: &View<'_>) -> String {
+/// The plan's text and what it found that a run would not get past (the text ends with
+/// it, as the verdict).
+fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
+    let mut problems = Vec::new();
     let mut out = match &v.reached {
         Err(why) if !v.inventory_given => format!(
             "plan for {}, OFFLINE: {why}: the cluster, its nodes and their commands are not known\n",
@@ -383,12 +429,32 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
             assumed_mark(bound, sources, BoundUse::Schedule),
             action_name(&step.action)
         ));
-        let nodes = step.nodes(targets);
+        // Without an inventory the stand-ins have no command: say where it comes from.
+        let nodes = if v.inventory_given {
+            step.nodes(targets)
+        } else {
+            &[]
+        };
         if !resolved && !nodes.is_empty() {
             out.push_str(&format!(
                 "            on the node(s) target `{}` resolves to; as on each candidate:\n",
                 step.target.as_deref().unwrap_or_default()
             ));
+        }
+        // A step none of whose nodes can carry it out: the run could not.
+        let cannot: Vec<String> = nodes
+            .iter()
+            .filter_map(|n| {
+                command_of(v.executor, &step.action, n)
+                    .strip_prefix(CANNOT_RUN)
+                    .map(str::to_string)
+            })
+            .collect();
+        if v.inventory_given && !nodes.is_empty() && cannot.len() == nodes.len() {
+            problems.push(Problem::CannotRun {
+                step: step.name.clone(),
+                why: cannot[0].clone(),
+            });
         }
         let shown = if resolved {
             nodes.len()
@@ -415,9 +481,15 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
                 Some(t) if fault::info(&step.action).via.needs_node_access() && !v.inventory_given => out.push_str(
                     &format!("            on target `{t}`'s node(s); the command comes from the inventory (-i)\n"),
                 ),
-                Some(t) if fault::info(&step.action).via.needs_node_access() => out.push_str(
-                    &format!("            no node of the inventory can be target `{t}`\n"),
-                ),
+                Some(t) if fault::info(&step.action).via.needs_node_access() => {
+                    out.push_str(&format!(
+                        "            no node of the inventory can be target `{t}`\n"
+                    ));
+                    let problem = Problem::NoNode { target: t.clone() };
+                    if !problems.contains(&problem) {
+                        problems.push(problem);
+                    }
+                }
                 _ => out.push_str(&format!("            via the API: {:?}\n", step.action)),
             }
         }
@@ -431,6 +503,7 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
         .collect();
     let known = match v.cluster_nodes {
         Some((nodes, lease)) => KnownNodes::Cluster { nodes, lease },
+        None if !v.inventory_given => KnownNodes::StandIns,
         None => KnownNodes::Inventory(&nodes),
     };
     let predicted = super::plan_predicted::predicted(
@@ -465,6 +538,10 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
             });
             if let Some(flag) = flag {
                 out.push_str(&format!("    ! the node failure model: {flag}\n"));
+                problems.push(Problem::CannotHold {
+                    expectation: e.name.clone(),
+                    why: format!("the node failure model: {flag}"),
+                });
             }
         }
     }
@@ -494,8 +571,20 @@ fn render(exp: &Experiment, v: &View<'_>) -> String {
             out.push_str(&format!("  {}\n", c.name));
         }
     }
-    out
+    // Resolved targets went through the run's own check already (a refusal is no plan).
+    if !resolved && v.inventory_given {
+        problems.extend(plan_verdict::own_feet_offline(
+            exp,
+            v.executor.inventory(),
+            targets,
+        ));
+    }
+    out.push_str(&plan_verdict::text(&problems));
+    (out, problems)
 }
+
+/// How the executor starts a command it cannot carry out on a node.
+const CANNOT_RUN: &str = "cannot run: ";
 
 /// What setup applies, object by object as the manifests name them, before the first step.
 fn setup_text(exp: &Experiment) -> String {
@@ -626,7 +715,7 @@ mod tests {
         let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
         let executor = Executor::new(inv);
         let exp = shipped("kubelet-stop-past-toleration.yaml");
-        let text = offline(&exp, &settings, &executor, "connection refused");
+        let text = offline(&exp, &settings, &executor, "connection refused").0;
         assert!(
             text.starts_with(
                 "plan for kubelet-stop-past-toleration on cluster faultline-lab (context \
@@ -675,7 +764,7 @@ mod tests {
         let inv = Inventory::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
         let executor = Executor::new(inv);
-        let partition = offline(&shipped("partition.yaml"), &settings, &executor, "offline");
+        let partition = offline(&shipped("partition.yaml"), &settings, &executor, "offline").0;
         assert!(
             partition.contains(
                 "undone only by its timer on the node: it cuts the node off from the API \
@@ -688,7 +777,8 @@ mod tests {
             &settings,
             &executor,
             "offline",
-        );
+        )
+        .0;
         assert!(
             stop.contains("or sooner by the undo watcher beside it when faultline asks"),
             "{stop}"
@@ -701,7 +791,8 @@ mod tests {
             &RunSettings::new(ssh.clone(), "/nonexistent/journal.json".into()),
             &Executor::new(ssh),
             "offline",
-        );
+        )
+        .0;
         assert!(!lab.contains("undone only by its timer"), "{lab}");
     }
 
@@ -724,7 +815,7 @@ mod tests {
         let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
         let executor = Executor::new(inv);
         let exp = shipped("kubelet-stop-past-toleration.yaml");
-        let text = offline(&exp, &settings, &executor, "connection refused");
+        let text = offline(&exp, &settings, &executor, "connection refused").0;
         assert!(
             text.contains(
                 "nodeMonitorGracePeriod 50s (ASSUMED: upstream default of Kubernetes v1.32+"
@@ -758,7 +849,7 @@ mod tests {
         let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
         let executor = Executor::new(inv);
         let exp = shipped("kubelet-stop-past-toleration.yaml");
-        let text = offline(&exp, &settings, &executor, "connection refused");
+        let text = offline(&exp, &settings, &executor, "connection refused").0;
         // The lab fixture's timers: 20 s grace, 2 s monitor period, 30 s toleration; the
         // kubelet stops at +0 s and starts at +80 s, after its pods' toleration ran out.
         for line in [
@@ -769,7 +860,7 @@ mod tests {
             assert!(text.contains(line), "{line:?} missing from:\n{text}");
         }
         let within = shipped("kubelet-stop-within-toleration.yaml");
-        let text = offline(&within, &settings, &executor, "connection refused");
+        let text = offline(&within, &settings, &executor, "connection refused").0;
         assert!(
             text.contains(
                 "its pods (default toleration, ReplicaSet): Terminating (evicted) never (the node answers again before the toleration runs out)"
@@ -803,7 +894,7 @@ mod tests {
             vec!["lab-worker-1".to_string(), "lab-worker-2".to_string()],
         )]));
         view.cluster_nodes = Some((&nodes, Some(std::time::Duration::from_secs(10))));
-        render(&exp, &view)
+        render(&exp, &view).0
     }
 
     #[test]
@@ -843,7 +934,7 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fixtures/experiments/lab/wrong-expectation.yaml");
         let wrong = crate::experiment::load(&path).unwrap_or_else(|d| panic!("{d}"));
-        let text = offline(&wrong, &settings, &executor, "connection refused");
+        let text = offline(&wrong, &settings, &executor, "connection refused").0;
         assert!(
             text.contains(
                 "  node stays Ready while its kubelet is stopped: Ready for 30.0s after `stop kubelet`\n    \
@@ -869,7 +960,7 @@ mod tests {
                 crate::experiment::model::Bound::fixed(std::time::Duration::from_secs(5)),
             );
         }
-        let text = offline(&early, &settings, &executor, "connection refused");
+        let text = offline(&early, &settings, &executor, "connection refused").0;
         assert!(
             text.contains(
                 "! the node failure model: lab-worker-1 tainted unreachable:NoExecute no sooner \
@@ -886,7 +977,7 @@ mod tests {
             if !name.ends_with(".yaml") {
                 continue;
             }
-            let text = offline(&shipped(&name), &settings, &executor, "connection refused");
+            let text = offline(&shipped(&name), &settings, &executor, "connection refused").0;
             assert!(
                 !text.contains("! the node failure model"),
                 "{name}:\n{text}"

@@ -85,6 +85,8 @@ fn outages(
 
 /// What a plan knows of the cluster's nodes.
 pub(super) enum KnownNodes<'a> {
+    /// No inventory: one stand-in node per target, the rest of the cluster unknown.
+    StandIns,
     /// Offline: the inventory's node names. The rest of the cluster is unknown.
     Inventory(&'a [String]),
     /// Through the API: every node (its zone and readiness) and the Lease duration the
@@ -160,7 +162,7 @@ pub(super) fn predicted(
     let defaults = ControllerSettings::default();
     let lease = match &known {
         KnownNodes::Cluster { lease, .. } => *lease,
-        KnownNodes::Inventory(_) => None,
+        KnownNodes::Inventory(_) | KnownNodes::StandIns => None,
     };
     let settings = ControllerSettings {
         node_monitor_period: timers.node_monitor_period,
@@ -176,7 +178,14 @@ pub(super) fn predicted(
             settings.node_lease_duration.as_secs()
         ));
     }
+    let stand_ins = matches!(known, KnownNodes::StandIns);
     let model_nodes = match known {
+        KnownNodes::StandIns => {
+            assumed.push("no inventory: the ASSUMED timers above".to_string());
+            assumed.push("one zone".to_string());
+            assumed.push("one stand-in node per target".to_string());
+            inventory_nodes(&[], &outages)
+        }
         KnownNodes::Inventory(names) => {
             assumed.push("one zone".to_string());
             assumed.push("the nodes the inventory does not name Ready".to_string());
@@ -191,7 +200,7 @@ pub(super) fn predicted(
             nodes.to_vec()
         }
     };
-    if !resolved {
+    if !resolved && !stand_ins {
         assumed.push("for the first candidate of each target".to_string());
     }
     let pods: Vec<ModelPod> = outages

@@ -10,7 +10,10 @@ use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, NamespaceArg};
 /// each valid experiment can be moved to that namespace: one that cannot is said why and
 /// makes the exit code 2, as `run -n` would refuse it before anything runs.
 ///
-/// With an inventory, also refuses the steps its transports cannot carry out.
+/// With an inventory, also refuses the steps its transports cannot carry out, and what an
+/// offline `plan -i` finds a run would not get past (a step no node can carry out, a
+/// target no node can be, the only API server's node faulted, an expectation the node
+/// failure model says cannot hold).
 pub(super) fn validate(
     paths: &[PathBuf],
     namespace: &NamespaceArg,
@@ -50,11 +53,23 @@ pub(super) fn validate(
                 );
             }
             Ok(exp) => {
+                let problems = inventory
+                    .as_ref()
+                    .map(|inv| super::plan::offline_problems(exp, inv))
+                    .unwrap_or_default();
                 match crate::run::preflight::safety::check_offline(exp, None).and_then(|()| {
                     inventory.as_ref().map_or(Ok(()), |inv| {
                         crate::run::preflight::safety::check_transport(exp, inv)
                     })
                 }) {
+                    // What `plan -i` finds a run would not get past refuses the file too.
+                    Ok(()) if !problems.is_empty() => {
+                        bad += 1;
+                        println!("{}: refused on this inventory:", path.display());
+                        for p in &problems {
+                            println!("  {}", p.line());
+                        }
+                    }
                     Ok(()) => match namespace.namespace.as_deref() {
                         None => println!(
                             "{}: ok ({}: {} step(s), {} expectation(s))",

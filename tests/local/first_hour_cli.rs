@@ -266,6 +266,7 @@ fn lab_like_inventory(dir: &Path, offers: &str) -> String {
         &format!(
             "cluster:\n  name: no-logind\n  kubeconfig: {kc}\n  lacks: [containers]\n{offers}\
              profile: kubeadm\nssh: {{user: root}}\n\
+             power: {{on: [/bin/true, \"{{node}}\"], off: [/bin/true, \"{{node}}\"]}}\n\
              nodes:\n  - {{name: w1, address: 127.0.0.1, roles: [worker]}}\n",
             kc = dir.join("no-such-kubeconfig").display()
         ),
@@ -372,4 +373,89 @@ fn a_log_line_to_a_closed_stderr_is_dropped_not_a_panic() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(said.contains("1 valid"), "{said}");
+}
+
+/// `validate -i` and `plan` say up front what a run would not get past, with the exit
+/// code the run would have: a step no node can carry out (power on over SSH with no power
+/// command), a fault on the node of the only API server, and an expectation the node
+/// failure model says cannot hold (Terminating after the toleration, while the kubelet is
+/// back before it). Issue 47, item 2.
+#[test]
+fn plans_that_cannot_run_or_pass_exit_with_the_run_s_code() {
+    let k3s = "fixtures/inventory/k3s.yaml";
+    let power = "experiments/power-off-past-toleration.yaml";
+    let out = faultline(&["validate", "-i", k3s, power]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("refused on this inventory:\n  step `power on` cannot run: no power command"),
+        "{all}"
+    );
+    let out = faultline(&["plan", "-i", k3s, power]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains(
+            "verdict: a run could not be carried out (exit 2):\n  step `power on` cannot run"
+        ),
+        "{all}"
+    );
+
+    let kind = "fixtures/inventory/kind.yaml";
+    let out = faultline(&[
+        "plan",
+        "experiments/control-plane-node-down.yaml",
+        "-i",
+        kind,
+    ]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("which runs the only API server faultline talks to"),
+        "{all}"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let short = write(
+        dir.path(),
+        "short.yaml",
+        &format!(
+            "{HEAD}targets:\n  victim: {{role: worker, count: 1}}\n\
+             steps:\n  - {{name: stop, at: 0s, do: kubelet-stop, target: victim}}\n\
+             \x20 - {{name: start, at: 3m, do: kubelet-start, target: victim}}\n\
+             expect:\n  - {{name: evicted, pods: {{workload: deployment/web, on: victim}}, becomes: Terminating, within: grace + toleration + 30s}}\n"
+        ),
+    );
+    let out = faultline(&["plan", "-i", kind, &short]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("verdict: a run would fail an expectation (exit 1):\n  expectation `evicted` cannot hold: the node failure model:"),
+        "{all}"
+    );
+    let out = faultline(&["validate", "-i", kind, &short]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    // Without an inventory the model still predicts, from the assumed timers, said so.
+    let out = faultline(&["plan", &short]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("predicted by the node failure model (docs/model.md; lease 40s assumed, no inventory: the ASSUMED timers above"),
+        "{all}"
+    );
+    assert!(all.contains("  a node of `victim`: Unknown +"), "{all}");
+
+    // A plan a run would pass says so and exits 0.
+    let out = faultline(&[
+        "plan",
+        "-i",
+        kind,
+        "experiments/kubelet-stop-within-toleration.yaml",
+    ]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("verdict: nothing found that would stop a run"),
+        "{all}"
+    );
 }

@@ -5,7 +5,7 @@
 
 #[cfg(test)]
 mod context_tests;
-pub(super) mod own_feet;
+pub(crate) mod own_feet;
 pub(crate) mod prepare;
 pub(crate) mod safety;
 pub(super) mod setup;
