@@ -372,6 +372,30 @@ impl TimelineIndex {
         self.slots.contains_key(pod)
     }
 
+    /// Whether node `name` was seen turning Ready at or after `since_ms`: a state with
+    /// Ready True that follows one without it, or with another Ready transition time (a
+    /// reboot quicker than the grace period is never seen NotReady, but its kubelet posts
+    /// Ready anew). The run-time interlock counts a rebooted or powered-on node as back
+    /// only then, not when its command returned.
+    pub(crate) fn node_ready_anew_since(&self, name: &str, since_ms: i64) -> bool {
+        let Some(history) = self.nodes.get(name) else {
+            return false;
+        };
+        let ready = |s: &Option<NodeState>| {
+            s.as_ref()
+                .filter(|s| s.ready == crate::timeline::ConditionStatus::True)
+                .map(|s| s.ready_since)
+        };
+        history.iter().enumerate().any(|(i, (at, state))| {
+            *at >= since_ms
+                && ready(state).is_some_and(|since| {
+                    i == 0
+                        || ready(&history[i - 1].1)
+                            .is_none_or(|before| since.is_some() && before != since)
+                })
+        })
+    }
+
     /// Every node as last observed, without the ones last seen gone.
     pub(crate) fn last_nodes(&self) -> impl Iterator<Item = (&String, &NodeState)> {
         self.nodes
