@@ -14,6 +14,12 @@
 //! The static check (`crate::run::preflight::safety`) still refuses what the plan alone
 //! shows to overlap (steps at fixed offsets); this one is what makes a step gated on a
 //! node being Ready again safe to accept.
+//!
+//! Not counted yet: the self-restores armed on the nodes fire at the planned length plus
+//! the margin (`schedule::planned_length`), which does not include these waits. A run held
+//! back past it meets its own self-restore, which undoes the fault and ends the run as
+//! "undone by something other than faultline": safe, but early. Counting every possible
+//! wait would leave a crashed run's faults in place that much longer.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -354,6 +354,12 @@ impl Harness {
         self
     }
 
+    /// The same experiment in a cluster whose control plane is these nodes.
+    pub(crate) fn with_control_plane(mut self, nodes: &[&str]) -> Self {
+        self.control_plane = nodes.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
     /// Runs the loop in `world` and returns what it did with the timeline it left.
     pub(crate) async fn run_kept(&self, world: &mut Scripted) -> (LoopOutcome, Timeline) {
         let timeline = SharedTimeline::start(RunEvents::default());

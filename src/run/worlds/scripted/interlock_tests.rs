@@ -177,3 +177,58 @@ async fn a_reboot_or_power_on_counts_as_back_once_seen_ready_not_when_it_returns
         assert_eq!(waits[0].1, vec!["a".to_string(), "b".to_string()]);
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_gated_step_waits_its_own_timeout_and_the_quorum_rule_holds_too() {
+    // Three control-plane nodes, three allowed down: the second stop would take two of
+    // them (the majority) while c1 is still unreachable. It is gated on c1 being
+    // Unknown, so it waits its own timeout (60 s) from the moment it is due.
+    let h = Harness::new(
+        "
+name: scripted
+description: a scripted run
+targets:
+  one: {names: [c1]}
+  two: {names: [c2]}
+safety: {maxNodesDown: 3, allowControlPlane: true}
+steps:
+  - {name: stop c1, at: 10s, do: kubelet-stop, target: one}
+  - {name: stop c2, when: {node: one, is: Unknown, since: stop c1}, delay: 5s, do: kubelet-stop, target: two, timeout: 60s}
+  - {name: start c1, at: 300s, do: kubelet-start, target: one}
+expect:
+  - {name: c2 stays, node: two, never: Unknown}
+",
+    )
+    .with_targets(&[("one", &["c1"]), ("two", &["c2"])])
+    .with_control_plane(&["c1", "c2", "c3"]);
+    let mut world = Scripted {
+        initial: vec![
+            node("c1", ConditionStatus::True, 0),
+            node("c2", ConditionStatus::True, 0),
+            node("c3", ConditionStatus::True, 0),
+        ],
+        later: vec![(20_000, node("c1", ConditionStatus::Unknown, 20))],
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    let Some(End::Interlocked(refusal)) = &out.end else {
+        panic!("{:?}", out.end)
+    };
+    assert_eq!(refusal.step, "stop c2");
+    assert!((60_000..62_000).contains(&refusal.waited_ms), "{refusal:?}");
+    assert_eq!(
+        refusal.rule,
+        "2 of 3 control-plane nodes would be down at once, losing etcd quorum \
+         (`safety.allowQuorumLoss`)"
+    );
+    let calls = world.calls();
+    assert!(
+        !calls.iter().any(|c| c == "act stop c2 on c2"),
+        "{calls:#?}"
+    );
+    assert!(
+        calls.iter().any(|c| c == "act undo stop c1 on c1"),
+        "{calls:#?}"
+    );
+    assert_eq!(h.journaled(), 0);
+}
