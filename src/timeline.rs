@@ -323,6 +323,12 @@ pub struct DownNode {
     pub why: String,
 }
 
+impl DownNode {
+    /// Why a due step's own nodes are among those counted down, so that a reader can tell
+    /// them from the nodes it waits on.
+    pub const OWN: &str = "this step's";
+}
+
 /// What the judge can ask of a node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeState {

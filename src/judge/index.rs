@@ -474,3 +474,60 @@ fn insert_sorted<S>(history: &mut History<S>, at: i64, state: Option<S>) {
         .map_or(0, |p| p + 1);
     history.insert(pos, (at, state));
 }
+
+#[cfg(test)]
+mod ready_anew_tests {
+    use chrono::{DateTime, Utc};
+
+    use super::*;
+    use crate::timeline::ConditionStatus;
+
+    fn seen(at_ms: i64, ready: ConditionStatus, since: Option<i64>) -> Entry {
+        Entry {
+            offset_ms: at_ms,
+            wall: Utc::now(),
+            event: Event::Node {
+                name: "a".into(),
+                before: None,
+                after: Some(NodeState {
+                    ready,
+                    ready_since: since.and_then(|s| DateTime::<Utc>::from_timestamp(s, 0)),
+                    taints: Vec::new(),
+                    unschedulable: false,
+                    zone: None,
+                    shutting_down: false,
+                }),
+            },
+        }
+    }
+
+    fn index(entries: &[Entry]) -> TimelineIndex {
+        let mut index = TimelineIndex::new();
+        for e in entries {
+            index.insert(e);
+        }
+        index
+    }
+
+    #[test]
+    fn a_node_is_ready_anew_after_not_ready_or_with_a_new_transition_only() {
+        let t = ConditionStatus::True;
+        // Ready all along: another change of the node (a taint) is not a return.
+        let same = index(&[seen(0, t, Some(0)), seen(20_000, t, Some(0))]);
+        assert!(!same.node_ready_anew_since("a", 10_000));
+        // Unknown, then Ready: back from the Ready on.
+        let back = index(&[
+            seen(0, t, Some(0)),
+            seen(15_000, ConditionStatus::Unknown, Some(15)),
+            seen(50_000, t, Some(50)),
+        ]);
+        assert!(back.node_ready_anew_since("a", 10_000));
+        assert!(!back.node_ready_anew_since("a", 60_000));
+        // A reboot quicker than the grace period: Ready all along, posted anew.
+        let quick = index(&[seen(0, t, Some(0)), seen(30_000, t, Some(30))]);
+        assert!(quick.node_ready_anew_since("a", 10_000));
+        // The Ready before the fault does not count; a node never seen is not back.
+        assert!(!quick.node_ready_anew_since("a", 31_000));
+        assert!(!quick.node_ready_anew_since("b", 0));
+    }
+}

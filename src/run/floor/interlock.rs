@@ -161,7 +161,7 @@ impl<'a> Interlock<'a> {
         }
         for node in step.nodes(self.targets) {
             down.entry(node.clone())
-                .or_insert_with(|| "this step's".to_string());
+                .or_insert_with(|| DownNode::OWN.to_string());
         }
         let Some(rule) = self.broken_rule(&down) else {
             if let Some(w) = self.waiting.remove(&index) {
