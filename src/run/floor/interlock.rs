@@ -2,7 +2,8 @@
 //! control-plane quorum rule, checked again when a fault step is due, from the nodes the
 //! run sees down then rather than from the plan's worst case.
 //!
-//! A node counts as down when the observer last saw it with Ready not True, or when a
+//! A node counts as down when the observer last saw it with Ready not True (whatever made
+//! it so: a node already broken before the run counts against the limit too), or when a
 //! fault that takes it down was issued on it and has not been seen to end: a fault held
 //! until its undo is issued (`kubelet-stop` until `kubelet-start`), a reboot or a power-on
 //! until the node is seen turning Ready after it (not when its command returned: the
