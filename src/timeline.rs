@@ -109,6 +109,20 @@ pub enum Event {
         /// The offset it is due at, once that is known.
         due_ms: Option<i64>,
     },
+    /// A fault step is due but waits for the run-time interlock: with its nodes, more would
+    /// be down than the experiment's `safety.maxNodesDown` allows, or half or more of the
+    /// control plane. Recorded when it starts waiting and each time the nodes it waits on
+    /// change; it goes once they are back, or the run stops at `deadline_ms`.
+    Interlock {
+        /// Step name.
+        step: String,
+        /// The nodes counted down now (the step's own included), each with why.
+        down: Vec<DownNode>,
+        /// What it waits for, in words: the rule it would break.
+        rule: String,
+        /// The offset at which the run stops if it still does not fit.
+        deadline_ms: i64,
+    },
     /// The run moved to another API endpoint (failover); the gap next to it is explained.
     Endpoint {
         /// The endpoint left.
@@ -296,6 +310,23 @@ pub enum ConditionStatus {
     False,
     /// `Unknown` (or the condition is missing).
     Unknown,
+}
+
+/// A node the run-time interlock counts as down, and why: so that a step kept waiting, or
+/// a run stopped, says which nodes are down and what took them down.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DownNode {
+    /// Node name.
+    pub node: String,
+    /// Why it counts: "seen unreachable, Ready=Unknown", "reboot `r1` issued at +0.0s,
+    /// not seen Ready since", "this step's".
+    pub why: String,
+}
+
+impl DownNode {
+    /// Why a due step's own nodes are among those counted down, so that a reader can tell
+    /// them from the nodes it waits on.
+    pub const OWN: &str = "this step's";
 }
 
 /// What the judge can ask of a node.

@@ -372,6 +372,30 @@ impl TimelineIndex {
         self.slots.contains_key(pod)
     }
 
+    /// Whether node `name` was seen turning Ready at or after `since_ms`: a state with
+    /// Ready True that follows one without it, or with another Ready transition time (a
+    /// reboot quicker than the grace period is never seen NotReady, but its kubelet posts
+    /// Ready anew). The run-time interlock counts a rebooted or powered-on node as back
+    /// only then, not when its command returned.
+    pub(crate) fn node_ready_anew_since(&self, name: &str, since_ms: i64) -> bool {
+        let Some(history) = self.nodes.get(name) else {
+            return false;
+        };
+        let ready = |s: &Option<NodeState>| {
+            s.as_ref()
+                .filter(|s| s.ready == crate::timeline::ConditionStatus::True)
+                .map(|s| s.ready_since)
+        };
+        history.iter().enumerate().any(|(i, (at, state))| {
+            *at >= since_ms
+                && ready(state).is_some_and(|since| {
+                    i == 0
+                        || ready(&history[i - 1].1)
+                            .is_none_or(|before| since.is_some() && before != since)
+                })
+        })
+    }
+
     /// Every node as last observed, without the ones last seen gone.
     pub(crate) fn last_nodes(&self) -> impl Iterator<Item = (&String, &NodeState)> {
         self.nodes
@@ -449,4 +473,61 @@ fn insert_sorted<S>(history: &mut History<S>, at: i64, state: Option<S>) {
         .rposition(|(t, _)| *t <= at)
         .map_or(0, |p| p + 1);
     history.insert(pos, (at, state));
+}
+
+#[cfg(test)]
+mod ready_anew_tests {
+    use chrono::{DateTime, Utc};
+
+    use super::*;
+    use crate::timeline::ConditionStatus;
+
+    fn seen(at_ms: i64, ready: ConditionStatus, since: Option<i64>) -> Entry {
+        Entry {
+            offset_ms: at_ms,
+            wall: Utc::now(),
+            event: Event::Node {
+                name: "a".into(),
+                before: None,
+                after: Some(NodeState {
+                    ready,
+                    ready_since: since.and_then(|s| DateTime::<Utc>::from_timestamp(s, 0)),
+                    taints: Vec::new(),
+                    unschedulable: false,
+                    zone: None,
+                    shutting_down: false,
+                }),
+            },
+        }
+    }
+
+    fn index(entries: &[Entry]) -> TimelineIndex {
+        let mut index = TimelineIndex::new();
+        for e in entries {
+            index.insert(e);
+        }
+        index
+    }
+
+    #[test]
+    fn a_node_is_ready_anew_after_not_ready_or_with_a_new_transition_only() {
+        let t = ConditionStatus::True;
+        // Ready all along: another change of the node (a taint) is not a return.
+        let same = index(&[seen(0, t, Some(0)), seen(20_000, t, Some(0))]);
+        assert!(!same.node_ready_anew_since("a", 10_000));
+        // Unknown, then Ready: back from the Ready on.
+        let back = index(&[
+            seen(0, t, Some(0)),
+            seen(15_000, ConditionStatus::Unknown, Some(15)),
+            seen(50_000, t, Some(50)),
+        ]);
+        assert!(back.node_ready_anew_since("a", 10_000));
+        assert!(!back.node_ready_anew_since("a", 60_000));
+        // A reboot quicker than the grace period: Ready all along, posted anew.
+        let quick = index(&[seen(0, t, Some(0)), seen(30_000, t, Some(30))]);
+        assert!(quick.node_ready_anew_since("a", 10_000));
+        // The Ready before the fault does not count; a node never seen is not back.
+        assert!(!quick.node_ready_anew_since("a", 31_000));
+        assert!(!quick.node_ready_anew_since("b", 0));
+    }
 }

@@ -103,6 +103,30 @@ impl Status {
                     },
                 );
             }
+            // Due, but held back by the interlock: no longer "now".
+            Event::Interlock {
+                step,
+                down,
+                deadline_ms,
+                ..
+            } => {
+                let nodes: Vec<&str> = down
+                    .iter()
+                    .filter(|d| d.why != crate::timeline::DownNode::OWN)
+                    .map(|d| d.node.as_str())
+                    .collect();
+                self.waiting.insert(
+                    step.clone(),
+                    Waiting {
+                        due_ms: None,
+                        wait: format!(
+                            "waits for {} to come back (interlock; gives up at {})",
+                            nodes.join(", "),
+                            crate::timeline::format_offset_ms(*deadline_ms)
+                        ),
+                    },
+                );
+            }
             Event::Step {
                 step,
                 phase: StepPhase::Issued,
@@ -368,6 +392,39 @@ mod tests {
             ],
         });
         (s, t(now_ms))
+    }
+
+    #[test]
+    fn a_step_held_by_the_interlock_is_not_due_now_but_waits_for_the_nodes_down() {
+        let (mut s, now) = observing(90_600);
+        s.entry(
+            &at(
+                90_000,
+                Event::Interlock {
+                    step: "start kubelet".into(),
+                    down: vec![
+                        crate::timeline::DownNode {
+                            node: "w1".into(),
+                            why: "seen unreachable, Ready=Unknown".into(),
+                        },
+                        crate::timeline::DownNode {
+                            node: "w2".into(),
+                            why: crate::timeline::DownNode::OWN.into(),
+                        },
+                    ],
+                    rule: "2 nodes would be down at once".into(),
+                    deadline_ms: 690_000,
+                },
+            ),
+            now,
+        );
+        let line = s.line(now).expect("a run is going on");
+        assert!(
+            line.contains(
+                "next: step \"start kubelet\" waits for w1 to come back (interlock; gives up at +690.0s)"
+            ),
+            "{line}"
+        );
     }
 
     #[test]

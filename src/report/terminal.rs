@@ -272,6 +272,19 @@ pub fn entry_line(entry: &Entry) -> String {
             (due - entry.offset_ms).max(0) as f64 / 1000.0
         ),
         Event::Schedule { step, wait, .. } => format!("next: step `{step}` {wait}"),
+        Event::Interlock {
+            step,
+            down,
+            rule,
+            deadline_ms,
+        } => format!(
+            "step `{step}` waits: {rule}; down: {} (gives up at {})",
+            down.iter()
+                .map(|d| format!("{} ({})", d.node, d.why))
+                .collect::<Vec<_>>()
+                .join(", "),
+            format_offset_ms(*deadline_ms)
+        ),
         Event::Endpoint { from, to, reason } => {
             format!("API endpoint {from} left ({reason}); now observing and acting through {to}")
         }

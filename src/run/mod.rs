@@ -198,6 +198,7 @@ async fn locked(
     let plan = LoopPlan {
         exp,
         targets: &prepared.targets,
+        control_plane: &prepared.control_plane,
         timers: &prepared.cluster.timers,
         capabilities: &prepared.cluster.capabilities,
         keep_going: settings.keep_going,

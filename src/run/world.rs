@@ -28,6 +28,7 @@ use crate::experiment::model::Action;
 use crate::journal::Undo;
 use crate::record::RestoredCheck;
 use crate::run::shared_timeline::SharedTimeline;
+use crate::timeline::{ConditionStatus, DownNode};
 
 /// How long before its due offset a timed step is armed, so that arming (an SSH round per
 /// node, all at once) is not part of the step's lateness. Arming early is harmless: the
@@ -45,6 +46,26 @@ pub(crate) fn journal_undo(fault: &Action) -> Option<Undo> {
         Via::Power(PowerAction::On) => Undo::PowerOn,
         Via::NodeApi | Via::ClusterApi => Undo::Api(inv),
         Via::Node(_) | Via::StepCommand | Via::Power(_) => Undo::Node(fault::node_op(&inv)?),
+    })
+}
+
+/// The nodes the observer last saw with Ready not True, read from the run's timeline
+/// (where every world's observations land), each with why. What a world that observes
+/// through the timeline answers to [`World::nodes_seen_down`]; nodes last seen gone are
+/// left out (a node this run deleted is counted down by the interlock itself).
+pub(crate) fn seen_down_on(timeline: &SharedTimeline) -> Vec<DownNode> {
+    timeline.judge_view(|index| {
+        index
+            .last_nodes()
+            .filter(|(_, s)| s.ready != ConditionStatus::True)
+            .map(|(name, s)| DownNode {
+                node: name.clone(),
+                why: match s.ready {
+                    ConditionStatus::Unknown => "seen unreachable, Ready=Unknown".to_string(),
+                    _ => "seen NotReady, Ready=False".to_string(),
+                },
+            })
+            .collect()
     })
 }
 
@@ -122,6 +143,12 @@ pub(crate) trait World {
     fn observable_until_ms(&self) -> Option<i64> {
         None
     }
+
+    /// The nodes seen down now (Ready not True, unreachable), each with why: what the
+    /// run-time interlock counts, with the faults the run issued, when a fault step is due
+    /// (`crate::run::floor::interlock`). Read from what the world already observes; never
+    /// a new call to the cluster.
+    fn nodes_seen_down(&self, timeline: &SharedTimeline) -> Vec<DownNode>;
 
     /// Before step `step` injects `action` on `nodes`: reads what its proofs compare with
     /// and what a node that restarts must come back as.

@@ -226,3 +226,33 @@ fn restore_under_sudo_reads_the_invoking_users_journal_and_says_which() {
         "root's HOME untouched"
     );
 }
+
+/// Issue 46, item 2: two workers rebooted in turn, the second gated on the first being
+/// Ready again after its reboot, are accepted by `validate` and an offline `plan` under
+/// the default `safety.maxNodesDown: 1` (they were refused: "2 nodes down at once (w1,
+/// w2) from +30.0s to +720.0s").
+#[test]
+fn a_rolling_reboot_gated_on_the_first_node_ready_again_is_accepted_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = inventory(dir.path());
+    let file = "fixtures/experiments/valid/rolling-reboot-two-workers.yaml";
+
+    let out = faultline(&["validate", file], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(!stdout.contains("refused"), "{stdout}");
+
+    let out = faultline(
+        &["plan", file, "-i", inv.to_str().expect("utf-8")],
+        dir.path(),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    println!("{stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("refused"), "{stderr}");
+    assert!(stdout.contains("OFFLINE:"), "{stdout}");
+}

@@ -10,12 +10,13 @@
 //! verdicts. Nothing here writes to a terminal: what happens goes onto the timeline,
 //! whose entries are the run's events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::interlock::{Admit, Interlock};
 use super::ledger::Ledger;
 use super::schedule::{self, End, Plan, Scheduler};
 use super::steps::Steps;
@@ -46,6 +47,9 @@ pub(crate) struct LoopPlan<'a> {
     pub exp: &'a Experiment,
     /// Target name → nodes.
     pub targets: &'a ResolvedTargets,
+    /// Every control-plane node of the cluster, for the run-time interlock's quorum rule
+    /// (empty: not checked).
+    pub control_plane: &'a BTreeSet<String>,
     /// The timers in force.
     pub timers: &'a ClusterTimers,
     /// What the cluster can show.
@@ -114,6 +118,7 @@ pub(crate) async fn run_loop<W: World>(
         plan,
         timeline: timeline.clone(),
         steps: Steps::new(plan.exp, plan.targets, timeline.clone(), cancel.clone()),
+        interlock: Interlock::new(plan.exp, plan.targets, plan.control_plane),
         cancel,
         ledger,
         published: Published::default(),
@@ -163,6 +168,7 @@ struct Run<'a> {
     timeline: SharedTimeline,
     cancel: CancellationToken,
     steps: Steps<'a>,
+    interlock: Interlock<'a>,
     ledger: Ledger,
     published: Published,
     out: LoopOutcome,
@@ -241,12 +247,29 @@ impl<'a> Run<'a> {
                 continue;
             }
             let restore_after = || restore_at.saturating_duration_since(Instant::now());
+            // A fault step due that the interlock holds back: the offset it gives up at.
+            let mut held_until = None;
             if !tick.due.is_empty() {
+                let mut issued_any = false;
                 // Steps take time: ask again as soon as they are done.
-                for index in tick.due {
+                for index in tick.due.clone() {
                     if self.cancel.is_cancelled() {
                         break;
                     }
+                    if self.interlock.applies(index) {
+                        let seen = world.nodes_seen_down(&self.timeline);
+                        let now = self.timeline.offset_ms();
+                        match self.interlock.admit(index, now, seen, &self.timeline) {
+                            Admit::Go => {}
+                            // Steps due together go in their order: those after it wait too.
+                            Admit::Wait { until_ms } => {
+                                held_until = Some(until_ms);
+                                break;
+                            }
+                            Admit::Stop(refusal) => return End::Interlocked(refusal),
+                        }
+                    }
+                    issued_any = true;
                     let ran = self
                         .steps
                         .run_step(
@@ -258,11 +281,16 @@ impl<'a> Run<'a> {
                             &mut self.out.errors,
                         )
                         .await;
+                    if let Some(at_ms) = scheduler.issued_ms(index) {
+                        self.interlock.issued(index, at_ms);
+                    }
                     if !ran {
                         break;
                     }
                 }
-                continue;
+                if held_until.is_none() || issued_any {
+                    continue;
+                }
             }
             // Arm what is due soon now, so that arming is not part of its lateness.
             if self
@@ -281,6 +309,7 @@ impl<'a> Run<'a> {
             }
             let wake = [
                 tick.wake_at_ms,
+                held_until,
                 self.steps.next_arm_ms(&tick),
                 world.observable_until_ms().map(|ms| ms.saturating_add(1)),
             ]
@@ -343,6 +372,8 @@ impl<'a> Run<'a> {
                     .errors
                     .push(format!("step `{step}`{on}: {what}: {evidence}"));
             }
+            // Starts with `step `NAME``, as step errors do.
+            End::Interlocked(refusal) => self.out.errors.push(refusal.to_string()),
             End::Aborted(tripped) => {
                 self.timeline.record(Event::Abort {
                     condition: tripped.condition.clone(),

@@ -101,6 +101,9 @@ pub(crate) struct Prepared {
     /// Every node as the node failure model takes it (its zone, whether it is Ready), for
     /// the plan's predictions; empty until [`resolve`] ran.
     pub model_nodes: Vec<crate::model::ModelNode>,
+    /// Every control-plane node of the cluster, for the quorum rule of the run-time
+    /// interlock (`crate::run::floor::interlock`); empty until [`resolve`] ran.
+    pub control_plane: BTreeSet<String>,
     /// The cluster, as the record states it (the timers in force with their sources).
     pub cluster: ClusterInfo,
     /// Why timers the cluster did not show were not read from it.
@@ -218,6 +221,7 @@ pub(crate) async fn prepare(
         internal_ips: BTreeMap::new(),
         exec_pods: BTreeMap::new(),
         model_nodes: Vec::new(),
+        control_plane: BTreeSet::new(),
         client,
         failover: connection.failover,
         api_url: connection.primary_url,
@@ -244,6 +248,7 @@ pub(crate) async fn resolve(
         .filter_map(|n| n.metadata.name.clone())
         .collect();
     safety::check_blast_radius(exp, &targets, &control_plane, &prepared.cluster.timers)?;
+    prepared.control_plane = control_plane.clone();
     check_acted_on_nodes_healthy(exp, &targets, &nodes)?;
     let feet = own_feet::OwnFeet {
         own_pod: own_feet::own_pod(&prepared.client)

@@ -6,14 +6,18 @@
 //! outage, from the moment its step may be issued to the moment the step that brings the
 //! node back may be issued at the latest (or the end of the run, when the safety net
 //! undoes what is left); at no moment may more nodes be out than the experiment allows,
-//! nor half or more of the control plane.
+//! nor half or more of the control plane. A step gated on a node being Ready again after
+//! its fault (`when: {node: N, is: Ready, since: <the fault>}`) is never issued while
+//! that outage lasts, whatever the times say: the two are not counted together, and the
+//! run checks it again from what it sees when the step is due.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::ResolvedTargets;
 use crate::experiment::fault::{self, Proof};
 use crate::experiment::model::{
-    BoundSymbol, ClusterTimers, Experiment, NodeRole, StepTime, TargetSpec,
+    BoundSymbol, ClusterTimers, Experiment, NodeRole, NodeStateMatch, StateMatch, StepTime,
+    Subject, TargetSpec,
 };
 use crate::inventory::Inventory;
 use crate::run::floor::schedule::resolve_cluster_bound;
@@ -302,8 +306,7 @@ fn check(
     starts.sort();
     starts.dedup();
     for at in starts {
-        let down = down_at(&outages, at);
-        if too_many(&down) {
+        if let Some(down) = refused_at(&outages, at, &too_many) {
             let until = until_ms(&outages, at, &too_many);
             let nodes = nodes_of(down.iter().copied());
             return Err(SafetyError::TooManyNodesDown {
@@ -316,7 +319,7 @@ fn check(
                 notes: notes(&down),
             });
         }
-        if loses_quorum(&down) {
+        if let Some(down) = refused_at(&outages, at, &loses_quorum) {
             let until = until_ms(&outages, at, &loses_quorum);
             let down = on_control_plane(&down, control_plane);
             let nodes = nodes_of(down.iter().copied());
@@ -532,6 +535,13 @@ struct Outage {
     /// A `run` with an undo or a `NoExecute` taint: counted down though faultline cannot
     /// see the node go out.
     by_parameters: bool,
+    /// The steps issued only once this node is seen back from this outage: those gated on
+    /// it being Ready again (`when: {node: N, is: Ready, since: S}`, `S` the fault's step or
+    /// the step bringing the node back from it), and every step that follows one of them.
+    /// Such a step and this outage are never in effect together, whatever their times.
+    back_before: BTreeSet<usize>,
+    /// The steps this outage's step follows (its [`Issue::follows`]).
+    follows: BTreeSet<usize>,
 }
 
 /// How long faultline waits for a rebooted node to answer with a new boot id: a reboot
@@ -632,6 +642,8 @@ fn outages(exp: &Experiment, targets: &ResolvedTargets, timers: &ClusterTimers) 
                 reboot: info.restarts_machine,
                 booting,
                 by_parameters: !info.takes_node_down,
+                back_before: gated_on_return(exp, targets, &issues, f, node),
+                follows: issue.follows.clone(),
             });
         }
     }
@@ -646,6 +658,121 @@ fn down_at(outages: &[Outage], at: Moment) -> Vec<&Outage> {
         .collect()
 }
 
+/// The steps issued only once `node` is seen back from the fault of step `f` (see
+/// [`Outage::back_before`]): a step whose `when:` waits for a target of that one node to
+/// be Ready, judged from `f` or from a step that brings the node back from `f` (and
+/// comes certainly after it), and every step that follows such a step.
+///
+/// Judged from another step, Ready may already hold before the fault took the node out
+/// (a state holding when it is judged from counts), so that gate is counted at its worst,
+/// as any other. A run checks the interlock again when each step is due
+/// ([`crate::run::floor::interlock`]), from the nodes it sees down then.
+fn gated_on_return(
+    exp: &Experiment,
+    targets: &ResolvedTargets,
+    issues: &[Issue],
+    f: usize,
+    node: &str,
+) -> BTreeSet<usize> {
+    let fault_step = &exp.steps[f];
+    let no_inverse = fault::inverse(&fault_step.action).is_none();
+    let judged_from_return = |since: &str| {
+        since == fault_step.name
+            || exp.steps.iter().enumerate().any(|(b, step)| {
+                step.name == since
+                    && fault::info(&step.action).brings_node_back
+                    && step.nodes(targets).iter().any(|n| n == node)
+                    && (no_inverse || fault::undoes(&step.action, &fault_step.action))
+                    && certainly_after(issues, b, f)
+            })
+    };
+    let gates: BTreeSet<usize> = exp
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, step)| match &step.at {
+            StepTime::When {
+                subject: Subject::Node { target },
+                state: StateMatch::Node(NodeStateMatch::Ready),
+                since: Some(since),
+                ..
+            } => {
+                targets.get(target).is_some_and(|n| n.as_slice() == [node])
+                    && judged_from_return(since)
+            }
+            _ => false,
+        })
+        .map(|(g, _)| g)
+        .collect();
+    (0..exp.steps.len())
+        .filter(|h| gates.contains(h) || issues[*h].follows.iter().any(|g| gates.contains(g)))
+        .collect()
+}
+
+/// Beyond this many steps that end outages by their gates in effect at one moment, every
+/// outage in effect is counted together (the old worst case) rather than each way the
+/// gates may have been passed.
+const MAX_GATES_AT_ONCE: usize = 12;
+
+/// The worst set of outages in effect at `at` that `refused` refuses, if any. Outages in
+/// effect at one moment by their times may still exclude each other: a step gated on a
+/// node being back ([`Outage::back_before`]) is never issued while that node is still out.
+/// So each way the gated steps may stand then (issued or not, a step issued only with
+/// those it follows) is a set of outages of its own; the refused one with the most nodes
+/// is returned.
+fn refused_at<'a>(
+    outages: &'a [Outage],
+    at: Moment,
+    refused: &dyn Fn(&[&Outage]) -> bool,
+) -> Option<Vec<&'a Outage>> {
+    let down = down_at(outages, at);
+    let gates: Vec<usize> = down
+        .iter()
+        .map(|o| o.step)
+        .filter(|s| down.iter().any(|o| o.back_before.contains(s)))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if gates.is_empty() || gates.len() > MAX_GATES_AT_ONCE {
+        return refused(&down).then_some(down);
+    }
+    let follows = |s: usize| {
+        down.iter()
+            .find(|o| o.step == s)
+            .map(|o| &o.follows)
+            .expect("a gate is the step of an outage in effect")
+    };
+    (0u32..1 << gates.len())
+        .filter_map(|mask| {
+            let issued: BTreeSet<usize> = gates
+                .iter()
+                .enumerate()
+                .filter(|(bit, _)| mask & (1 << bit) != 0)
+                .map(|(_, g)| *g)
+                .collect();
+            let consistent = issued.iter().all(|g| {
+                gates
+                    .iter()
+                    .all(|e| !follows(*g).contains(e) || issued.contains(e))
+            });
+            if !consistent {
+                return None;
+            }
+            let set: Vec<&Outage> = down
+                .iter()
+                .copied()
+                .filter(|o| !gates.contains(&o.step) || issued.contains(&o.step))
+                .filter(|o| o.back_before.is_disjoint(&issued))
+                .collect();
+            refused(&set).then_some(set)
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        // The first of those with the most nodes (`max_by_key` keeps the last).
+        .rev()
+        .max_by_key(|set| nodes_of(set.iter().copied()).len())
+}
+
 /// The offset at which `refused` stops holding after `at`, where it holds; `None`: it
 /// holds to the end of the run.
 fn until_ms(outages: &[Outage], at: Moment, refused: &dyn Fn(&[&Outage]) -> bool) -> Option<i64> {
@@ -658,7 +785,7 @@ fn until_ms(outages: &[Outage], at: Moment, refused: &dyn Fn(&[&Outage]) -> bool
     changes.sort();
     changes
         .into_iter()
-        .find(|m| !refused(&down_at(outages, *m)))
+        .find(|m| refused_at(outages, *m, refused).is_none())
         .map(|m| m.ms)
 }
 

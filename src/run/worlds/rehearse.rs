@@ -19,13 +19,13 @@ use crate::experiment::model::{Action, Experiment};
 use crate::journal::Undo;
 use crate::judge::Verdict;
 use crate::record::RunRecord;
-use crate::timeline::{Entry, Event, StepPhase, Timeline};
+use crate::timeline::{DownNode, Entry, Event, StepPhase, Timeline};
 
 use crate::run::floor::drive::{self, LoopPlan};
 use crate::run::floor::ledger::Ledger;
 use crate::run::floor::schedule::End;
 use crate::run::shared_timeline::SharedTimeline;
-use crate::run::world::{ActError, ActResult, AfterUndo, FaultAt, World};
+use crate::run::world::{ActError, ActResult, AfterUndo, FaultAt, World, seen_down_on};
 
 /// Why a rehearsal cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -118,9 +118,12 @@ async fn rehearse_paused(exp: &Experiment, record: &RunRecord, start_ms: i64) ->
         record_end,
         feeder: None,
     };
+    // A record does not say which nodes are the control plane: quorum is not checked.
+    let control_plane = std::collections::BTreeSet::new();
     let plan = LoopPlan {
         exp,
         targets: &record.targets,
+        control_plane: &control_plane,
         timers: &record.cluster.timers,
         capabilities: &record.cluster.capabilities,
         keep_going: false,
@@ -213,6 +216,11 @@ impl World for Recorded {
 
     fn observable_until_ms(&self) -> Option<i64> {
         Some(self.record_end)
+    }
+
+    fn nodes_seen_down(&self, timeline: &SharedTimeline) -> Vec<DownNode> {
+        // The record's node observations are replayed onto the timeline as they came.
+        seen_down_on(timeline)
     }
 
     async fn before_fault(&mut self, _: usize, _: &Action, _: &[&str]) {}

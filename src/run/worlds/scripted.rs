@@ -24,9 +24,9 @@ pub(crate) use crate::run::floor::schedule::End as LoopEnd;
 use crate::run::floor::schedule::End;
 use crate::run::shared_timeline::SharedTimeline;
 use crate::run::world::{
-    ARM_AHEAD_MS, ActError, ActResult, AfterUndo, FaultAt, World, journal_undo,
+    ARM_AHEAD_MS, ActError, ActResult, AfterUndo, FaultAt, World, journal_undo, seen_down_on,
 };
-use crate::timeline::{ConditionStatus, Event, NodeState, StepPhase};
+use crate::timeline::{ConditionStatus, DownNode, Event, NodeState, StepPhase, Timeline};
 
 /// What one call does.
 #[derive(Debug, Clone)]
@@ -57,6 +57,8 @@ pub(crate) struct Scripted {
     proof: Option<StepPhase>,
     /// What is on the timeline before the first step (the first full view).
     initial: Vec<Event>,
+    /// What the observer sees later: each event lands at its offset on the timeline.
+    later: Vec<(i64, Event)>,
     timeline: Option<SharedTimeline>,
     /// Reboots go out of band and a power-on brings a node back (kind, k3d).
     reboot_powers_on: bool,
@@ -105,6 +107,11 @@ impl Scripted {
 }
 
 impl World for Scripted {
+    fn nodes_seen_down(&self, timeline: &SharedTimeline) -> Vec<DownNode> {
+        // What the script puts on the timeline is what its observer saw.
+        seen_down_on(timeline)
+    }
+
     async fn begin(
         &mut self,
         timeline: &SharedTimeline,
@@ -115,6 +122,14 @@ impl World for Scripted {
         for e in std::mem::take(&mut self.initial) {
             timeline.record(e);
         }
+        let later = std::mem::take(&mut self.later);
+        let sink = timeline.clone();
+        tokio::spawn(async move {
+            for (at_ms, e) in later {
+                tokio::time::sleep_until(sink.instant_at(at_ms)).await;
+                sink.record(e);
+            }
+        });
         let call = self.begin.pop_front().unwrap_or(Call::Ok);
         Self::perform(call, Some(cancel)).await.map(|()| Vec::new())
     }
@@ -304,6 +319,7 @@ expect:
 pub(crate) struct Harness {
     exp: Experiment,
     targets: BTreeMap<String, Vec<String>>,
+    control_plane: std::collections::BTreeSet<String>,
     timers: ClusterTimers,
     journal: std::path::PathBuf,
     run_id: String,
@@ -317,6 +333,7 @@ impl Harness {
         Harness {
             exp: experiment(yaml),
             targets: BTreeMap::from([("victim".into(), vec!["a".into()])]),
+            control_plane: Default::default(),
             timers: timers(),
             journal: dir.path().join("journal.json"),
             run_id: dir
@@ -328,6 +345,30 @@ impl Harness {
         }
     }
 
+    /// The same experiment with these targets (target name → nodes).
+    pub(crate) fn with_targets(mut self, targets: &[(&str, &[&str])]) -> Self {
+        self.targets = targets
+            .iter()
+            .map(|(t, nodes)| (t.to_string(), nodes.iter().map(|n| n.to_string()).collect()))
+            .collect();
+        self
+    }
+
+    /// The same experiment in a cluster whose control plane is these nodes.
+    pub(crate) fn with_control_plane(mut self, nodes: &[&str]) -> Self {
+        self.control_plane = nodes.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// Runs the loop in `world` and returns what it did with the timeline it left.
+    pub(crate) async fn run_kept(&self, world: &mut Scripted) -> (LoopOutcome, Timeline) {
+        let timeline = SharedTimeline::start(RunEvents::default());
+        let out = self
+            .run_on(world, CancellationToken::new(), &timeline)
+            .await;
+        (out, timeline.snapshot())
+    }
+
     /// Runs the loop in `world`, sending the timeline to `events`.
     pub(crate) async fn run(
         &self,
@@ -335,9 +376,20 @@ impl Harness {
         cancel: CancellationToken,
         events: RunEvents,
     ) -> LoopOutcome {
+        self.run_on(world, cancel, &SharedTimeline::start(events))
+            .await
+    }
+
+    async fn run_on(
+        &self,
+        world: &mut Scripted,
+        cancel: CancellationToken,
+        timeline: &SharedTimeline,
+    ) -> LoopOutcome {
         let plan = LoopPlan {
             exp: &self.exp,
             targets: &self.targets,
+            control_plane: &self.control_plane,
             timers: &self.timers,
             capabilities: &[],
             keep_going: false,
@@ -345,8 +397,7 @@ impl Harness {
         };
         let journal = Journal::open(&self.journal).unwrap();
         let ledger = Ledger::new(Some(journal), "c", &self.run_id);
-        let timeline = SharedTimeline::start(events);
-        run_loop(plan, world, ledger, &timeline, cancel).await
+        run_loop(plan, world, ledger, timeline, cancel).await
     }
 
     /// Runs the loop in `world`, cancelled after `secs` on the (paused) clock.
@@ -1099,3 +1150,6 @@ async fn a_verdict_decided_when_observation_ends_is_announced_before_the_teardow
         "sent only when it changed: {progress:#?}"
     );
 }
+
+/// The run-time interlock (issue 46) against this world.
+mod interlock_tests;

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::interlock::InterlockRefusal;
 use crate::experiment::model::{
     Bound, Check, ClusterTimers, Expectation, Experiment, Step, StepTime, Subject, Until, Window,
 };
@@ -239,6 +240,9 @@ pub(crate) enum End {
     },
     /// An abort condition tripped: the cluster was hurt more than the experiment planned.
     Aborted(judge::Tripped),
+    /// A fault step due never fit the run-time interlock (too many nodes down, or the
+    /// control plane's majority) before its deadline.
+    Interlocked(InterlockRefusal),
     /// A fault did not take effect on its node, or something other than faultline undid
     /// it: what the expectations would judge is not what the experiment meant.
     FaultNotInEffect {
@@ -291,6 +295,7 @@ impl std::fmt::Display for End {
                 "the record ends at {}: the rehearsal could not observe further",
                 crate::timeline::format_offset_ms(*at_ms)
             ),
+            End::Interlocked(refusal) => write!(f, "{refusal}"),
             End::Aborted(t) => write!(
                 f,
                 "aborted at {}: {} ({})",

@@ -708,3 +708,94 @@ fn contexts_off_a_non_empty_allow_list_are_refused() {
             .contains("Add `prod` to the inventory's cluster.allowedContexts")
     );
 }
+
+#[test]
+fn a_rolling_reboot_gated_on_the_first_node_ready_again_passes() {
+    // Issue 46: the second reboot waits for the first node to be Ready again (judged
+    // from its own reboot), then 30 s. The two can never be down at once; a run checks
+    // it again when the step is due (`floor::interlock`).
+    let rolling = |gate_since: &str| {
+        vec![
+            at("reboot a", 0, Action::Reboot, "a"),
+            when(
+                "reboot b",
+                ("a", NodeStateMatch::Ready),
+                gate_since,
+                (30, 120),
+                Action::Reboot,
+                "b",
+            ),
+        ]
+    };
+    passes(rolling("reboot a"), SafetySpec::default(), &[]);
+    // A third step at a fixed offset still meets a, not yet back, while b may not be
+    // issued yet: refused.
+    let mut three = rolling("reboot a");
+    three.push(at("stop c", 100, Action::KubeletStop, "c"));
+    let text = refusal(three, SafetySpec::default(), &[]);
+    assert!(
+        text.starts_with("steps `reboot a` and `stop c` would have 2 nodes down at once (a, c)"),
+        "{text}"
+    );
+    // A step issued only after the gated one also finds a back.
+    passes(
+        vec![
+            at("reboot a", 0, Action::Reboot, "a"),
+            when(
+                "reboot b",
+                ("a", NodeStateMatch::Ready),
+                "reboot a",
+                (30, 120),
+                Action::Reboot,
+                "b",
+            ),
+            when(
+                "reboot c",
+                ("b", NodeStateMatch::Ready),
+                "reboot b",
+                (30, 120),
+                Action::Reboot,
+                "c",
+            ),
+        ],
+        SafetySpec::default(),
+        &[],
+    );
+    // Judged from another step, Ready may be seen before a ever went down: refused.
+    let mut other = rolling("mark");
+    other.insert(0, at("mark", 0, Action::Cordon, "c"));
+    let text = refusal(other, SafetySpec::default(), &[]);
+    assert!(
+        text.starts_with("steps `reboot a` and `reboot b` would have 2 nodes down at once"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_power_off_gated_on_the_power_on_then_ready_passes() {
+    // b goes off only once a, powered on again, is seen Ready.
+    passes(
+        vec![
+            at("off a", 0, Action::PowerOff, "a"),
+            at("on a", 60, Action::PowerOn, "a"),
+            when(
+                "off b",
+                ("a", NodeStateMatch::Ready),
+                "on a",
+                (30, 900),
+                Action::PowerOff,
+                "b",
+            ),
+            when(
+                "on b",
+                ("b", NodeStateMatch::NotReady),
+                "off b",
+                (0, 120),
+                Action::PowerOn,
+                "b",
+            ),
+        ],
+        SafetySpec::default(),
+        &[],
+    );
+}

@@ -34,6 +34,7 @@ use crate::run::shared_timeline::SharedTimeline;
 use crate::run::world::{
     ARM_AHEAD_MS, ActError, ActResult, AfterUndo, FaultAt, World, journal_undo,
 };
+use crate::timeline::DownNode;
 use act::Actor;
 use addresses::MachineAddresses;
 use companions::Companions;
@@ -206,6 +207,12 @@ impl ClusterWorld<'_> {
 }
 
 impl World for ClusterWorld<'_> {
+    fn nodes_seen_down(&self, timeline: &SharedTimeline) -> Vec<DownNode> {
+        // The observer's node watch puts every change of a node's Ready condition on the
+        // timeline: its last state is the observer's, without another call to the API.
+        crate::run::world::seen_down_on(timeline)
+    }
+
     async fn begin(
         &mut self,
         timeline: &SharedTimeline,

@@ -1,0 +1,296 @@
+//! The blast-radius interlock at run time (issue 46): `safety.maxNodesDown` and the
+//! control-plane quorum rule, checked again when a fault step is due, from the nodes the
+//! run sees down then rather than from the plan's worst case.
+//!
+//! A node counts as down when the observer last saw it with Ready not True (whatever made
+//! it so: a node already broken before the run counts against the limit too), or when a
+//! fault that takes it down was issued on it and has not been seen to end: a fault held
+//! until its undo is issued (`kubelet-stop` until `kubelet-start`), a reboot or a power-on
+//! until the node is seen turning Ready after it (not when its command returned: the
+//! machine is still booting then, and may not even look NotReady yet). A due fault step
+//! whose nodes would break a rule waits, with a deadline, and is issued as soon as it
+//! fits; at its deadline the run stops the way an abort does (the safety net undoes what
+//! it did), saying which nodes are down and why.
+//!
+//! The static check (`crate::run::preflight::safety`) still refuses what the plan alone
+//! shows to overlap (steps at fixed offsets); this one is what makes a step gated on a
+//! node being Ready again safe to accept.
+//!
+//! Not counted yet: the self-restores armed on the nodes fire at the planned length plus
+//! the margin (`schedule::planned_length`), which does not include these waits. A run held
+//! back past it meets its own self-restore, which undoes the fault and ends the run as
+//! "undone by something other than faultline": safe, but early. Counting every possible
+//! wait would leave a crashed run's faults in place that much longer.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use crate::cluster::ResolvedTargets;
+use crate::experiment::fault::{self as faults, Proof};
+use crate::experiment::model::{Experiment, StepTime};
+use crate::run::shared_timeline::SharedTimeline;
+use crate::timeline::{DownNode, Event, format_offset_ms, format_secs};
+
+/// Why the run stopped before a fault step: it never fit the interlock before its
+/// deadline. The message starts with the step, which names its JUnit case.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "step `{step}` waited {} for nodes to come back and was not run: with its nodes, {rule}; \
+     down: {}",
+    format_secs(Duration::from_millis(.waited_ms.unsigned_abs())),
+    down_list(.down)
+)]
+pub(crate) struct InterlockRefusal {
+    /// The step that waited.
+    pub step: String,
+    /// The nodes counted down at its deadline (its own included), each with why.
+    pub down: Vec<DownNode>,
+    /// The rule it would break, in words.
+    pub rule: String,
+    /// How long it waited.
+    pub waited_ms: i64,
+}
+
+/// "worker-1 (seen NotReady, Ready=False), worker-2 (this step's)".
+pub(crate) fn down_list(down: &[DownNode]) -> String {
+    down.iter()
+        .map(|d| format!("{} ({})", d.node, d.why))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How long a due fault step not placed by a condition waits for the interlock before the
+/// run stops: as long as faultline waits for a rebooted node to answer again (10 min),
+/// the longest any node it took down takes to come back by itself. A `when:` step waits
+/// its own `timeout` (its gate's), counted from the moment it was due.
+pub(crate) fn wait_limit(exp: &Experiment, index: usize) -> Duration {
+    let step = &exp.steps[index];
+    match step.at {
+        StepTime::When { .. } => step.timeout,
+        StepTime::Offset(_) | StepTime::AfterStep { .. } => {
+            super::proofs::within(Proof::BootIdChanged)
+        }
+    }
+}
+
+/// What the loop does with a due step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Admit {
+    /// Issue it.
+    Go,
+    /// Not yet: ask again when the timeline grows, at the latest at this offset.
+    Wait {
+        /// The step's deadline.
+        until_ms: i64,
+    },
+    /// It never fit: the run stops.
+    Stop(InterlockRefusal),
+}
+
+/// A node a fault issued by this run took down and that was not seen back yet.
+#[derive(Debug, Clone)]
+struct Outstanding {
+    /// The fault's step.
+    fault: usize,
+    /// Why it counts, in words.
+    why: String,
+    /// Set once it is on its way back by itself (a reboot, a power-on): from this offset
+    /// on, the node is back once seen turning Ready.
+    returning_since: Option<i64>,
+}
+
+/// A step kept waiting.
+#[derive(Debug, Clone)]
+struct Waiting {
+    since_ms: i64,
+    deadline_ms: i64,
+    /// What was last put on the timeline about it.
+    announced: Option<(Vec<DownNode>, String)>,
+}
+
+/// The interlock of one run: what this run took down, and the steps it keeps waiting.
+pub(super) struct Interlock<'a> {
+    exp: &'a Experiment,
+    targets: &'a ResolvedTargets,
+    control_plane: &'a BTreeSet<String>,
+    outstanding: BTreeMap<String, Outstanding>,
+    waiting: BTreeMap<usize, Waiting>,
+}
+
+impl<'a> Interlock<'a> {
+    /// `control_plane`: every control-plane node of the cluster (empty: quorum unchecked).
+    pub(super) fn new(
+        exp: &'a Experiment,
+        targets: &'a ResolvedTargets,
+        control_plane: &'a BTreeSet<String>,
+    ) -> Self {
+        Interlock {
+            exp,
+            targets,
+            control_plane,
+            outstanding: BTreeMap::new(),
+            waiting: BTreeMap::new(),
+        }
+    }
+
+    /// Whether step `index` is checked: its action takes its nodes down (or is counted so).
+    pub(super) fn applies(&self, index: usize) -> bool {
+        faults::counts_as_down(&self.exp.steps[index].action)
+    }
+
+    /// Step `index` is due at `now_ms`, with `seen` the nodes the world sees down: whether
+    /// it may go. A step that waits is put on the timeline ([`Event::Interlock`]) when it
+    /// starts waiting and when what it waits on changes.
+    pub(super) fn admit(
+        &mut self,
+        index: usize,
+        now_ms: i64,
+        seen: Vec<DownNode>,
+        timeline: &SharedTimeline,
+    ) -> Admit {
+        if !self.applies(index) {
+            return Admit::Go;
+        }
+        self.refresh(timeline);
+        let step = &self.exp.steps[index];
+        let mut down: BTreeMap<String, String> = BTreeMap::new();
+        for d in seen {
+            down.entry(d.node).or_insert(d.why);
+        }
+        for (node, o) in &self.outstanding {
+            down.entry(node.clone()).or_insert_with(|| o.why.clone());
+        }
+        for node in step.nodes(self.targets) {
+            down.entry(node.clone())
+                .or_insert_with(|| DownNode::OWN.to_string());
+        }
+        let Some(rule) = self.broken_rule(&down) else {
+            if let Some(w) = self.waiting.remove(&index) {
+                timeline.note(format!(
+                    "step `{}` fits the interlock after waiting {}: the nodes it waited on are back",
+                    step.name,
+                    format_secs(Duration::from_millis((now_ms - w.since_ms).unsigned_abs()))
+                ));
+            }
+            return Admit::Go;
+        };
+        let down: Vec<DownNode> = down
+            .into_iter()
+            .map(|(node, why)| DownNode { node, why })
+            .collect();
+        let limit = i64::try_from(wait_limit(self.exp, index).as_millis()).unwrap_or(i64::MAX);
+        let w = self.waiting.entry(index).or_insert_with(|| Waiting {
+            since_ms: now_ms,
+            deadline_ms: now_ms.saturating_add(limit),
+            announced: None,
+        });
+        if now_ms >= w.deadline_ms {
+            return Admit::Stop(InterlockRefusal {
+                step: step.name.clone(),
+                down,
+                rule,
+                waited_ms: now_ms - w.since_ms,
+            });
+        }
+        let said = (down, rule);
+        if w.announced.as_ref() != Some(&said) {
+            timeline.record(Event::Interlock {
+                step: step.name.clone(),
+                down: said.0.clone(),
+                rule: said.1.clone(),
+                deadline_ms: w.deadline_ms,
+            });
+            w.announced = Some(said);
+        }
+        Admit::Wait {
+            until_ms: w.deadline_ms,
+        }
+    }
+
+    /// The rule `down` breaks, in words; `None`: it fits.
+    fn broken_rule(&self, down: &BTreeMap<String, String>) -> Option<String> {
+        let safety = &self.exp.safety;
+        let limit = safety.max_nodes_down.unwrap_or(1);
+        if down.len() > limit as usize {
+            return Some(format!(
+                "{} nodes would be down at once; the experiment allows {limit} \
+                 (`safety.maxNodesDown`)",
+                down.len()
+            ));
+        }
+        let cp = down
+            .keys()
+            .filter(|n| self.control_plane.contains(*n))
+            .count();
+        (!safety.allow_quorum_loss && cp > 0 && cp * 2 >= self.control_plane.len()).then(|| {
+            format!(
+                "{cp} of {} control-plane nodes would be down at once, losing etcd quorum \
+                 (`safety.allowQuorumLoss`)",
+                self.control_plane.len()
+            )
+        })
+    }
+
+    /// Step `index` was issued at `issued_ms`: a fault on its nodes counts them down, a
+    /// step that brings a node back from one ends it (a reboot or power-on once the node
+    /// is seen turning Ready).
+    pub(super) fn issued(&mut self, index: usize, issued_ms: i64) {
+        let step = &self.exp.steps[index];
+        let info = faults::info(&step.action);
+        let at = format_offset_ms(issued_ms);
+        for node in step.nodes(self.targets) {
+            if faults::counts_as_down(&step.action) {
+                let (why, returning_since) = if info.restarts_machine {
+                    (
+                        format!(
+                            "{} `{}` issued at {at}, not seen Ready since",
+                            info.name, step.name
+                        ),
+                        Some(issued_ms),
+                    )
+                } else {
+                    (
+                        format!("{} `{}` issued at {at}, not undone", info.name, step.name),
+                        None,
+                    )
+                };
+                self.outstanding.insert(
+                    node.clone(),
+                    Outstanding {
+                        fault: index,
+                        why,
+                        returning_since,
+                    },
+                );
+            } else if info.brings_node_back
+                && let Some(o) = self.outstanding.get_mut(node)
+            {
+                let fault = &self.exp.steps[o.fault].action;
+                if faults::inverse(fault).is_some() && !faults::undoes(&step.action, fault) {
+                    continue;
+                }
+                if info.restarts_machine {
+                    o.why = format!(
+                        "{} `{}` issued at {at}, not seen Ready since",
+                        info.name, step.name
+                    );
+                    o.returning_since = Some(issued_ms);
+                } else {
+                    // The observer's view of the node takes over.
+                    self.outstanding.remove(node);
+                }
+            }
+        }
+    }
+
+    /// Forgets the nodes on their way back that were seen turning Ready since.
+    fn refresh(&mut self, timeline: &SharedTimeline) {
+        let outstanding = &mut self.outstanding;
+        timeline.judge_view(|index| {
+            outstanding.retain(|node, o| {
+                o.returning_since
+                    .is_none_or(|since| !index.node_ready_anew_since(node, since))
+            });
+        });
+    }
+}
