@@ -92,12 +92,12 @@ pub(crate) enum ProbeError {
         probe: String,
     },
     /// The HTTP probe's client could not be built (TLS roots, CA file).
-    #[error("probe `{probe}`: {reason}")]
+    #[error("probe `{probe}`: {source}")]
     Http {
         /// Probe name.
         probe: String,
         /// What went wrong.
-        reason: String,
+        source: http::HttpSetupError,
     },
 }
 
@@ -207,9 +207,9 @@ impl Probes {
                     })?;
                     Prober::Http(
                         http::HttpProbe::new(&url, *expect_status, *insecure, ca_file.as_deref())
-                            .map_err(|reason| ProbeError::Http {
+                            .map_err(|source| ProbeError::Http {
                             probe: spec.name.clone(),
-                            reason,
+                            source,
                         })?,
                     )
                 }
