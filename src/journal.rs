@@ -35,7 +35,7 @@ use thiserror::Error;
 
 use crate::experiment::model::Action;
 
-use crate::execute::{ArmedRestore, Executor, NodeOp, OpOutcome, PowerAction};
+use crate::execute::{ArmedRestore, ExecError, Executor, NodeOp, OpOutcome, PowerAction};
 
 /// How a journaled fault is undone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -559,12 +559,12 @@ impl Default for RetryPolicy {
 /// every failure is logged with the node and the fault being undone. The one retry loop
 /// behind both a run's safety net and `restore`. Returns the last result and the attempts
 /// made.
-pub(crate) async fn undo_with_retries<T>(
+pub(crate) async fn undo_with_retries<T, E: std::fmt::Display>(
     policy: &RetryPolicy,
     node: &str,
     fault: &str,
-    mut undo: impl AsyncFnMut() -> Result<T, String>,
-) -> (Result<T, String>, u32) {
+    mut undo: impl AsyncFnMut() -> Result<T, E>,
+) -> (Result<T, E>, u32) {
     let mut delay = policy.first_delay;
     let mut attempts = 0;
     loop {
@@ -581,6 +581,18 @@ pub(crate) async fn undo_with_retries<T>(
             }
         }
     }
+}
+
+/// Why one attempt at undoing a journaled fault failed: the node's command or power, or
+/// the API undo the caller carries out (whose error is its own).
+#[derive(Debug, Error)]
+enum UndoError<E> {
+    /// The node operation or power command failed.
+    #[error("{0}")]
+    Node(ExecError),
+    /// The API undo failed.
+    #[error("{0}")]
+    Api(E),
 }
 
 /// What `restore` did for one journal entry.
@@ -640,7 +652,7 @@ fn newest_first_by_node(entries: Vec<Entry>) -> Vec<Vec<Entry>> {
 /// failing keeps both, so the node still has its own way back. Node operations and power
 /// go through `executor`; API undos through `api`. Outcomes come node by node, newest
 /// fault first.
-pub(crate) async fn restore_all_with<F>(
+pub(crate) async fn restore_all_with<F, E>(
     journal: &mut Journal,
     executor: &Executor,
     cluster: &str,
@@ -648,7 +660,8 @@ pub(crate) async fn restore_all_with<F>(
     api: F,
 ) -> Vec<RestoreOutcome>
 where
-    F: AsyncFn(&str, &Action, Duration) -> Result<OpOutcome, String>,
+    F: AsyncFn(&str, &Action, Duration) -> Result<OpOutcome, E>,
+    E: std::fmt::Display,
 {
     let nodes = newest_first_by_node(journal.active(cluster));
     let journal = std::sync::Mutex::new(journal);
@@ -665,7 +678,7 @@ where
 }
 
 /// Undoes one journaled fault; once that succeeded, disarms its self-restore and clears it.
-async fn restore_one<F>(
+async fn restore_one<F, E>(
     entry: Entry,
     executor: &Executor,
     policy: &RetryPolicy,
@@ -673,7 +686,8 @@ async fn restore_one<F>(
     journal: &std::sync::Mutex<&mut Journal>,
 ) -> RestoreOutcome
 where
-    F: AsyncFn(&str, &Action, Duration) -> Result<OpOutcome, String>,
+    F: AsyncFn(&str, &Action, Duration) -> Result<OpOutcome, E>,
+    E: std::fmt::Display,
 {
     // A kubelet stopped through the API cannot be reached by exec: its undo watcher, if
     // the run armed one, is asked first, and the command then finds the kubelet back.
@@ -686,12 +700,14 @@ where
         Undo::Node(op) => executor
             .perform(&entry.node, op, policy.timeout)
             .await
-            .map_err(|e| e.to_string()),
+            .map_err(UndoError::Node),
         Undo::PowerOn => executor
             .power(&entry.node, PowerAction::On, policy.timeout)
             .await
-            .map_err(|e| e.to_string()),
-        Undo::Api(action) => api(&entry.node, action, policy.timeout).await,
+            .map_err(UndoError::Node),
+        Undo::Api(action) => api(&entry.node, action, policy.timeout)
+            .await
+            .map_err(UndoError::Api),
     };
     let (result, attempts) = undo_with_retries(policy, &entry.node, &entry.fault, undo).await;
     let mut out = RestoreOutcome {
@@ -707,7 +723,7 @@ where
         Ok(done) => done,
         // The entry and the self-restore armed on the node both stay.
         Err(e) => {
-            out.error = Some(e);
+            out.error = Some(e.to_string());
             return out;
         }
     };
@@ -900,8 +916,8 @@ mod tests {
             first_delay: Duration::from_millis(10),
             timeout: Duration::from_secs(5),
         };
-        let no_api = async |_: &str, _: &Action, _: Duration| -> Result<OpOutcome, String> {
-            Err("no API in this test".into())
+        let no_api = async |_: &str, _: &Action, _: Duration| -> Result<OpOutcome, &str> {
+            Err("no API in this test")
         };
         let out = restore_all_with(&mut j, &executor(), "c", &policy, no_api).await;
         assert_eq!(out.len(), 3);
@@ -1013,8 +1029,8 @@ mod tests {
         }
     }
 
-    async fn no_api(_: &str, _: &Action, _: Duration) -> Result<OpOutcome, String> {
-        Err("no API in this test".into())
+    async fn no_api(_: &str, _: &Action, _: Duration) -> Result<OpOutcome, &'static str> {
+        Err("no API in this test")
     }
 
     #[tokio::test]
