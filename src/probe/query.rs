@@ -262,6 +262,24 @@ fn short(text: &str) -> String {
     out
 }
 
+/// Why an experiment's `prometheus` abort conditions cannot be asked; the run does not
+/// start.
+#[derive(Debug, Error)]
+pub(crate) enum AbortQueryError {
+    /// A condition asks Prometheus and the inventory names none.
+    #[error(
+        "the experiment's abort condition `{condition}` asks Prometheus, and the inventory \
+         names none: add `prometheus: {{url: http://…:9090}}` to it"
+    )]
+    NoPrometheus {
+        /// The condition's name.
+        condition: String,
+    },
+    /// The Prometheus client could not be set up.
+    #[error("prometheus: {0}")]
+    Client(HttpSetupError),
+}
+
 /// The queries of an experiment's abort conditions, each asked by its own task.
 pub(crate) struct Queries {
     stop: CancellationToken,
@@ -274,17 +292,15 @@ impl Queries {
     pub(crate) fn can_ask(
         abort: &AbortSpec,
         access: Option<&PrometheusAccess>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AbortQueryError> {
         let first = abort
             .conditions
             .iter()
             .find(|c| matches!(c.kind, AbortKind::Query { .. }));
         match (first, access) {
-            (Some(c), None) => Err(format!(
-                "the experiment's abort condition `{}` asks Prometheus, and the inventory names \
-                 none: add `prometheus: {{url: http://…:9090}}` to it",
-                c.name
-            )),
+            (Some(c), None) => Err(AbortQueryError::NoPrometheus {
+                condition: c.name.clone(),
+            }),
             _ => Ok(()),
         }
     }
@@ -295,7 +311,7 @@ impl Queries {
         abort: &AbortSpec,
         access: Option<&PrometheusAccess>,
         sink: ProbeSink,
-    ) -> Result<Option<Queries>, String> {
+    ) -> Result<Option<Queries>, AbortQueryError> {
         let asked: Vec<(String, String, Threshold, Duration)> = abort
             .conditions
             .iter()
@@ -315,7 +331,7 @@ impl Queries {
         let Some(access) = access else {
             return Ok(None);
         };
-        let prometheus = Arc::new(Prometheus::new(access).map_err(|e| format!("prometheus: {e}"))?);
+        let prometheus = Arc::new(Prometheus::new(access).map_err(AbortQueryError::Client)?);
         let stop = CancellationToken::new();
         let tasks = asked
             .into_iter()
