@@ -20,6 +20,7 @@ use super::ssh::{self, SessionPool};
 /// open for the nodes ([`Executor::open_sessions`]); they close when the last clone goes.
 #[derive(Debug, Clone)]
 pub struct Executor {
+    /// The nodes and how each is reached.
     inventory: Inventory,
     /// The SSH connections kept open to the nodes.
     pub(super) sessions: Arc<SessionPool>,

@@ -26,13 +26,16 @@ pub const DEFAULT_BOOT_ID: &str =
 pub(super) enum Plan {
     /// Over SSH, as the node's login user.
     Ssh {
+        /// Where and as whom.
         target: Box<SshTarget>,
+        /// The shell text, wrapped for its deadline and `sudo`.
         command: String,
         /// The same command, sent ahead and waiting on the node (`Executor::prime`).
         primed: Option<ssh::Primed>,
     },
     /// As an argv run where faultline runs.
     Local {
+        /// The argv, rendered.
         argv: Vec<String>,
         /// Whether the argv carries a command to a node (`docker exec`), which then has
         /// a node-side deadline, or is the whole command (an out-of-band power driver).
@@ -42,8 +45,11 @@ pub(super) enum Plan {
     },
     /// Through a privileged pod on the node and the API's exec.
     Pod {
+        /// The node the pod runs on.
         node: String,
+        /// The API transport's settings.
         settings: PodSettings,
+        /// The shell text, wrapped for its deadline.
         command: String,
         /// The same command, waiting in its pod for the word (`Executor::prime`).
         primed: Option<Box<pod::primed::PrimedPod>>,
