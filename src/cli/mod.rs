@@ -517,7 +517,7 @@ pub enum ReportFormat {
 }
 
 fn parse_interval(text: &str) -> Result<Duration, String> {
-    let d = crate::experiment::parse_duration(text)?;
+    let d = crate::experiment::parse_duration(text).map_err(|e| e.to_string())?;
     if d < Duration::from_millis(100) {
         return Err("the poll interval must be at least 100ms".into());
     }

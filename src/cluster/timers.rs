@@ -20,9 +20,10 @@ use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
+use thiserror::Error;
 
 use super::load_config;
-use crate::timers::sources::{self, CommandLine};
+use crate::timers::sources::{self, CommandLine, TimerSourceError};
 use crate::timers::{ClusterReadings, Timer};
 
 /// How long connecting to the controller-manager may take.
@@ -69,7 +70,7 @@ pub async fn read_timers(
                         readings.offer(timer, reading);
                     }
                 }
-                Err(why) => readings.miss(why),
+                Err(why) => readings.miss(why.to_string()),
             },
             None => readings.miss(
                 "kube-controller-manager /configz: the inventory names no \
@@ -85,7 +86,7 @@ pub async fn read_timers(
                 readings.offer(timer, reading);
             }
         }
-        Err(why) => readings.miss(why),
+        Err(why) => readings.miss(why.to_string()),
     }
     if readings.lacks_any(&api_server) {
         static_pod_timers(client, "kube-apiserver", version, &mut readings).await;
@@ -147,13 +148,74 @@ pub(crate) fn offer_line(
                 readings.offer(timer, reading);
             }
         }
-        Err(why) => readings.miss(why),
+        Err(why) => readings.miss(why.to_string()),
     }
+}
+
+/// Why the default tolerations could not be read off a dry-run pod.
+#[derive(Debug, Error)]
+enum DryRunError {
+    /// The pod faultline sends could not be built (a bug).
+    #[error("building the dry-run pod: {0}")]
+    Build(serde_json::Error),
+    /// The API server refused the dry-run create.
+    #[error(
+        "default tolerations: a server-side dry-run create of a pod in namespace \
+         {DRY_RUN_NAMESPACE} failed: {0}"
+    )]
+    Create(kube::Error),
+}
+
+/// Why kube-controller-manager's `/configz` gave no timers.
+#[derive(Debug, Error)]
+enum ConfigzError {
+    /// It could not be fetched.
+    #[error("kube-controller-manager {place}: {problem}")]
+    Fetch {
+        /// The `/configz` URL.
+        place: String,
+        /// What went wrong.
+        problem: ConfigzProblem,
+    },
+    /// It was fetched and holds no readable timers.
+    #[error(transparent)]
+    Read(TimerSourceError),
+}
+
+/// What kept `/configz` from being fetched.
+#[derive(Debug, Error)]
+enum ConfigzProblem {
+    /// The kubeconfig gave no credentials.
+    #[error("{0}")]
+    Kubeconfig(super::ClusterError),
+    /// `cluster.controllerManager` is not a URL.
+    #[error("not a URL: {0}")]
+    Url(http::uri::InvalidUri),
+    /// Its `caFile` could not be read.
+    #[error("caFile {}: {source}", path.display())]
+    CaFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: rustls_pki_types::pem::Error,
+    },
+    /// Its `caFile` holds no certificate.
+    #[error("caFile {} holds no certificate", .0.display())]
+    NoCertificate(PathBuf),
+    /// The request could not be built (a bug).
+    #[error("{0}")]
+    Request(http::Error),
+    /// The client could not be made, or the request failed.
+    #[error("{0}")]
+    Api(kube::Error),
+    /// The answer is not JSON.
+    #[error("not JSON: {0}")]
+    Json(serde_json::Error),
 }
 
 /// A pod with no tolerations, created with `dryRun=All`: the API server runs admission
 /// (which adds the default tolerations) and stores nothing.
-async fn dry_run_pod(client: &Client) -> Result<Pod, String> {
+async fn dry_run_pod(client: &Client) -> Result<Pod, DryRunError> {
     let pod: Pod = serde_json::from_value(serde_json::json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -174,7 +236,7 @@ async fn dry_run_pod(client: &Client) -> Result<Pod, String> {
             }]
         }
     }))
-    .map_err(|e| format!("building the dry-run pod: {e}"))?;
+    .map_err(DryRunError::Build)?;
     let params = PostParams {
         dry_run: true,
         field_manager: Some("faultline".into()),
@@ -182,55 +244,55 @@ async fn dry_run_pod(client: &Client) -> Result<Pod, String> {
     Api::<Pod>::namespaced(client.clone(), DRY_RUN_NAMESPACE)
         .create(&params, &pod)
         .await
-        .map_err(|e| {
-            format!(
-                "default tolerations: a server-side dry-run create of a pod in namespace \
-                 {DRY_RUN_NAMESPACE} failed: {e}"
-            )
-        })
+        .map_err(DryRunError::Create)
 }
 
 /// `GET <url>/configz` with the kubeconfig's credentials.
 async fn read_configz(
     access: &ConfigzAccess<'_>,
-) -> Result<Vec<(Timer, crate::timers::Reading)>, String> {
+) -> Result<Vec<(Timer, crate::timers::Reading)>, ConfigzError> {
     let place = format!("{}/configz", access.url.trim_end_matches('/'));
-    let fail = |why: String| format!("kube-controller-manager {place}: {why}");
+    let fail = |problem: ConfigzProblem| ConfigzError::Fetch {
+        place: place.clone(),
+        problem,
+    };
     let mut config = load_config(access.kubeconfig, access.context)
         .await
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(ConfigzProblem::Kubeconfig(e)))?;
     config.cluster_url = access
         .url
         .parse()
-        .map_err(|e| fail(format!("not a URL: {e}")))?;
+        .map_err(|e| fail(ConfigzProblem::Url(e)))?;
     if let Some(ca) = access.ca_file {
         let certs: Vec<Vec<u8>> = CertificateDer::pem_file_iter(ca)
             .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| fail(format!("caFile {}: {e}", ca.display())))?
+            .map_err(|source| {
+                fail(ConfigzProblem::CaFile {
+                    path: ca.to_path_buf(),
+                    source,
+                })
+            })?
             .into_iter()
             .map(|c| c.as_ref().to_vec())
             .collect();
         if certs.is_empty() {
-            return Err(fail(format!(
-                "caFile {} holds no certificate",
-                ca.display()
-            )));
+            return Err(fail(ConfigzProblem::NoCertificate(ca.to_path_buf())));
         }
         config.root_cert = Some(certs);
     }
     config.connect_timeout = Some(CONNECT_TIMEOUT);
     config.read_timeout = Some(READ_TIMEOUT);
-    let client = Client::try_from(config).map_err(|e| fail(e.to_string()))?;
+    let client = Client::try_from(config).map_err(|e| fail(ConfigzProblem::Api(e)))?;
     let request = http::Request::get("/configz")
         .body(Vec::new())
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(ConfigzProblem::Request(e)))?;
     let text = client
         .request_text(request)
         .await
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(ConfigzProblem::Api(e)))?;
     let doc: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| fail(format!("not JSON: {e}")))?;
-    sources::from_configz(&doc, &place)
+        serde_json::from_str(&text).map_err(|e| fail(ConfigzProblem::Json(e)))?;
+    sources::from_configz(&doc, &place).map_err(ConfigzError::Read)
 }
 
 /// A pod's name and its first container's `command` followed by its `args`: a static

@@ -122,7 +122,7 @@ async fn finish(
         });
     }
     group.kill();
-    let reaped = tokio::time::timeout(super::REAP, &mut collect)
+    let reaped = tokio::time::timeout(super::deadline::REAP, &mut collect)
         .await
         .is_ok();
     Ok(LocalEnd::TimedOut { reaped })

@@ -251,8 +251,8 @@ pub(super) async fn run(
     // libssh2's own limit on one blocking call, only a backstop behind the watch below.
     let backstop = timeout
         .saturating_add(ends_within)
-        .saturating_add(super::CONFIRM_SLACK)
-        .saturating_add(super::REAP);
+        .saturating_add(super::deadline::CONFIRM_SLACK)
+        .saturating_add(super::deadline::REAP);
     let mut task = {
         let (sockets, state, sent_at) = (cut.sockets.clone(), cut.state.clone(), sent_at.clone());
         tokio::task::spawn_blocking(move || {
@@ -282,7 +282,7 @@ pub(super) async fn run(
     }
     if !cut.abandon() {
         cut.shut();
-        let _ = tokio::time::timeout(super::REAP, &mut task).await;
+        let _ = tokio::time::timeout(super::deadline::REAP, &mut task).await;
         cut.done = true;
         return Ok(SshEnd::TimedOut { sent: false });
     }
@@ -293,7 +293,7 @@ pub(super) async fn run(
         .and_then(|s| *s)
         .unwrap_or_else(Instant::now);
     let left = ends_within
-        .saturating_add(super::CONFIRM_SLACK)
+        .saturating_add(super::deadline::CONFIRM_SLACK)
         .saturating_sub(sent.elapsed());
     let end = match tokio::time::timeout(left, &mut task).await {
         Ok(j) => match joined(j)? {
@@ -302,7 +302,7 @@ pub(super) async fn run(
         },
         Err(_) => {
             cut.shut();
-            let _ = tokio::time::timeout(super::REAP, &mut task).await;
+            let _ = tokio::time::timeout(super::deadline::REAP, &mut task).await;
             SshEnd::TimedOut { sent: true }
         }
     };
@@ -580,7 +580,7 @@ async fn watched<T: Send + 'static>(
         Ok(Err(join)) => Err(SshError::Protocol(format!("ssh worker failed: {join}"))),
         Err(_) => {
             cut.shut();
-            let _ = tokio::time::timeout(super::REAP, &mut task).await;
+            let _ = tokio::time::timeout(super::deadline::REAP, &mut task).await;
             Err(SshError::Connect {
                 addr,
                 message: format!("not {what} within {timeout:?}"),

@@ -3,6 +3,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::inventory::Inventory;
+
+use super::deadline::with_node_deadline;
+use super::sudo::sudo_refused;
 use super::*;
 
 /// Inventory whose "node" is this machine, reached through `sh -c`.

@@ -4,7 +4,13 @@
 
 use std::time::Duration;
 
-use super::{ArmedRestore, ExecError, Executor, NodeOp, check_token, pod, render};
+use crate::experiment::fault::NodeOp;
+
+use super::error::ExecError;
+use super::executor::Executor;
+use super::plan::command_text;
+use super::self_restore::{ArmedRestore, check_token};
+use super::{pod, render};
 
 impl Executor {
     /// Starts the undo watcher on `node` (reached through the API) for the fault armed as
@@ -20,7 +26,7 @@ impl Executor {
     ) -> Result<String, ExecError> {
         let access = self.access(node)?;
         check_token(node, token)?;
-        let undo_text = Self::command_text(&access, undo)?;
+        let undo_text = command_text(&access, undo)?;
         let render_err = |source| ExecError::Render {
             node: node.into(),
             source,

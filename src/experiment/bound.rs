@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use thiserror::Error;
+
 use super::model::{Bound, BoundSymbol, BoundTerm};
 
 /// Longest bound faultline accepts: anything longer is almost surely a typo (`90m` for `90s`)
@@ -16,9 +18,11 @@ pub(crate) const MAX_BOUND: Duration = Duration::from_secs(24 * 3600);
 /// when the bound is resolved.
 pub(crate) const MAX_FACTOR: f64 = 100.0;
 
-/// Why a bound could not be parsed, with a fix when one is obvious.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct BoundIssue {
+/// Why a bound could not be parsed, with a fix when one is obvious; said as the message
+/// and, when there is one, the hint in parentheses after it.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{message}{}", hint.as_ref().map(|h| format!(" ({h})")).unwrap_or_default())]
+pub struct BoundIssue {
     /// What is wrong.
     pub message: String,
     /// What to write instead.
@@ -47,16 +51,17 @@ impl BoundIssue {
 /// fixed part exceeds 24h is rejected, and so is a bound that can never be positive (no
 /// symbol with a positive factor and a negative fixed part, e.g. `-5s`); `toleration - 5s`
 /// is accepted because its value depends on the cluster.
-pub fn parse_bound(text: &str) -> Result<Bound, String> {
-    parse_bound_detailed(text).map_err(|issue| match issue.hint {
-        Some(h) => format!("{} ({h})", issue.message),
-        None => issue.message,
-    })
+pub fn parse_bound(text: &str) -> Result<Bound, BoundIssue> {
+    parse_bound_detailed(text)
 }
 
 /// Parses a plain duration (`timeout`, `waitTimeout`): the bound syntax without symbols.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    parse_duration_detailed(text).map_err(|issue| issue.message)
+/// The error says what is wrong without the hint, which speaks of experiment files.
+pub fn parse_duration(text: &str) -> Result<Duration, BoundIssue> {
+    parse_duration_detailed(text).map_err(|issue| BoundIssue {
+        hint: None,
+        ..issue
+    })
 }
 
 /// [`parse_duration`] with a separate hint, for diagnostics.
@@ -581,32 +586,75 @@ mod tests {
 
     #[test]
     fn absurd_negative_and_malformed_bounds_are_rejected() {
-        assert!(parse_bound("25h").unwrap_err().contains("longer than 24h"));
+        assert!(
+            parse_bound("25h")
+                .unwrap_err()
+                .to_string()
+                .contains("longer than 24h")
+        );
         assert!(
             parse_bound("23h + 2h")
                 .unwrap_err()
+                .to_string()
                 .contains("longer than 24h")
         );
-        assert!(parse_bound("-5s").unwrap_err().contains("negative"));
-        assert!(parse_bound("10s - 20s").unwrap_err().contains("negative"));
-        assert!(parse_bound("").unwrap_err().contains("empty"));
-        assert!(parse_bound("grace +").unwrap_err().contains("ends"));
+        assert!(
+            parse_bound("-5s")
+                .unwrap_err()
+                .to_string()
+                .contains("negative")
+        );
+        assert!(
+            parse_bound("10s - 20s")
+                .unwrap_err()
+                .to_string()
+                .contains("negative")
+        );
+        assert!(parse_bound("").unwrap_err().to_string().contains("empty"));
+        assert!(
+            parse_bound("grace +")
+                .unwrap_err()
+                .to_string()
+                .contains("ends")
+        );
         assert!(
             parse_bound("grace grace")
                 .unwrap_err()
+                .to_string()
                 .contains("expected `+`")
         );
-        assert!(parse_bound("5x").unwrap_err().contains("invalid duration"));
+        assert!(
+            parse_bound("5x")
+                .unwrap_err()
+                .to_string()
+                .contains("invalid duration")
+        );
         assert!(
             parse_bound("1m30")
                 .unwrap_err()
+                .to_string()
                 .contains("invalid duration")
         );
-        assert!(parse_bound("grace / 2").unwrap_err().contains("`/`"));
-        assert!(parse_bound("1000 * grace").unwrap_err().contains("absurd"));
+        assert!(
+            parse_bound("grace / 2")
+                .unwrap_err()
+                .to_string()
+                .contains("`/`")
+        );
+        assert!(
+            parse_bound("1000 * grace")
+                .unwrap_err()
+                .to_string()
+                .contains("absurd")
+        );
         assert!(parse_bound(&format!("{} * grace", "9".repeat(400))).is_err());
         assert!(parse_bound(&format!("{}s", "9".repeat(400))).is_err());
-        assert!(parse_bound("grace * s").unwrap_err().contains("multiplier"));
+        assert!(
+            parse_bound("grace * s")
+                .unwrap_err()
+                .to_string()
+                .contains("multiplier")
+        );
     }
 
     #[test]
@@ -623,6 +671,7 @@ mod tests {
         assert!(
             parse_duration("grace")
                 .unwrap_err()
+                .to_string()
                 .contains("plain duration")
         );
     }

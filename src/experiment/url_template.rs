@@ -40,10 +40,11 @@ pub(crate) fn targets(url: &str) -> Result<Vec<String>, TemplateError> {
 }
 
 /// The URL with each `{internalIP:<target>}` replaced by `address(target)`; an IPv6
-/// address is bracketed as URLs need it.
+/// address is bracketed as URLs need it. `address` says why it has none with
+/// [`TemplateError::Value`].
 pub(crate) fn fill(
     url: &str,
-    mut address: impl FnMut(&str) -> Result<String, String>,
+    mut address: impl FnMut(&str) -> Result<String, TemplateError>,
 ) -> Result<String, TemplateError> {
     let mut out = String::with_capacity(url.len());
     let mut rest = url;
@@ -63,7 +64,7 @@ pub(crate) fn fill(
             .ok_or_else(|| TemplateError::Unknown {
                 text: inner.to_string(),
             })?;
-        let value = address(target).map_err(TemplateError::Value)?;
+        let value = address(target)?;
         if value.contains(':') {
             out.push('[');
             out.push_str(&value);
@@ -83,11 +84,11 @@ pub(crate) fn fill(
 mod tests {
     use super::*;
 
-    fn ip(target: &str) -> Result<String, String> {
+    fn ip(target: &str) -> Result<String, TemplateError> {
         match target {
             "entry" => Ok("172.18.0.3".into()),
             "v6" => Ok("fd00::3".into()),
-            other => Err(format!("no node for {other}")),
+            other => Err(TemplateError::Value(format!("no node for {other}"))),
         }
     }
 

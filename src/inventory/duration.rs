@@ -13,19 +13,16 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 
-use crate::experiment::bound::parse_duration_detailed;
+use crate::experiment::bound::{BoundIssue, parse_duration_detailed};
 
 /// A [`Duration`] read from text like `20s`; exists so serde reports a bad value in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HumanDuration(pub Duration);
 
-/// The experiment's duration parser with its hint folded into the message, because a
+/// The experiment's duration parser; its error says the hint after the message, because a
 /// serde error carries a single string.
-fn parse(text: &str) -> Result<Duration, String> {
-    parse_duration_detailed(text).map_err(|issue| match issue.hint {
-        Some(hint) => format!("{} ({hint})", issue.message),
-        None => issue.message,
-    })
+fn parse(text: &str) -> Result<Duration, BoundIssue> {
+    parse_duration_detailed(text)
 }
 
 impl<'de> Deserialize<'de> for HumanDuration {
@@ -59,10 +56,11 @@ impl<'de> Deserialize<'de> for HumanDuration {
 mod tests {
     use super::*;
 
-    fn read(yaml: &str) -> Result<Duration, String> {
+    /// The duration `yaml` reads as, or its error's text.
+    fn read(yaml: &str) -> Result<Duration, Box<str>> {
         serde_saphyr::from_str::<HumanDuration>(yaml)
             .map(|d| d.0)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string().into())
     }
 
     #[test]

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ssh_config::{SshConfigFile, Tokens, expand_tokens};
+use thiserror::Error;
+
+use super::ssh_config::{SshConfigFile, TokenError, Tokens, expand_tokens};
 
 /// A jump host (bastion) on the way to a node. Its host key is verified against the same
 /// knownHosts file as the node's, and it is logged into with the node's agent and password
@@ -39,8 +41,53 @@ pub(super) struct JumpSpec {
     pub port: Option<u16>,
 }
 
+/// Why jump hosts could not be read or resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub(super) enum JumpError {
+    /// One hop is not `[ssh://][user@]host[:port]`.
+    #[error("jump host `{}`: {why}", text.escape_debug())]
+    Hop {
+        /// The hop as written.
+        text: String,
+        /// What is wrong with it.
+        why: HopProblem,
+    },
+    /// ProxyJump leads on and on: a loop in the ssh config.
+    #[error(
+        "jump hosts lead through more than {MAX_DEPTH} ProxyJump levels from `{from}`; is \
+         there a loop in the ssh config?"
+    )]
+    Loop {
+        /// The first hop of the chain that went too deep.
+        from: String,
+    },
+    /// A hop's `IdentityFile` names a token that cannot be expanded.
+    #[error(transparent)]
+    Identity(#[from] TokenError),
+}
+
+/// What is wrong with one hop's text.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub(super) enum HopProblem {
+    /// `@host`.
+    #[error("empty user before `@`")]
+    EmptyUser,
+    /// `[::1` .
+    #[error("`[` without `]`")]
+    Unclosed,
+    /// `[::1]x`.
+    #[error("text after `]` that is not `:port`")]
+    AfterBracket,
+    /// No host, or one with spaces, controls or `/`.
+    #[error("want [user@]host[:port]")]
+    BadHost,
+    /// A port that is not 1-65535.
+    #[error("port `{0}` is not 1-65535")]
+    BadPort(String),
+}
+
 /// Splits `a,b,c` into hops; `none` (or nothing) is no hop.
-pub(super) fn parse_chain(text: &str) -> Result<Vec<JumpSpec>, String> {
+pub(super) fn parse_chain(text: &str) -> Result<Vec<JumpSpec>, JumpError> {
     let text = text.trim();
     if text.is_empty() || text.eq_ignore_ascii_case("none") {
         return Ok(Vec::new());
@@ -49,23 +96,26 @@ pub(super) fn parse_chain(text: &str) -> Result<Vec<JumpSpec>, String> {
 }
 
 /// One `[ssh://][user@]host[:port]` (IPv6 addresses in brackets: `[::1]:2222`).
-pub(super) fn parse_hop(text: &str) -> Result<JumpSpec, String> {
-    let bad = |why: &str| format!("jump host `{}`: {why}", text.escape_debug());
+pub(super) fn parse_hop(text: &str) -> Result<JumpSpec, JumpError> {
+    let bad = |why: HopProblem| JumpError::Hop {
+        text: text.to_string(),
+        why,
+    };
     let rest = text.strip_prefix("ssh://").unwrap_or(text);
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     let (user, hostport) = match rest.rsplit_once('@') {
         Some((u, h)) if !u.is_empty() => (Some(u.to_string()), h),
-        Some(_) => return Err(bad("empty user before `@`")),
+        Some(_) => return Err(bad(HopProblem::EmptyUser)),
         None => (None, rest),
     };
     let (host, port) = if let Some(inner) = hostport.strip_prefix('[') {
         let (h, after) = inner
             .split_once(']')
-            .ok_or_else(|| bad("`[` without `]`"))?;
+            .ok_or_else(|| bad(HopProblem::Unclosed))?;
         match after.strip_prefix(':') {
             Some(p) => (h, Some(p)),
             None if after.is_empty() => (h, None),
-            None => return Err(bad("text after `]` that is not `:port`")),
+            None => return Err(bad(HopProblem::AfterBracket)),
         }
     } else {
         match hostport.split_once(':') {
@@ -78,14 +128,14 @@ pub(super) fn parse_hop(text: &str) -> Result<JumpSpec, String> {
             .chars()
             .any(|c| c.is_whitespace() || c.is_control() || c == '/')
     {
-        return Err(bad("want [user@]host[:port]"));
+        return Err(bad(HopProblem::BadHost));
     }
     let port = port
         .map(|p| {
             p.parse::<u16>()
                 .ok()
                 .filter(|p| *p > 0)
-                .ok_or_else(|| bad(&format!("port `{p}` is not 1-65535")))
+                .ok_or_else(|| bad(HopProblem::BadPort(p.to_string())))
         })
         .transpose()?;
     Ok(JumpSpec {
@@ -113,7 +163,7 @@ pub(super) fn resolve(
     config: Option<&SshConfigFile>,
     fallback: &Fallback<'_>,
     warnings: &mut Vec<String>,
-) -> Result<Vec<JumpHost>, String> {
+) -> Result<Vec<JumpHost>, JumpError> {
     resolve_at(chain, config, fallback, warnings, 0)
 }
 
@@ -123,13 +173,11 @@ fn resolve_at(
     fallback: &Fallback<'_>,
     warnings: &mut Vec<String>,
     depth: usize,
-) -> Result<Vec<JumpHost>, String> {
+) -> Result<Vec<JumpHost>, JumpError> {
     if depth > MAX_DEPTH {
-        return Err(format!(
-            "jump hosts lead through more than {MAX_DEPTH} ProxyJump levels from `{}`; is \
-             there a loop in the ssh config?",
-            chain.first().map(|s| s.text.as_str()).unwrap_or("")
-        ));
+        return Err(JumpError::Loop {
+            from: chain.first().map(|s| s.text.clone()).unwrap_or_default(),
+        });
     }
     let mut out = Vec::new();
     for (i, spec) in chain.iter().enumerate() {
@@ -174,7 +222,7 @@ fn resolve_at(
 pub(super) fn pick_identity(
     files: &[String],
     tokens: &Tokens<'_>,
-) -> Result<Option<PathBuf>, String> {
+) -> Result<Option<PathBuf>, TokenError> {
     let expanded: Vec<PathBuf> = files
         .iter()
         .map(|f| expand_tokens(f, tokens).map(PathBuf::from))

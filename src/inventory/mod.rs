@@ -9,6 +9,7 @@
 pub mod discover;
 mod duration;
 mod jump;
+mod node_error;
 pub mod pod_defaults;
 mod profile;
 mod raw;
@@ -23,6 +24,7 @@ pub use crate::experiment::fault::{CommandKey, Configured, KeyTable, PowerKey};
 use crate::timers::StatedTimers;
 
 pub use jump::JumpHost;
+use node_error::{NodeError, PodSettingsError, SshSettingsError};
 pub use profile::ProfileName;
 pub use raw::TransportKind;
 use raw::{RawInventory, RawNode, RawPod, RawProfile, RawSsh};
@@ -329,7 +331,7 @@ impl Inventory {
             if nodes.iter().any(|n| n.name == node.name.0) {
                 return Err(invalid(format!("node `{}` is listed twice", node.name.0)));
             }
-            nodes.push(merge_node(&raw, node, &mut configs).map_err(&invalid)?);
+            nodes.push(merge_node(&raw, node, &mut configs).map_err(|e| invalid(e.to_string()))?);
         }
         Ok(Inventory {
             path: path.to_path_buf(),
@@ -491,10 +493,13 @@ fn merge_node(
     top: &RawInventory,
     node: &RawNode,
     configs: &mut ssh_config::ConfigCache,
-) -> Result<NodeAccess, String> {
+) -> Result<NodeAccess, NodeError> {
     let name = &node.name.0;
     let profile_name = node.profile.or(top.profile);
-    let profile: Option<RawProfile> = profile_name.map(ProfileName::load).transpose()?;
+    let profile: Option<RawProfile> = profile_name
+        .map(ProfileName::load)
+        .transpose()
+        .map_err(NodeError::Profile)?;
     let p = profile.as_ref();
     let transport = first([
         node.transport.as_ref(),
@@ -517,20 +522,13 @@ fn merge_node(
         match &exec {
             Some(argv) if argv.iter().any(|a| a.contains("{command}")) => {}
             _ => {
-                return Err(format!(
-                    "node `{}`: `transport: exec` needs an `exec:` argv template containing \
-                     \"{{command}}\", e.g. [docker, exec, \"{{node}}\", sh, -c, \"{{command}}\"]",
-                    name
-                ));
+                return Err(NodeError::ExecTemplate { node: name.clone() });
             }
         }
         if let Some(argv) = &exec_with_stdin
             && !argv.iter().any(|a| a.contains("{command}"))
         {
-            return Err(format!(
-                "node `{name}`: `execWithStdin:` needs \"{{command}}\", e.g. \
-                 [docker, exec, -i, \"{{node}}\", sh, -c, \"{{command}}\"]"
-            ));
+            return Err(NodeError::ExecWithStdinTemplate { node: name.clone() });
         }
     }
     let address = node.address.clone().unwrap_or_else(|| name.clone());
@@ -544,7 +542,10 @@ fn merge_node(
             &address,
             configs,
         )
-        .map_err(|e| format!("node `{name}`: {e}"))?
+        .map_err(|source| NodeError::Ssh {
+            node: name.clone(),
+            source,
+        })?
     } else {
         merge_inventory_ssh([
             node.ssh.as_ref(),
@@ -553,11 +554,7 @@ fn merge_node(
         ])
     };
     if ssh.insecure_ignore_host_keys {
-        return Err(format!(
-            "node `{}`: ssh.insecureIgnoreHostKeys can only be turned on from the command line \
-             (--insecure-ignore-host-keys), never from a file",
-            name
-        ));
+        return Err(NodeError::InsecureFromFile { node: name.clone() });
     }
     let commands = Configured::merged([
         node.commands.as_ref(),
@@ -585,7 +582,10 @@ fn merge_node(
         top.pod.as_ref(),
         p.and_then(|p| p.pod.as_ref()),
     ])
-    .map_err(|e| format!("node `{name}`: {e}"))?;
+    .map_err(|source| NodeError::Pod {
+        node: name.clone(),
+        source,
+    })?;
     Ok(NodeAccess {
         name: name.clone(),
         address,
@@ -604,7 +604,7 @@ fn merge_node(
 }
 
 /// The API transport's settings from the inventory's layers (node, top level, profile).
-fn merge_pod(layers: [Option<&RawPod>; 3]) -> Result<PodSettings, String> {
+fn merge_pod(layers: [Option<&RawPod>; 3]) -> Result<PodSettings, PodSettingsError> {
     macro_rules! pick {
         ($f:ident) => {
             first(layers.map(|l| l.and_then(|s| s.$f.as_ref())))
@@ -614,15 +614,11 @@ fn merge_pod(layers: [Option<&RawPod>; 3]) -> Result<PodSettings, String> {
     if let Some(ns) = &named
         && !pod_defaults::valid_dns_label(ns)
     {
-        return Err(format!(
-            "pod.namespace `{}` is not a valid namespace name (lowercase letters, digits and \
-             '-', at most 63, starting and ending alphanumeric)",
-            ns.escape_debug()
-        ));
+        return Err(PodSettingsError::Namespace(ns.clone()));
     }
     let image: String = pick!(image).unwrap_or_else(|| pod_defaults::DEFAULT_IMAGE.to_string());
     if image.trim().is_empty() {
-        return Err("pod.image is empty".into());
+        return Err(PodSettingsError::EmptyImage);
     }
     Ok(PodSettings {
         create_namespace: pick!(create_namespace).unwrap_or(named.is_none()),
@@ -662,7 +658,7 @@ fn merge_inventory_ssh(layers: [Option<&RawSsh>; 3]) -> SshSettings {
 
 /// The OpenSSH client config a node's settings are read with: `ssh.config` (`none` for
 /// none, `~/` allowed), else `~/.ssh/config` when it exists.
-fn config_path(layers: &[Option<&RawSsh>; 3]) -> Result<Option<PathBuf>, String> {
+fn config_path(layers: &[Option<&RawSsh>; 3]) -> Result<Option<PathBuf>, SshSettingsError> {
     match first(layers.map(|l| l.and_then(|s| s.config.as_ref()))) {
         Some(v) if v.trim().eq_ignore_ascii_case("none") => Ok(None),
         Some(v) => {
@@ -670,10 +666,7 @@ fn config_path(layers: &[Option<&RawSsh>; 3]) -> Result<Option<PathBuf>, String>
             if path.is_file() {
                 Ok(Some(path))
             } else {
-                Err(format!(
-                    "ssh.config: `{}` is not a file (write `none` to read no ssh config)",
-                    path.display()
-                ))
+                Err(SshSettingsError::NoConfigFile(path))
             }
         }
         None => Ok(std::env::var_os("HOME")
@@ -688,7 +681,7 @@ fn merge_ssh(
     layers: [Option<&RawSsh>; 3],
     address: &str,
     configs: &mut ssh_config::ConfigCache,
-) -> Result<SshSettings, String> {
+) -> Result<SshSettings, SshSettingsError> {
     let [node, top, profile] = layers;
     let config = config_path(&layers)?;
     let mut warnings = Vec::new();
@@ -726,16 +719,23 @@ fn merge_ssh(
     s.identity_file = match pick!(inventory, identity_file) {
         Some(explicit) => Some(explicit),
         None => jump::pick_identity(&entry.identity_files, &tokens)
-            .map_err(|e| format!("{}: IdentityFile: {e}", show(config.as_deref())))?
+            .map_err(|source| SshSettingsError::IdentityFile {
+                config: show(config.as_deref()),
+                source,
+            })?
             .or_else(|| profile.and_then(|p| p.identity_file.clone())),
     };
     let chain = match pick!(inventory, jump) {
-        Some(text) => jump::parse_chain(&text).map_err(|e| format!("ssh.jump: {e}"))?,
+        Some(text) => jump::parse_chain(&text).map_err(SshSettingsError::Jump)?,
         None => match &entry.proxy_jump {
-            Some(hops) => jump::parse_chain(&hops.join(","))
-                .map_err(|e| format!("{}: ProxyJump: {e}", show(config.as_deref())))?,
+            Some(hops) => jump::parse_chain(&hops.join(",")).map_err(|source| {
+                SshSettingsError::ProxyJump {
+                    config: show(config.as_deref()),
+                    source,
+                }
+            })?,
             None => match profile.and_then(|p| p.jump.as_ref()) {
-                Some(text) => jump::parse_chain(text).map_err(|e| format!("ssh.jump: {e}"))?,
+                Some(text) => jump::parse_chain(text).map_err(SshSettingsError::Jump)?,
                 None => Vec::new(),
             },
         },
@@ -748,7 +748,8 @@ fn merge_ssh(
             identity_file: s.identity_file.as_deref(),
         },
         &mut warnings,
-    )?;
+    )
+    .map_err(SshSettingsError::Resolve)?;
     s.config = config;
     for w in &warnings {
         configs.warn_once(w);
@@ -766,17 +767,29 @@ fn show(path: Option<&Path>) -> String {
 #[cfg(test)]
 mod tests;
 
+/// Why an endpoint URL in the inventory is unusable; said after the URL it is about.
+#[derive(Debug, Error)]
+enum EndpointUrlError {
+    /// Not a URL at all.
+    #[error("is not a URL ({0}); want https://host:port")]
+    NotUrl(http::uri::InvalidUri),
+    /// Neither `https://` nor `http://`.
+    #[error("needs https:// (want https://host:port)")]
+    Scheme,
+    /// No host.
+    #[error("has no host (want https://host:port)")]
+    NoHost,
+}
+
 /// An API endpoint must be an absolute `https://` (or `http://`) URL with a host.
-fn check_api_server(url: &str) -> Result<(), String> {
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| format!("is not a URL ({e}); want https://host:port"))?;
+fn check_api_server(url: &str) -> Result<(), EndpointUrlError> {
+    let uri: http::Uri = url.parse().map_err(EndpointUrlError::NotUrl)?;
     match uri.scheme_str() {
         Some("https" | "http") => {}
-        _ => return Err("needs https:// (want https://host:port)".to_string()),
+        _ => return Err(EndpointUrlError::Scheme),
     }
     if uri.host().is_none_or(str::is_empty) {
-        return Err("has no host (want https://host:port)".to_string());
+        return Err(EndpointUrlError::NoHost);
     }
     Ok(())
 }

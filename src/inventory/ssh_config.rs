@@ -13,7 +13,66 @@ use std::collections::HashMap;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use ssh2_config::{ParseRule, SshConfig};
+use ssh2_config::{ParseRule, SshConfig, SshParserError};
+use thiserror::Error;
+
+/// Why an ssh config file could not be used; the message names the file (and the line,
+/// where it can be found).
+#[derive(Debug, Error)]
+pub(super) enum SshConfigError {
+    /// The file could not be read.
+    #[error("ssh config {}: cannot read: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file does not parse; `line` is where it first stops parsing, when found.
+    #[error("ssh config {}{}: {source}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line.
+        line: Option<usize>,
+        /// What the parser said.
+        source: SshParserError,
+    },
+    /// A file it includes has a `Match` block, which cannot be skipped there.
+    #[error(
+        "ssh config {shown}: a file it Includes has a `Match` block, which faultline \
+         cannot read (its settings would land on the wrong hosts); move it into {shown} \
+         itself (where it is skipped with a warning) or set `ssh.config` to another file \
+         or `none`",
+        shown = path.display()
+    )]
+    IncludedMatch {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Why a `%` token in an `IdentityFile` could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub(super) enum TokenError {
+    /// `%d` without `$HOME`.
+    #[error("`%d` needs $HOME, which is not set")]
+    NoHome,
+    /// A token faultline does not expand.
+    #[error(
+        "`%{token}` in `{value}` is not a token faultline expands (it knows %h %n %r %p %u \
+         %d %%)"
+    )]
+    Unknown {
+        /// The letter after `%`.
+        token: char,
+        /// The value it stands in.
+        value: String,
+    },
+    /// A `%` with nothing after it.
+    #[error("`{0}` ends in a lone `%`")]
+    LonePercent(String),
+}
 
 /// One parsed configuration file.
 #[derive(Debug)]
@@ -46,15 +105,16 @@ pub(super) struct HostEntry {
 
 impl SshConfigFile {
     /// Read and parse `path`. Errors name the file and, when it can be found, the line.
-    pub(super) fn load(path: &Path) -> Result<SshConfigFile, String> {
-        let shown = path.display();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("ssh config {shown}: cannot read: {e}"))?;
+    pub(super) fn load(path: &Path) -> Result<SshConfigFile, SshConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SshConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         SshConfigFile::parse(&text, path)
     }
 
     /// Parse configuration text; `path` names it in messages.
-    pub(super) fn parse(text: &str, path: &Path) -> Result<SshConfigFile, String> {
+    pub(super) fn parse(text: &str, path: &Path) -> Result<SshConfigFile, SshConfigError> {
         let shown = path.display();
         let (text, skipped) = without_match_blocks(text);
         for line in skipped {
@@ -63,9 +123,10 @@ impl SshConfigFile {
                  this one are not applied to any node"
             );
         }
-        let config = parse_text(&text).map_err(|e| match first_bad_line(&text) {
-            Some(line) => format!("ssh config {shown}:{line}: {e}"),
-            None => format!("ssh config {shown}: {e}"),
+        let config = parse_text(&text).map_err(|source| SshConfigError::Parse {
+            path: path.to_path_buf(),
+            line: first_bad_line(&text),
+            source,
         })?;
         let included_match = config.get_hosts().iter().any(|h| {
             h.params
@@ -74,12 +135,9 @@ impl SshConfigFile {
                 .any(|k| k.eq_ignore_ascii_case("match"))
         });
         if included_match {
-            return Err(format!(
-                "ssh config {shown}: a file it Includes has a `Match` block, which faultline \
-                 cannot read (its settings would land on the wrong hosts); move it into {shown} \
-                 itself (where it is skipped with a warning) or set `ssh.config` to another file \
-                 or `none`"
-            ));
+            return Err(SshConfigError::IncludedMatch {
+                path: path.to_path_buf(),
+            });
         }
         Ok(SshConfigFile {
             path: path.to_path_buf(),
@@ -158,13 +216,12 @@ impl SshConfigFile {
     }
 }
 
-fn parse_text(text: &str) -> Result<SshConfig, String> {
-    SshConfig::default()
-        .parse(
-            &mut BufReader::new(text.as_bytes()),
-            ParseRule::ALLOW_UNKNOWN_FIELDS | ParseRule::ALLOW_UNSUPPORTED_FIELDS,
-        )
-        .map_err(|e| e.to_string())
+/// The text parsed as ssh reads it, unknown and unsupported keywords let through.
+fn parse_text(text: &str) -> Result<SshConfig, SshParserError> {
+    SshConfig::default().parse(
+        &mut BufReader::new(text.as_bytes()),
+        ParseRule::ALLOW_UNKNOWN_FIELDS | ParseRule::ALLOW_UNSUPPORTED_FIELDS,
+    )
 }
 
 /// The 1-based line at which the text first stops parsing (the parser itself says no line).
@@ -246,7 +303,7 @@ pub(super) struct Tokens<'a> {
 
 /// Expands `%h %n %r %p %u %d %%` as ssh does in `IdentityFile`; any other token is an error
 /// (it would name a file that does not exist).
-pub(super) fn expand_tokens(value: &str, t: &Tokens<'_>) -> Result<String, String> {
+pub(super) fn expand_tokens(value: &str, t: &Tokens<'_>) -> Result<String, TokenError> {
     let mut out = String::new();
     let mut chars = value.chars();
     while let Some(c) = chars.next() {
@@ -261,16 +318,14 @@ pub(super) fn expand_tokens(value: &str, t: &Tokens<'_>) -> Result<String, Strin
             Some('p') => out.push_str(&t.port.to_string()),
             Some('%') => out.push('%'),
             Some('u') => out.push_str(&local_user()),
-            Some('d') => out.push_str(
-                &std::env::var("HOME").map_err(|_| "`%d` needs $HOME, which is not set")?,
-            ),
+            Some('d') => out.push_str(&std::env::var("HOME").map_err(|_| TokenError::NoHome)?),
             Some(other) => {
-                return Err(format!(
-                    "`%{other}` in `{value}` is not a token faultline expands (it knows %h %n \
-                     %r %p %u %d %%)"
-                ));
+                return Err(TokenError::Unknown {
+                    token: other,
+                    value: value.to_string(),
+                });
             }
-            None => return Err(format!("`{value}` ends in a lone `%`")),
+            None => return Err(TokenError::LonePercent(value.to_string())),
         }
     }
     Ok(out)
@@ -292,7 +347,7 @@ pub(super) struct ConfigCache {
 
 impl ConfigCache {
     /// The parsed file at `path`, read on first use.
-    pub(super) fn get(&mut self, path: &Path) -> Result<&SshConfigFile, String> {
+    pub(super) fn get(&mut self, path: &Path) -> Result<&SshConfigFile, SshConfigError> {
         if !self.files.contains_key(path) {
             let file = SshConfigFile::load(path)?;
             self.files.insert(path.to_path_buf(), file);

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::jump::{parse_chain, parse_hop};
-use super::ssh_config::{SshConfigFile, Tokens, expand_tokens};
+use super::ssh_config::{SshConfigFile, TokenError, Tokens, expand_tokens};
 use super::*;
 
 fn parse(text: &str) -> Result<Inventory, InventoryError> {
@@ -298,5 +298,13 @@ fn identity_tokens_expand_and_unknown_ones_are_errors() {
         expand_tokens("/k/%r@%h:%p-%n-%%", &t).unwrap(),
         "/k/ops@10.0.0.1:22-web-%"
     );
-    assert!(expand_tokens("/k/%C", &t).unwrap_err().contains("%C"));
+    let unknown = expand_tokens("/k/%C", &t).unwrap_err();
+    assert_eq!(
+        unknown,
+        TokenError::Unknown {
+            token: 'C',
+            value: "/k/%C".into()
+        }
+    );
+    assert!(unknown.to_string().contains("%C"));
 }

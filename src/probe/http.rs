@@ -4,7 +4,7 @@
 //! hyper-rustls with the ring provider), so probes add no second stack. TLS trusts the
 //! system roots by default, a given CA file instead, or nothing at all (`insecure`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
+use thiserror::Error;
 
 use crate::timeline::format_secs;
 
@@ -39,8 +40,11 @@ impl HttpProbe {
         expect_status: Option<u16>,
         insecure: bool,
         ca_file: Option<&Path>,
-    ) -> Result<HttpProbe, String> {
-        let uri: Uri = url.parse().map_err(|e| format!("`{url}`: {e}"))?;
+    ) -> Result<HttpProbe, HttpSetupError> {
+        let uri: Uri = url.parse().map_err(|source| HttpSetupError::Url {
+            url: url.to_string(),
+            source,
+        })?;
         let client = client(insecure, ca_file)?;
         Ok(HttpProbe {
             uri,
@@ -73,18 +77,56 @@ impl HttpProbe {
     }
 }
 
+/// Why an HTTP(S) client (a probe's, or Prometheus') could not be set up.
+#[derive(Debug, Error)]
+pub(crate) enum HttpSetupError {
+    /// The probe's URL is no URL.
+    #[error("`{url}`: {source}")]
+    Url {
+        /// The URL as filled in.
+        url: String,
+        /// Why.
+        source: hyper::http::uri::InvalidUri,
+    },
+    /// rustls refused its own defaults (a broken build).
+    #[error("TLS setup: {0}")]
+    Tls(rustls::Error),
+    /// The system's trusted roots could not be loaded.
+    #[error("no system TLS roots: {0}")]
+    NoSystemRoots(std::io::Error),
+    /// The CA file could not be read as PEM.
+    #[error("CA file {}: {source}", path.display())]
+    CaPem {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: rustls_pki_types::pem::Error,
+    },
+    /// A certificate in the CA file is unusable as a root.
+    #[error("CA file {}: {source}", path.display())]
+    CaCert {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: rustls::Error,
+    },
+    /// The CA file holds no certificate.
+    #[error("CA file {} holds no certificate", .0.display())]
+    NoCertificate(PathBuf),
+}
+
 /// An HTTP(S) client on kube's stack: TLS trusting the system roots, a given CA file
 /// instead, or nothing at all (`insecure`); no connection is kept between requests.
 pub(crate) fn client(
     insecure: bool,
     ca_file: Option<&Path>,
-) -> Result<Client<HttpsConnector<HttpConnector>, Empty<Bytes>>, String> {
+) -> Result<Client<HttpsConnector<HttpConnector>, Empty<Bytes>>, HttpSetupError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = hyper_rustls::HttpsConnectorBuilder::new();
     let builder = if insecure || ca_file.is_some() {
         let config = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS setup: {e}"))?;
+            .map_err(HttpSetupError::Tls)?;
         let config = if insecure {
             config
                 .dangerous()
@@ -101,7 +143,7 @@ pub(crate) fn client(
     } else {
         builder
             .with_provider_and_native_roots(provider)
-            .map_err(|e| format!("no system TLS roots: {e}"))?
+            .map_err(HttpSetupError::NoSystemRoots)?
     };
     let connector = builder.https_or_http().enable_http1().build();
     // A new connection for every try, as `curl` in seed 002 makes: a kept-alive
@@ -125,18 +167,22 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The certificates of a PEM file as the only trusted roots.
-fn ca_roots(path: &Path) -> Result<RootCertStore, String> {
+fn ca_roots(path: &Path) -> Result<RootCertStore, HttpSetupError> {
+    let pem = |source| HttpSetupError::CaPem {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut roots = RootCertStore::empty();
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("CA file {}: {e}", path.display()))?;
+    let certs = CertificateDer::pem_file_iter(path).map_err(pem)?;
     for cert in certs {
-        let cert = cert.map_err(|e| format!("CA file {}: {e}", path.display()))?;
-        roots
-            .add(cert)
-            .map_err(|e| format!("CA file {}: {e}", path.display()))?;
+        let cert = cert.map_err(pem)?;
+        roots.add(cert).map_err(|source| HttpSetupError::CaCert {
+            path: path.to_path_buf(),
+            source,
+        })?;
     }
     if roots.is_empty() {
-        return Err(format!("CA file {} holds no certificate", path.display()));
+        return Err(HttpSetupError::NoCertificate(path.to_path_buf()));
     }
     Ok(roots)
 }

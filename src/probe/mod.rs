@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::execute::Executor;
 use crate::experiment::model::{ProbeKind, ProbeSpec};
-use crate::experiment::url_template;
+use crate::experiment::url_template::{self, TemplateError};
 use crate::sanitize::clean;
 use crate::timeline::Event;
 
@@ -92,12 +92,12 @@ pub(crate) enum ProbeError {
         probe: String,
     },
     /// The HTTP probe's client could not be built (TLS roots, CA file).
-    #[error("probe `{probe}`: {reason}")]
+    #[error("probe `{probe}`: {source}")]
     Http {
         /// Probe name.
         probe: String,
         /// What went wrong.
-        reason: String,
+        source: http::HttpSetupError,
     },
 }
 
@@ -195,10 +195,12 @@ impl Probes {
                     ca_file,
                 } => {
                     let url = url_template::fill(url, |target| {
-                        let node =
-                            one_node(&spec.name, targets, target).map_err(|e| e.to_string())?;
+                        let node = one_node(&spec.name, targets, target)
+                            .map_err(|e| TemplateError::Value(e.to_string()))?;
                         internal_ips.get(&node).cloned().ok_or_else(|| {
-                            format!("node `{node}` (target `{target}`) has no InternalIP address")
+                            TemplateError::Value(format!(
+                                "node `{node}` (target `{target}`) has no InternalIP address"
+                            ))
                         })
                     })
                     .map_err(|e| ProbeError::Url {
@@ -207,9 +209,9 @@ impl Probes {
                     })?;
                     Prober::Http(
                         http::HttpProbe::new(&url, *expect_status, *insecure, ca_file.as_deref())
-                            .map_err(|reason| ProbeError::Http {
+                            .map_err(|source| ProbeError::Http {
                             probe: spec.name.clone(),
-                            reason,
+                            source,
                         })?,
                     )
                 }

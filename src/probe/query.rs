@@ -21,7 +21,10 @@ use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
+use thiserror::Error;
+
 use super::ProbeSink;
+use super::http::HttpSetupError;
 use crate::experiment::model::{AbortKind, AbortSpec, Threshold};
 use crate::inventory::PrometheusAccess;
 use crate::sanitize::clean;
@@ -60,7 +63,7 @@ pub(crate) struct Prometheus {
 
 impl Prometheus {
     /// A client for the server the inventory names.
-    pub(crate) fn new(access: &PrometheusAccess) -> Result<Prometheus, String> {
+    pub(crate) fn new(access: &PrometheusAccess) -> Result<Prometheus, HttpSetupError> {
         Ok(Prometheus {
             base: access.url.trim_end_matches('/').to_string(),
             timeout: access.timeout,
@@ -69,36 +72,69 @@ impl Prometheus {
     }
 
     /// Asks `query` now; `Err` says why there is no answer.
-    pub(crate) async fn instant(&self, query: &str) -> Result<Vec<Series>, String> {
+    pub(crate) async fn instant(&self, query: &str) -> Result<Vec<Series>, QueryError> {
         let url = format!("{}/api/v1/query?query={}", self.base, encode(query));
         let request = Request::get(url.as_str())
             .header(hyper::header::USER_AGENT, "faultline-abort")
             .body(Empty::new())
-            .map_err(|e| format!("bad request: {e}"))?;
+            .map_err(QueryError::Request)?;
         let ask = async {
             let response = self
                 .client
                 .request(request)
                 .await
-                .map_err(|e| super::http::error_chain(&e))?;
+                .map_err(|e| QueryError::Transport(super::http::error_chain(&e)))?;
             let status = response.status();
             let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER)
                 .collect()
                 .await
-                .map_err(|e| format!("reading the answer: {e}"))?
+                .map_err(|e| QueryError::Reading(e.to_string()))?
                 .to_bytes();
-            Ok::<_, String>((status, body))
+            Ok::<_, QueryError>((status, body))
         };
         let (status, body) = tokio::time::timeout(self.timeout, ask)
             .await
-            .map_err(|_| {
-                format!(
-                    "no answer within {}",
-                    crate::timeline::format_secs(self.timeout)
-                )
-            })??;
+            .map_err(|_| QueryError::NoAnswer(self.timeout))??;
         parse(status.as_u16(), &body)
     }
+}
+
+/// Why a query gave no answer; said in the abort condition's detail.
+#[derive(Debug, Error)]
+pub(crate) enum QueryError {
+    /// The request could not be built (a bug).
+    #[error("bad request: {0}")]
+    Request(hyper::http::Error),
+    /// The connection failed: the error and its causes.
+    #[error("{0}")]
+    Transport(String),
+    /// The answer could not be read whole.
+    #[error("reading the answer: {0}")]
+    Reading(String),
+    /// No answer within the inventory's timeout.
+    #[error("no answer within {}", crate::timeline::format_secs(*.0))]
+    NoAnswer(Duration),
+    /// The answer is not Prometheus JSON; `start` is its first bytes.
+    #[error("HTTP {status}, not a Prometheus answer: {start}")]
+    NotPrometheus {
+        /// The HTTP status.
+        status: u16,
+        /// The answer's first 120 bytes.
+        start: String,
+    },
+    /// Prometheus answered with an error.
+    #[error("HTTP {status}: Prometheus says {kind} ({reason})")]
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// Its `errorType`.
+        kind: String,
+        /// Its `error`.
+        reason: String,
+    },
+    /// The query answers something other than numbers per series.
+    #[error("the query answers a {0}, not a number per series; use an instant vector or a scalar")]
+    NotNumbers(String),
 }
 
 /// Percent-encodes a query parameter (everything but RFC 3986's unreserved characters).
@@ -115,19 +151,21 @@ fn encode(text: &str) -> String {
 }
 
 /// Reads an answer of `/api/v1/query`: a vector or a scalar, else an error that says why.
-pub(crate) fn parse(status: u16, body: &[u8]) -> Result<Vec<Series>, String> {
-    let doc: serde_json::Value = serde_json::from_slice(body).map_err(|_| {
-        format!(
-            "HTTP {status}, not a Prometheus answer: {}",
-            String::from_utf8_lossy(&body[..body.len().min(120)])
-        )
-    })?;
+pub(crate) fn parse(status: u16, body: &[u8]) -> Result<Vec<Series>, QueryError> {
+    let doc: serde_json::Value =
+        serde_json::from_slice(body).map_err(|_| QueryError::NotPrometheus {
+            status,
+            start: String::from_utf8_lossy(&body[..body.len().min(120)]).into_owned(),
+        })?;
     if doc["status"] != "success" {
-        return Err(format!(
-            "HTTP {status}: Prometheus says {} ({})",
-            doc["errorType"].as_str().unwrap_or("error"),
-            doc["error"].as_str().unwrap_or("no reason given")
-        ));
+        return Err(QueryError::Refused {
+            status,
+            kind: doc["errorType"].as_str().unwrap_or("error").to_string(),
+            reason: doc["error"]
+                .as_str()
+                .unwrap_or("no reason given")
+                .to_string(),
+        });
     }
     let data = &doc["data"];
     let sample = |v: &serde_json::Value| -> Option<f64> { v.get(1)?.as_str()?.parse().ok() };
@@ -158,22 +196,21 @@ pub(crate) fn parse(status: u16, body: &[u8]) -> Result<Vec<Series>, String> {
             })
             .into_iter()
             .collect()),
-        other => Err(format!(
-            "the query answers a {}, not a number per series; use an instant vector or a scalar",
-            other.unwrap_or("nothing")
+        other => Err(QueryError::NotNumbers(
+            other.unwrap_or("nothing").to_string(),
         )),
     }
 }
 
 /// The value that decides for `threshold`: the largest series for `above`, the smallest
 /// for `below`; series whose value is not a number do not count. No series left: no data.
-pub(crate) fn decide(answer: Result<Vec<Series>, String>, threshold: Threshold) -> Answer {
+pub(crate) fn decide(answer: Result<Vec<Series>, QueryError>, threshold: Threshold) -> Answer {
     let series = match answer {
         Ok(s) => s,
         Err(e) => {
             return Answer {
                 value: None,
-                detail: short(&e),
+                detail: short(&e.to_string()),
             };
         }
     };
@@ -225,6 +262,24 @@ fn short(text: &str) -> String {
     out
 }
 
+/// Why an experiment's `prometheus` abort conditions cannot be asked; the run does not
+/// start.
+#[derive(Debug, Error)]
+pub(crate) enum AbortQueryError {
+    /// A condition asks Prometheus and the inventory names none.
+    #[error(
+        "the experiment's abort condition `{condition}` asks Prometheus, and the inventory \
+         names none: add `prometheus: {{url: http://…:9090}}` to it"
+    )]
+    NoPrometheus {
+        /// The condition's name.
+        condition: String,
+    },
+    /// The Prometheus client could not be set up.
+    #[error("prometheus: {0}")]
+    Client(HttpSetupError),
+}
+
 /// The queries of an experiment's abort conditions, each asked by its own task.
 pub(crate) struct Queries {
     stop: CancellationToken,
@@ -237,17 +292,15 @@ impl Queries {
     pub(crate) fn can_ask(
         abort: &AbortSpec,
         access: Option<&PrometheusAccess>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AbortQueryError> {
         let first = abort
             .conditions
             .iter()
             .find(|c| matches!(c.kind, AbortKind::Query { .. }));
         match (first, access) {
-            (Some(c), None) => Err(format!(
-                "the experiment's abort condition `{}` asks Prometheus, and the inventory names \
-                 none: add `prometheus: {{url: http://…:9090}}` to it",
-                c.name
-            )),
+            (Some(c), None) => Err(AbortQueryError::NoPrometheus {
+                condition: c.name.clone(),
+            }),
             _ => Ok(()),
         }
     }
@@ -258,7 +311,7 @@ impl Queries {
         abort: &AbortSpec,
         access: Option<&PrometheusAccess>,
         sink: ProbeSink,
-    ) -> Result<Option<Queries>, String> {
+    ) -> Result<Option<Queries>, AbortQueryError> {
         let asked: Vec<(String, String, Threshold, Duration)> = abort
             .conditions
             .iter()
@@ -278,7 +331,7 @@ impl Queries {
         let Some(access) = access else {
             return Ok(None);
         };
-        let prometheus = Arc::new(Prometheus::new(access).map_err(|e| format!("prometheus: {e}"))?);
+        let prometheus = Arc::new(Prometheus::new(access).map_err(AbortQueryError::Client)?);
         let stop = CancellationToken::new();
         let tasks = asked
             .into_iter()
@@ -377,7 +430,9 @@ mod tests {
             "{html:?}"
         );
         let matrix = br#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#;
-        assert!(parse(200, matrix).unwrap_err().contains("matrix"));
+        let err = parse(200, matrix).unwrap_err();
+        assert!(matches!(&err, QueryError::NotNumbers(kind) if kind == "matrix"));
+        assert!(err.to_string().contains("matrix"));
     }
 
     #[test]

@@ -74,7 +74,7 @@ async fn run_once(
         crate::probe::query::Queries::can_ask(&exp.abort, settings.inventory.prometheus())
     {
         let cluster = setup::unread_cluster(settings);
-        return setup::not_run(exp, cluster, run_id, started_at, e);
+        return setup::not_run(exp, cluster, run_id, started_at, e.to_string());
     }
     let prepared = match prepare::prepare(exp, settings).await {
         Ok(p) => p,

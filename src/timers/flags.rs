@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use thiserror::Error;
+
 /// The value of `flag` (written with its dashes, e.g. `--node-monitor-period`) in `argv`,
 /// as Go's flag package would see it: the last occurrence wins.
 pub(crate) fn flag_value(argv: &[String], flag: &str) -> Option<String> {
@@ -51,10 +53,24 @@ pub(crate) fn k3s_component_args(argv: &[String], pass_through: &str) -> Vec<Str
         .collect()
 }
 
+/// Why a timer flag's value could not be read; the message quotes the value.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum FlagValueError {
+    /// Not written as a Go `time.Duration`.
+    #[error("`{0}` is not a Go duration (e.g. 40s, 1m30s, 500ms)")]
+    NotGoDuration(String),
+    /// A Go duration too long for a [`Duration`].
+    #[error("`{0}` is longer than a duration can hold")]
+    TooLong(String),
+    /// Not a whole number of seconds.
+    #[error("`{0}` is not a whole number of seconds")]
+    NotSeconds(String),
+}
+
 /// A Go `time.Duration` string (`40s`, `1m0s`, `500ms`, `1.5s`, `1h`), as the components
 /// print and parse them.
-pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("`{text}` is not a Go duration (e.g. 40s, 1m30s, 500ms)");
+pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, FlagValueError> {
+    let bad = || FlagValueError::NotGoDuration(text.to_string());
     if text == "0" {
         return Ok(Duration::ZERO);
     }
@@ -84,14 +100,13 @@ pub(crate) fn parse_go_duration(text: &str) -> Result<Duration, String> {
         total += number * seconds;
         rest = &rest[unit_len..];
     }
-    Duration::try_from_secs_f64(total)
-        .map_err(|_| format!("`{text}` is longer than a duration can hold"))
+    Duration::try_from_secs_f64(total).map_err(|_| FlagValueError::TooLong(text.to_string()))
 }
 
 /// Whole seconds, as `--default-unreachable-toleration-seconds` takes them.
-pub(crate) fn parse_seconds(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_seconds(text: &str) -> Result<u64, FlagValueError> {
     text.parse()
-        .map_err(|_| format!("`{text}` is not a whole number of seconds"))
+        .map_err(|_| FlagValueError::NotSeconds(text.to_string()))
 }
 
 #[cfg(test)]
@@ -101,7 +116,11 @@ mod tests {
     #[test]
     fn a_go_duration_too_long_to_hold_is_an_error_not_a_panic() {
         let err = parse_go_duration("99999999999999999999h").unwrap_err();
-        assert!(err.contains("longer than a duration can hold"), "{err}");
+        assert_eq!(err, FlagValueError::TooLong("99999999999999999999h".into()));
+        assert!(
+            err.to_string().contains("longer than a duration can hold"),
+            "{err}"
+        );
         assert_eq!(parse_go_duration("1h30m"), Ok(Duration::from_secs(5400)));
     }
 

@@ -13,9 +13,92 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 
-use super::flags::{flag_value, k3s_component_args, parse_go_duration, parse_seconds};
+use thiserror::Error;
+
+use super::flags::{
+    FlagValueError, flag_value, k3s_component_args, parse_go_duration, parse_seconds,
+};
 use super::{Reading, Timer};
 use crate::experiment::model::ClusterTimers;
+
+/// Why what a cluster showed of itself gave no timers; said in the readings' misses.
+#[derive(Debug, Error)]
+pub enum TimerSourceError {
+    /// The API server's version names no minor version, so absent flags have no default.
+    #[error(
+        "cannot tell the Kubernetes version from the API server's `{version}`, so the \
+         defaults of absent flags are unknown"
+    )]
+    UnknownVersion {
+        /// The `gitVersion` as given.
+        version: String,
+    },
+    /// A timer flag on a component's command line holds no readable value.
+    #[error("{component} {flag} in {place}: {source}")]
+    Flag {
+        /// The component.
+        component: &'static str,
+        /// The flag.
+        flag: &'static str,
+        /// Where the command line was read.
+        place: String,
+        /// Why its value is unreadable.
+        source: FlagValueError,
+    },
+    /// kube-system holds no static pod of the component.
+    #[error(
+        "no pod labelled component={component} in namespace kube-system (its flags are \
+         readable on kubeadm, kind and RKE2, where it runs as a static pod)"
+    )]
+    NoStaticPod {
+        /// The component.
+        component: &'static str,
+    },
+    /// The `/configz` document lacks a timer's key.
+    #[error("{place} has no {key}")]
+    ConfigzMissing {
+        /// Where the document was read.
+        place: String,
+        /// The key looked for.
+        key: &'static str,
+    },
+    /// A timer's key in `/configz` holds no text.
+    #[error("{place}: {key} is {found}, not a duration")]
+    ConfigzNotText {
+        /// Where the document was read.
+        place: String,
+        /// The key.
+        key: &'static str,
+        /// What it holds, as JSON.
+        found: String,
+    },
+    /// A timer's key in `/configz` holds no Go duration.
+    #[error("{place}: {key}: {source}")]
+    ConfigzValue {
+        /// Where the document was read.
+        place: String,
+        /// The key.
+        key: &'static str,
+        /// Why its value is unreadable.
+        source: FlagValueError,
+    },
+    /// A k3s (or RKE2) config file is not one.
+    #[error("{path}: not a {distribution} config file: {message}")]
+    K3sConfig {
+        /// The file.
+        path: String,
+        /// `k3s` or `rke2`.
+        distribution: String,
+        /// What the YAML parser said.
+        message: String,
+    },
+    /// Neither a config file nor the server's command line was there to read.
+    #[error("neither a {distribution} config file nor the server's command line could be read")]
+    NothingRead {
+        /// `k3s` or `rke2`.
+        distribution: String,
+    },
+}
 
 /// `(major, minor)` of a `gitVersion` such as `v1.33.13` or `v1.31.5+k3s1`.
 pub(crate) fn minor_version(git_version: &str) -> Option<(u32, u32)> {
@@ -78,13 +161,11 @@ pub struct CommandLine {
 impl CommandLine {
     /// The timers this component owns, read from its flags; an absent flag is the default
     /// of `version` (`v1.33.13`). A flag whose value cannot be parsed is an error.
-    pub fn timers(&self, version: &str) -> Result<Vec<(Timer, Reading)>, String> {
-        let version_pair = minor_version(version).ok_or_else(|| {
-            format!(
-                "cannot tell the Kubernetes version from the API server's `{version}`, so \
-                 the defaults of absent flags are unknown"
-            )
-        })?;
+    pub fn timers(&self, version: &str) -> Result<Vec<(Timer, Reading)>, TimerSourceError> {
+        let version_pair =
+            minor_version(version).ok_or_else(|| TimerSourceError::UnknownVersion {
+                version: version.to_string(),
+            })?;
         let defaults = version_defaults(version_pair);
         let label = format!("v{}.{}", version_pair.0, version_pair.1);
         let mut out = Vec::new();
@@ -101,7 +182,12 @@ impl CommandLine {
                         }
                         _ => parse_seconds(&text).map(Duration::from_secs),
                     }
-                    .map_err(|e| format!("{} {flag} in {}: {e}", self.component, self.place))?;
+                    .map_err(|source| TimerSourceError::Flag {
+                        component: self.component,
+                        flag,
+                        place: self.place.clone(),
+                        source,
+                    })?;
                     Reading {
                         value,
                         source: format!("{} {flag}={text} ({})", self.component, self.place),
@@ -127,14 +213,11 @@ pub fn static_pod(
     component: &'static str,
     pods: &[(String, Vec<String>)],
     notes: &mut Vec<String>,
-) -> Result<CommandLine, String> {
+) -> Result<CommandLine, TimerSourceError> {
     let mut sorted: Vec<&(String, Vec<String>)> = pods.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let Some((first_name, first_argv)) = sorted.first() else {
-        return Err(format!(
-            "no pod labelled component={component} in namespace kube-system (its flags are \
-             readable on kubeadm, kind and RKE2, where it runs as a static pod)"
-        ));
+        return Err(TimerSourceError::NoStaticPod { component });
     };
     for (name, argv) in sorted.iter().skip(1) {
         for timer in Timer::ALL
@@ -161,19 +244,33 @@ pub fn static_pod(
 /// `NodeMonitorPeriod` (under `KubeCloudShared`) and `NodeMonitorGracePeriod` (under
 /// `NodeLifecycleController`), durations written as Go durations; they are looked for
 /// anywhere in it, so the layout of another version reads too.
-pub fn from_configz(doc: &serde_json::Value, place: &str) -> Result<Vec<(Timer, Reading)>, String> {
+pub fn from_configz(
+    doc: &serde_json::Value,
+    place: &str,
+) -> Result<Vec<(Timer, Reading)>, TimerSourceError> {
     let mut out = Vec::new();
     for (timer, key) in [
         (Timer::NodeMonitorPeriod, "NodeMonitorPeriod"),
         (Timer::NodeMonitorGracePeriod, "NodeMonitorGracePeriod"),
     ] {
         let Some(found) = find_key(doc, key) else {
-            return Err(format!("{place} has no {key}"));
+            return Err(TimerSourceError::ConfigzMissing {
+                place: place.to_string(),
+                key,
+            });
         };
         let text = found
             .as_str()
-            .ok_or_else(|| format!("{place}: {key} is {found}, not a duration"))?;
-        let value = parse_go_duration(text).map_err(|e| format!("{place}: {key}: {e}"))?;
+            .ok_or_else(|| TimerSourceError::ConfigzNotText {
+                place: place.to_string(),
+                key,
+                found: found.to_string(),
+            })?;
+        let value = parse_go_duration(text).map_err(|source| TimerSourceError::ConfigzValue {
+            place: place.to_string(),
+            key,
+            source,
+        })?;
         out.push((
             timer,
             Reading {
@@ -270,7 +367,7 @@ pub fn k3s_command_lines(
     distribution: &str,
     files: &[(String, String)],
     argv: Option<&(String, Vec<String>)>,
-) -> Result<(CommandLine, CommandLine), String> {
+) -> Result<(CommandLine, CommandLine), TimerSourceError> {
     let mut kcm = Vec::new();
     let mut api = Vec::new();
     let mut places = Vec::new();
@@ -278,8 +375,12 @@ pub fn k3s_command_lines(
         if text.trim().is_empty() {
             continue;
         }
-        let config: K3sConfig = serde_saphyr::from_str(text)
-            .map_err(|e| format!("{path}: not a {distribution} config file: {e}"))?;
+        let config: K3sConfig =
+            serde_saphyr::from_str(text).map_err(|e| TimerSourceError::K3sConfig {
+                path: path.clone(),
+                distribution: distribution.to_string(),
+                message: e.to_string(),
+            })?;
         let push = |entry: Option<OneOrMany>, into: &mut Vec<String>| match entry {
             Some(OneOrMany::One(s)) => into.push(format!("--{}", s.trim_start_matches('-'))),
             Some(OneOrMany::Many(list)) => into.extend(
@@ -298,9 +399,9 @@ pub fn k3s_command_lines(
         places.push(place.clone());
     }
     if places.is_empty() {
-        return Err(format!(
-            "neither a {distribution} config file nor the server's command line could be read"
-        ));
+        return Err(TimerSourceError::NothingRead {
+            distribution: distribution.to_string(),
+        });
     }
     let place = places.join(", ");
     Ok((
@@ -376,8 +477,20 @@ mod tests {
             argv: argv("kcm --node-monitor-period=five"),
             ..line.clone()
         };
-        assert!(bad.timers("v1.33.0").is_err());
-        assert!(line.timers("garbage").is_err(), "no version, no defaults");
+        assert!(matches!(
+            bad.timers("v1.33.0"),
+            Err(TimerSourceError::Flag {
+                source: FlagValueError::NotGoDuration(_),
+                ..
+            })
+        ));
+        assert!(
+            matches!(
+                line.timers("garbage"),
+                Err(TimerSourceError::UnknownVersion { .. })
+            ),
+            "no version, no defaults"
+        );
     }
 
     #[test]

@@ -32,8 +32,8 @@ use kube::api::{AttachParams, AttachedProcess, DeleteParams, ListParams, PostPar
 use kube::{Api, Client};
 use thiserror::Error;
 
-use super::NodeOp;
 use super::output::{MAX_OUTPUT, bounded, read_tail_async};
+use crate::experiment::fault::NodeOp;
 use crate::inventory::PodSettings;
 pub use crate::inventory::pod_defaults::{
     DEFAULT_IMAGE, DEFAULT_NAMESPACE, DEFAULT_START_TIMEOUT, SYSTEMD_ARM, SYSTEMD_DISARM,

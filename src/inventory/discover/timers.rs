@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{ClusterFacts, DiscoverError, Tool};
 use crate::timers::Timer;
-use crate::timers::sources::{self, CommandLine};
+use crate::timers::sources::{self, CommandLine, TimerSourceError};
 
 /// A value and where it came from (`kube-controller-manager --node-monitor-period=5s`,
 /// `default of v1.33`).
@@ -52,7 +52,8 @@ pub(crate) fn read(
                     facts.cluster
                 ))
             })?;
-            sources::k3s_command_lines("k3s", &[], Some(argv)).map_err(DiscoverError::Timers)?
+            sources::k3s_command_lines("k3s", &[], Some(argv))
+                .map_err(|e| DiscoverError::Timers(e.to_string()))?
         }
     };
     let mut read = Vec::new();
@@ -89,10 +90,11 @@ fn timers_of(
     line: &CommandLine,
     version: &str,
 ) -> Result<Vec<(Timer, crate::timers::Reading)>, DiscoverError> {
-    line.timers(version).map_err(DiscoverError::Timers)
+    line.timers(version)
+        .map_err(|e| DiscoverError::Timers(e.to_string()))
 }
 
-fn no_timers(why: String) -> DiscoverError {
+fn no_timers(why: TimerSourceError) -> DiscoverError {
     DiscoverError::Timers(format!(
         "{why}: cannot read the node-lifecycle timers from its flags (is this a kubeadm/kind \
          cluster?)"

@@ -65,6 +65,7 @@ pub(super) fn start_queries(
             sink.record(event);
         }),
     )
+    .map_err(|e| e.to_string())
 }
 
 /// Asks the API server (`/readyz`, through every endpoint the client knows) every

@@ -1,0 +1,106 @@
+//! Running a command and holding it to succeed: a node operation
+//! ([`Executor::perform`]), the self-restore's bookkeeping on the node, an out-of-band
+//! argv, and shell text where faultline runs. Each plans its command, carries it and
+//! reads the outcome.
+
+use std::time::Duration;
+
+use crate::experiment::fault::NodeOp;
+use crate::inventory::{NodeAccess, TransportKind};
+
+use super::error::ExecError;
+use super::executor::Executor;
+use super::outcome::{OpOutcome, require_success};
+use super::plan::{Plan, command_text, plan};
+use super::pod;
+use super::render;
+
+impl Executor {
+    /// Run `op` on `node`. For reboot and power-off a dropped connection (or a timeout
+    /// after the command was sent) is success with `dropped: true`. For kubelet status a
+    /// non-zero exit is returned, not raised. Any other non-zero exit is
+    /// [`ExecError::CommandFailed`].
+    pub async fn perform(
+        &self,
+        node: &str,
+        op: &NodeOp,
+        timeout: Duration,
+    ) -> Result<OpOutcome, ExecError> {
+        let access = self.access(node)?;
+        let command = command_text(&access, op)?;
+        // Messages show the command as `describe` does, without the deadline wrapper.
+        let shown = plan(&access, command.clone(), None)?.show();
+        let mut planned = plan(&access, command.clone(), Some(timeout))?;
+        self.take_primed(&access, &command, timeout, &mut planned);
+        // Through the API, a command that stops the kubelet or cuts the node off ends its
+        // own stream; its proof is then read through the API.
+        let expects_drop = op.expects_drop()
+            || (access.transport == TransportKind::Pod && pod::cuts_transport(op));
+        let outcome = self
+            .carry(&access.name, planned, &shown, timeout, expects_drop)
+            .await?;
+        if matches!(op, NodeOp::KubeletStatus) {
+            return Ok(outcome);
+        }
+        require_success(&access.name, &shown, outcome)
+    }
+
+    /// Renders an out-of-band argv template for `access`'s node, runs it where faultline
+    /// runs (no shell) and requires it to succeed.
+    pub(super) async fn run_local_template(
+        &self,
+        access: &NodeAccess,
+        template: &[String],
+        timeout: Duration,
+    ) -> Result<OpOutcome, ExecError> {
+        let node = access.name.as_str();
+        let argv = render::argv(
+            template,
+            &[("node", &access.name), ("address", &access.address)],
+        )
+        .map_err(|source| ExecError::Render {
+            node: node.into(),
+            source,
+        })?;
+        let shown = render::show_argv(&argv);
+        let plan = Plan::Local {
+            argv,
+            to_node: false,
+            primed: None,
+        };
+        let outcome = self.carry(node, plan, &shown, timeout, false).await?;
+        require_success(node, &shown, outcome)
+    }
+
+    /// Runs shell text where faultline runs (`sh -c`), under the node's command timeout;
+    /// a non-zero exit is an error.
+    pub(super) async fn run_here(&self, node: &str, text: String) -> Result<OpOutcome, ExecError> {
+        let access = self.access(node)?;
+        let argv = vec!["sh".to_string(), "-c".to_string(), text];
+        let shown = render::show_argv(&argv);
+        let plan = Plan::Local {
+            argv,
+            to_node: false,
+            primed: None,
+        };
+        let out = self
+            .carry(node, plan, &shown, access.ssh.command_timeout, false)
+            .await?;
+        require_success(node, &shown, out)
+    }
+
+    /// Runs a rendered command on the node under its command timeout; a non-zero exit is
+    /// an error (used for the self-restore bookkeeping, which must not half-succeed).
+    pub(super) async fn run_required(
+        &self,
+        access: &NodeAccess,
+        node: &str,
+        text: String,
+    ) -> Result<OpOutcome, ExecError> {
+        let limit = access.ssh.command_timeout;
+        let shown = plan(access, text.clone(), None)?.show();
+        let planned = plan(access, text, Some(limit))?;
+        let out = self.carry(node, planned, &shown, limit, false).await?;
+        require_success(node, &shown, out)
+    }
+}
