@@ -319,7 +319,7 @@ pub struct DownNode {
     /// Node name.
     pub node: String,
     /// Why it counts: "seen unreachable, Ready=Unknown", "reboot `r1` issued at +0.0s,
-    /// not seen Ready since", "this step's".
+    /// not seen back since", "this step's".
     pub why: String,
 }
 

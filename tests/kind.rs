@@ -232,6 +232,58 @@ async fn kind_reboot_restarts_containers_in_place() {
     );
 }
 
+/// Issue 46: two workers rebooted in turn under the default `maxNodesDown: 1`. A kind
+/// reboot (docker stop, start) is never seen NotReady, so the second reboot is held by the
+/// run-time interlock until the first worker's new kubelet renewed its heartbeat twice;
+/// the timeline shows it held, then let go, and issued only after the first reboot
+/// finished: never two workers down at once. Before the heartbeat counted, the second
+/// reboot waited its whole deadline (10 min) and the run stopped.
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_rolling_reboot_holds_the_second_until_the_first_is_back() {
+    use faultline::timeline::{Event, StepPhase};
+    let record = shipped_experiment_passes_on_kind("rolling-reboot").await;
+    let t = &record.timeline;
+    let first = &record.targets["first"][0];
+    let finished = |step: &str| {
+        t.entries.iter().find_map(|e| match &e.event {
+            Event::Step {
+                step: s,
+                phase: StepPhase::Finished { .. },
+                ..
+            } if s == step => Some(e.offset_ms),
+            _ => None,
+        })
+    };
+    let first_done = finished("reboot first").expect("the first reboot finished");
+    let second = t
+        .step_issued_ms("reboot second")
+        .expect("the second reboot was issued");
+    let held: Vec<(i64, Vec<String>)> = t
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Interlock { step, down, .. } if step == "reboot second" => {
+                Some((e.offset_ms, down.iter().map(|d| d.node.clone()).collect()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(held.len(), 1, "held once: {held:?}");
+    assert!(held[0].1.contains(first), "{held:?}");
+    assert!(
+        first_done < held[0].0 && held[0].0 < second,
+        "first done +{first_done} ms, held +{} ms, second issued +{second} ms",
+        held[0].0
+    );
+    // Let go well before its deadline: the first worker was seen back.
+    assert!(
+        second - held[0].0 < 60_000,
+        "held {} ms",
+        second - held[0].0
+    );
+}
+
 #[tokio::test]
 #[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
 async fn kind_kubelet_stop_past_toleration() {

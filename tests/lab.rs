@@ -382,6 +382,36 @@ async fn shipped_reboot_takes_ssh_away_briefly_and_keeps_the_pods() {
     );
 }
 
+/// Issue 46: two workers rebooted in turn under `maxNodesDown: 1`; the second reboot is
+/// issued only after the first finished and its node was seen back (the run-time
+/// interlock), never two workers down at once.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_rolling_reboot_one_worker_at_a_time() {
+    use faultline::timeline::StepPhase;
+    let record = shipped_experiment_holds("rolling-reboot").await;
+    let t = &record.timeline;
+    let first_done = t
+        .entries
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Step {
+                step,
+                phase: StepPhase::Finished { .. },
+                ..
+            } if step == "reboot first" => Some(e.offset_ms),
+            _ => None,
+        })
+        .expect("the first reboot finished");
+    let second = t
+        .step_issued_ms("reboot second")
+        .expect("the second reboot was issued");
+    assert!(
+        first_done < second,
+        "second reboot issued +{second} ms, the first finished +{first_done} ms"
+    );
+}
+
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn shipped_power_off_within_toleration() {

@@ -150,6 +150,17 @@ pub(crate) trait World {
     /// a new call to the cluster.
     fn nodes_seen_down(&self, timeline: &SharedTimeline) -> Vec<DownNode>;
 
+    /// How many times `node`'s kubelet has renewed its heartbeat (its Lease) since the
+    /// first time the world was asked about its return that began at `since_ms` (a reboot
+    /// or power-on that finished then): the first call reads the mark and answers 0. A
+    /// reboot shorter than the grace period is never seen NotReady and its kubelet keeps
+    /// the Ready condition's transition time, so renewals are how the interlock knows
+    /// that a new kubelet runs. `None`: this world cannot tell (a recording, a script).
+    async fn renewals_since(&mut self, node: &str, since_ms: i64) -> Option<u32> {
+        let _ = (node, since_ms);
+        None
+    }
+
     /// Before step `step` injects `action` on `nodes`: reads what its proofs compare with
     /// and what a node that restarts must come back as.
     async fn before_fault(&mut self, step: usize, action: &Action, nodes: &[&str]);

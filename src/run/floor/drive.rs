@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::interlock::{Admit, Interlock};
+use super::interlock::{self, Admit, Interlock};
 use super::ledger::Ledger;
 use super::schedule::{self, End, Plan, Scheduler};
 use super::steps::Steps;
@@ -258,12 +258,28 @@ impl<'a> Run<'a> {
                     }
                     if self.interlock.applies(index) {
                         let seen = world.nodes_seen_down(&self.timeline);
+                        let mut renewed = BTreeSet::new();
+                        for (node, since) in self.interlock.returning() {
+                            if world
+                                .renewals_since(&node, since)
+                                .await
+                                .is_some_and(|n| n >= interlock::RENEWALS_FOR_BACK)
+                            {
+                                renewed.insert(node);
+                            }
+                        }
                         let now = self.timeline.offset_ms();
-                        match self.interlock.admit(index, now, seen, &self.timeline) {
+                        match self
+                            .interlock
+                            .admit(index, now, (seen, &renewed), &self.timeline)
+                        {
                             Admit::Go => {}
                             // Steps due together go in their order: those after it wait too.
+                            // Asked again soon: a returning node's renewals are not on the
+                            // timeline, whose growth alone would not wake the loop.
                             Admit::Wait { until_ms } => {
-                                held_until = Some(until_ms);
+                                held_until =
+                                    Some(until_ms.min(now.saturating_add(interlock::HELD_POLL_MS)));
                                 break;
                             }
                             Admit::Stop(refusal) => return End::Interlocked(refusal),
@@ -282,7 +298,8 @@ impl<'a> Run<'a> {
                         )
                         .await;
                     if let Some(at_ms) = scheduler.issued_ms(index) {
-                        self.interlock.issued(index, at_ms);
+                        self.interlock
+                            .issued(index, at_ms, self.timeline.offset_ms());
                     }
                     if !ran {
                         break;

@@ -6,8 +6,12 @@
 //! it so: a node already broken before the run counts against the limit too), or when a
 //! fault that takes it down was issued on it and has not been seen to end: a fault held
 //! until its undo is issued (`kubelet-stop` until `kubelet-start`), a reboot or a power-on
-//! until the node is seen turning Ready after it (not when its command returned: the
-//! machine is still booting then, and may not even look NotReady yet). A due fault step
+//! until the node is seen back after it (not when its command returned: the machine is
+//! still booting then, and may not even look NotReady yet): seen turning Ready, or, since
+//! a reboot shorter than the grace period is never seen NotReady and its new kubelet keeps
+//! the Ready condition's transition time, Ready with its kubelet's heartbeat renewed
+//! [`RENEWALS_FOR_BACK`] times since the command finished (measured on kind: a 6 s reboot
+//! was never seen NotReady). A due fault step
 //! whose nodes would break a rule waits, with a deadline, and is issued as soon as it
 //! fits; at its deadline the run stops the way an abort does (the safety net undoes what
 //! it did), saying which nodes are down and why.
@@ -87,6 +91,15 @@ pub(super) enum Admit {
     Stop(InterlockRefusal),
 }
 
+/// Heartbeat renewals, counted from the first reading after a reboot or power-on finished,
+/// that make a Ready node back: two, so that a last renewal by the old kubelet while the
+/// machine shuts down (an in-band reboot's command returns before it) cannot count alone.
+pub(crate) const RENEWALS_FOR_BACK: u32 = 2;
+
+/// While a due step waits on the interlock, how often it is asked again: renewals of a
+/// returning node's heartbeat are not on the timeline, so its growth alone would not wake it.
+pub(crate) const HELD_POLL_MS: i64 = 2_000;
+
 /// A node a fault issued by this run took down and that was not seen back yet.
 #[derive(Debug, Clone)]
 struct Outstanding {
@@ -94,8 +107,9 @@ struct Outstanding {
     fault: usize,
     /// Why it counts, in words.
     why: String,
-    /// Set once it is on its way back by itself (a reboot, a power-on): from this offset
-    /// on, the node is back once seen turning Ready.
+    /// Set once it is on its way back by itself (a reboot, a power-on) whose command
+    /// finished at this offset: from then on, the node is back once seen turning Ready,
+    /// or seen Ready with its heartbeat renewed since.
     returning_since: Option<i64>,
 }
 
@@ -138,19 +152,35 @@ impl<'a> Interlock<'a> {
         faults::counts_as_down(&self.exp.steps[index].action)
     }
 
-    /// Step `index` is due at `now_ms`, with `seen` the nodes the world sees down: whether
-    /// it may go. A step that waits is put on the timeline ([`Event::Interlock`]) when it
-    /// starts waiting and when what it waits on changes.
+    /// The nodes on their way back by themselves, each with the offset its reboot or
+    /// power-on finished: the world is asked how often their heartbeat renewed since.
+    pub(super) fn returning(&self) -> Vec<(String, i64)> {
+        self.outstanding
+            .iter()
+            .filter_map(|(node, o)| Some((node.clone(), o.returning_since?)))
+            .collect()
+    }
+
+    /// Step `index` is due at `now_ms`, with `seen` the nodes the world sees down and
+    /// `renewed` the returning nodes whose heartbeat renewed [`RENEWALS_FOR_BACK`] times:
+    /// whether it may go. A step that waits is put on the timeline ([`Event::Interlock`])
+    /// when it starts waiting and when what it waits on changes.
     pub(super) fn admit(
         &mut self,
         index: usize,
         now_ms: i64,
-        seen: Vec<DownNode>,
+        (seen, renewed): (Vec<DownNode>, &BTreeSet<String>),
         timeline: &SharedTimeline,
     ) -> Admit {
         if !self.applies(index) {
             return Admit::Go;
         }
+        // A returning node seen Ready whose new kubelet renewed its heartbeat is back.
+        self.outstanding.retain(|node, o| {
+            o.returning_since.is_none()
+                || !renewed.contains(node)
+                || seen.iter().any(|d| d.node == *node)
+        });
         self.refresh(timeline);
         let step = &self.exp.steps[index];
         let mut down: BTreeMap<String, String> = BTreeMap::new();
@@ -231,10 +261,10 @@ impl<'a> Interlock<'a> {
         })
     }
 
-    /// Step `index` was issued at `issued_ms`: a fault on its nodes counts them down, a
-    /// step that brings a node back from one ends it (a reboot or power-on once the node
-    /// is seen turning Ready).
-    pub(super) fn issued(&mut self, index: usize, issued_ms: i64) {
+    /// Step `index` was issued at `issued_ms` and its action returned at `finished_ms`: a
+    /// fault on its nodes counts them down, a step that brings a node back from one ends
+    /// it (a reboot or power-on once the node is seen back after `finished_ms`).
+    pub(super) fn issued(&mut self, index: usize, issued_ms: i64, finished_ms: i64) {
         let step = &self.exp.steps[index];
         let info = faults::info(&step.action);
         let at = format_offset_ms(issued_ms);
@@ -243,10 +273,10 @@ impl<'a> Interlock<'a> {
                 let (why, returning_since) = if info.restarts_machine {
                     (
                         format!(
-                            "{} `{}` issued at {at}, not seen Ready since",
+                            "{} `{}` issued at {at}, not seen back since",
                             info.name, step.name
                         ),
-                        Some(issued_ms),
+                        Some(finished_ms.max(issued_ms)),
                     )
                 } else {
                     (
@@ -271,10 +301,10 @@ impl<'a> Interlock<'a> {
                 }
                 if info.restarts_machine {
                     o.why = format!(
-                        "{} `{}` issued at {at}, not seen Ready since",
+                        "{} `{}` issued at {at}, not seen back since",
                         info.name, step.name
                     );
-                    o.returning_since = Some(issued_ms);
+                    o.returning_since = Some(finished_ms.max(issued_ms));
                 } else {
                     // The observer's view of the node takes over.
                     self.outstanding.remove(node);

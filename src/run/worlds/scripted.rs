@@ -67,6 +67,9 @@ pub(crate) struct Scripted {
     lead: Option<Duration>,
     /// What successive self-restore armings do (empty: succeed at once).
     arming: Mutex<VecDeque<Call>>,
+    /// Every node's kubelet renews its heartbeat this often (`None`: the world cannot
+    /// tell, as a recording cannot).
+    pub(crate) heartbeat_every: Option<Duration>,
 }
 
 impl Scripted {
@@ -110,6 +113,15 @@ impl World for Scripted {
     fn nodes_seen_down(&self, timeline: &SharedTimeline) -> Vec<DownNode> {
         // What the script puts on the timeline is what its observer saw.
         seen_down_on(timeline)
+    }
+
+    async fn renewals_since(&mut self, node: &str, since_ms: i64) -> Option<u32> {
+        let every = i64::try_from(self.heartbeat_every?.as_millis())
+            .ok()?
+            .max(1);
+        let now = self.timeline.as_ref()?.offset_ms();
+        self.log(format!("renewals {node}"));
+        u32::try_from(now.saturating_sub(since_ms).max(0) / every).ok()
     }
 
     async fn begin(

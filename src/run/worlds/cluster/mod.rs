@@ -82,6 +82,9 @@ pub(crate) struct ClusterWorld<'a> {
     /// The undo watchers armed, by node: asked to undo when the fault's undo is due or
     /// the run must end it early ([`host_timed::watched`]).
     watchers: std::sync::Mutex<BTreeMap<String, ArmedRestore>>,
+    /// For each node on its way back (the interlock asks): the return's offset, the Lease
+    /// as last read, and how many renewals were seen since the first reading.
+    returns: BTreeMap<String, (i64, leases::Mark, u32)>,
 }
 
 impl<'a> ClusterWorld<'a> {
@@ -105,6 +108,7 @@ impl<'a> ClusterWorld<'a> {
             undo_marks: leases::Marks::new(),
             initial_sync_ms: 0,
             watchers: std::sync::Mutex::new(BTreeMap::new()),
+            returns: BTreeMap::new(),
         }
     }
 
@@ -211,6 +215,28 @@ impl World for ClusterWorld<'_> {
         // The observer's node watch puts every change of a node's Ready condition on the
         // timeline: its last state is the observer's, without another call to the API.
         crate::run::world::seen_down_on(timeline)
+    }
+
+    async fn renewals_since(&mut self, node: &str, since_ms: i64) -> Option<u32> {
+        // Renewals are counted as changes of renewTime read by this machine's clock: no
+        // skew between the node's clock and this one matters.
+        let name = node.to_string();
+        let now = leases::read(&self.prepared.client, std::iter::once(&name))
+            .await
+            .remove(node)?;
+        match self.returns.get_mut(node) {
+            Some((since, last, seen)) if *since == since_ms => {
+                if matches!(&now, Ok(Some(_))) && now != *last {
+                    *seen += 1;
+                    *last = now;
+                }
+                Some(*seen)
+            }
+            _ => {
+                self.returns.insert(name, (since_ms, now, 0));
+                Some(0)
+            }
+        }
     }
 
     async fn begin(

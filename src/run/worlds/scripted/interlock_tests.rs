@@ -1,7 +1,8 @@
 //! The run-time interlock on a paused clock: a fault step due while another node is down
 //! waits until that node is seen Ready, a step that never fits stops the run at its
 //! deadline with everything undone, and a reboot or power-on counts as back only once the
-//! node is seen turning Ready, not when its command returned.
+//! node is seen turning Ready or its kubelet renewed its heartbeat twice after it, not
+//! when its command returned.
 
 use chrono::{DateTime, Utc};
 
@@ -231,4 +232,45 @@ expect:
         "{calls:#?}"
     );
     assert_eq!(h.journaled(), 0);
+}
+
+/// On kind a 6 s reboot was never seen NotReady and its new kubelet kept the Ready
+/// condition's transition time: the second reboot of a roll waited its whole deadline.
+/// A returning node seen Ready whose heartbeat renewed twice since its command finished
+/// is back.
+#[tokio::test(start_paused = true)]
+async fn a_reboot_never_seen_not_ready_is_back_once_its_kubelet_renewed_twice() {
+    let steps = "  - {name: reboot a, at: 10s, do: reboot, target: first}
+  - {name: reboot b, at: 20s, do: reboot, target: second}";
+    let h = two_workers(steps);
+    let mut world = Scripted {
+        initial: both_ready(),
+        heartbeat_every: Some(Duration::from_secs(10)),
+        ..Scripted::default()
+    };
+    let (out, timeline) = h.run_kept(&mut world).await;
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let reboot_b = out.issued_ms[1].expect("reboot b issued") - out.start_ms.unwrap();
+    // Renewals at +20 s and +30 s after the reboot returned at +10 s; asked every 2 s.
+    assert!(
+        (30_000..33_000).contains(&reboot_b),
+        "reboot b issued at +{reboot_b} ms"
+    );
+    assert_eq!(interlock_events(&timeline).len(), 1);
+    assert!(world.calls().iter().any(|c| c == "renewals a"));
+
+    // A world that cannot tell: the node is never seen back, the step waits its deadline.
+    let h = two_workers(steps);
+    let mut world = Scripted {
+        initial: both_ready(),
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    assert!(
+        out.errors
+            .iter()
+            .any(|e| e.contains("step `reboot b` waited")),
+        "{:?}",
+        out.errors
+    );
 }
