@@ -1,13 +1,11 @@
 //! The cluster side of `doctor`: the API answers, and it allows what the experiments do.
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-};
 use kube::Client;
-use kube::api::{Api, GroupVersionKind, PostParams};
+use kube::api::GroupVersionKind;
 
 use super::access::{self, Access};
 use super::node_grants::{self, GrantedByName};
+use super::review::can_i;
 use super::{CheckKind, Finding, Status};
 use crate::cluster::{self, Connection};
 use crate::experiment::model::Experiment;
@@ -129,6 +127,22 @@ pub(crate) async fn check_access(client: &Client, experiments: &[Experiment]) ->
     judge_access(unread, answers, by_name)
 }
 
+/// Asks, node by node, every per-node permission the steps of `exp` need on the nodes
+/// their targets resolved to: the run's pre-flight under grants by name. A refusal names
+/// the node and the step.
+pub(crate) async fn check_on_nodes(
+    client: &Client,
+    exp: &Experiment,
+    targets: &std::collections::BTreeMap<String, Vec<String>>,
+) -> AccessAnswers {
+    let mut answers = Vec::new();
+    for a in access::needed_on_nodes(exp, targets) {
+        let answer = can_i(client, &a).await.map_err(|e| e.to_string());
+        answers.push((a, answer));
+    }
+    judge_access(Vec::new(), answers, Vec::new())
+}
+
 /// The findings from each permission's answer (allowed, refused, or the question failed),
 /// after `earlier` ones (setup manifests that could not be read): what the API server
 /// decided, turned into what `doctor` prints and `run` refuses on.
@@ -196,30 +210,6 @@ pub(crate) fn judge_access(
         );
     }
     AccessAnswers { findings, missing }
-}
-
-/// One `SelfSubjectAccessReview`.
-pub(super) async fn can_i(client: &Client, a: &Access) -> Result<bool, kube::Error> {
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                verb: Some(a.verb.clone()),
-                group: Some(a.group.clone()),
-                resource: Some(a.resource.clone()),
-                subresource: a.subresource.clone(),
-                namespace: a.namespace.clone(),
-                // RBAC cannot grant `create` by name (the object has none yet).
-                name: a.name.clone().filter(|_| a.verb != "create"),
-                ..ResourceAttributes::default()
-            }),
-            ..SelfSubjectAccessReviewSpec::default()
-        },
-        ..SelfSubjectAccessReview::default()
-    };
-    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
-        .create(&PostParams::default(), &review)
-        .await?;
-    Ok(answer.status.is_some_and(|s| s.allowed))
 }
 
 /// What applying (and tearing down) an experiment's setup manifests needs: server-side

@@ -23,6 +23,7 @@ mod power;
 mod programs;
 pub mod report;
 mod restore;
+mod review;
 pub mod timers;
 mod transport;
 mod unit;
@@ -32,7 +33,7 @@ use std::fmt;
 use futures::future::join_all;
 use serde::Serialize;
 
-pub(crate) use cluster::check_access;
+pub(crate) use cluster::{check_access, check_on_nodes};
 #[cfg(test)]
 pub(crate) use cluster::{AccessAnswers, judge_access};
 pub use cluster::{ClusterView, preflight_cluster, read_cluster};

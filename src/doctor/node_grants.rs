@@ -4,15 +4,13 @@
 //! so when the unnamed question is refused, the rules the API server reports for the
 //! caller (`SelfSubjectRulesReview`) say which nodes it may touch, each confirmed by a
 //! `SelfSubjectAccessReview` naming the node. A run asks again node by node once its
-//! targets are resolved ([`check_on_nodes`]), and refuses a step on any other node.
+//! targets are resolved (`doctor::cluster::check_on_nodes`), and refuses a step on any
+//! other node.
 
-use k8s_openapi::api::authorization::v1::{SelfSubjectRulesReview, SelfSubjectRulesReviewSpec};
 use kube::Client;
-use kube::api::{Api, PostParams};
 
 use super::access::{self, Access};
-use super::cluster::{AccessAnswers, can_i, judge_access};
-use crate::experiment::model::Experiment;
+use super::review::{can_i, my_rules};
 
 /// A per-node verb the API server refuses on every node but allows on some by name.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,37 +25,20 @@ pub(crate) struct GrantedByName {
 /// the API server reports for the caller, each confirmed by asking with its name. Empty
 /// when no rule names a node (then the refusal stands).
 pub(crate) async fn granted_nodes(client: &Client, access: &Access) -> Vec<String> {
-    let review = SelfSubjectRulesReview {
-        spec: SelfSubjectRulesReviewSpec {
-            // Any namespace: cluster-wide rules (ClusterRoleBindings) come with every one.
-            namespace: Some("default".into()),
-        },
-        ..SelfSubjectRulesReview::default()
-    };
-    let Ok(answer) = Api::<SelfSubjectRulesReview>::all(client.clone())
-        .create(&PostParams::default(), &review)
-        .await
-    else {
-        return Vec::new();
-    };
-    let mut named = names_in_rules(
-        answer
-            .status
-            .map(|s| s.resource_rules)
-            .unwrap_or_default()
-            .iter()
-            .map(|r| {
-                (
-                    r.api_groups.as_deref().unwrap_or_default(),
-                    r.resources.as_deref().unwrap_or_default(),
-                    r.verbs.as_slice(),
-                    r.resource_names.as_deref().unwrap_or_default(),
-                )
-            }),
+    let rules = my_rules(client).await;
+    let named = names_in_rules(
+        rules.iter().map(|r| {
+            (
+                r.api_groups.as_deref().unwrap_or_default(),
+                r.resources.as_deref().unwrap_or_default(),
+                r.verbs.as_slice(),
+                r.resource_names.as_deref().unwrap_or_default(),
+            )
+        }),
         access,
     );
     let mut confirmed = Vec::new();
-    for node in named.drain(..) {
+    for node in named {
         if can_i(client, &access::on_node(access, &node))
             .await
             .unwrap_or(false)
@@ -87,22 +68,6 @@ fn names_in_rules<'a>(
     names.sort();
     names.dedup();
     names
-}
-
-/// Asks, node by node, every per-node permission the steps of `exp` need on the nodes
-/// their targets resolved to: the run's pre-flight under grants by name. A refusal names
-/// the node and the step.
-pub(crate) async fn check_on_nodes(
-    client: &Client,
-    exp: &Experiment,
-    targets: &std::collections::BTreeMap<String, Vec<String>>,
-) -> AccessAnswers {
-    let mut answers = Vec::new();
-    for a in access::needed_on_nodes(exp, targets) {
-        let answer = can_i(client, &a).await.map_err(|e| e.to_string());
-        answers.push((a, answer));
-    }
-    judge_access(Vec::new(), answers, Vec::new())
 }
 
 #[cfg(test)]

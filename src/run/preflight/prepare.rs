@@ -447,8 +447,7 @@ pub(crate) async fn preflight_node_grants(
     exp: &Experiment,
     prepared: &Prepared,
 ) -> Result<Vec<String>, RunError> {
-    let answers =
-        doctor::node_grants::check_on_nodes(&prepared.client, exp, &prepared.targets).await;
+    let answers = doctor::check_on_nodes(&prepared.client, exp, &prepared.targets).await;
     with_rules(verdict(&answers.findings), &answers.missing)
 }
 
