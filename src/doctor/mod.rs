@@ -33,10 +33,10 @@ use std::fmt;
 use futures::future::join_all;
 use serde::Serialize;
 
-pub(crate) use cluster::{check_access, check_on_nodes};
 #[cfg(test)]
 pub(crate) use cluster::{AccessAnswers, judge_access};
 pub use cluster::{ClusterView, preflight_cluster, read_cluster};
+pub(crate) use cluster::{check_access, check_on_nodes};
 pub use needs::Needs;
 pub use node::{Depth, check_node, preflight_nodes};
 

@@ -8,9 +8,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Client;
 use kube::api::{Api, PostParams};
@@ -180,22 +177,15 @@ async fn can_i(
     subresource: Option<&str>,
     namespace: Option<&str>,
 ) -> Result<bool, kube::Error> {
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                verb: Some(verb.to_string()),
-                group: Some(String::new()),
-                resource: Some(resource.to_string()),
-                subresource: subresource.map(str::to_string),
-                namespace: namespace.map(str::to_string),
-                ..ResourceAttributes::default()
-            }),
-            ..SelfSubjectAccessReviewSpec::default()
-        },
-        ..SelfSubjectAccessReview::default()
+    let access = super::access::Access {
+        verb: verb.to_string(),
+        group: String::new(),
+        resource: resource.to_string(),
+        subresource: subresource.map(str::to_string),
+        namespace: namespace.map(str::to_string),
+        name: None,
+        why: String::new(),
+        required: true,
     };
-    let answer = Api::<SelfSubjectAccessReview>::all(client.clone())
-        .create(&PostParams::default(), &review)
-        .await?;
-    Ok(answer.status.is_some_and(|s| s.allowed))
+    super::review::can_i(client, &access).await
 }

@@ -10,6 +10,7 @@
 //! the prediction and the cause for the transitions their expectation is about.
 
 mod cause;
+mod failed;
 mod inputs;
 mod observed;
 mod related;
@@ -320,6 +321,10 @@ impl Explanation {
                 "  no step silenced a node: the model predicts nothing for this run\n"
             });
             return out;
+        }
+        // The expectations that failed first: which side the model says is wrong.
+        for line in failed::lines(self, record) {
+            out.push_str(&format!("  {line}\n"));
         }
         if !self.assumed.is_empty() {
             out.push_str(&format!("  assumed: {}\n", self.assumed.join("; ")));

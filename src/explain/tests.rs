@@ -476,3 +476,45 @@ fn zones_from_the_record_give_each_zone_its_own_queue_and_nodes_down_together_ei
         );
     }
 }
+
+/// Issue 47, item 4: on the one failed record, explain led with "8 of 8 inside; 0
+/// deviations" and said nothing of the expectation that failed. It now leads with it:
+/// what the model predicts for its pods, and that the expectation (its bound +60.1s) is
+/// the side that is wrong, by 4.2 s, since the model's window runs to +64.3s.
+#[test]
+fn a_failed_expectation_comes_first_with_the_side_the_model_says_is_wrong() {
+    let r = record("zones/one-zone.json");
+    let text = explain(&r).render(&r);
+    println!("{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[1]
+            .starts_with("  FAILED `web pods on both are evicted, neither waiting a queue turn`: "),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "so: the cluster did what the model predicts; the expectation is too strict: the \
+             model's window for faultline-lab/web-7f95d99b4-qvdxr Terminating (evicted) runs to \
+             +64.3s, 4.2s past the expectation's bound (+60.1s)"
+        ),
+        "{text}"
+    );
+    // A record where every expectation held says nothing of the kind.
+    let passed = record("kubelet-stop-past-toleration.json");
+    assert!(!explain(&passed).render(&passed).contains("FAILED"));
+}
+
+/// A cluster whose nodes carry no zone labels is one zone without a name: said so, not
+/// "zone ``".
+#[test]
+fn the_single_unlabelled_zone_is_named_as_such() {
+    let rule = Rule::PartialDisruptionSmallZone {
+        zone: String::new(),
+    };
+    assert_eq!(
+        rule.to_string(),
+        "the cluster's one zone (no node has zone labels) partially disrupted and small: \
+         evictions stop"
+    );
+}

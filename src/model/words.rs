@@ -60,6 +60,11 @@ impl fmt::Display for Rule {
             Rule::AllZonesDisrupted => {
                 f.write_str("every zone fully disrupted: the controller evicts nothing")
             }
+            // Nodes without zone labels are one zone with no name.
+            Rule::PartialDisruptionSmallZone { zone } if zone.is_empty() => f.write_str(
+                "the cluster's one zone (no node has zone labels) partially disrupted and \
+                 small: evictions stop",
+            ),
             Rule::PartialDisruptionSmallZone { zone } => {
                 write!(
                     f,

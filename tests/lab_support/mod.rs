@@ -268,15 +268,18 @@ pub fn echo(out: &Output) {
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// The report's one test suite: the experiment's.
+fn experiment_suite<'a>(doc: &'a roxmltree::Document<'a>) -> roxmltree::Node<'a, 'a> {
+    doc.descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .expect("an experiment test suite")
+}
+
 /// The experiment suite's own `<system-out>`: its timeline, and each step that never ran
 /// with why (`step `x` not run: …`).
 pub fn junit_suite_out(xml: &str) -> String {
     let doc = roxmltree::Document::parse(xml).expect("JUnit is well-formed XML");
-    let suite = doc
-        .descendants()
-        .find(|n| n.has_tag_name("testsuite"))
-        .expect("an experiment test suite");
-    suite
+    experiment_suite(&doc)
         .children()
         .find(|n| n.has_tag_name("system-out"))
         .and_then(|n| n.text())
@@ -288,11 +291,7 @@ pub fn junit_suite_out(xml: &str) -> String {
 /// `failure`, `error` or `skipped`.
 pub fn junit_cases(xml: &str) -> Vec<(String, String, String)> {
     let doc = roxmltree::Document::parse(xml).expect("JUnit is well-formed XML");
-    let suite = doc
-        .descendants()
-        .find(|n| n.has_tag_name("testsuite"))
-        .expect("an experiment test suite");
-    suite
+    experiment_suite(&doc)
         .children()
         .filter(|n| n.has_tag_name("testcase"))
         .map(|case| {
