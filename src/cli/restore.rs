@@ -101,11 +101,19 @@ pub(super) async fn restore(
         },
         Err(_) => None,
     };
+    // Under the lock no run is live: every node-access pod left is a dead run's. Without
+    // it, only the pods of the runs this journal names are touched.
+    let journal_runs: std::collections::BTreeSet<String> = journal
+        .active(&cluster)
+        .iter()
+        .map(|e| crate::execute::run_of(&e.id).to_string())
+        .collect();
+    let only_runs = lock.is_none().then_some(&journal_runs);
     let code = 'done: {
         if nothing {
             // What a killed run left is removed under the lock; with faults to undo, after
             // them, since an undo watcher may be among them.
-            delete_node_access_pods(&inventory).await;
+            delete_node_access_pods(&inventory, only_runs).await;
             say!(
                 "nothing to restore for cluster {cluster} ({})",
                 path.display()
@@ -149,7 +157,7 @@ pub(super) async fn restore(
             api,
         )
         .await;
-        delete_node_access_pods(&inventory).await;
+        delete_node_access_pods(&inventory, only_runs).await;
         let mut failed = 0;
         for o in &outcomes {
             match &o.error {
@@ -271,7 +279,11 @@ async fn compare(
 
 /// Deletes the node-access pods a killed run left behind, when the inventory reaches any
 /// node through the API (`transport: pod`); says what it deleted, or why it could not.
-async fn delete_node_access_pods(inventory: &crate::inventory::Inventory) {
+/// `only_runs`: those of these runs alone (restoring without the cluster lock).
+async fn delete_node_access_pods(
+    inventory: &crate::inventory::Inventory,
+    only_runs: Option<&std::collections::BTreeSet<String>>,
+) {
     use crate::inventory::TransportKind;
     if !inventory
         .nodes()
@@ -293,7 +305,13 @@ async fn delete_node_access_pods(inventory: &crate::inventory::Inventory) {
             return;
         }
     };
-    match crate::execute::pod::delete_leftovers(&client).await {
+    if only_runs.is_some_and(|r| r.is_empty()) {
+        say!(
+            "node-access pods left behind are not looked for without the cluster lock: a live run's would be among them"
+        );
+        return;
+    }
+    match crate::execute::pod::delete_leftovers(&client, only_runs).await {
         Ok(gone) if gone.is_empty() => {}
         Ok(gone) => say!(
             "deleted {} node-access pod(s) left behind: {}",

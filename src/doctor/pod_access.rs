@@ -126,7 +126,7 @@ async fn one_namespace(
         dry_run: true,
         ..PostParams::default()
     };
-    let object = pod::pod_object(node, settings, Duration::from_secs(60));
+    let object = pod::pod_object(node, settings, Duration::from_secs(60), None);
     match pods.create(&dry, &object).await {
         Ok(_) => {
             if out.is_empty() {

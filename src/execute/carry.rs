@@ -220,7 +220,8 @@ impl Executor {
             Some(waiting) => waiting.start(timeout, grace).await,
             None => {
                 let client = self.client(node).await?;
-                pod::run(&client, on, settings, command, timeout, grace).await
+                let run = self.run.as_deref();
+                pod::run(&client, (on, settings, run), command, timeout, grace).await
             }
         }
         .map_err(|source| ExecError::Pod {

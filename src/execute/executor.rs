@@ -29,6 +29,9 @@ pub struct Executor {
     /// The API client of the pod transport: the run's own when it gave one, else connected
     /// at the first command that needs it.
     api: ApiHandle,
+    /// The run whose commands these are, labelled on its node-access pods
+    /// ([`pod::RUN_LABEL`]); `None` outside a run (`doctor`, `restore`).
+    pub(super) run: Option<String>,
 }
 
 /// The executor's API client, shared by its clones and connected once.
@@ -53,6 +56,17 @@ impl Executor {
             sessions: Arc::default(),
             primed: Arc::default(),
             api: ApiHandle::default(),
+            run: None,
+        }
+    }
+
+    /// Labels the node-access pods of the commands it carries with `run` (the run's id),
+    /// so that a `restore` that could not take the cluster lock tells them from another
+    /// run's.
+    pub fn for_run(self, run: &str) -> Executor {
+        Executor {
+            run: Some(run.to_string()),
+            ..self
         }
     }
 

@@ -67,6 +67,7 @@ pub use plan::DEFAULT_BOOT_ID;
 pub use power::PowerState;
 pub use self_restore::ArmedRestore;
 pub use ssh::SshError;
+pub(crate) use watch::run_of;
 
 pub use crate::experiment::fault::{NodeCommand, NodeOp, PowerAction};
 

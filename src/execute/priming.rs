@@ -223,9 +223,15 @@ impl Executor {
         let wait = node_limit
             .saturating_add(node_grace(timeout, PRIMED_EXTRA_WAIT))
             .saturating_add(PRIMED_EXTRA_WAIT);
-        let waiting = pod::primed::prime(&client, &node, &access.pod, render, wait, within)
-            .await
-            .map_err(pod_err)?;
+        let waiting = pod::primed::prime(
+            &client,
+            (&node, &access.pod, self.run.as_deref()),
+            render,
+            wait,
+            within,
+        )
+        .await
+        .map_err(pod_err)?;
         let Some(waiting) = waiting else {
             return Ok(false);
         };

@@ -77,7 +77,12 @@ async fn run_once(
         return setup::not_run(exp, cluster, run_id, started_at, e.to_string());
     }
     let prepared = match prepare::prepare(exp, settings).await {
-        Ok(p) => p,
+        // Its node-access pods carry the run's id: a restore without the lock tells them
+        // from another run's.
+        Ok(mut p) => {
+            p.executor = p.executor.for_run(&token_id);
+            p
+        }
         Err(e) => {
             let cluster = setup::unread_cluster(settings);
             return setup::not_run(exp, cluster, run_id, started_at, e.to_string());

@@ -122,8 +122,14 @@ pub(crate) fn namespace_object(name: &str) -> Namespace {
 /// cordon nor a taint keeps it off), tolerating every taint (so a NotReady or unreachable
 /// node does not evict it), in the host's PID and network namespaces, privileged, the
 /// host's root at `/host`; its container sleeps, and the pod ends by itself after
-/// `lifetime`.
-pub(crate) fn pod_object(node: &str, settings: &PodSettings, lifetime: Duration) -> Pod {
+/// `lifetime`. `run`: the run that makes it, as [`RUN_LABEL`], so that a `restore` that
+/// could not take the cluster lock deletes only the pods of the runs in its journal.
+pub(crate) fn pod_object(
+    node: &str,
+    settings: &PodSettings,
+    lifetime: Duration,
+    run: Option<&str>,
+) -> Pod {
     let secs = lifetime.as_secs().max(1);
     // generateName keeps at most 58 characters of the prefix before its random suffix.
     let mut prefix: String = format!("faultline-{node}").chars().take(52).collect();
@@ -135,7 +141,11 @@ pub(crate) fn pod_object(node: &str, settings: &PodSettings, lifetime: Duration)
         metadata: ObjectMeta {
             generate_name: Some(prefix),
             namespace: Some(settings.namespace.clone()),
-            labels: Some([(ACCESS_LABEL.to_string(), "true".to_string())].into()),
+            labels: Some(
+                std::iter::once((ACCESS_LABEL.to_string(), "true".to_string()))
+                    .chain(run.map(|r| (RUN_LABEL.to_string(), r.to_string())))
+                    .collect(),
+            ),
             annotations: Some([(NODE_ANNOTATION.to_string(), node.to_string())].into()),
             ..ObjectMeta::default()
         },
@@ -290,8 +300,7 @@ pub(crate) async fn ensure_namespace(client: &Client, name: &str) -> Result<(), 
 /// to end it.
 pub(crate) async fn run(
     client: &Client,
-    node: &str,
-    settings: &PodSettings,
+    (node, settings, run): (&str, &PodSettings, Option<&str>),
     command: &str,
     limit: Duration,
     grace: Duration,
@@ -300,7 +309,7 @@ pub(crate) async fn run(
     // caller's own wait (`Executor::longest_wait`) holds for every transport.
     let began = tokio::time::Instant::now();
     let lifetime = settings.start_timeout + limit + grace + LIFETIME_MARGIN;
-    let pod = AccessPod::start(client, node, settings, lifetime, limit).await?;
+    let pod = AccessPod::start(client, (node, settings, run), lifetime, limit).await?;
     let result = async {
         let spent = began.elapsed();
         let remaining = limit.saturating_sub(spent);
@@ -341,8 +350,7 @@ impl AccessPod {
     /// is deleted again.
     pub(crate) async fn start(
         client: &Client,
-        node: &str,
-        settings: &PodSettings,
+        (node, settings, run): (&str, &PodSettings, Option<&str>),
         lifetime: Duration,
         within: Duration,
     ) -> Result<AccessPod, PodError> {
@@ -354,7 +362,7 @@ impl AccessPod {
         let created = pods
             .create(
                 &PostParams::default(),
-                &pod_object(node, settings, lifetime),
+                &pod_object(node, settings, lifetime, run),
             )
             .await
             .map_err(api_error(format!(
@@ -641,7 +649,12 @@ pub(crate) fn exit_code(status: Option<&Status>) -> ExitOf {
 
 /// Deletes every node-access pod left in the cluster (a run killed while a command ran),
 /// in any namespace, except those already being deleted; returns `namespace/name` of each.
-pub async fn delete_leftovers(client: &Client) -> Result<Vec<String>, PodError> {
+/// `only_runs`: when given, only the pods labelled ([`RUN_LABEL`]) with one of these runs
+/// (a `restore` that could not take the cluster lock must not delete a live run's pods).
+pub async fn delete_leftovers(
+    client: &Client,
+    only_runs: Option<&std::collections::BTreeSet<String>>,
+) -> Result<Vec<String>, PodError> {
     let all: Api<Pod> = Api::all(client.clone());
     let found = all
         .list(&ListParams::default().labels(&format!("{ACCESS_LABEL}=true")))
@@ -649,9 +662,7 @@ pub async fn delete_leftovers(client: &Client) -> Result<Vec<String>, PodError> 
         .map_err(api_error("listing node-access pods"))?;
     let mut deleted = Vec::new();
     for pod in found.items {
-        // One already being deleted (after its command, or on a node whose kubelet is
-        // away until it returns) is not left behind.
-        if pod.metadata.deletion_timestamp.is_some() {
+        if !left_behind(&pod, only_runs) {
             continue;
         }
         let (Some(ns), Some(name)) = (pod.metadata.namespace, pod.metadata.name) else {
@@ -665,6 +676,22 @@ pub async fn delete_leftovers(client: &Client) -> Result<Vec<String>, PodError> 
         }
     }
     Ok(deleted)
+}
+
+/// Whether `pod` is a node-access pod `restore` deletes: not being deleted already (after
+/// its command, or on a node whose kubelet is away until it returns), and, with
+/// `only_runs`, labelled with one of them.
+fn left_behind(pod: &Pod, only_runs: Option<&std::collections::BTreeSet<String>>) -> bool {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return false;
+    }
+    only_runs.is_none_or(|runs| {
+        pod.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(RUN_LABEL))
+            .is_some_and(|r| runs.contains(r))
+    })
 }
 
 pub(crate) mod primed;

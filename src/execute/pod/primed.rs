@@ -46,15 +46,14 @@ impl std::fmt::Debug for PrimedPod {
 /// outlives it by its usual margin.
 pub(crate) async fn prime(
     client: &Client,
-    node: &str,
-    settings: &PodSettings,
+    (node, settings, run): (&str, &PodSettings, Option<&str>),
     gated: impl FnOnce() -> Option<String>,
     wait: Duration,
     within: Duration,
 ) -> Result<Option<PrimedPod>, PodError> {
     let began = tokio::time::Instant::now();
     let lifetime = settings.start_timeout + wait + LIFETIME_MARGIN;
-    let pod = AccessPod::start(client, node, settings, lifetime, within).await?;
+    let pod = AccessPod::start(client, (node, settings, run), lifetime, within).await?;
     let opened = match gated() {
         Some(command) => {
             pod.open_exec(&command, true, within.saturating_sub(began.elapsed()))

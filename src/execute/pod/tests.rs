@@ -19,12 +19,29 @@ fn status(json: &str) -> Status {
 
 #[test]
 fn the_pod_is_pinned_privileged_in_the_hosts_namespaces_and_tolerates_every_taint() {
-    let pod = pod_object("worker-1", &settings(), Duration::from_secs(125));
+    let pod = pod_object(
+        "worker-1",
+        &settings(),
+        Duration::from_secs(125),
+        Some("fl1-7"),
+    );
     let meta = &pod.metadata;
     assert_eq!(meta.namespace.as_deref(), Some(DEFAULT_NAMESPACE));
     assert_eq!(
         meta.labels.as_ref().and_then(|l| l.get(ACCESS_LABEL)),
         Some(&"true".to_string())
+    );
+    assert_eq!(
+        meta.labels.as_ref().and_then(|l| l.get(RUN_LABEL)),
+        Some(&"fl1-7".to_string()),
+        "the run that made it, for a restore without the cluster lock"
+    );
+    let outside = pod_object("worker-1", &settings(), Duration::from_secs(1), None);
+    assert!(
+        outside
+            .metadata
+            .labels
+            .is_some_and(|l| !l.contains_key(RUN_LABEL))
     );
     assert_eq!(meta.generate_name.as_deref(), Some("faultline-worker-1-"));
     let spec = pod.spec.expect("a spec");
@@ -62,7 +79,7 @@ fn the_pod_is_pinned_privileged_in_the_hosts_namespaces_and_tolerates_every_tain
 #[test]
 fn a_long_node_name_still_gives_a_valid_generate_name() {
     let node = format!("{}.example.com", "n".repeat(80));
-    let pod = pod_object(&node, &settings(), Duration::from_secs(1));
+    let pod = pod_object(&node, &settings(), Duration::from_secs(1), None);
     let prefix = pod.metadata.generate_name.expect("generateName");
     assert!(prefix.len() <= 58, "{prefix}");
     assert!(prefix.ends_with('-'));
@@ -274,4 +291,23 @@ fn the_openshift_profile_is_the_api_transport_with_oc_debug_s_image_and_restore(
              -t 1 -m -u -i -n -p -- sh -c 'systemctl stop kubelet'"
         )
     );
+}
+
+/// `restore` without the cluster lock deletes only the node-access pods of the runs its
+/// journal names: another run's (live, perhaps) and an unlabelled one stay; with the lock,
+/// every one left is a dead run's. A pod already being deleted is never left behind.
+#[test]
+fn without_the_lock_restore_deletes_only_its_journals_runs_pods() {
+    let pod = |run: Option<&str>| pod_object("w1", &settings(), Duration::from_secs(60), run);
+    let mine: std::collections::BTreeSet<String> = ["fl1".to_string()].into();
+    assert!(left_behind(&pod(Some("fl1")), Some(&mine)));
+    assert!(!left_behind(&pod(Some("fl2")), Some(&mine)));
+    assert!(!left_behind(&pod(None), Some(&mine)));
+    assert!(left_behind(&pod(Some("fl2")), None));
+    assert!(left_behind(&pod(None), None));
+    let mut going = pod(Some("fl1"));
+    going.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        Default::default(),
+    ));
+    assert!(!left_behind(&going, None));
 }

@@ -178,7 +178,7 @@ pub(crate) fn pod(
     watch_for: Duration,
     run: &str,
 ) -> Pod {
-    let mut pod = pod_object(node, settings, watch_for + LIFETIME_MARGIN);
+    let mut pod = pod_object(node, settings, watch_for + LIFETIME_MARGIN, Some(run));
     let meta = &mut pod.metadata;
     meta.generate_name = meta
         .generate_name
