@@ -73,8 +73,9 @@ pub enum Command {
         #[command(flatten)]
         namespace: NamespaceArg,
         /// Check also that the inventory's transports can carry out every step (a node
-        /// reached through the API cannot be reached while its kubelet is stopped).
-        #[arg(long, short)]
+        /// reached through the API cannot be reached while its kubelet is stopped), and
+        /// what an offline `plan -i` finds a run would not get past.
+        #[arg(long, short, env = "FAULTLINE_INVENTORY")]
         inventory: Option<PathBuf>,
     },
     /// Print everything a run would do, touching nothing: what setup applies, the resolved
@@ -140,7 +141,7 @@ pub enum Command {
         namespace: NamespaceArg,
         /// The inventory the run will use: with the API transport (`transport: pod`) the
         /// actor also gets what its node-access pods need.
-        #[arg(long, short)]
+        #[arg(long, short, env = "FAULTLINE_INVENTORY")]
         inventory: Option<PathBuf>,
         /// The setup's namespaces and the node-access pods' are made before faultline runs
         /// (as the chart does): the actor gets no `create namespaces`. Implied by `-o values`.

@@ -459,3 +459,44 @@ fn plans_that_cannot_run_or_pass_exit_with_the_run_s_code() {
         "{all}"
     );
 }
+
+/// `FAULTLINE_INVENTORY` stands for `-i` wherever `-i` exists: `validate` and `rbac` read
+/// it too (issue 47, item 8).
+#[test]
+fn the_inventory_variable_is_read_by_validate_and_rbac() {
+    let with_env = |args: &[&str], inventory: &str| {
+        Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env("FAULTLINE_INVENTORY", inventory)
+            .current_dir(repo())
+            .output()
+            .expect("faultline runs")
+    };
+    let out = with_env(
+        &["validate", "experiments/power-off-past-toleration.yaml"],
+        "fixtures/inventory/k3s.yaml",
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("refused on this inventory"), "{all}");
+    // kind's API-transport inventory: the actor gets the node-access pods' rules.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = write(
+        dir.path(),
+        "pod.yaml",
+        "cluster: {name: c}\nprofile: kind\ntransport: pod\nnodes:\n  - {name: w1, roles: [worker]}\n",
+    );
+    let out = with_env(
+        &[
+            "rbac",
+            "experiments/kubelet-stop-within-toleration.yaml",
+            "--role",
+            "actor",
+        ],
+        &inv,
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("pods/exec"), "{all}");
+}
