@@ -164,6 +164,10 @@ pub enum Command {
         /// Kubeconfig and context overriding the inventory's.
         #[command(flatten)]
         api: ApiArgs,
+        /// Skip SSH host key verification, as `run` and `doctor` can (a node whose key
+        /// changed, a rebuilt lab).
+        #[arg(long)]
+        insecure_ignore_host_keys: bool,
     },
     /// Write an inventory for a kind or k3d cluster, read from its API and Docker.
     #[command(subcommand)]
@@ -581,7 +585,8 @@ pub async fn main(cli: Cli) -> i32 {
             inventory,
             journal,
             api,
-        } => restore::restore(&inventory, journal, &api).await,
+            insecure_ignore_host_keys,
+        } => restore::restore(&inventory, journal, &api, insecure_ignore_host_keys).await,
         Command::Doctor {
             paths,
             inventory,

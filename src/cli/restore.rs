@@ -16,13 +16,17 @@ pub(super) async fn restore(
     inventory: &Path,
     journal: Option<PathBuf>,
     api: &super::ApiArgs,
+    insecure_ignore_host_keys: bool,
 ) -> i32 {
     // Restore is itself the undo: a first Ctrl-C does not stop it (a second one does, and
     // what is left stays in the journal); its output may go nowhere (`say!`).
     let _signals = crate::run::signals::install(tokio_util::sync::CancellationToken::new());
-    let Some(inventory) = super::load_inventory(inventory, api) else {
+    let Some(mut inventory) = super::load_inventory(inventory, api) else {
         return EXIT_ERROR;
     };
+    if insecure_ignore_host_keys {
+        inventory.set_insecure_ignore_host_keys(true);
+    }
     let location = match super::journal_location(journal) {
         Ok(l) => l,
         Err(e) => {

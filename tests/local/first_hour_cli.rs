@@ -500,3 +500,31 @@ fn the_inventory_variable_is_read_by_validate_and_rbac() {
     assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(all.contains("pods/exec"), "{all}");
 }
+
+/// `restore` takes `--insecure-ignore-host-keys` as `run` and `doctor` do: a restore over
+/// SSH after a node's host key changed must not be the one command that cannot skip the
+/// check (issue 47, item 8).
+#[test]
+fn restore_skips_host_keys_as_run_and_doctor_can() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("journal.json");
+    let journal = journal.to_str().expect("utf-8");
+    for command in ["run", "doctor", "restore"] {
+        let out = faultline(&[command, "--help"]);
+        assert!(
+            text(&out).contains("--insecure-ignore-host-keys"),
+            "{command} lacks the flag"
+        );
+    }
+    let out = faultline(&[
+        "restore",
+        "-i",
+        "fixtures/inventory/kubeadm.yaml",
+        "--journal",
+        journal,
+        "--insecure-ignore-host-keys",
+    ]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("nothing to restore"), "{all}");
+}
