@@ -413,7 +413,12 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
     let (projected, observation_end) = schedule::project(plan);
     out.push_str(&setup_text(exp));
     out.push_str("steps (offsets from the start, actions taking no time):\n");
-    for (step, projected) in exp.steps.iter().zip(&projected) {
+    // In time order: the steps the schedule places by their offsets, then those that wait
+    // for something observed, each group in file order.
+    let mut in_time: Vec<(&crate::experiment::model::Step, &schedule::Projected)> =
+        exp.steps.iter().zip(&projected).collect();
+    in_time.sort_by_key(|(_, p)| (p.at_ms.is_none(), p.at_ms));
+    for (step, projected) in in_time {
         let at = projected.at_ms.map_or_else(
             || "     ?".to_string(),
             |ms| format!("{:>6}", format_offset_ms(ms)),

@@ -528,3 +528,29 @@ fn restore_skips_host_keys_as_run_and_doctor_can() {
     assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(all.contains("nothing to restore"), "{all}");
 }
+
+/// `plan` lists the steps in the order they happen, not in file order (`+0.0s`,
+/// `+120.0s`, `+10.0s` before; issue 47, item 7).
+#[test]
+fn plan_lists_steps_in_time_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write(
+        dir.path(),
+        "order.yaml",
+        &format!(
+            "{HEAD}targets:\n  victim: {{role: worker, count: 1}}\n\
+             steps:\n  - {{name: stop, at: 0s, do: kubelet-stop, target: victim}}\n\
+             \x20 - {{name: start, at: 120s, do: kubelet-start, target: victim}}\n\
+             \x20 - {{name: cordon, at: 10s, do: cordon, target: victim}}\n\
+             expect:\n  - {{name: down, node: victim, becomes: Unknown, within: grace + 10s}}\n"
+        ),
+    );
+    let out = faultline(&["plan", &file]);
+    let all = text(&out);
+    let steps: Vec<&str> = all
+        .lines()
+        .filter(|l| l.trim_start().starts_with('+') && l.contains(" (at "))
+        .map(|l| l.split_whitespace().nth(1).unwrap_or_default())
+        .collect();
+    assert_eq!(steps, ["stop", "cordon", "start"], "{all}");
+}
