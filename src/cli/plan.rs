@@ -366,8 +366,22 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
     };
     let sources = &v.timers.sources;
     out.push_str("timers:\n");
+    // Timers assumed for one reason: the reason once, not on each line.
+    let assumed: Vec<_> = sources
+        .iter()
+        .filter(|s| s.origin == crate::timers::Origin::Assumed)
+        .collect();
+    let shared = (assumed.len() > 1 && assumed.iter().all(|s| s.detail == assumed[0].detail))
+        .then(|| assumed[0].detail.clone());
     for s in sources {
-        out.push_str(&format!("  {}\n", s.line()));
+        let line = match &shared {
+            Some(_) if s.origin == crate::timers::Origin::Assumed => s.short_line(),
+            _ => s.line(),
+        };
+        out.push_str(&format!("  {line}\n"));
+    }
+    if let Some(detail) = &shared {
+        out.push_str(&format!("  (ASSUMED: {detail})\n"));
     }
     if !v.timers.assumed().is_empty() && !v.misses.is_empty() {
         out.push_str(&format!(

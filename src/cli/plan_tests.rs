@@ -130,7 +130,8 @@ fn offline_without_inventory_timers_every_bound_on_them_is_marked_assumed() {
     let exp = shipped("kubelet-stop-past-toleration.yaml");
     let text = offline(&exp, &settings, &executor, "connection refused").0;
     assert!(
-        text.contains("nodeMonitorGracePeriod 50s (ASSUMED: upstream default of Kubernetes v1.32+"),
+        text.contains("nodeMonitorGracePeriod 50s (ASSUMED)\n")
+            && text.contains("  (ASSUMED: upstream default of Kubernetes v1.32+"),
         "{text}"
     );
     let start = text

@@ -257,6 +257,17 @@ impl TimerSource {
     }
 
     /// One line for people: `nodeMonitorGracePeriod 20s (cluster: …)`.
+    /// `nodeMonitorPeriod 5s (ASSUMED)`: the value and where it came from, without the
+    /// detail, for a list whose entries share one detail said once.
+    pub fn short_line(&self) -> String {
+        format!(
+            "{} {} ({})",
+            self.timer,
+            show(self.value),
+            self.origin.word()
+        )
+    }
+
     pub fn line(&self) -> String {
         let mut line = format!(
             "{} {} ({}: {})",

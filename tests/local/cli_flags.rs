@@ -387,7 +387,8 @@ fn plan_without_an_inventory_is_offline_with_assumed_timers_setup_and_teardown()
         "{stdout}"
     );
     assert!(
-        stdout.contains("nodeMonitorGracePeriod 50s (ASSUMED: upstream default"),
+        stdout.contains("nodeMonitorGracePeriod 50s (ASSUMED)\n")
+            && stdout.contains("(ASSUMED: upstream default"),
         "{stdout}"
     );
     assert!(

@@ -554,3 +554,20 @@ fn plan_lists_steps_in_time_order() {
         .collect();
     assert_eq!(steps, ["stop", "cordon", "start"], "{all}");
 }
+
+/// The reason timers are assumed is said once in a plan, not on each of four lines
+/// (issue 47, item 7).
+#[test]
+fn a_plan_says_why_timers_are_assumed_once() {
+    let out = faultline(&["plan", "experiments/kubelet-stop-past-toleration.yaml"]);
+    let all = text(&out);
+    assert_eq!(
+        all.matches("upstream default of Kubernetes").count(),
+        1,
+        "{all}"
+    );
+    assert!(
+        all.contains("  nodeMonitorGracePeriod 50s (ASSUMED)\n"),
+        "{all}"
+    );
+}

@@ -79,7 +79,8 @@ fn plan_without_an_api_prints_the_selectors_the_commands_and_the_assumed_timers(
         "{text}"
     );
     assert!(
-        text.contains("defaultUnreachableTolerationSeconds 5m (ASSUMED: upstream default"),
+        text.contains("defaultUnreachableTolerationSeconds 5m (ASSUMED)\n")
+            && text.contains("  (ASSUMED: upstream default"),
         "{text}"
     );
     // The grace period is the inventory's; the toleration of a step time is assumed.
