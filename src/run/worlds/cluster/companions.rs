@@ -56,7 +56,7 @@ pub(super) fn start_queries(
     exp: &Experiment,
     inventory: &crate::inventory::Inventory,
     timeline: &SharedTimeline,
-) -> Result<Option<crate::probe::query::Queries>, String> {
+) -> Result<Option<crate::probe::query::Queries>, crate::probe::query::AbortQueryError> {
     let sink = timeline.clone();
     crate::probe::query::Queries::start(
         &exp.abort,
@@ -65,7 +65,6 @@ pub(super) fn start_queries(
             sink.record(event);
         }),
     )
-    .map_err(|e| e.to_string())
 }
 
 /// Asks the API server (`/readyz`, through every endpoint the client knows) every
