@@ -22,7 +22,7 @@ pub(super) fn start_probes(
     exp: &Experiment,
     prepared: &Prepared,
     timeline: &SharedTimeline,
-) -> Result<Option<crate::probe::Probes>, String> {
+) -> Result<Option<crate::probe::Probes>, crate::probe::ProbeError> {
     if exp.probes.is_empty() {
         return Ok(None);
     }
@@ -42,7 +42,6 @@ pub(super) fn start_probes(
         }),
     )
     .map(Some)
-    .map_err(|e| format!("probes: {e}"))
 }
 
 /// How often faultline asks the API server whether it answers, for the `apiUnreachable`

@@ -286,7 +286,7 @@ impl World for ClusterWorld<'_> {
             Ok(probes) => probes,
             // The run goes on without probes; the error is in the record.
             Err(e) => {
-                problems.push(e);
+                problems.push(format!("probes: {e}"));
                 None
             }
         };
