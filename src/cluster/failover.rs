@@ -297,19 +297,31 @@ async fn monitor(shared: Weak<Shared>, policy: HealthPolicy) {
     }
 }
 
+/// Why an endpoint failed a health check; the last one is the reason given for a switch.
+#[derive(Debug, thiserror::Error)]
+enum NotReady {
+    /// The request could not be built.
+    #[error(transparent)]
+    Request(#[from] http::Error),
+    /// No answer within the check's timeout.
+    #[error("no answer to /readyz within {}s", .0.as_secs_f32())]
+    Silent(Duration),
+    /// The client could not send it or read the answer.
+    #[error(transparent)]
+    Client(#[from] kube::Error),
+    /// The endpoint answered, but not with success.
+    #[error("/readyz answered {0}")]
+    Status(http::StatusCode),
+}
+
 /// Whether an endpoint answers `/readyz` with success within `timeout`.
-async fn ready(client: &Client, timeout: Duration) -> Result<(), String> {
-    let request = Request::get("/readyz")
-        .body(Body::empty())
-        .map_err(|e| e.to_string())?;
+async fn ready(client: &Client, timeout: Duration) -> Result<(), NotReady> {
+    let request = Request::get("/readyz").body(Body::empty())?;
     match tokio::time::timeout(timeout, client.send(request)).await {
-        Err(_) => Err(format!(
-            "no answer to /readyz within {}s",
-            timeout.as_secs_f32()
-        )),
-        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(NotReady::Silent(timeout)),
+        Ok(Err(e)) => Err(e.into()),
         Ok(Ok(response)) if response.status().is_success() => Ok(()),
-        Ok(Ok(response)) => Err(format!("/readyz answered {}", response.status())),
+        Ok(Ok(response)) => Err(NotReady::Status(response.status())),
     }
 }
 

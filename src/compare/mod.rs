@@ -30,7 +30,7 @@ pub mod tolerance;
 use crate::series::{ExpectationSpread, Series, SeriesSpread, Spread};
 
 pub use figure::{FigureDiff, FigureKind, Movement};
-pub use noise::{FloorTwice, NoiseFloor, NoiseFloorPart, parse_floor};
+pub use noise::{FloorError, FloorTwice, NoiseFloor, NoiseFloorPart, parse_floor};
 pub use sides::{ClusterSummary, Side, TIMER_LABELS, timer_rows};
 pub use tolerance::{Allowance, Tolerance, ToleranceError, ToleranceSpec, parse_spec};
 

@@ -104,24 +104,36 @@ impl NoiseFloor {
     }
 }
 
+/// Why a `--noise-floor` value was refused; each message says what to write instead.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FloorError {
+    /// A percentage outside 0% to 1000%, or not a number.
+    #[error("`{0}` is not a percentage from 0% to 1000%")]
+    Percentage(String),
+    /// A bare number.
+    #[error("`{0}` has no unit: write a percentage ({0}%) or a duration ({0}s)")]
+    NoUnit(String),
+    /// Neither a percentage nor a duration (the duration parser's reason).
+    #[error("{0}; write a percentage (20%) or a duration (1s)")]
+    Neither(String),
+}
+
 /// Parses one `--noise-floor` value: `2s` (any duration) or `25%`.
-pub fn parse_floor(text: &str) -> Result<NoiseFloorPart, String> {
+pub fn parse_floor(text: &str) -> Result<NoiseFloorPart, FloorError> {
     let value = text.trim();
     if let Some(pct) = value.strip_suffix('%') {
         return match pct.trim().parse::<f64>() {
             Ok(p) if p.is_finite() && (0.0..=1000.0).contains(&p) => {
                 Ok(NoiseFloorPart::Relative(p / 100.0))
             }
-            _ => Err(format!("`{value}` is not a percentage from 0% to 1000%")),
+            _ => Err(FloorError::Percentage(value.to_string())),
         };
     }
     if value.parse::<f64>().is_ok() {
-        return Err(format!(
-            "`{value}` has no unit: write a percentage ({value}%) or a duration ({value}s)"
-        ));
+        return Err(FloorError::NoUnit(value.to_string()));
     }
     let d = crate::experiment::parse_duration(value)
-        .map_err(|why| format!("{why}; write a percentage (20%) or a duration (1s)"))?;
+        .map_err(|why| FloorError::Neither(why.to_string()))?;
     Ok(NoiseFloorPart::Absolute(
         i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
     ))
@@ -177,13 +189,23 @@ mod tests {
     #[test]
     fn bad_values_say_what_to_write() {
         assert_eq!(
-            parse_floor("20").unwrap_err(),
+            parse_floor("20").unwrap_err().to_string(),
             "`20` has no unit: write a percentage (20%) or a duration (20s)"
         );
-        assert!(parse_floor("-5%").unwrap_err().contains("0% to 1000%"));
+        assert_eq!(
+            parse_floor("-5%"),
+            Err(FloorError::Percentage("-5%".to_string()))
+        );
+        assert!(
+            parse_floor("-5%")
+                .unwrap_err()
+                .to_string()
+                .contains("0% to 1000%")
+        );
         assert!(
             parse_floor("soon")
                 .unwrap_err()
+                .to_string()
                 .ends_with("write a percentage (20%) or a duration (1s)")
         );
     }

@@ -499,7 +499,7 @@ fn merge_node(
     let profile: Option<RawProfile> = profile_name
         .map(ProfileName::load)
         .transpose()
-        .map_err(NodeError::Profile)?;
+        .map_err(|e| NodeError::Profile(e.to_string()))?;
     let p = profile.as_ref();
     let transport = first([
         node.transport.as_ref(),

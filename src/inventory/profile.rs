@@ -58,12 +58,25 @@ impl ProfileName {
         ProfileName::Openshift,
     ];
 
-    /// Parse the embedded profile. Only fails if the shipped YAML is broken, which the
+    /// Parse the embedded profile (a [`ProfileError`] names it). Only fails if the shipped YAML is broken, which the
     /// unit tests catch; callers still get an error rather than a panic.
-    pub(crate) fn load(self) -> Result<RawProfile, String> {
-        serde_saphyr::from_str(self.source())
-            .map_err(|e| format!("built-in profile {self} is invalid: {e}"))
+    pub(crate) fn load(self) -> Result<RawProfile, ProfileError> {
+        serde_saphyr::from_str(self.source()).map_err(|e| ProfileError {
+            profile: self,
+            reason: e.to_string(),
+        })
     }
+}
+
+/// A built-in profile whose shipped YAML does not parse: a bug the unit tests catch, kept
+/// an error so that what copies a profile (discovery's SSH inventory) reports it.
+#[derive(Debug, thiserror::Error)]
+#[error("built-in profile {profile} is invalid: {reason}")]
+pub(crate) struct ProfileError {
+    /// The profile.
+    pub(crate) profile: ProfileName,
+    /// The parser's message.
+    pub(crate) reason: String,
 }
 
 impl fmt::Display for ProfileName {

@@ -157,6 +157,29 @@ fn pod_members(
     Ok(out)
 }
 
+/// Why a member's bound has no value: the member is then judged an error with this note.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum UnboundError {
+    /// The pod tolerates `unreachable` forever, so `toleration` is no duration.
+    #[error(
+        "{member} tolerates `node.kubernetes.io/unreachable` forever, so a bound using `toleration` has no value"
+    )]
+    ToleratesForever {
+        /// The member.
+        member: String,
+    },
+    /// The bound could not be resolved with the cluster's timers.
+    #[error("{member}: bound `{bound}`: {reason}")]
+    Unresolved {
+        /// The member.
+        member: String,
+        /// The bound as written.
+        bound: String,
+        /// Why it could not be resolved.
+        reason: crate::experiment::model::BoundError,
+    },
+}
+
 /// The toleration a pod member's `toleration` bounds resolve with.
 ///
 /// `Ok(None)` for non-pod members; `Err` when the pod tolerates `unreachable` forever.
@@ -164,16 +187,15 @@ pub(super) fn member_toleration(
     member: &Member,
     t0: i64,
     default: Duration,
-) -> Result<Option<Duration>, String> {
+) -> Result<Option<Duration>, UnboundError> {
     let Series::Pod(history) = &member.series else {
         return Ok(None);
     };
     let state = state_at(history, t0).or_else(|| last_known(history));
     match state {
-        Some(s) if s.tolerates_unreachable_forever => Err(format!(
-            "{} tolerates `node.kubernetes.io/unreachable` forever, so a bound using `toleration` has no value",
-            member.name
-        )),
+        Some(s) if s.tolerates_unreachable_forever => Err(UnboundError::ToleratesForever {
+            member: member.name.clone(),
+        }),
         Some(PodState {
             unreachable_toleration_secs: Some(secs),
             ..

@@ -55,7 +55,7 @@ pub mod labels {
 }
 
 use checks::{Candidate, Ctx, HoldEnd, MemberEval, MemberOutcome};
-use members::{Member, member_toleration, state_at};
+use members::{Member, UnboundError, member_toleration, state_at};
 pub use states::state_name;
 use states::{rel, secs, truth};
 
@@ -303,7 +303,7 @@ fn evaluate(
     index: &TimelineIndex,
     ctx: &Ctx,
 ) -> Vec<MemberEval> {
-    let resolve = |m: &Member, b: &Bound| -> Result<i64, String> {
+    let resolve = |m: &Member, b: &Bound| -> Result<i64, UnboundError> {
         let tol = if b.uses_toleration() {
             member_toleration(m, ctx.t0, timers.default_unreachable_toleration)?
         } else {
@@ -311,7 +311,11 @@ fn evaluate(
         };
         b.resolve(&timers.bound_context(tol))
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .map_err(|err| format!("{}: bound `{b}`: {err}", m.name))
+            .map_err(|reason| UnboundError::Unresolved {
+                member: m.name.clone(),
+                bound: b.to_string(),
+                reason,
+            })
     };
     let mut candidates = match (&e.check, &e.subject) {
         (Check::Replaced { .. }, Subject::Pods(p)) => {
@@ -342,7 +346,7 @@ fn evaluate(
                 };
                 match bounds {
                     Ok((lo, hi)) => checks::becomes(ctx, &m.name, &state_name(state), &t, lo, hi),
-                    Err(err) => MemberEval::error(err),
+                    Err(err) => MemberEval::error(err.to_string()),
                 }
             }
             Check::Stays { state, until } | Check::Never { state, until } => {
@@ -362,7 +366,7 @@ fn evaluate(
                         .unwrap_or(HoldEnd::StepNotIssued),
                     Until::For(b) => match resolve(m, b) {
                         Ok(ms) => HoldEnd::At(ctx.t0 + ms),
-                        Err(err) => return MemberEval::error(err),
+                        Err(err) => return MemberEval::error(err.to_string()),
                     },
                     Until::End => HoldEnd::ObservationEnd,
                 };
@@ -382,7 +386,7 @@ fn evaluate(
                 };
                 match resolve(m, at_most) {
                     Ok(limit) => checks::down_for(ctx, &m.name, &t, limit),
-                    Err(err) => MemberEval::error(err),
+                    Err(err) => MemberEval::error(err.to_string()),
                 }
             }
         })

@@ -105,6 +105,71 @@ pub(crate) enum ActError {
     NotConfirmed(String),
 }
 
+/// Why a world could not begin the run ([`World::begin`]): no fault may be injected. A
+/// type of its own so that the loop and its tests can tell a run refused before its
+/// first fault from one that went wrong later, and so the worlds share the messages.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BeginError {
+    /// The experiment's abort queries could not start: guards that cannot see must not
+    /// let faults in.
+    #[error("abort conditions: {0}")]
+    AbortConditions(#[from] crate::probe::query::AbortQueryError),
+    /// The cluster could not be read before the first fault, so "restored" would have
+    /// nothing to be compared with.
+    #[error("cluster snapshot before the first fault: {0}")]
+    Snapshot(#[from] crate::cluster::ClusterError),
+    /// A scripted world's `begin` failed as its test asked.
+    #[cfg(test)]
+    #[error("{0}")]
+    Scripted(&'static str),
+}
+
+/// Why a self-restore could not be armed ([`World::arm_restore`]) or withdrawn
+/// ([`World::disarm`]). A type of its own so the ledger's refusal of a fault carries the
+/// cause as it came, not as text.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SelfRestoreError {
+    /// The node (or the power driver) refused or could not be reached.
+    #[error(transparent)]
+    Exec(#[from] crate::execute::ExecError),
+    /// A scripted world's arming failed as its test asked.
+    #[cfg(test)]
+    #[error("{0}")]
+    Scripted(&'static str),
+}
+
+/// Why a fault that took was failed after all ([`World::after_fault`]). A type of its
+/// own so that a node that came back as another machine is told apart from one whose
+/// address could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AfterFaultError {
+    /// The node's address could not be read once it was back.
+    #[error("cannot read the address of {node} after it came back: {source}")]
+    AddressUnread {
+        /// The node.
+        node: String,
+        /// Why it could not be read.
+        source: crate::execute::ExecError,
+    },
+    /// The node came back with another address: what follows is a broken environment,
+    /// not the cluster's reaction to the fault.
+    #[error(
+        "node {node} came back with address {now}, it had {before}: its container was given \
+         another address when it started again (Docker may reuse a stopped container's \
+         address; kind issues #2045, #3941). The kubelet and the cluster still use the old \
+         one, so what follows is a broken environment, not the cluster's reaction to the \
+         fault. Recreate the cluster, or give the nodes fixed addresses."
+    )]
+    Readdressed {
+        /// The node.
+        node: String,
+        /// Its address before the fault.
+        before: String,
+        /// Its address now.
+        now: String,
+    },
+}
+
 /// One node of a fault step, as the world is told about it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FaultAt<'a> {
@@ -137,7 +202,7 @@ pub(crate) trait World {
         &mut self,
         timeline: &SharedTimeline,
         cancel: &CancellationToken,
-    ) -> Result<Vec<String>, String>;
+    ) -> Result<Vec<String>, BeginError>;
 
     /// The last offset this world can observe (a record ends there); `None`: no end.
     fn observable_until_ms(&self) -> Option<i64> {
@@ -203,7 +268,7 @@ pub(crate) trait World {
         undo: &Undo,
         after: Duration,
         token: &str,
-    ) -> Result<Option<ArmedRestore>, String>;
+    ) -> Result<Option<ArmedRestore>, SelfRestoreError>;
 
     /// How the journal undoes `fault` on `node` if faultline is cut off while it is in
     /// place: the fault table's inverse ([`journal_undo`]), unless this
@@ -222,7 +287,7 @@ pub(crate) trait World {
     }
 
     /// Withdraws a self-restore armed by [`World::arm_restore`].
-    async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), String>;
+    async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), SelfRestoreError>;
 
     /// Carries out `action` for step `step` (a safety-net undo is `undo STEP`) on `node`
     /// (`None`: an action on pods or claims). Returns once the action is over, at the
@@ -241,7 +306,7 @@ pub(crate) trait World {
         &mut self,
         fault: FaultAt<'_>,
         timeline: &SharedTimeline,
-    ) -> Result<(), String>;
+    ) -> Result<(), AfterFaultError>;
 
     /// Reads, for each of `nodes`, what later shows that it came back after its fault was
     /// undone (its Lease, which nothing renews while a silencing fault holds). Called once a

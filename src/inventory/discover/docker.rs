@@ -90,8 +90,8 @@ struct InspectedConfig {
 }
 
 /// Parses the JSON array `docker inspect` prints.
-pub fn parse_inspect(json: &str) -> Result<Vec<Container>, String> {
-    let all: Vec<Inspected> = serde_json::from_str(json).map_err(|e| e.to_string())?;
+pub fn parse_inspect(json: &str) -> Result<Vec<Container>, serde_json::Error> {
+    let all: Vec<Inspected> = serde_json::from_str(json)?;
     Ok(all
         .into_iter()
         .map(|c| Container {
@@ -166,9 +166,9 @@ pub(super) async fn containers_labelled(
     let mut args = vec!["inspect"];
     args.extend(&ids);
     let json = docker(&args).await?;
-    parse_inspect(&String::from_utf8_lossy(&json)).map_err(|message| DiscoverError::DockerOutput {
+    parse_inspect(&String::from_utf8_lossy(&json)).map_err(|e| DiscoverError::DockerOutput {
         command: "docker inspect".to_string(),
-        message,
+        message: e.to_string(),
     })
 }
 

@@ -16,14 +16,26 @@ struct KubeletConfig {
     shutdown_grace_period: Option<String>,
 }
 
+/// Why a kubelet's configuration could not be read: it becomes a note in the written
+/// inventory's header, and graceful node shutdown is not offered.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum KubeletConfigError {
+    /// The text is not YAML of a kubelet configuration.
+    #[error("not a kubelet configuration: {0}")]
+    NotAConfig(String),
+    /// Its `shutdownGracePeriod` is not a Go duration.
+    #[error("shutdownGracePeriod: {0}")]
+    GracePeriod(#[from] crate::timers::flags::FlagValueError),
+}
+
 /// A kubelet's `shutdownGracePeriod`: zero when the file does not set it (upstream's
 /// default, graceful node shutdown off); an error names what could not be read.
-fn shutdown_grace_period(config: &str) -> Result<Duration, String> {
+fn shutdown_grace_period(config: &str) -> Result<Duration, KubeletConfigError> {
     let parsed: KubeletConfig = serde_saphyr::from_str(config)
-        .map_err(|e| format!("not a kubelet configuration: {}", e.without_snippet()))?;
+        .map_err(|e| KubeletConfigError::NotAConfig(e.without_snippet().to_string()))?;
     match parsed.shutdown_grace_period {
         None => Ok(Duration::ZERO),
-        Some(text) => parse_go_duration(&text).map_err(|e| format!("shutdownGracePeriod: {e}")),
+        Some(text) => Ok(parse_go_duration(&text)?),
     }
 }
 
@@ -70,6 +82,9 @@ mod tests {
         assert_eq!(shutdown_grace_period(text), Ok(Duration::ZERO));
         let on = format!("{text}shutdownGracePeriod: 20s\nshutdownGracePeriodCriticalPods: 5s\n");
         assert_eq!(shutdown_grace_period(&on), Ok(Duration::from_secs(20)));
-        assert!(shutdown_grace_period("shutdownGracePeriod: soon\n").is_err());
+        assert!(matches!(
+            shutdown_grace_period("shutdownGracePeriod: soon\n"),
+            Err(KubeletConfigError::GracePeriod(_))
+        ));
     }
 }

@@ -245,5 +245,5 @@ pub fn build(facts: &ClusterFacts) -> Result<Discovered, DiscoverError> {
 /// Fails only if the built-in kind profile, whose power commands an SSH inventory copies,
 /// cannot be read (the unit tests catch that).
 pub fn render(discovered: &Discovered, command: &str) -> Result<String, DiscoverError> {
-    render::yaml(discovered, command).map_err(DiscoverError::Ssh)
+    render::yaml(discovered, command).map_err(|e| DiscoverError::Ssh(e.to_string()))
 }

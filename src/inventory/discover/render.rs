@@ -29,7 +29,7 @@ fn duration(d: Duration) -> String {
 }
 
 /// The YAML text; `command` is the command line that produced it, for the header.
-pub(crate) fn yaml(d: &Discovered, command: &str) -> Result<String, String> {
+pub(crate) fn yaml(d: &Discovered, command: &str) -> Result<String, super::ssh::KindPowerError> {
     let mut out = String::new();
     let tool = d.tool.name();
     let _ = writeln!(

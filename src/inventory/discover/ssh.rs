@@ -52,13 +52,29 @@ impl Discovered {
     }
 }
 
+/// Why an SSH inventory could not be written: the built-in kind profile, whose power
+/// commands it copies, is unusable (a bug the unit tests catch).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum KindPowerError {
+    /// The profile does not parse.
+    #[error(transparent)]
+    Profile(#[from] crate::inventory::profile::ProfileError),
+    /// The profile has no power commands.
+    #[error("the built-in kind profile has no power commands")]
+    NoPower,
+    /// A power command's argv could not be written as JSON.
+    #[error(transparent)]
+    Argv(#[from] serde_json::Error),
+}
+
 /// The `profile:`, `ssh:` and `power:` lines of an inventory reaching kind nodes over SSH.
 /// Power is the `kind` profile's, read from it so the two never drift apart.
-pub(super) fn yaml(ssh: &SshReach, quoted: impl Fn(&str) -> String) -> Result<String, String> {
+pub(super) fn yaml(
+    ssh: &SshReach,
+    quoted: impl Fn(&str) -> String,
+) -> Result<String, KindPowerError> {
     let kind = ProfileName::Kind.load()?;
-    let power = kind
-        .power
-        .ok_or("the built-in kind profile has no power commands")?;
+    let power = kind.power.ok_or(KindPowerError::NoPower)?;
     let mut out = String::new();
     out.push_str(
         "profile: kubeadm                 # a kind node is a kubeadm node: systemctl, iptables, over SSH\n",
@@ -94,7 +110,7 @@ pub(super) fn yaml(ssh: &SshReach, quoted: impl Fn(&str) -> String) -> Result<St
     out.push_str("power:\n");
     for key in PowerKey::ALL {
         if let Some(argv) = power.get(*key) {
-            let argv = serde_json::to_string(argv).map_err(|e| e.to_string())?;
+            let argv = serde_json::to_string(argv)?;
             let _ = writeln!(out, "  {}: {argv}", key.name());
         }
     }

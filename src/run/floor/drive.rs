@@ -130,7 +130,7 @@ pub(crate) async fn run_loop<W: World>(
             run.out.errors.extend(problems);
             scheduler = run.go(world).await;
         }
-        Err(e) => run.out.errors.push(e),
+        Err(e) => run.out.errors.push(e.to_string()),
     }
     run.out.errors.extend(world.end(timeline).await);
     run.finish(&scheduler)

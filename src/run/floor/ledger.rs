@@ -13,7 +13,7 @@ use crate::experiment::model::Action;
 use crate::journal::{
     Entry as JournalEntry, Journal, JournalError, RetryPolicy, Undo, undo_with_retries,
 };
-use crate::run::world::{ActResult, World};
+use crate::run::world::{ActResult, SelfRestoreError, World};
 
 /// One fault faultline has injected and not yet undone.
 #[derive(Debug, Clone)]
@@ -74,7 +74,7 @@ pub(crate) enum LedgerError {
         /// Node.
         node: String,
         /// Cause.
-        reason: String,
+        reason: SelfRestoreError,
     },
 }
 

@@ -475,7 +475,7 @@ impl<'a> Steps<'a> {
                 node,
             };
             if let Err(e) = world.after_fault(fault, &self.timeline).await {
-                self.timeline.note(e.clone());
+                self.timeline.note(e.to_string());
                 errors.push(format!("step `{}`: {e}", step.name));
                 ok = false;
             }

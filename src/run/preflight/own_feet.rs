@@ -154,10 +154,27 @@ fn host_of(url: &str) -> &str {
     authority.rsplit_once(':').map_or(authority, |(h, _)| h)
 }
 
+/// Why faultline's own pod could not be read: a run in a pod must know the node it
+/// spares, so this refuses the run ([`crate::run::preflight::prepare`]'s `OwnPod`).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OwnPodError {
+    /// The API refused or did not answer.
+    #[error("reading faultline's own pod {pod} (POD_NAME, POD_NAMESPACE): {source}")]
+    Read {
+        /// `namespace/name`.
+        pod: String,
+        /// The API's error.
+        source: kube::Error,
+    },
+    /// The pod is not scheduled on any node.
+    #[error("faultline's own pod {0} has no node")]
+    NoNode(String),
+}
+
 /// faultline's own pod and its node, from `POD_NAME` and `POD_NAMESPACE` (the Helm chart
 /// sets them from the downward API); `None` outside a pod. A pod that cannot be read is an
 /// error: the check must not pass silently.
-pub(crate) async fn own_pod(client: &Client) -> Result<Option<(String, String)>, String> {
+pub(crate) async fn own_pod(client: &Client) -> Result<Option<(String, String)>, OwnPodError> {
     let (Ok(name), Ok(namespace)) = (std::env::var("POD_NAME"), std::env::var("POD_NAMESPACE"))
     else {
         return Ok(None);
@@ -165,13 +182,14 @@ pub(crate) async fn own_pod(client: &Client) -> Result<Option<(String, String)>,
     let pod = Api::<Pod>::namespaced(client.clone(), &namespace)
         .get(&name)
         .await
-        .map_err(|e| {
-            format!("reading faultline's own pod {namespace}/{name} (POD_NAME, POD_NAMESPACE): {e}")
+        .map_err(|source| OwnPodError::Read {
+            pod: format!("{namespace}/{name}"),
+            source,
         })?;
     let node = pod
         .spec
         .and_then(|s| s.node_name)
-        .ok_or_else(|| format!("faultline's own pod {namespace}/{name} has no node"))?;
+        .ok_or_else(|| OwnPodError::NoNode(format!("{namespace}/{name}")))?;
     Ok(Some((node, format!("{namespace}/{name}"))))
 }
 

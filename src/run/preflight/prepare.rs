@@ -62,8 +62,8 @@ pub(crate) enum RunError {
     OwnFeet(#[from] super::own_feet::OwnFeetError),
     /// faultline runs in a pod (`POD_NAME`, `POD_NAMESPACE`) that could not be read, so
     /// the node it must spare is unknown.
-    #[error("{0}")]
-    OwnPod(String),
+    #[error(transparent)]
+    OwnPod(super::own_feet::OwnPodError),
     /// A step acts on a node the inventory does not describe.
     #[error(
         "step `{step}` acts on node `{node}` (target `{target}`), which is not in the inventory {inventory}; \

@@ -134,6 +134,23 @@ pub(in crate::run) async fn setup(
     Ok(applied)
 }
 
+/// Why the teardown did not leave the cluster as setup found it: the run's world reports
+/// it among the run's errors.
+#[derive(Debug, thiserror::Error)]
+pub(in crate::run) enum TeardownError {
+    /// Deleting or waiting failed at the API.
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
+    /// Objects were still there when the wait ran out.
+    #[error("still present after {after:?}: {}", .left.join(", "))]
+    Left {
+        /// How long was waited.
+        after: Duration,
+        /// The objects still present.
+        left: Vec<String>,
+    },
+}
+
 /// Deletes what setup applied and waits for it to be gone, so the next experiment starts
 /// from a fresh, evenly spread layout. A Namespace that was there before setup stays
 /// (its objects from the manifests go): deleting it would take what the run did not make
@@ -141,21 +158,17 @@ pub(in crate::run) async fn setup(
 pub(in crate::run) async fn teardown(
     client: &kube::Client,
     applied: &[crate::cluster::AppliedObject],
-) -> Result<(), String> {
+) -> Result<(), TeardownError> {
     let applied: Vec<crate::cluster::AppliedObject> =
         applied.iter().filter(|o| o.torn_down()).cloned().collect();
-    crate::cluster::delete_objects(client, &applied)
-        .await
-        .map_err(|e| e.to_string())?;
-    let left = crate::cluster::wait_objects_gone(client, &applied, TEARDOWN_TIMEOUT)
-        .await
-        .map_err(|e| e.to_string())?;
+    crate::cluster::delete_objects(client, &applied).await?;
+    let left = crate::cluster::wait_objects_gone(client, &applied, TEARDOWN_TIMEOUT).await?;
     if left.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "still present after {TEARDOWN_TIMEOUT:?}: {}",
-            left.join(", ")
-        ))
+        Err(TeardownError::Left {
+            after: TEARDOWN_TIMEOUT,
+            left,
+        })
     }
 }

@@ -25,7 +25,10 @@ use crate::run::floor::drive::{self, LoopPlan};
 use crate::run::floor::ledger::Ledger;
 use crate::run::floor::schedule::End;
 use crate::run::shared_timeline::SharedTimeline;
-use crate::run::world::{ActError, ActResult, AfterUndo, FaultAt, World, seen_down_on};
+use crate::run::world::{
+    ActError, ActResult, AfterFaultError, AfterUndo, BeginError, FaultAt, SelfRestoreError, World,
+    seen_down_on,
+};
 
 /// Why a rehearsal cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -201,7 +204,7 @@ impl World for Recorded {
         &mut self,
         timeline: &SharedTimeline,
         _cancel: &CancellationToken,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, BeginError> {
         let observations = std::mem::take(&mut self.observations);
         let sink = timeline.clone();
         self.feeder = Some(tokio::spawn(async move {
@@ -231,11 +234,11 @@ impl World for Recorded {
         _: &Undo,
         _: Duration,
         _: &str,
-    ) -> Result<Option<ArmedRestore>, String> {
+    ) -> Result<Option<ArmedRestore>, SelfRestoreError> {
         Ok(None)
     }
 
-    async fn disarm(&self, _: &str, _: &ArmedRestore) -> Result<(), String> {
+    async fn disarm(&self, _: &str, _: &ArmedRestore) -> Result<(), SelfRestoreError> {
         Ok(())
     }
 
@@ -259,7 +262,11 @@ impl World for Recorded {
         }
     }
 
-    async fn after_fault(&mut self, _: FaultAt<'_>, _: &SharedTimeline) -> Result<(), String> {
+    async fn after_fault(
+        &mut self,
+        _: FaultAt<'_>,
+        _: &SharedTimeline,
+    ) -> Result<(), AfterFaultError> {
         Ok(())
     }
 

@@ -24,7 +24,8 @@ pub(crate) use crate::run::floor::schedule::End as LoopEnd;
 use crate::run::floor::schedule::End;
 use crate::run::shared_timeline::SharedTimeline;
 use crate::run::world::{
-    ARM_AHEAD_MS, ActError, ActResult, AfterUndo, FaultAt, World, journal_undo, seen_down_on,
+    ARM_AHEAD_MS, ActError, ActResult, AfterFaultError, AfterUndo, BeginError, FaultAt,
+    SelfRestoreError, World, journal_undo, seen_down_on,
 };
 use crate::timeline::{ConditionStatus, DownNode, Event, NodeState, StepPhase, Timeline};
 
@@ -90,10 +91,10 @@ impl Scripted {
         self
     }
 
-    async fn perform(call: Call, cancel: Option<&CancellationToken>) -> Result<(), String> {
+    async fn perform(call: Call, cancel: Option<&CancellationToken>) -> Result<(), &'static str> {
         match call {
             Call::Ok => Ok(()),
-            Call::Fail(why) => Err(why.to_string()),
+            Call::Fail(why) => Err(why),
             Call::Hang => std::future::pending().await,
             Call::Slow(d) => {
                 tokio::time::sleep(d).await;
@@ -128,7 +129,7 @@ impl World for Scripted {
         &mut self,
         timeline: &SharedTimeline,
         cancel: &CancellationToken,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, BeginError> {
         self.log("begin".into());
         self.timeline = Some(timeline.clone());
         for e in std::mem::take(&mut self.initial) {
@@ -143,7 +144,10 @@ impl World for Scripted {
             }
         });
         let call = self.begin.pop_front().unwrap_or(Call::Ok);
-        Self::perform(call, Some(cancel)).await.map(|()| Vec::new())
+        Self::perform(call, Some(cancel))
+            .await
+            .map(|()| Vec::new())
+            .map_err(BeginError::Scripted)
     }
 
     async fn before_fault(&mut self, step: usize, _: &Action, nodes: &[&str]) {
@@ -185,10 +189,12 @@ impl World for Scripted {
         _: &Undo,
         after: Duration,
         token: &str,
-    ) -> Result<Option<ArmedRestore>, String> {
+    ) -> Result<Option<ArmedRestore>, SelfRestoreError> {
         self.log(format!("arm {node}"));
         let call = self.arming.lock().unwrap().pop_front().unwrap_or(Call::Ok);
-        Self::perform(call, None).await?;
+        Self::perform(call, None)
+            .await
+            .map_err(SelfRestoreError::Scripted)?;
         self.log(format!("armed {node}"));
         Ok(Some(ArmedRestore {
             watcher: None,
@@ -207,7 +213,7 @@ impl World for Scripted {
         }
     }
 
-    async fn disarm(&self, node: &str, _: &ArmedRestore) -> Result<(), String> {
+    async fn disarm(&self, node: &str, _: &ArmedRestore) -> Result<(), SelfRestoreError> {
         self.log(format!("disarm {node}"));
         Ok(())
     }
@@ -253,7 +259,7 @@ impl World for Scripted {
                     node: on.to_string(),
                     command: step.to_string(),
                     exit_status: Some(1),
-                    output: e,
+                    output: e.to_string(),
                 })
             })
     }
@@ -262,7 +268,7 @@ impl World for Scripted {
         &mut self,
         fault: FaultAt<'_>,
         timeline: &SharedTimeline,
-    ) -> Result<(), String> {
+    ) -> Result<(), AfterFaultError> {
         if let Some(phase) = &self.proof
             && crate::experiment::fault::inverse(fault.action).is_some()
         {
@@ -732,6 +738,51 @@ async fn a_world_that_cannot_begin_injects_nothing_and_still_ends() {
     assert_eq!(world.calls(), ["begin", "end"]);
     assert_eq!(out.errors, ["snapshot: API down"]);
     assert_eq!(out.start_ms, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_self_restore_that_cannot_be_armed_refuses_the_fault_with_the_worlds_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Journal::open(dir.path().join("journal.json")).unwrap();
+    let mut ledger = Ledger::new(Some(journal), "c", "r");
+    let world = Scripted {
+        arming: Mutex::new(VecDeque::from([
+            Call::Ok,
+            Call::Fail("ssh: no route to host"),
+        ])),
+        ..Scripted::default()
+    };
+    let refused = ledger
+        .before_faults(
+            &world,
+            "stop",
+            &["a", "b"],
+            &Action::KubeletStop,
+            Duration::from_secs(60),
+        )
+        .await
+        .expect_err("one node cannot be armed");
+    assert!(
+        matches!(
+            &refused,
+            crate::run::floor::ledger::LedgerError::Arm {
+                node,
+                reason: SelfRestoreError::Scripted("ssh: no route to host"),
+            } if node == "b"
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused.to_string(),
+        "cannot arm the self-restore on b, so the fault is not injected: ssh: no route to host"
+    );
+    // All or nothing: the node that was armed is disarmed again.
+    assert!(
+        world.calls().contains(&"disarm a".to_string()),
+        "{:?}",
+        world.calls()
+    );
+    assert!(ledger.active().is_empty());
 }
 
 #[tokio::test(start_paused = true)]

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::execute::Executor;
+use crate::run::world::AfterFaultError;
 
 /// How long one address query may take.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -51,7 +52,11 @@ impl MachineAddresses {
 
     /// Compares `node`'s address now with the one recorded; the error says what changed
     /// and what it means.
-    pub(crate) async fn check(&mut self, executor: &Executor, node: &str) -> Result<(), String> {
+    pub(crate) async fn check(
+        &mut self,
+        executor: &Executor,
+        node: &str,
+    ) -> Result<(), AfterFaultError> {
         let Some(before) = self.before.get(node) else {
             return Ok(());
         };
@@ -61,10 +66,11 @@ impl MachineAddresses {
         let now = match executor.machine_address(node, QUERY_TIMEOUT).await {
             Ok(Some(now)) => now,
             Ok(None) => return Ok(()),
-            Err(e) => {
-                return Err(format!(
-                    "cannot read the address of {node} after it came back: {e}"
-                ));
+            Err(source) => {
+                return Err(AfterFaultError::AddressUnread {
+                    node: node.to_string(),
+                    source,
+                });
             }
         };
         match changed(node, before, &now) {
@@ -82,7 +88,7 @@ impl MachineAddresses {
         let nodes: Vec<String> = self.before.keys().cloned().collect();
         for node in &nodes {
             if let Err(e) = self.check(executor, node).await {
-                problems.push(e);
+                problems.push(e.to_string());
             }
         }
         problems
@@ -91,17 +97,15 @@ impl MachineAddresses {
 
 /// The message for an address that changed, or `None` when it did not. A container that
 /// is stopped has no address: that is "not back", which the expectations judge, not this.
-fn changed(node: &str, before: &str, now: &str) -> Option<String> {
+fn changed(node: &str, before: &str, now: &str) -> Option<AfterFaultError> {
     if now.is_empty() || now == before {
         return None;
     }
-    Some(format!(
-        "node {node} came back with address {now}, it had {before}: its container was given \
-         another address when it started again (Docker may reuse a stopped container's \
-         address; kind issues #2045, #3941). The kubelet and the cluster still use the old \
-         one, so what follows is a broken environment, not the cluster's reaction to the \
-         fault. Recreate the cluster, or give the nodes fixed addresses."
-    ))
+    Some(AfterFaultError::Readdressed {
+        node: node.to_string(),
+        before: before.to_string(),
+        now: now.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -110,17 +114,23 @@ mod tests {
 
     #[test]
     fn the_same_address_is_no_change() {
-        assert_eq!(changed("n1", "172.18.0.3", "172.18.0.3"), None);
+        assert!(changed("n1", "172.18.0.3", "172.18.0.3").is_none());
     }
 
     #[test]
     fn a_stopped_container_without_address_is_not_a_change() {
-        assert_eq!(changed("n1", "172.18.0.3", ""), None);
+        assert!(changed("n1", "172.18.0.3", "").is_none());
     }
 
     #[test]
     fn a_new_address_is_reported_with_both_addresses_and_the_cause() {
-        let msg = changed("kind-worker", "172.18.0.3", "172.18.0.5").expect("a change");
+        let change = changed("kind-worker", "172.18.0.3", "172.18.0.5").expect("a change");
+        assert!(
+            matches!(&change, AfterFaultError::Readdressed { node, before, now }
+                if node == "kind-worker" && before == "172.18.0.3" && now == "172.18.0.5"),
+            "{change:?}"
+        );
+        let msg = change.to_string();
         assert!(
             msg.contains("kind-worker came back with address 172.18.0.5"),
             "{msg}"

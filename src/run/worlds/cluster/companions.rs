@@ -22,7 +22,7 @@ pub(super) fn start_probes(
     exp: &Experiment,
     prepared: &Prepared,
     timeline: &SharedTimeline,
-) -> Result<Option<crate::probe::Probes>, String> {
+) -> Result<Option<crate::probe::Probes>, crate::probe::ProbeError> {
     if exp.probes.is_empty() {
         return Ok(None);
     }
@@ -42,7 +42,6 @@ pub(super) fn start_probes(
         }),
     )
     .map(Some)
-    .map_err(|e| format!("probes: {e}"))
 }
 
 /// How often faultline asks the API server whether it answers, for the `apiUnreachable`
@@ -56,7 +55,7 @@ pub(super) fn start_queries(
     exp: &Experiment,
     inventory: &crate::inventory::Inventory,
     timeline: &SharedTimeline,
-) -> Result<Option<crate::probe::query::Queries>, String> {
+) -> Result<Option<crate::probe::query::Queries>, crate::probe::query::AbortQueryError> {
     let sink = timeline.clone();
     crate::probe::query::Queries::start(
         &exp.abort,
@@ -65,7 +64,6 @@ pub(super) fn start_queries(
             sink.record(event);
         }),
     )
-    .map_err(|e| e.to_string())
 }
 
 /// Asks the API server (`/readyz`, through every endpoint the client knows) every

@@ -32,7 +32,8 @@ use crate::run::preflight::prepare::Prepared;
 use crate::run::preflight::setup;
 use crate::run::shared_timeline::SharedTimeline;
 use crate::run::world::{
-    ARM_AHEAD_MS, ActError, ActResult, AfterUndo, FaultAt, World, journal_undo,
+    ARM_AHEAD_MS, ActError, ActResult, AfterFaultError, AfterUndo, BeginError, FaultAt,
+    SelfRestoreError, World, journal_undo,
 };
 use crate::timeline::DownNode;
 use act::Actor;
@@ -121,7 +122,10 @@ impl<'a> ClusterWorld<'a> {
     }
 
     /// Reads the cluster before the first fault and saves it beside the journal.
-    async fn snapshot(&self, timeline: &SharedTimeline) -> Result<Snapshot, String> {
+    async fn snapshot(
+        &self,
+        timeline: &SharedTimeline,
+    ) -> Result<Snapshot, crate::cluster::ClusterError> {
         let p = self.prepared;
         let namespaces = match &p.scope.namespaces {
             observe::Namespaces::All => None,
@@ -243,7 +247,7 @@ impl World for ClusterWorld<'_> {
         &mut self,
         timeline: &SharedTimeline,
         cancel: &CancellationToken,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, BeginError> {
         let p = self.prepared;
         let mut problems = Vec::new();
         let clock = Clock::new(timeline.zero(), timeline.wall_zero());
@@ -282,7 +286,7 @@ impl World for ClusterWorld<'_> {
             Ok(probes) => probes,
             // The run goes on without probes; the error is in the record.
             Err(e) => {
-                problems.push(e);
+                problems.push(format!("probes: {e}"));
                 None
             }
         };
@@ -298,17 +302,14 @@ impl World for ClusterWorld<'_> {
             Ok(q) => companions.queries = q,
             Err(e) => {
                 self.companions = Some(companions);
-                return Err(format!("abort conditions: {e}"));
+                return Err(BeginError::AbortConditions(e));
             }
         }
         companions.api_watch = companions::watch_api(self.exp, &p.client, timeline);
         self.companions = Some(companions);
         // What the run promises to leave as it found it, read before the first fault and
         // kept beside the journal for `restore` should the run be killed.
-        let before = self
-            .snapshot(timeline)
-            .await
-            .map_err(|e| format!("cluster snapshot before the first fault: {e}"))?;
+        let before = self.snapshot(timeline).await?;
         self.before = Some(before);
         Ok(problems)
     }
@@ -386,7 +387,7 @@ impl World for ClusterWorld<'_> {
         undo: &Undo,
         after: Duration,
         token: &str,
-    ) -> Result<Option<ArmedRestore>, String> {
+    ) -> Result<Option<ArmedRestore>, SelfRestoreError> {
         let executor = &self.prepared.executor;
         let armed = match undo {
             Undo::Node(op) if host_timed::watched(executor, node, op) => {
@@ -398,7 +399,7 @@ impl World for ClusterWorld<'_> {
             // API undos need the API: `restore` does them.
             Undo::Api(_) => Ok(None),
         };
-        armed.map_err(|e| e.to_string())
+        Ok(armed?)
     }
 
     fn journal_undo(&self, node: &str, fault: &Action) -> Option<Undo> {
@@ -425,7 +426,7 @@ impl World for ClusterWorld<'_> {
         host_timed::cuts_transport(&self.prepared.executor, node, fault)
     }
 
-    async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), String> {
+    async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<(), SelfRestoreError> {
         if armed.watcher.is_some()
             && let Ok(mut watchers) = self.watchers.lock()
             && watchers.get(node).is_some_and(|w| w.token == armed.token)
@@ -437,7 +438,7 @@ impl World for ClusterWorld<'_> {
             .disarm(node, armed)
             .await
             .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(SelfRestoreError::from)
     }
 
     async fn act(
@@ -462,7 +463,7 @@ impl World for ClusterWorld<'_> {
         &mut self,
         fault: FaultAt<'_>,
         timeline: &SharedTimeline,
-    ) -> Result<(), String> {
+    ) -> Result<(), AfterFaultError> {
         let baseline = self.baselines.remove(&(fault.step, fault.node.to_string()));
         self.proofs.start(
             &self.prepared.executor,

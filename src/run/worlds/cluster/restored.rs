@@ -56,7 +56,7 @@ pub(crate) async fn take_observed(
     cluster: &str,
     namespaces: Option<&[String]>,
     kubelet_nodes: &[String],
-) -> Result<Snapshot, String> {
+) -> Result<Snapshot, crate::cluster::ClusterError> {
     take_from(
         Sight::Observer(timeline),
         client,
@@ -75,12 +75,12 @@ async fn take_from(
     cluster: &str,
     namespaces: Option<&[String]>,
     kubelet_nodes: &[String],
-) -> Result<Snapshot, String> {
+) -> Result<Snapshot, crate::cluster::ClusterError> {
     let (snap, kubelets) = tokio::join!(
         read(sight, client, cluster, namespaces),
         kubelets(executor, kubelet_nodes)
     );
-    let mut snap = snap.map_err(|e| e.to_string())?;
+    let mut snap = snap?;
     snap.kubelets = kubelets;
     Ok(snap)
 }
