@@ -283,6 +283,18 @@ impl RunRecord {
             .unwrap_or_default()
     }
 
+    /// The expectation a verdict judged (by name): what every reporter and `explain` look
+    /// up to describe it.
+    pub fn expectation_of(
+        &self,
+        v: &crate::judge::Verdict,
+    ) -> Option<&crate::experiment::model::Expectation> {
+        self.experiment
+            .expectations
+            .iter()
+            .find(|e| e.name == v.name)
+    }
+
     /// The experiment's steps that were never issued, in file order: a report lists them
     /// so a run that stopped early does not hide what it did not do.
     pub fn steps_not_run(&self) -> Vec<&crate::experiment::model::Step> {

@@ -21,12 +21,7 @@ pub(super) fn lines(explanation: &Explanation, record: &RunRecord) -> Vec<String
         .filter(|v| v.outcome == Outcome::Failed)
     {
         out.push(format!("FAILED `{}`: {}", v.name, v.message));
-        let Some(e) = record
-            .experiment
-            .expectations
-            .iter()
-            .find(|e| e.name == v.name)
-        else {
+        let Some(e) = record.expectation_of(v) else {
             continue;
         };
         let related = super::related(explanation, record, e);
@@ -99,30 +94,33 @@ fn which_side(related: &[&Explained], span: Option<(Duration, Option<Duration>)>
                     offset(to)
                 );
             }
-            return format!(
-                "the cluster did what the model predicts; the expectation is too strict: the \
-                 model's window for {} {} runs to {}, {:.1}s past the expectation's bound ({})",
-                i.prediction.subject,
-                i.prediction.transition,
-                offset(latest),
-                (latest - to).as_secs_f64(),
-                offset(to)
-            );
+            return too_strict(i, ("runs to", latest), "past", (latest - to, to));
         }
         if earliest < from {
-            return format!(
-                "the cluster did what the model predicts; the expectation is too strict: the \
-                 model's window for {} {} opens at {}, {:.1}s before the expectation's bound ({})",
-                i.prediction.subject,
-                i.prediction.transition,
-                offset(earliest),
-                (from - earliest).as_secs_f64(),
-                offset(from)
-            );
+            return too_strict(i, ("opens at", earliest), "before", (from - earliest, from));
         }
     }
     "the model's windows lie inside the expectation's bounds and nothing deviated from them: \
      the model says neither side is wrong (an observation gap, or a member the model does not \
      cover)"
         .into()
+}
+
+/// "the expectation is too strict": the model's window for `i` `edge` (its end or start)
+/// lies `by` `side` the expectation's `bound`.
+fn too_strict(
+    i: &Explained,
+    (edge, at): (&str, Duration),
+    side: &str,
+    (by, bound): (Duration, Duration),
+) -> String {
+    format!(
+        "the cluster did what the model predicts; the expectation is too strict: the model's \
+         window for {} {} {edge} {}, {:.1}s {side} the expectation's bound ({})",
+        i.prediction.subject,
+        i.prediction.transition,
+        offset(at),
+        by.as_secs_f64(),
+        offset(bound)
+    )
 }

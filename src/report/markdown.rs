@@ -187,10 +187,7 @@ fn expectations(m: &mut String, record: &RunRecord) {
     m.push_str("| --- | --- | --- | --- | --- |\n");
     for v in &record.verdicts {
         let expected = record
-            .experiment
-            .expectations
-            .iter()
-            .find(|e| e.name == v.name)
+            .expectation_of(v)
             .map(|e| {
                 format!(
                     "{} after {}{}",

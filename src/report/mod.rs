@@ -39,12 +39,7 @@ pub fn model_lines(
     explanation: &crate::explain::Explanation,
     v: &crate::judge::Verdict,
 ) -> Vec<String> {
-    let Some(expectation) = record
-        .experiment
-        .expectations
-        .iter()
-        .find(|e| e.name == v.name)
-    else {
+    let Some(expectation) = record.expectation_of(v) else {
         return Vec::new();
     };
     crate::explain::related(explanation, record, expectation)

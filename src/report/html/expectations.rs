@@ -61,12 +61,7 @@ pub(super) fn marks(record: &RunRecord, lanes: &[Lane<'_>], end: i64) -> Vec<Vec
         if matches!(v.outcome, Outcome::Skipped | Outcome::Error) {
             continue;
         }
-        let Some(e) = record
-            .experiment
-            .expectations
-            .iter()
-            .find(|e| e.name == v.name)
-        else {
+        let Some(e) = record.expectation_of(v) else {
             continue;
         };
         let Some(t0) = record.timeline.step_issued_ms(&e.since) else {
