@@ -689,6 +689,9 @@ where
     F: AsyncFn(&str, &Action, Duration) -> Result<OpOutcome, E>,
     E: std::fmt::Display,
 {
+    // The undo is the run's own: its commands name the run that made the fault (a
+    // partition's rule), so `restore` heals that run's partition and no other.
+    let executor = &executor.clone().for_run(crate::execute::run_of(&entry.id));
     // A kubelet stopped through the API cannot be reached by exec: its undo watcher, if
     // the run armed one, is asked first, and the command then finds the kubelet back.
     if let Some(armed) = &entry.armed_restore

@@ -153,15 +153,15 @@ impl Executor {
     /// The shell text `op` runs on `node`, before the transport wraps it (`sudo`, `docker
     /// exec`): for `doctor`, which checks that the programs it names exist on the node.
     pub fn command_of(&self, node: &str, op: &NodeOp) -> Result<String, ExecError> {
-        command_text(&self.access(node)?, op)
+        command_text(&self.access(node)?, op, self.run.as_deref())
     }
 
     /// The exact command `op` would run on `node` and how, for `plan` and `--dry-run`.
     /// Holds no secrets: passwords are only ever read from the environment at connect time.
     pub fn describe(&self, node: &str, op: &NodeOp) -> String {
-        let planned = self
-            .access(node)
-            .and_then(|a| command_text(&a, op).and_then(|c| plan(&a, c, None)));
+        let planned = self.access(node).and_then(|a| {
+            command_text(&a, op, self.run.as_deref()).and_then(|c| plan(&a, c, None))
+        });
         match planned {
             Ok(plan) => plan.show(),
             Err(e) => format!("cannot run: {e}"),

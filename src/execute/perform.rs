@@ -27,7 +27,7 @@ impl Executor {
         timeout: Duration,
     ) -> Result<OpOutcome, ExecError> {
         let access = self.access(node)?;
-        let command = command_text(&access, op)?;
+        let command = command_text(&access, op, self.run.as_deref())?;
         // Messages show the command as `describe` does, without the deadline wrapper.
         let shown = plan(&access, command.clone(), None)?.show();
         let mut planned = plan(&access, command.clone(), Some(timeout))?;

@@ -119,8 +119,19 @@ pub(super) fn ssh_target(access: &NodeAccess) -> SshTarget {
     }
 }
 
-/// The shell text of `op` on `access`'s node, before transport wrapping.
-pub(super) fn command_text(access: &NodeAccess, op: &NodeOp) -> Result<String, ExecError> {
+/// What `{run}` stands for in a command rendered outside a run (`plan`, `doctor`): shown,
+/// never run, since every command a run or `restore` sends names its run.
+pub(super) const NO_RUN: &str = "<run id>";
+
+/// The shell text of `op` on `access`'s node, before transport wrapping. `{run}` is the
+/// run the command belongs to (see [`Executor::for_run`](super::Executor::for_run)): the
+/// profiles name their iptables rules after it, so that one run's heal deletes its own
+/// partition and never another run's.
+pub(super) fn command_text(
+    access: &NodeAccess,
+    op: &NodeOp,
+    run: Option<&str>,
+) -> Result<String, ExecError> {
     let key = match op.command() {
         NodeCommand::Configured(key) => key,
         NodeCommand::Written(text) => return Ok(text.to_string()),
@@ -142,7 +153,11 @@ pub(super) fn command_text(access: &NodeAccess, op: &NodeOp) -> Result<String, E
     })?;
     render::shell(
         template,
-        &[("node", &access.name), ("address", &access.address)],
+        &[
+            ("node", &access.name),
+            ("address", &access.address),
+            ("run", run.unwrap_or(NO_RUN)),
+        ],
     )
     .map_err(|source| ExecError::Render {
         node: access.name.clone(),

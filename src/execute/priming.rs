@@ -60,7 +60,7 @@ impl Executor {
         within: Duration,
     ) -> Result<bool, ExecError> {
         let access = self.access(node)?;
-        let command = command_text(&access, op)?;
+        let command = command_text(&access, op, self.run.as_deref())?;
         match access.transport {
             TransportKind::Ssh if access.ssh.sudo_password_env.is_none() => {}
             TransportKind::Exec if access.exec_with_stdin.is_some() => {
@@ -111,7 +111,7 @@ impl Executor {
                 if access.transport != TransportKind::Ssh {
                     return None;
                 }
-                let command = command_text(&access, op).ok()?;
+                let command = command_text(&access, op, self.run.as_deref()).ok()?;
                 let target = ssh_target(&access);
                 Some(primed::key(&target.pool_key(), &command, timeout))
             })

@@ -51,7 +51,7 @@ impl Executor {
     ) -> Result<ArmedRestore, ExecError> {
         let access = self.access(node)?;
         check_token(node, token)?;
-        let undo_text = command_text(&access, undo)?;
+        let undo_text = command_text(&access, undo, self.run.as_deref())?;
         let seconds = after.as_secs().max(1);
         let render_err = |source| ExecError::Render {
             node: node.into(),

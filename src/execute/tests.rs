@@ -752,3 +752,48 @@ fn a_command_its_timeout_ended_before_it_started_is_not_said_to_have_run() {
         "{ran}"
     );
 }
+
+#[tokio::test]
+async fn every_profiles_heal_deletes_its_own_runs_partition_and_no_other() {
+    for profile in crate::inventory::ProfileName::ALL {
+        let name = profile.to_string();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let node = node_with_fake_iptables(&name, dir.path());
+        let (ours, theirs) = (
+            node.clone().for_run("fl20261129090000001"),
+            node.for_run("fl20261129090000002"),
+        );
+        let rules = || std::fs::read_to_string(dir.path().join("rules")).unwrap_or_default();
+        for run in [&ours, &theirs] {
+            run.perform("n1", &NodeOp::Partition, T)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: partition: {e}"));
+        }
+        ours.perform("n1", &NodeOp::Heal, T)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: heal: {e}"));
+        let left = rules();
+        assert_eq!(left.lines().count(), 1, "{name}: {left}");
+        assert!(
+            left.contains("faultline-partition-fl20261129090000002"),
+            "{name}: the other run's rule stays: {left}"
+        );
+        theirs
+            .perform("n1", &NodeOp::Heal, T)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: heal: {e}"));
+        assert_eq!(rules(), "", "{name}");
+    }
+}
+
+#[test]
+fn a_command_planned_outside_a_run_names_no_run_of_its_own() {
+    let ex = node_with_fake_iptables("kubeadm", Path::new("/nonexistent"));
+    let shown = ex.command_of("n1", &NodeOp::Partition).expect("configured");
+    assert!(shown.contains("faultline-partition-'<run id>'"), "{shown}");
+    let run = ex.for_run("fl1").command_of("n1", &NodeOp::Partition);
+    assert!(
+        run.expect("configured")
+            .contains("faultline-partition-fl1 ")
+    );
+}

@@ -26,7 +26,7 @@ impl Executor {
     ) -> Result<String, ExecError> {
         let access = self.access(node)?;
         check_token(node, token)?;
-        let undo_text = command_text(&access, undo)?;
+        let undo_text = command_text(&access, undo, self.run.as_deref())?;
         let render_err = |source| ExecError::Render {
             node: node.into(),
             source,

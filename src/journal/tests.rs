@@ -521,3 +521,25 @@ async fn a_reboot_cut_off_out_of_band_is_journaled_with_power_on_as_its_undo() {
     assert!(!off.exists(), "restore powered it on");
     assert!(j.active("c").is_empty());
 }
+
+#[tokio::test]
+async fn restore_undoes_a_fault_as_the_run_that_made_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log");
+    let text = format!(
+        "cluster: {{name: c}}\ntransport: exec\nexec: [sh, -c, \"{{command}}\"]\n\
+         commands: {{heal: \"echo healed {{run}} >> '{}'\"}}\nnodes: [{{name: n1}}]\n",
+        log.display()
+    );
+    let ex = Executor::new(Inventory::parse(&text, Path::new("t.yaml")).expect("valid"));
+    let mut j = Journal::open(dir.path().join("journal.json")).expect("open");
+    j.record(entry("fl20261129-4", "c", Undo::Node(NodeOp::Heal)))
+        .expect("w");
+    let out = restore_all_with(&mut j, &ex, "c", &quick(), no_api).await;
+    assert!(out.iter().all(RestoreOutcome::restored), "{out:?}");
+    assert_eq!(
+        fs::read_to_string(&log).expect("log"),
+        "healed fl20261129\n",
+        "the heal names the run of the journaled partition"
+    );
+}
