@@ -22,7 +22,9 @@ mod compare;
 mod completion;
 mod doctor;
 mod explain;
+mod init;
 mod inventory;
+mod list;
 mod namespace;
 mod plan;
 mod plan_flags;
@@ -52,7 +54,7 @@ pub const EXIT_ERROR: i32 = 2;
 /// faultline: take Kubernetes nodes down on purpose and prove, with timestamps, how the
 /// cluster reacted.
 #[derive(Debug, Parser)]
-#[command(name = "faultline", version, about, long_about = None)]
+#[command(name = "faultline", version, about, long_about = None, max_term_width = 80)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -206,6 +208,25 @@ pub enum Command {
         /// Text for people, JSON for tools.
         #[arg(long, short = 'o', value_enum, default_value_t = ExplainFormat::Text)]
         output: ExplainFormat,
+    },
+    /// List experiments (default: the repository's `experiments/`): what each does, its
+    /// faults, tags and what the cluster must offer.
+    List {
+        /// Directories or experiment files (default: `experiments`).
+        paths: Vec<PathBuf>,
+        /// Text for people, JSON for tools.
+        #[arg(long, short = 'o', value_enum, default_value_t = ListFormat::Text)]
+        output: ListFormat,
+    },
+    /// Start an experiment from a commented template for one kind of fault: a file that
+    /// validates, with TODOs where your cluster differs.
+    Init {
+        /// The kind of fault.
+        #[arg(value_enum)]
+        fault: init::Starter,
+        /// The file to write (never over an existing one); without it, the template goes
+        /// to stdout.
+        file: Option<PathBuf>,
     },
     /// Print a shell completion script: `source <(faultline completion bash)`, or save it
     /// where your shell loads completions from.
@@ -497,6 +518,15 @@ pub enum ExplainFormat {
     Json,
 }
 
+/// How `faultline list` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// One block per experiment, 80 columns wide.
+    Text,
+    /// One JSON array: name, file, summary, tags, faults, requires.
+    Json,
+}
+
 /// How `faultline doctor` prints its findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DoctorOutput {
@@ -608,6 +638,8 @@ pub async fn main(cli: Cli) -> i32 {
         Command::Inventory(which) => inventory::inventory(which).await,
         Command::Report(args) => report::report(&args),
         Command::Explain { records, output } => explain::explain(&records, output),
+        Command::List { paths, output } => list::list(&paths, output),
+        Command::Init { fault, file } => init::init(fault, file.as_deref()),
         Command::Completion { shell } => completion::completion(shell),
         Command::Rehearse {
             experiment,

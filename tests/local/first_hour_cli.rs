@@ -571,3 +571,112 @@ fn a_plan_says_why_timers_are_assumed_once() {
         "{all}"
     );
 }
+
+/// The subcommands as they are typed, nested ones with their parent.
+const COMMANDS: &[&[&str]] = &[
+    &["run"],
+    &["validate"],
+    &["plan"],
+    &["doctor"],
+    &["rbac"],
+    &["restore"],
+    &["inventory"],
+    &["inventory", "kind"],
+    &["inventory", "k3d"],
+    &["rehearse"],
+    &["compare"],
+    &["report"],
+    &["explain"],
+    &["list"],
+    &["init"],
+    &["completion"],
+];
+
+#[test]
+fn every_help_fits_80_columns() {
+    let mut checked = vec![vec!["--help"]];
+    for cmd in COMMANDS {
+        for flag in ["-h", "--help"] {
+            let mut args = cmd.to_vec();
+            args.push(flag);
+            checked.push(args);
+        }
+    }
+    for args in checked {
+        let out = faultline(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        let wide: Vec<&str> = help.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(wide.is_empty(), "{args:?}: {wide:#?}");
+    }
+}
+
+#[test]
+fn list_shows_every_shipped_experiment_in_80_columns_and_as_json() {
+    let shipped = std::fs::read_dir(repo().join("experiments"))
+        .expect("experiments/")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "yaml"))
+        })
+        .count();
+    let out = faultline(&["list"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(
+        all.matches("\n  file: experiments/").count(),
+        shipped,
+        "{all}"
+    );
+    assert!(all.lines().all(|l| l.chars().count() <= 80), "{all}");
+    assert!(all.contains("needs: graceful-node-shutdown"), "{all}");
+
+    let out = faultline(&["list", "-o", "json"]);
+    let listed: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("list -o json is JSON");
+    let listed = listed.as_array().expect("an array");
+    assert_eq!(listed.len(), shipped);
+    let reboot = listed
+        .iter()
+        .find(|e| e["name"] == "reboot")
+        .expect("reboot is listed");
+    assert_eq!(reboot["faults"], serde_json::json!(["reboot"]));
+
+    // Elsewhere than the repository, with nothing to list: one line, exit 2.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .arg("list")
+        .current_dir(dir.path())
+        .output()
+        .expect("runs");
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(all.contains("no `experiments/` directory here"), "{all}");
+}
+
+#[test]
+fn init_starts_an_experiment_that_validates_and_plans() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for fault in ["kubelet-stop", "reboot", "power-off", "partition", "drain"] {
+        let file = dir.path().join(format!("{fault}.yaml"));
+        let file = file.to_str().expect("utf-8");
+        let out = faultline(&["init", fault, file]);
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{fault}: {all}");
+        assert!(
+            all.contains("faultline validate"),
+            "{fault}: says what next: {all}"
+        );
+        let out = faultline(&["validate", file]);
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{fault}: {all}");
+        assert!(!all.contains("warning"), "{fault}: {all}");
+        let out = faultline(&["plan", file]);
+        assert_eq!(out.status.code(), Some(0), "{fault}: {}", text(&out));
+        // Never over a file the user may have edited.
+        let out = faultline(&["init", fault, file]);
+        assert_eq!(out.status.code(), Some(2), "{fault}");
+    }
+    let out = faultline(&["init", "reboot"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("# A reboot"));
+}

@@ -52,9 +52,14 @@ fn every_command_of_the_readme_tour_runs_offline_as_it_says() {
     assert_eq!(
         names,
         [
-            "validate", "plan", "rehearse", "report", "explain", "compare"
+            "list", "validate", "plan", "rehearse", "report", "explain", "compare"
         ],
-        "the tour shows the six offline commands"
+        "the tour shows the seven offline commands"
+    );
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(
+        readme.contains("No root, no cluster, no SSH: seven commands"),
+        "the README counts the tour's commands right"
     );
     let tracked = Command::new("git")
         .args(["ls-files"])
@@ -236,4 +241,18 @@ fn validate_and_rehearse_take_n_and_refuse_a_setup_that_creates_the_namespace() 
     assert!(String::from_utf8_lossy(&out.stdout).contains("in namespace shop)"));
     let out = faultline(&["validate", file.to_str().unwrap(), "-n", "Shop"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_readme_counts_the_broken_experiment_files_right() {
+    let broken = std::fs::read_dir(repo().join("fixtures/experiments/invalid"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "yaml"))
+        })
+        .count();
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let said = format!("`fixtures/experiments/invalid/` holds {broken} broken files");
+    assert!(readme.contains(&said), "README.md should say: {said}");
 }
