@@ -32,7 +32,7 @@ pub(super) async fn doctor(
     }
     let exam = doctor::examine(&inventory, &experiments).await;
     match output {
-        DoctorOutput::Table => print!("{}", doctor::report::table(&exam)),
+        DoctorOutput::Text => print!("{}", doctor::report::table(&exam)),
         DoctorOutput::Json => println!("{}", doctor::report::json(&exam)),
     }
     if exam.failed() { EXIT_FAILED } else { EXIT_OK }

@@ -79,6 +79,10 @@ pub enum Command {
         /// what an offline `plan -i` finds a run would not get past.
         #[arg(long, short, env = "FAULTLINE_INVENTORY")]
         inventory: Option<PathBuf>,
+        /// Text for people, JSON for tools (one object per file: status, problems at
+        /// their line and column, warnings, reasons).
+        #[arg(long, short = 'o', value_enum, default_value_t = ValidateFormat::Text)]
+        output: ValidateFormat,
     },
     /// Print everything a run would do, touching nothing: what setup applies, the resolved
     /// targets, each step's time and exact command, the expectations, what teardown
@@ -117,7 +121,7 @@ pub enum Command {
         #[command(flatten)]
         namespace: NamespaceArg,
         /// A table for people or JSON for tools.
-        #[arg(long, short = 'o', value_enum, default_value_t = DoctorOutput::Table)]
+        #[arg(long, short = 'o', value_enum, default_value_t = DoctorOutput::Text)]
         output: DoctorOutput,
         /// Skip SSH host key verification (the host-key check then says so).
         #[arg(long)]
@@ -258,9 +262,15 @@ pub struct RunArgs {
     /// Experiment files or directories of them (run one after another).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
-    /// How to reach the cluster and its nodes.
-    #[arg(long, short, env = "FAULTLINE_INVENTORY")]
-    pub inventory: PathBuf,
+    /// How to reach the cluster and its nodes (with `--dry-run` optional: without it the
+    /// plan is offline, as `faultline plan` without `-i`).
+    #[arg(
+        long,
+        short,
+        env = "FAULTLINE_INVENTORY",
+        required_unless_present = "dry_run"
+    )]
+    pub inventory: Option<PathBuf>,
     /// Kubeconfig and context overriding the inventory's.
     #[command(flatten)]
     pub api: ApiArgs,
@@ -349,7 +359,7 @@ pub struct ReportArgs {
     #[arg(required = true)]
     pub records: Vec<PathBuf>,
     /// What to render. `--format` is the old spelling.
-    #[arg(long, short = 'o', alias = "format", value_enum, default_value_t = ReportFormat::Terminal)]
+    #[arg(long, short = 'o', alias = "format", value_enum, default_value_t = ReportFormat::Text)]
     pub output: ReportFormat,
     /// Where to write it: a file for one record; a directory (`<experiment>.<ext>` in it)
     /// for several, or when it is one. Default: stdout.
@@ -518,6 +528,15 @@ pub enum ExplainFormat {
     Json,
 }
 
+/// How `faultline validate` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ValidateFormat {
+    /// `file:line:column: message` per problem, `file: ok (…)` per valid file.
+    Text,
+    /// One JSON array, an object per file.
+    Json,
+}
+
 /// How `faultline list` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {
@@ -530,8 +549,9 @@ pub enum ListFormat {
 /// How `faultline doctor` prints its findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DoctorOutput {
-    /// One row per check, failures repeated at the end.
-    Table,
+    /// One row per check, failures repeated at the end (`table` is the old name).
+    #[value(alias = "table")]
+    Text,
     /// One JSON object: findings, timers, summary.
     Json,
 }
@@ -539,8 +559,9 @@ pub enum DoctorOutput {
 /// Formats `faultline report` renders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
-    /// The summary table.
-    Terminal,
+    /// The summary table, as a run prints it (`terminal` is the old name).
+    #[value(alias = "terminal")]
+    Text,
     /// JUnit XML.
     Junit,
     /// Self-contained HTML with the timeline picture.
@@ -588,7 +609,8 @@ pub async fn main(cli: Cli) -> i32 {
             paths,
             namespace,
             inventory,
-        } => validate::validate(&paths, &namespace, inventory.as_deref()),
+            output,
+        } => validate::validate(&paths, &namespace, inventory.as_deref(), output),
         Command::Plan {
             paths,
             inventory,

@@ -144,7 +144,7 @@ fn shown((text, problems): (String, Vec<Problem>)) -> Vec<Problem> {
 /// The plans when no inventory is given: which cluster, how its nodes are reached and its
 /// timers are unknown, so the plan is offline, every timer is assumed (and marked), and the
 /// steps name what they do but no command.
-fn print_without_inventory(experiments: &[Experiment]) -> i32 {
+pub(super) fn print_without_inventory(experiments: &[Experiment]) -> i32 {
     let inventory = match Inventory::parse(NO_INVENTORY, Path::new("(no inventory)")) {
         Ok(inv) => inv,
         Err(e) => {

@@ -60,7 +60,7 @@ fn destination(out: Option<&Path>, records: usize) -> Destination {
 fn render(series: &Series, format: ReportFormat) -> Result<String, String> {
     if series.is_repeated() {
         return Ok(match format {
-            ReportFormat::Terminal => report::series::terminal::summary(series),
+            ReportFormat::Text => report::series::terminal::summary(series),
             ReportFormat::Junit => report::series::junit::render(series),
             ReportFormat::Html => report::series::html::render(series),
             ReportFormat::Markdown => report::series::markdown::render(series),
@@ -69,7 +69,7 @@ fn render(series: &Series, format: ReportFormat) -> Result<String, String> {
     }
     let record = series.first();
     Ok(match format {
-        ReportFormat::Terminal => report::terminal::summary(record, false),
+        ReportFormat::Text => report::terminal::summary(record, false),
         ReportFormat::Junit => report::junit::render(record),
         ReportFormat::Html => report::html::render(record),
         ReportFormat::Markdown => report::markdown::render(record),
@@ -141,7 +141,7 @@ fn write_into(dir: &Path, rendered: &[(String, String)], format: ReportFormat) -
 /// The file extension of a format, as a run's reports use them.
 fn extension(format: ReportFormat) -> &'static str {
     match format {
-        ReportFormat::Terminal => "txt",
+        ReportFormat::Text => "txt",
         ReportFormat::Junit => "junit.xml",
         ReportFormat::Html => "html",
         ReportFormat::Markdown => "md",

@@ -82,8 +82,12 @@ pub(super) async fn run(args: RunArgs) -> i32 {
     let Ok(baseline) = baseline(&args, &experiments) else {
         return EXIT_ERROR;
     };
-    let Some((mut inventory, access)) =
-        super::load_inventory_and_access(&args.inventory, &args.api)
+    let Some(inventory_path) = args.inventory.as_deref() else {
+        // Only `--dry-run` goes without an inventory (clap asks for it otherwise): the
+        // offline plan, as `faultline plan` without `-i`.
+        return super::plan::print_without_inventory(&experiments);
+    };
+    let Some((mut inventory, access)) = super::load_inventory_and_access(inventory_path, &args.api)
     else {
         return EXIT_ERROR;
     };

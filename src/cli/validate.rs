@@ -1,9 +1,83 @@
 //! `faultline validate`: check experiment files without a cluster, and the blast-radius
-//! interlocks as far as a file alone decides them.
+//! interlocks as far as a file alone decides them. Each file's verdict is decided first
+//! ([`FileVerdict`]), then printed as text for people or as JSON for tools.
 
 use std::path::{Path, PathBuf};
 
-use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, NamespaceArg};
+use serde::Serialize;
+
+use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, NamespaceArg, ValidateFormat};
+use crate::experiment::diagnostic::Diagnostic;
+use crate::experiment::model::Experiment;
+
+/// What `validate` decided about one file.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FileVerdict {
+    /// The file.
+    file: PathBuf,
+    /// The verdict.
+    status: Status,
+    /// The experiment's name, when the file parsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    /// Its steps and expectations, counted, when the file parsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    steps: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expectations: Option<usize>,
+    /// Why it is not `ok`, one sentence each (a refusal's or a skip's reasons).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    reasons: Vec<String>,
+    /// Problems at their place in the file (`invalid`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    problems: Vec<Place>,
+    /// Things to look at in a valid file too.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<Place>,
+    /// Refused by what an offline `plan -i` finds (said as a list), not by an interlock.
+    #[serde(skip)]
+    by_plan: bool,
+}
+
+/// A file's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Status {
+    /// Valid, and nothing refuses it.
+    Ok,
+    /// Valid, but a run on the inventory's cluster skips it (a capability it lacks).
+    Skipped,
+    /// Not valid: problems at their places.
+    Invalid,
+    /// Valid, but an interlock, the inventory's transports or an offline plan refuse it.
+    Refused,
+    /// Valid, but it cannot run in the namespace `-n` names.
+    NamespaceRefused,
+}
+
+/// A diagnostic as JSON carries it.
+#[derive(Debug, Serialize)]
+struct Place {
+    /// 1-based; 0 when about the whole file.
+    line: u32,
+    /// 1-based; 0 when no position is known.
+    column: u32,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+}
+
+impl From<&Diagnostic> for Place {
+    fn from(d: &Diagnostic) -> Place {
+        Place {
+            line: d.line,
+            column: d.column,
+            message: d.message.clone(),
+            hint: d.hint.clone(),
+        }
+    }
+}
 
 /// Validates every file, printing every problem as `file:line:column: message`, and the
 /// warnings of the files (which do not make a file invalid). With `-n`, also checks that
@@ -18,6 +92,7 @@ pub(super) fn validate(
     paths: &[PathBuf],
     namespace: &NamespaceArg,
     inventory: Option<&Path>,
+    format: ValidateFormat,
 ) -> i32 {
     let inventory = match inventory.map(crate::inventory::Inventory::load).transpose() {
         Ok(inv) => inv,
@@ -31,94 +106,156 @@ pub(super) fn validate(
         eprintln!("no experiment files found in {}", super::show_paths(paths));
         return EXIT_FAILED;
     }
-    let mut bad = 0;
-    let mut refused_namespace = 0;
-    for (path, checked) in &results {
-        for w in checked.warnings.iter() {
-            println!("{}", w.as_warning());
-        }
-        match &checked.result {
-            // The blast radius as far as the file alone decides it: targets that name
-            // their nodes, step times without cluster timers.
-            Ok(exp)
-                if let Some(missing) = inventory.as_ref().and_then(|inv| {
-                    crate::capability::missing(&exp.requires, &inv.cluster().capabilities())
-                }) =>
-            {
+    let ns = namespace.namespace.as_deref();
+    let verdicts: Vec<FileVerdict> = results
+        .iter()
+        .map(|(path, checked)| {
+            let mut v = match &checked.result {
+                Ok(exp) => judge(path, exp, inventory.as_ref(), ns),
+                Err(diagnostics) => FileVerdict {
+                    problems: diagnostics.iter().map(Place::from).collect(),
+                    ..FileVerdict::new(path, Status::Invalid, None)
+                },
+            };
+            v.warnings = checked.warnings.iter().map(Place::from).collect();
+            (v, checked)
+        })
+        .map(|(v, checked)| {
+            if format == ValidateFormat::Text {
+                print_text(&v, checked, ns);
+            }
+            v
+        })
+        .collect();
+    let count = |s: Status| verdicts.iter().filter(|v| v.status == s).count();
+    let bad = count(Status::Invalid) + count(Status::Refused);
+    let refused_namespace = count(Status::NamespaceRefused);
+    match format {
+        ValidateFormat::Text => {
+            println!(
+                "{} file(s), {} valid, {} invalid",
+                verdicts.len(),
+                verdicts.len() - bad,
+                bad
+            );
+            if refused_namespace > 0 {
                 println!(
-                    "{}: ok, but a run on this cluster skips it ({}): {}",
-                    path.display(),
-                    exp.name,
-                    missing.explained()
+                    "{refused_namespace} file(s) cannot run with -n {}",
+                    ns.unwrap_or_default()
                 );
             }
-            Ok(exp) => {
-                let problems = inventory
-                    .as_ref()
-                    .map(|inv| super::plan::offline_problems(exp, inv))
-                    .unwrap_or_default();
-                match crate::run::preflight::safety::check_offline(exp, None).and_then(|()| {
-                    inventory.as_ref().map_or(Ok(()), |inv| {
-                        crate::run::preflight::safety::check_transport(exp, inv)
-                    })
-                }) {
-                    // What `plan -i` finds a run would not get past refuses the file too.
-                    Ok(()) if !problems.is_empty() => {
-                        bad += 1;
-                        println!("{}: refused on this inventory:", path.display());
-                        for p in &problems {
-                            println!("  {}", p.line());
-                        }
-                    }
-                    Ok(()) => match namespace.namespace.as_deref() {
-                        None => println!(
-                            "{}: ok ({}: {} step(s), {} expectation(s))",
-                            path.display(),
-                            exp.name,
-                            exp.steps.len(),
-                            exp.expectations.len()
-                        ),
-                        Some(ns) => match super::namespace::moved_to(exp.clone(), ns) {
-                            Ok(_) => println!(
-                                "{}: ok ({}: {} step(s), {} expectation(s), in namespace {ns})",
-                                path.display(),
-                                exp.name,
-                                exp.steps.len(),
-                                exp.expectations.len()
-                            ),
-                            Err(e) => {
-                                refused_namespace += 1;
-                                println!("{}: refused: {e}", path.display());
-                            }
-                        },
-                    },
-                    Err(e) => {
-                        bad += 1;
-                        println!("{}: refused: {e}", path.display());
-                    }
-                }
-            }
-            Err(diagnostics) => {
-                bad += 1;
-                println!("{diagnostics}");
-            }
         }
+        ValidateFormat::Json => match serde_json::to_string_pretty(&verdicts) {
+            Ok(text) => println!("{text}"),
+            Err(e) => {
+                eprintln!("error: cannot write the verdicts as JSON: {e}");
+                return EXIT_ERROR;
+            }
+        },
     }
-    println!(
-        "{} file(s), {} valid, {} invalid",
-        results.len(),
-        results.len() - bad,
-        bad
-    );
     if refused_namespace > 0 {
-        println!(
-            "{refused_namespace} file(s) cannot run with -n {}",
-            namespace.namespace.as_deref().unwrap_or_default()
-        );
         EXIT_ERROR
     } else if bad == 0 {
         EXIT_OK
     } else {
         EXIT_FAILED
+    }
+}
+
+impl FileVerdict {
+    fn new(path: &Path, status: Status, exp: Option<&Experiment>) -> FileVerdict {
+        FileVerdict {
+            file: path.to_path_buf(),
+            status,
+            name: exp.map(|e| e.name.clone()),
+            steps: exp.map(|e| e.steps.len()),
+            expectations: exp.map(|e| e.expectations.len()),
+            reasons: Vec::new(),
+            problems: Vec::new(),
+            warnings: Vec::new(),
+            by_plan: false,
+        }
+    }
+
+    fn because(self, reasons: Vec<String>) -> FileVerdict {
+        FileVerdict { reasons, ..self }
+    }
+}
+
+/// The verdict on a file that parsed: skipped on this cluster, refused (an interlock, the
+/// transports, an offline plan, the namespace), or ok.
+fn judge(
+    path: &Path,
+    exp: &Experiment,
+    inventory: Option<&crate::inventory::Inventory>,
+    namespace: Option<&str>,
+) -> FileVerdict {
+    let verdict = |status| FileVerdict::new(path, status, Some(exp));
+    // What a run on this cluster skips is said before anything else.
+    if let Some(missing) = inventory
+        .and_then(|inv| crate::capability::missing(&exp.requires, &inv.cluster().capabilities()))
+    {
+        return verdict(Status::Skipped).because(vec![missing.explained().to_string()]);
+    }
+    // The blast radius as far as the file alone decides it: targets that name their
+    // nodes, step times without cluster timers; then what the transports can carry out.
+    let interlocks = crate::run::preflight::safety::check_offline(exp, None).and_then(|()| {
+        inventory.map_or(Ok(()), |inv| {
+            crate::run::preflight::safety::check_transport(exp, inv)
+        })
+    });
+    if let Err(e) = interlocks {
+        return verdict(Status::Refused).because(vec![e.to_string()]);
+    }
+    // What `plan -i` finds a run would not get past refuses the file too.
+    let problems = inventory
+        .map(|inv| super::plan::offline_problems(exp, inv))
+        .unwrap_or_default();
+    if !problems.is_empty() {
+        return FileVerdict {
+            by_plan: true,
+            ..verdict(Status::Refused).because(problems.iter().map(|p| p.line()).collect())
+        };
+    }
+    match namespace.map(|ns| super::namespace::moved_to(exp.clone(), ns)) {
+        Some(Err(e)) => verdict(Status::NamespaceRefused).because(vec![e.to_string()]),
+        _ => verdict(Status::Ok),
+    }
+}
+
+/// The verdict for a person, as `validate` always printed it.
+fn print_text(v: &FileVerdict, checked: &crate::experiment::Checked, namespace: Option<&str>) {
+    for w in checked.warnings.iter() {
+        println!("{}", w.as_warning());
+    }
+    let file = v.file.display();
+    let name = v.name.as_deref().unwrap_or_default();
+    match v.status {
+        Status::Invalid => {
+            if let Err(diagnostics) = &checked.result {
+                println!("{diagnostics}");
+            }
+        }
+        Status::Skipped => println!(
+            "{file}: ok, but a run on this cluster skips it ({name}): {}",
+            v.reasons.join("; ")
+        ),
+        Status::Refused if v.by_plan => {
+            println!("{file}: refused on this inventory:");
+            for r in &v.reasons {
+                println!("  {r}");
+            }
+        }
+        Status::Refused | Status::NamespaceRefused => {
+            println!("{file}: refused: {}", v.reasons.join("; "));
+        }
+        Status::Ok => println!(
+            "{file}: ok ({name}: {} step(s), {} expectation(s){})",
+            v.steps.unwrap_or_default(),
+            v.expectations.unwrap_or_default(),
+            namespace
+                .map(|ns| format!(", in namespace {ns}"))
+                .unwrap_or_default()
+        ),
     }
 }

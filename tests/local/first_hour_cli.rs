@@ -680,3 +680,80 @@ fn init_starts_an_experiment_that_validates_and_plans() {
     let out = faultline(&["init", "reboot"]);
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("# A reboot"));
 }
+
+#[test]
+fn validate_speaks_json_for_tools_with_the_same_verdicts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broken = write(
+        dir.path(),
+        "broken.yaml",
+        &format!("{HEAD}steps:\n  - {{name: s, at: soon, do: reboot, target: nowhere}}\n"),
+    );
+    let out = faultline(&["validate", "-o", "json", "experiments/reboot.yaml", &broken]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let files: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let files = files.as_array().expect("an array");
+    assert_eq!(files.len(), 2);
+    assert_eq!(files[0]["status"], "ok");
+    assert_eq!(files[0]["name"], "reboot");
+    assert_eq!(files[1]["status"], "invalid");
+    let problems = files[1]["problems"].as_array().expect("problems");
+    assert!(!problems.is_empty());
+    assert!(
+        problems.iter().all(|p| p["line"].as_u64() > Some(0)),
+        "{problems:?}"
+    );
+
+    // A refusal on the inventory's transports is `refused`, with its reason.
+    let out = faultline(&[
+        "validate",
+        "-o",
+        "json",
+        "-i",
+        "fixtures/inventory/k3s.yaml",
+        "experiments/power-off-past-toleration.yaml",
+    ]);
+    let files: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(files[0]["status"], "refused", "{files}");
+    assert!(files[0]["reasons"][0].as_str().is_some(), "{files}");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_dry_run_needs_no_inventory_and_one_name_means_text_everywhere() {
+    let out = faultline(&["run", "--dry-run", "experiments/reboot.yaml"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("plan for reboot, OFFLINE"), "{all}");
+    let out = faultline(&["run", "experiments/reboot.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("--inventory"));
+
+    for args in [
+        &["report", "-o", "text", "fixtures/records/node-deleted.json"][..],
+        &[
+            "report",
+            "-o",
+            "terminal",
+            "fixtures/records/node-deleted.json",
+        ],
+        &[
+            "explain",
+            "-o",
+            "text",
+            "fixtures/records/node-deleted.json",
+        ],
+        &["validate", "-o", "text", "experiments/reboot.yaml"],
+        &["list", "-o", "text"],
+    ] {
+        let out = faultline(args);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    // doctor needs a cluster; its help names the same value.
+    let out = faultline(&["doctor", "--help"]);
+    assert!(text(&out).contains("text:"), "doctor -o text");
+}
