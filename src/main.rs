@@ -35,7 +35,7 @@ fn main() {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("faultline: cannot start the async runtime: {e}");
+            eprintln!("error: cannot start the async runtime: {e}");
             std::process::exit(faultline::cli::EXIT_ERROR);
         }
     };

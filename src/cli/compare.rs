@@ -20,7 +20,7 @@ pub(super) fn tolerance_with_floor(
     match NoiseFloor::from_parts(floor) {
         Ok(floor) => Some(tolerance.with_noise_floor(floor)),
         Err(e) => {
-            eprintln!("{e}");
+            fail!("{e}");
             None
         }
     }
@@ -53,7 +53,7 @@ pub(super) fn tolerance(specs: &[ToleranceSpec]) -> Option<Tolerance> {
     match Tolerance::from_specs(specs) {
         Ok(t) => Some(t),
         Err(e) => {
-            eprintln!("{e}");
+            fail!("{e}");
             None
         }
     }
@@ -64,7 +64,7 @@ pub(super) fn load(path: &Path) -> Option<Vec<Series>> {
     match load_all(path) {
         Ok(sets) => Some(sets),
         Err(e) => {
-            eprintln!("{e}");
+            fail!("{e}");
             None
         }
     }

@@ -16,7 +16,7 @@ pub(super) fn explain(paths: &[PathBuf], output: ExplainFormat) -> i32 {
         let sets = match load_all(path) {
             Ok(sets) => sets,
             Err(e) => {
-                eprintln!("{e}");
+                fail!("{e}");
                 return EXIT_ERROR;
             }
         };
@@ -39,7 +39,7 @@ pub(super) fn explain(paths: &[PathBuf], output: ExplainFormat) -> i32 {
         match serde_json::to_string_pretty(&json) {
             Ok(text) => println!("{text}"),
             Err(e) => {
-                eprintln!("writing JSON: {e}");
+                fail!("writing JSON: {e}");
                 return EXIT_ERROR;
             }
         }

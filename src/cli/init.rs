@@ -72,14 +72,14 @@ pub(super) fn init(starter: Starter, out: Option<&Path>) -> i32 {
             EXIT_OK
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            say_err!(
-                "error: {} exists; init never overwrites a file (give another name)",
+            fail!(
+                "{} exists; init never overwrites a file (give another name)",
                 path.display()
             );
             EXIT_ERROR
         }
         Err(e) => {
-            say_err!("error: cannot write {}: {e}", path.display());
+            fail!("cannot write {}: {e}", path.display());
             EXIT_ERROR
         }
     }

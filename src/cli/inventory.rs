@@ -31,7 +31,7 @@ pub(super) async fn inventory(which: InventoryCommand) -> i32 {
             EXIT_OK
         }
         Err(e) => {
-            eprintln!("faultline inventory {}: {e}", tool.name());
+            fail!("inventory {}: {e}", tool.name());
             EXIT_ERROR
         }
     }

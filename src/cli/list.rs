@@ -103,8 +103,8 @@ fn first_sentence(description: &str) -> String {
 pub(super) fn list(paths: &[PathBuf], format: ListFormat) -> i32 {
     let paths = if paths.is_empty() {
         if !Path::new(SHIPPED).is_dir() {
-            say_err!(
-                "error: no `{SHIPPED}/` directory here; give the experiments' directory \
+            fail!(
+                "no `{SHIPPED}/` directory here; give the experiments' directory \
                  (`faultline list PATH`), or run it from faultline's repository"
             );
             return EXIT_ERROR;
@@ -120,7 +120,7 @@ pub(super) fn list(paths: &[PathBuf], format: ListFormat) -> i32 {
             Ok(exp) => listed.push(Listed::of(&exp)),
             Err(d) => {
                 invalid += 1;
-                say_err!(
+                fail!(
                     "{}: not valid ({} problem(s); `faultline validate` it)",
                     path.display(),
                     d.len()
@@ -129,10 +129,7 @@ pub(super) fn list(paths: &[PathBuf], format: ListFormat) -> i32 {
         }
     }
     if listed.is_empty() && invalid == 0 {
-        say_err!(
-            "error: no experiment files found in {}",
-            super::show_paths(&paths)
-        );
+        fail!("no experiment files found in {}", super::show_paths(&paths));
         return EXIT_ERROR;
     }
     listed.sort_by(|a, b| a.name.cmp(&b.name));
@@ -148,7 +145,7 @@ pub(super) fn list(paths: &[PathBuf], format: ListFormat) -> i32 {
         ListFormat::Json => match serde_json::to_string_pretty(&listed) {
             Ok(text) => say!("{text}"),
             Err(e) => {
-                say_err!("error: cannot write the list as JSON: {e}");
+                fail!("cannot write the list as JSON: {e}");
                 return EXIT_ERROR;
             }
         },

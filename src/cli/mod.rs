@@ -18,6 +18,14 @@ macro_rules! say_err {
     }};
 }
 
+/// The line a command ends on when it cannot do what was asked (exit 2, or a file that
+/// is not valid): on stderr, always after the one prefix `error: `, as clap's own.
+macro_rules! fail {
+    ($($arg:tt)*) => {{
+        say_err!("error: {}", format_args!($($arg)*));
+    }};
+}
+
 mod compare;
 mod completion;
 mod doctor;
@@ -700,13 +708,13 @@ fn load_experiments_in(
             Ok(exp) => ok.push(exp),
             Err(diagnostics) => {
                 eprintln!("{diagnostics}");
-                eprintln!("{}: not valid", path.display());
+                fail!("{}: not valid", path.display());
                 failed = true;
             }
         }
     }
     if ok.is_empty() && !failed {
-        eprintln!("no experiment files found in {}", show_paths(paths));
+        fail!("no experiment files found in {}", show_paths(paths));
         return None;
     }
     (!failed).then_some(ok)
@@ -730,7 +738,7 @@ fn load_inventory_and_access(
             Some((inv, access))
         }
         Err(e) => {
-            eprintln!("{e}");
+            fail!("{e}");
             None
         }
     }

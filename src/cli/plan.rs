@@ -44,7 +44,7 @@ pub(super) async fn plan(
     let journal_path = match super::journal_path(None) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("{e}");
+            fail!("{e}");
             return EXIT_ERROR;
         }
     };
@@ -97,7 +97,7 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
                 continue;
             }
             Err(e) => {
-                eprintln!("{}: refused: {e}", exp.name);
+                fail!("{}: refused: {e}", exp.name);
                 code = EXIT_ERROR;
                 continue;
             }
@@ -119,7 +119,7 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
                 println!("  note: targets are resolved after setup applies its manifests ({e})");
             }
             Err(e) => {
-                eprintln!("{}: refused: {e}", exp.name);
+                fail!("{}: refused: {e}", exp.name);
                 code = EXIT_ERROR;
             }
         }
@@ -148,7 +148,7 @@ pub(super) fn print_without_inventory(experiments: &[Experiment]) -> i32 {
     let inventory = match Inventory::parse(NO_INVENTORY, Path::new("(no inventory)")) {
         Ok(inv) => inv,
         Err(e) => {
-            eprintln!("{e}");
+            fail!("{e}");
             return EXIT_ERROR;
         }
     };
@@ -157,7 +157,7 @@ pub(super) fn print_without_inventory(experiments: &[Experiment]) -> i32 {
     let mut code = EXIT_OK;
     for exp in experiments {
         if let Err(e) = crate::run::preflight::safety::check_offline(exp, None) {
-            eprintln!("{}: refused: {e}", exp.name);
+            fail!("{}: refused: {e}", exp.name);
             code = EXIT_ERROR;
             continue;
         }
@@ -177,7 +177,7 @@ fn refused_offline(exp: &Experiment, settings: &RunSettings) -> bool {
     match crate::run::preflight::safety::check_offline(exp, Some(&settings.inventory)) {
         Ok(()) => false,
         Err(e) => {
-            eprintln!("{}: refused: {e}", exp.name);
+            fail!("{}: refused: {e}", exp.name);
             true
         }
     }

@@ -17,8 +17,8 @@ pub(super) fn rbac(
     (inventory, only_nodes): (Option<&Path>, &[String]),
 ) -> i32 {
     if let Some(bad) = only_nodes.iter().find(|n| !rbac::is_node_name(n)) {
-        eprintln!(
-            "faultline rbac: --nodes: `{bad}` is not a node name (lower-case letters, digits, \
+        fail!(
+            "--nodes: `{bad}` is not a node name (lower-case letters, digits, \
              `-` and `.`, at most 253 characters)"
         );
         return EXIT_ERROR;
@@ -26,7 +26,7 @@ pub(super) fn rbac(
     let inventory = match inventory.map(crate::inventory::Inventory::load).transpose() {
         Ok(inv) => inv,
         Err(e) => {
-            eprintln!("{e}");
+            fail!("{e}");
             return EXIT_ERROR;
         }
     };
@@ -36,9 +36,7 @@ pub(super) fn rbac(
     };
     let experiments = if paths.is_empty() {
         if roles.contains(&RbacRole::Actor) {
-            eprintln!(
-                "faultline rbac: the actor's rules depend on the experiments; name them (or --role observer)"
-            );
+            fail!("the actor's rules depend on the experiments; name them (or --role observer)");
             return EXIT_ERROR;
         }
         Vec::new()
@@ -56,7 +54,7 @@ pub(super) fn rbac(
             match rbac::kinds::setup_namespaces(exp) {
                 Ok(ns) => created_for_it.extend(ns),
                 Err(e) => {
-                    eprintln!("{e}");
+                    fail!("{e}");
                     return EXIT_ERROR;
                 }
             }
@@ -76,7 +74,7 @@ pub(super) fn rbac(
         match rbac::grants(r, &experiments, inventory.as_ref(), &made, only_nodes) {
             Ok(g) => grants.push((r, g)),
             Err(e) => {
-                eprintln!("{e}");
+                fail!("{e}");
                 return EXIT_ERROR;
             }
         }

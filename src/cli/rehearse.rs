@@ -27,7 +27,7 @@ pub(super) fn run(
         return EXIT_ERROR;
     };
     if experiments.len() != 1 {
-        eprintln!(
+        fail!(
             "{}: rehearse takes one experiment file, found {}",
             experiment.display(),
             experiments.len()
@@ -39,14 +39,14 @@ pub(super) fn run(
     let series = match Series::load(path) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}");
+            fail!("{e}");
             return EXIT_ERROR;
         }
     };
     // A record of another experiment would give a verdict per expectation, each wrong for
     // the same reason: say the reason once.
     if let Some(other) = series.runs().iter().find(|r| r.experiment.name != exp.name) {
-        eprintln!(
+        fail!(
             "{} is a record of experiment {}, not of {}",
             path.display(),
             clean(&other.experiment.name),
@@ -59,7 +59,7 @@ pub(super) fn run(
         Some(k) => match series.runs().get(k as usize - 1) {
             Some(r) => vec![(k as usize, &**r)],
             None => {
-                eprintln!("{}: --run {k}, but it holds {n} run(s)", path.display());
+                fail!("{}: --run {k}, but it holds {n} run(s)", path.display());
                 return EXIT_ERROR;
             }
         },
@@ -81,9 +81,10 @@ pub(super) fn run(
                 exit_code(&r)
             }
             Err(e) => {
-                eprintln!(
+                fail!(
                     "{}: cannot rehearse against {}: {e}",
-                    exp.name, record.run_id
+                    exp.name,
+                    record.run_id
                 );
                 EXIT_ERROR
             }

@@ -14,7 +14,7 @@ pub(super) fn report(args: &ReportArgs) -> i32 {
         match load_all(path) {
             Ok(found) => sets.extend(found),
             Err(e) => {
-                eprintln!("{e}");
+                fail!("{e}");
                 return EXIT_ERROR;
             }
         }
@@ -24,7 +24,7 @@ pub(super) fn report(args: &ReportArgs) -> i32 {
         match render(series, args.output) {
             Ok(text) => rendered.push((series.name().to_string(), text)),
             Err(e) => {
-                eprintln!("{}: {e}", series.name());
+                fail!("{}: {e}", series.name());
                 return EXIT_ERROR;
             }
         }
@@ -85,7 +85,7 @@ fn print_all(rendered: &[(String, String)], format: ReportFormat) -> i32 {
         ReportFormat::Junit | ReportFormat::Html | ReportFormat::Json
     );
     if rendered.len() > 1 && one_document {
-        eprintln!(
+        fail!(
             "{} records: {} is one document per record, so they cannot share stdout; pass --out DIR",
             rendered.len(),
             extension(format)
@@ -102,7 +102,7 @@ fn write(path: &Path, text: &str) -> i32 {
     match std::fs::write(path, text) {
         Ok(()) => EXIT_OK,
         Err(e) => {
-            eprintln!("{}: {e}", path.display());
+            fail!("{}: {e}", path.display());
             EXIT_ERROR
         }
     }
@@ -113,7 +113,7 @@ fn write_into(dir: &Path, rendered: &[(String, String)], format: ReportFormat) -
     let mut names: Vec<&str> = rendered.iter().map(|(name, _)| name.as_str()).collect();
     names.sort_unstable();
     if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
-        eprintln!(
+        fail!(
             "two records of experiment `{}`: their reports would overwrite each other in {}; render them one at a time",
             twice[0],
             dir.display()
@@ -121,7 +121,7 @@ fn write_into(dir: &Path, rendered: &[(String, String)], format: ReportFormat) -
         return EXIT_ERROR;
     }
     if let Err(e) = std::fs::create_dir_all(dir) {
-        eprintln!("{}: {e}", dir.display());
+        fail!("{}: {e}", dir.display());
         return EXIT_ERROR;
     }
     for (name, text) in rendered {

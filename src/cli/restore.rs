@@ -30,7 +30,7 @@ pub(super) async fn restore(
     let location = match super::journal_location(journal) {
         Ok(l) => l,
         Err(e) => {
-            say_err!("{e}");
+            fail!("{e}");
             return EXIT_ERROR;
         }
     };
@@ -38,7 +38,7 @@ pub(super) async fn restore(
     let mut journal = match Journal::open(&path) {
         Ok(j) => j,
         Err(e) => {
-            say_err!("{e}");
+            fail!("{e}");
             return EXIT_ERROR;
         }
     };
@@ -54,7 +54,7 @@ pub(super) async fn restore(
     let before = match snapshot::load(&snapshot_path) {
         Ok(s) => s,
         Err(e) => {
-            say_err!(
+            fail!(
                 "{}: cannot read the cluster snapshot: {e}",
                 snapshot_path.display()
             );
@@ -95,7 +95,7 @@ pub(super) async fn restore(
         {
             Ok(lock) => Some(lock),
             Err(e @ crate::cluster::lock::LockError::Held { .. }) => {
-                say_err!("error: {e}");
+                fail!("{e}");
                 return EXIT_ERROR;
             }
             Err(e) => {
@@ -239,7 +239,7 @@ async fn compare(
     snapshot_path: &Path,
 ) -> i32 {
     let Some(client) = client else {
-        say_err!("cannot compare the cluster with its snapshot: the API is unreachable");
+        fail!("cannot compare the cluster with its snapshot: the API is unreachable");
         return EXIT_ERROR;
     };
     // The timers the inventory states, upstream defaults for the rest: only the wait's length.

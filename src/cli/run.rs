@@ -28,7 +28,7 @@ fn baseline(args: &RunArgs, experiments: &[Experiment]) -> Result<Option<Baselin
         return Ok(None);
     };
     if overwritten_by_reports(path, &args.out) {
-        eprintln!(
+        fail!(
             "--baseline {}: this run writes its reports there ({}) and would overwrite the baseline; give --out another directory",
             path.display(),
             args.out.display()
@@ -45,7 +45,7 @@ fn baseline(args: &RunArgs, experiments: &[Experiment]) -> Result<Option<Baselin
             .flat_map(|e| e.expectations.iter().map(|x| x.name.clone())),
     );
     if let Err(e) = tolerance.check_keys(names.iter().map(String::as_str)) {
-        eprintln!("{e}");
+        fail!("{e}");
         return Err(());
     }
     Ok(Some(Baseline {
@@ -72,7 +72,7 @@ pub(super) async fn run(args: RunArgs) -> i32 {
     if !args.tag.is_empty() {
         experiments.retain(|e| e.tags.iter().any(|t| args.tag.contains(t)));
         if experiments.is_empty() {
-            eprintln!(
+            fail!(
                 "no experiment carries any of the tags {}",
                 args.tag.join(", ")
             );
@@ -97,7 +97,7 @@ pub(super) async fn run(args: RunArgs) -> i32 {
     let journal_path = match super::journal_path(args.journal.clone()) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("{e}");
+            fail!("{e}");
             return EXIT_ERROR;
         }
     };
@@ -132,7 +132,7 @@ pub(super) async fn run(args: RunArgs) -> i32 {
         if let Err(e) =
             super::preflight::check_cluster(&settings.inventory, &access, &args.api).await
         {
-            eprintln!("error: {e}");
+            fail!("{e}");
             return EXIT_ERROR;
         }
         if !confirmed(&experiments, &settings, args.yes).await {
@@ -142,7 +142,7 @@ pub(super) async fn run(args: RunArgs) -> i32 {
 
     let cancel = CancellationToken::new();
     if let Err(e) = signals::install(cancel.clone()) {
-        eprintln!("cannot install signal handlers, refusing to run without them: {e}");
+        fail!("cannot install signal handlers, refusing to run without them: {e}");
         return EXIT_ERROR;
     }
     let Some(reporters) = reporters(&args) else {
@@ -242,7 +242,7 @@ fn reporters(args: &RunArgs) -> Option<Reporters> {
         match subscribe::EventsFile::create(path) {
             Ok(f) => list.push(Box::new(f)),
             Err(e) => {
-                eprintln!("{}: cannot write the events file: {e}", path.display());
+                fail!("{}: cannot write the events file: {e}", path.display());
                 return None;
             }
         }
@@ -265,7 +265,7 @@ async fn confirmed(experiments: &[Experiment], settings: &RunSettings, yes: bool
         return true;
     }
     if !std::io::stdin().is_terminal() {
-        eprintln!(
+        fail!(
             "refusing to inject faults without confirmation: stdin is not a terminal; pass --yes (as CI does)"
         );
         return false;

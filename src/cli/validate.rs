@@ -97,13 +97,13 @@ pub(super) fn validate(
     let inventory = match inventory.map(crate::inventory::Inventory::load).transpose() {
         Ok(inv) => inv,
         Err(e) => {
-            eprintln!("{e}");
+            fail!("{e}");
             return EXIT_ERROR;
         }
     };
     let results = crate::experiment::load_all_checked(paths);
     if results.is_empty() {
-        eprintln!("no experiment files found in {}", super::show_paths(paths));
+        fail!("no experiment files found in {}", super::show_paths(paths));
         return EXIT_FAILED;
     }
     let ns = namespace.namespace.as_deref();
@@ -148,7 +148,7 @@ pub(super) fn validate(
         ValidateFormat::Json => match serde_json::to_string_pretty(&verdicts) {
             Ok(text) => println!("{text}"),
             Err(e) => {
-                eprintln!("error: cannot write the verdicts as JSON: {e}");
+                fail!("cannot write the verdicts as JSON: {e}");
                 return EXIT_ERROR;
             }
         },

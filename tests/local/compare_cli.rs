@@ -153,7 +153,7 @@ fn bad_tolerances_and_paths_are_clear_errors() {
     let out = faultline(&["compare", "no/such/dir", records]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).starts_with("no/such/dir: "),
+        stderr(&out).starts_with("error: no/such/dir: "),
         "{}",
         stderr(&out)
     );
@@ -204,7 +204,7 @@ fn bad_tolerances_and_paths_are_clear_errors() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).starts_with("no/such/reports: "),
+        stderr(&out).starts_with("error: no/such/reports: "),
         "{}",
         stderr(&out)
     );
@@ -360,7 +360,7 @@ fn the_noise_floor_is_a_flag_and_a_small_move_is_noise() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out).trim(),
-        "--noise-floor gives the absolute floor twice"
+        "error: --noise-floor gives the absolute floor twice"
     );
     let out = faultline(&["compare", base, "fixtures/records", "--noise-floor", "3"]);
     assert_eq!(out.status.code(), Some(2));

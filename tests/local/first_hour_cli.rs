@@ -205,7 +205,7 @@ fn rehearsing_against_a_record_of_another_experiment_is_one_clear_error() {
     );
     assert_eq!(
         all.trim_end(),
-        "fixtures/records/node-deleted.json is a record of experiment node-deleted, not of reboot"
+        "error: fixtures/records/node-deleted.json is a record of experiment node-deleted, not of reboot"
     );
 }
 
@@ -756,4 +756,42 @@ fn a_dry_run_needs_no_inventory_and_one_name_means_text_everywhere() {
     // doctor needs a cluster; its help names the same value.
     let out = faultline(&["doctor", "--help"]);
     assert!(text(&out).contains("text:"), "doctor -o text");
+}
+
+#[test]
+fn a_command_that_cannot_do_what_was_asked_says_error_once_at_the_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nowhere.yaml");
+    let missing = missing.to_str().expect("utf-8");
+    for args in [
+        &["compare", "no/such/dir", "fixtures/records"][..],
+        &["report", "no/such/record.json"],
+        &["explain", "no/such/record.json"],
+        &["plan", "experiments/reboot.yaml", "-i", missing],
+        &["validate", "experiments/reboot.yaml", "-i", missing],
+        &["rbac", "--role", "actor"],
+        &[
+            "run",
+            "experiments/reboot.yaml",
+            "-i",
+            "fixtures/inventory/lab.yaml",
+        ],
+        &[
+            "inventory",
+            "kind",
+            "--name",
+            "no-such-cluster",
+            "--kubeconfig",
+            missing,
+        ],
+    ] {
+        let out = faultline(args);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("error: ") && !last["error: ".len()..].starts_with("error"),
+            "{args:?}: {err}"
+        );
+    }
 }
