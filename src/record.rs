@@ -174,6 +174,20 @@ pub enum RecordError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The file is another of faultline's files (or not JSON at all), named as such: the
+    /// parser's "expected value at line 1 column 1" would not say what was passed.
+    #[error(
+        "{path} is {kind}, not a run record: `report`, `explain` and `compare` read the \
+         .json a run wrote (reports/<experiment>.json){hint}"
+    )]
+    OtherKind {
+        /// The file.
+        path: PathBuf,
+        /// What it looks like: "an experiment file", "an inventory", "not JSON".
+        kind: &'static str,
+        /// What to do with it instead, with its leading `; `.
+        hint: &'static str,
+    },
     /// The file is not a run record.
     #[error("{path}: not a faultline run record: {source}")]
     Json {
@@ -182,6 +196,33 @@ pub enum RecordError {
         /// The cause.
         source: serde_json::Error,
     },
+}
+
+impl RecordError {
+    /// The error for `text` (read from `path`) that did not parse as a record: what the
+    /// file is when it is plainly not JSON, else the parser's own words.
+    pub(crate) fn not_a_record(path: &Path, text: &str, source: serde_json::Error) -> RecordError {
+        let path = path.to_path_buf();
+        if text.trim_start().starts_with(['{', '[']) {
+            return RecordError::Json { path, source };
+        }
+        let yaml = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+        let has_key = |key: &str| yaml && text.lines().any(|l| l.starts_with(key));
+        let (kind, hint) = if has_key("steps:") || has_key("expect:") {
+            (
+                "an experiment file",
+                "; run it with `faultline run`, or replay it over a record with `faultline \
+                 rehearse EXPERIMENT --record RECORD`",
+            )
+        } else if has_key("nodes:") {
+            ("an inventory", "")
+        } else {
+            ("not JSON", "")
+        };
+        RecordError::OtherKind { path, kind, hint }
+    }
 }
 
 /// Process exit code of a run that ended with `outcome`: 0 passed, 1 an expectation
@@ -324,10 +365,7 @@ impl RunRecord {
             path: path.to_path_buf(),
             source,
         })?;
-        serde_json::from_str(&text).map_err(|source| RecordError::Json {
-            path: path.to_path_buf(),
-            source,
-        })
+        serde_json::from_str(&text).map_err(|source| RecordError::not_a_record(path, &text, source))
     }
 
     /// Writes the record as pretty JSON.

@@ -64,6 +64,22 @@ pub(crate) enum ConfigError {
         /// The contexts it does have.
         available: String,
     },
+    /// Something answered at the server's address, but not a Kubernetes API server.
+    #[error(
+        "{server} (context `{context}`, kubeconfig {files}) is not a Kubernetes API server: \
+         it answered the first request with HTTP {code} and no Kubernetes status; is the \
+         kubeconfig's `server:` the API server's address and port?"
+    )]
+    NotKubernetes {
+        /// The server URL.
+        server: String,
+        /// The context in use.
+        context: String,
+        /// The kubeconfig file(s).
+        files: String,
+        /// The HTTP status it answered with.
+        code: u16,
+    },
     /// The API server did not answer the first request.
     #[error(
         "API server {server} (context `{context}`, kubeconfig {files}) cannot be reached: {reason}"
@@ -135,11 +151,34 @@ pub(crate) async fn check_cluster(
     .map_err(|e| unreachable(innermost(&e)))?;
     match tokio::time::timeout(FIRST_REQUEST_TIMEOUT, connection.client.apiserver_version()).await {
         Ok(Ok(info)) => Ok(info.git_version),
-        Ok(Err(e)) => Err(unreachable(innermost(&e))),
+        Ok(Err(e)) => Err(match not_kubernetes(&e) {
+            Some(code) => ConfigError::NotKubernetes {
+                server: config
+                    .cluster_url
+                    .to_string()
+                    .trim_end_matches('/')
+                    .to_string(),
+                context: context.clone(),
+                files: shown.clone(),
+                code,
+            },
+            None => unreachable(innermost(&e)),
+        }),
         Err(_) => Err(unreachable(format!(
             "no answer within {}s",
             FIRST_REQUEST_TIMEOUT.as_secs()
         ))),
+    }
+}
+
+/// The HTTP status of a reply that is not a Kubernetes API server's (it carries no
+/// Kubernetes `Status`; kube says "Failed to parse error data" after the reply's body).
+fn not_kubernetes(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(status) if status.reason == "Failed to parse error data" => {
+            Some(status.code)
+        }
+        _ => None,
     }
 }
 

@@ -132,18 +132,18 @@ pub(super) fn validate(
     let refused_namespace = count(Status::NamespaceRefused);
     match format {
         ValidateFormat::Text => {
+            // A file that cannot run in the namespace is not counted valid, or the line
+            // would say "2 valid" above an exit code that says otherwise.
+            let elsewhere = ns
+                .filter(|_| refused_namespace > 0)
+                .map(|ns| format!(", {refused_namespace} cannot run with -n {ns}"))
+                .unwrap_or_default();
             println!(
-                "{} file(s), {} valid, {} invalid",
+                "{} file(s), {} valid, {} invalid{elsewhere}",
                 verdicts.len(),
-                verdicts.len() - bad,
+                verdicts.len() - bad - refused_namespace,
                 bad
             );
-            if refused_namespace > 0 {
-                println!(
-                    "{refused_namespace} file(s) cannot run with -n {}",
-                    ns.unwrap_or_default()
-                );
-            }
         }
         ValidateFormat::Json => match serde_json::to_string_pretty(&verdicts) {
             Ok(text) => println!("{text}"),

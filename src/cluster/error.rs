@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     /// The kubeconfig could not be read or has no usable context.
-    #[error("kubeconfig {path}: {source}")]
+    #[error("kubeconfig {path}: {}", kubeconfig_reason(source))]
     Kubeconfig {
         /// The file (or search path) that was read.
         path: String,
@@ -142,5 +142,30 @@ impl ClusterError {
             what,
             source: Box::new(source),
         }
+    }
+}
+
+/// What went wrong with a kubeconfig, without the path the caller already names (kube's
+/// own message quotes it a second time, `'"/path"'`).
+fn kubeconfig_reason(e: &kube::config::KubeconfigError) -> String {
+    match e {
+        kube::config::KubeconfigError::ReadConfig(io, _) => format!("cannot read it: {io}"),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_unreadable_kubeconfig_is_named_once_without_doubled_quotes() {
+        let source = kube::config::Kubeconfig::read_from("/nonexistent/kc").expect_err("no file");
+        let e = super::ClusterError::Kubeconfig {
+            path: "/nonexistent/kc".into(),
+            source,
+        };
+        assert_eq!(
+            e.to_string(),
+            "kubeconfig /nonexistent/kc: cannot read it: No such file or directory (os error 2)"
+        );
     }
 }

@@ -163,10 +163,7 @@ impl Series {
             path: path.to_path_buf(),
             source,
         })?;
-        let json = |source| RecordError::Json {
-            path: path.to_path_buf(),
-            source,
-        };
+        let json = |source| RecordError::not_a_record(path, &text, source);
         let shape: Shape = serde_json::from_str(&text).map_err(json)?;
         if shape.runs.is_none() {
             let record: RunRecord = serde_json::from_str(&text).map_err(json)?;

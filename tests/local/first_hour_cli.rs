@@ -795,3 +795,86 @@ fn a_command_that_cannot_do_what_was_asked_says_error_once_at_the_start() {
         );
     }
 }
+
+#[test]
+fn a_server_that_is_not_kubernetes_is_named_as_such() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let body = "<html>not here</html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = write(
+        dir.path(),
+        "kubeconfig",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: x\n  cluster: {{server: \
+             \"http://127.0.0.1:{port}\"}}\nusers:\n- name: u\n  user: {{token: t}}\n\
+             contexts:\n- name: x\n  context: {{cluster: x, user: u}}\ncurrent-context: x\n"
+        ),
+    );
+    let out = faultline(&[
+        "run",
+        "experiments/reboot.yaml",
+        "-i",
+        "fixtures/inventory/kind.yaml",
+        "--kubeconfig",
+        &kubeconfig,
+        "--context",
+        "x",
+        "--yes",
+    ]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("is not a Kubernetes API server: it answered the first request with HTTP 404"),
+        "{all}"
+    );
+    assert!(!all.contains("Failed to parse error data"), "{all}");
+}
+
+#[test]
+fn report_explain_and_compare_name_an_experiment_file_passed_as_a_record() {
+    for args in [
+        &["report", "experiments/reboot.yaml"][..],
+        &["explain", "experiments/reboot.yaml"],
+        &[
+            "compare",
+            "experiments/reboot.yaml",
+            "fixtures/records/node-deleted.json",
+        ],
+    ] {
+        let out = faultline(args);
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {all}");
+        assert!(
+            all.contains("experiments/reboot.yaml is an experiment file, not a run record")
+                && all.contains("faultline run"),
+            "{args:?}: {all}"
+        );
+        assert!(!all.contains("expected value at line 1"), "{args:?}: {all}");
+    }
+}
+
+#[test]
+fn validate_with_a_namespace_counts_no_file_valid_that_cannot_run_there() {
+    let out = faultline(&["validate", "-n", "team-a", "experiments/reboot.yaml"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("1 file(s), 0 valid, 0 invalid, 1 cannot run with -n team-a"),
+        "{all}"
+    );
+}
