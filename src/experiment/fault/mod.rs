@@ -3,14 +3,17 @@
 //!
 //! Every stage asks this table instead of deciding for itself: validation (the `do:` names,
 //! which actions need a target), the blast-radius check, the journal and the self-restores
-//! armed on nodes, the automatic undo, `plan`, the actor, the recovery figures, and `doctor`
-//! (the API permissions each action uses). The inventory keys that carry node and power
-//! operations out are tables too ([`CommandKey`], [`PowerKey`] in `keys`): the inventory
-//! parses and merges `commands:`/`power:` through them and every message names a key from
-//! them. Adding an action means its [`Action`] variant ([`ActionKind`] is derived from it)
-//! and its row in [`ActionKind::info`] (and [`ActionKind::bare`] when it takes no
-//! parameters); a new node operation adds its [`NodeOp`], its [`CommandKey`] row and the
-//! profiles' commands. The compiler points at each.
+//! armed on nodes, the automatic undo, `plan`, the actor, the recovery figures, the API
+//! transport (which faults cut it, and which undos are armed on the node as timers
+//! before them) and `doctor` (the API permissions each action uses, the commands and
+//! checks it needs on a node). The inventory keys that carry node and power operations out
+//! are tables too ([`CommandKey`], [`PowerKey`] in `keys`): the inventory parses and merges
+//! `commands:`/`power:` through them and every message names a key from them. Adding an
+//! action means its [`Action`] variant ([`ActionKind`] is derived from it), its row in
+//! [`ActionKind::info`] (and [`ActionKind::bare`] when it takes no parameters) and its
+//! example in the tests; a new node operation adds its [`NodeOp`], its [`CommandKey`] row
+//! and the profiles' commands. The compiler points at each, and a test holds every row's
+//! columns to each other.
 //!
 //! It lives with the experiment model whose [`Action`]s it describes, and defines the
 //! operations faults are carried out by ([`NodeOp`], [`PowerAction`]), so every later stage
@@ -62,6 +65,14 @@ impl NodeOp {
     /// Whether losing the connection after sending means success.
     pub fn expects_drop(&self) -> bool {
         matches!(self, NodeOp::Reboot | NodeOp::PowerOff)
+    }
+
+    /// Whether, on a node reached through the API (`transport: pod`), this operation cuts
+    /// that path: it carries out an action whose row says so
+    /// ([`ActionInfo::cuts_transport`]), itself or as the in-band fallback of an
+    /// out-of-band one. Its own exec stream may then end without a status.
+    pub fn cuts_transport(&self) -> bool {
+        ActionKind::all().any(|k| k.info().cuts_transport && k.node_op().as_ref() == Some(self))
     }
 }
 
@@ -129,6 +140,46 @@ pub(crate) struct ActionInfo {
     /// What it asks of the Kubernetes API, so `doctor` can check each permission before a
     /// run (`doctor::access`).
     pub(crate) api: &'static [ApiUse],
+    /// On a node reached through the API (`transport: pod`), whether the fault cuts that
+    /// path while it lasts (the kubelet gone, the node cut off from the API server, the
+    /// machine down): the command's own exec stream may end without a status, which is then
+    /// the expected outcome ([`NodeOp::cuts_transport`]), and its proof is read through the
+    /// API.
+    pub(crate) cuts_transport: bool,
+    /// What is armed before the fault, on a node reached through the API, because nothing
+    /// reaches the node that way while it lasts (`run/floor/host_timed`).
+    pub(crate) host_timer: HostTimer,
+    /// What `doctor` checks on a node for this action beyond what [`ActionInfo::via`] and
+    /// [`ActionInfo::inverse`] already name (the commands of its operation and of its
+    /// undo, its power actions, the self-restore's arm): `doctor::needs` reads it.
+    pub(crate) doctor: &'static [NodeCheck],
+}
+
+/// What a fault needs armed ahead on a node reached through the API, where nothing reaches
+/// the node while the fault lasts ([`ActionInfo::cuts_transport`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HostTimer {
+    /// Nothing: the fault leaves the path alone, or is carried out of band (`power.*`, its
+    /// in-band fallback included), where its undo, if any, is carried out of band too.
+    None,
+    /// The fault's self-restore is its planned undo: armed to fire a margin after the undo
+    /// step's fixed time (which the undo then needs). An undo carried on the node was so
+    /// armed there and is confirmed through the API instead of carried, and no other node
+    /// command reaches the target until it: neither Ctrl-C nor the safety net ends the
+    /// fault sooner.
+    Timer,
+    /// As [`HostTimer::Timer`], and an undo watcher beside the node's timer runs the undo as
+    /// soon as faultline asks: the fault silences the kubelet but leaves the node's own
+    /// network to the API server.
+    TimerAndWatcher,
+}
+
+/// A check `doctor` makes on a node for an action, beside its commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum NodeCheck {
+    /// The unit that runs the kubelet is found (`commands.kubeletUnit`): the action stops,
+    /// starts or restarts it.
+    KubeletUnit,
 }
 
 /// One request an action makes to the Kubernetes API: a verb on a resource.
@@ -318,6 +369,17 @@ impl ActionKind {
         })
     }
 
+    /// The node operation behind this kind when the step gives it no command (all but
+    /// `run`): its inventory command, or the in-band fallback of an out-of-band power
+    /// action.
+    pub(crate) fn node_op(self) -> Option<NodeOp> {
+        match &self.info().via {
+            Via::Node(op) => Some(op.clone()),
+            Via::Power(power) => power.in_band(),
+            Via::StepCommand | Via::NodeApi | Via::ClusterApi => None,
+        }
+    }
+
     /// The table: this kind's row.
     pub(crate) fn info(self) -> &'static ActionInfo {
         match self {
@@ -333,6 +395,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::KubeletInactive,
                 api: &[],
+                cuts_transport: true,
+                host_timer: HostTimer::TimerAndWatcher,
+                doctor: &[NodeCheck::KubeletUnit],
             },
             ActionKind::KubeletStart => &ActionInfo {
                 name: "kubelet-start",
@@ -346,6 +411,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[NodeCheck::KubeletUnit],
             },
             ActionKind::KubeletRestart => &ActionInfo {
                 name: "kubelet-restart",
@@ -360,6 +428,11 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
+                cuts_transport: true,
+                // Nothing undoes a restart, so nothing is armed for it; through the API,
+                // a later node command on its target is refused (`host_timed::refusals`).
+                host_timer: HostTimer::Timer,
+                doctor: &[NodeCheck::KubeletUnit],
             },
             ActionKind::Reboot => &ActionInfo {
                 name: "reboot",
@@ -373,6 +446,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::BootIdChanged,
                 api: &[],
+                cuts_transport: true,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::PowerOff => &ActionInfo {
                 name: "power-off",
@@ -386,6 +462,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::PoweredOff,
                 api: &[],
+                cuts_transport: true,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::PowerOn => &ActionInfo {
                 name: "power-on",
@@ -399,6 +478,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Shutdown => &ActionInfo {
                 name: "shutdown",
@@ -412,6 +494,11 @@ impl ActionKind {
                 kubelet_ends_pods: true,
                 proof: Proof::PoweredOff,
                 api: &[],
+                cuts_transport: true,
+                // Its self-restore is a power-on armed where faultline runs (out of band,
+                // so not confirmed instead of carried), moved to its undo step's time.
+                host_timer: HostTimer::Timer,
+                doctor: &[],
             },
             ActionKind::Partition => &ActionInfo {
                 name: "partition",
@@ -425,6 +512,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::HeartbeatStopped,
                 api: &[],
+                cuts_transport: true,
+                host_timer: HostTimer::Timer,
+                doctor: &[],
             },
             ActionKind::Heal => &ActionInfo {
                 name: "heal",
@@ -438,6 +528,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Run => &ActionInfo {
                 name: "run",
@@ -451,6 +544,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Cordon => &ActionInfo {
                 name: "cordon",
@@ -464,6 +560,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::Unschedulable,
                 api: PATCH_NODE,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Uncordon => &ActionInfo {
                 name: "uncordon",
@@ -477,6 +576,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: PATCH_NODE,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Drain => &ActionInfo {
                 name: "drain",
@@ -490,6 +592,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::Unschedulable,
                 api: DRAIN,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::DeleteNode => &ActionInfo {
                 name: "delete-node",
@@ -503,6 +608,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::NodeGone,
                 api: DELETE_NODE,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::DeletePods => &ActionInfo {
                 name: "delete-pods",
@@ -516,6 +624,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: DELETE_PODS,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::DeletePvc => &ActionInfo {
                 name: "delete-pvc",
@@ -529,6 +640,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: DELETE_PVC,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Taint => &ActionInfo {
                 name: "taint",
@@ -542,6 +656,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::Tainted,
                 api: PATCH_NODE,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Untaint => &ActionInfo {
                 name: "untaint",
@@ -555,6 +672,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: PATCH_NODE,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
         }
     }
@@ -633,6 +753,33 @@ pub(crate) fn proof(action: &Action) -> Proof {
     info(action).proof
 }
 
+/// What `action` needs armed ahead on a node reached through the API
+/// ([`ActionInfo::host_timer`]).
+pub(crate) fn host_timer(action: &Action) -> HostTimer {
+    info(action).host_timer
+}
+
+/// Whether `undo` is carried on the node and undoes a fault whose undo is armed there as a
+/// timer ([`HostTimer`]): on a node reached through the API it was armed before the fault,
+/// so it is confirmed through the API instead of carried.
+pub(crate) fn undone_by_host_timer(undo: &Action) -> bool {
+    matches!(info(undo).via, Via::Node(_))
+        && ActionKind::all()
+            .filter_map(ActionKind::bare)
+            .any(|fault| host_timer(&fault) != HostTimer::None && undoes(undo, &fault))
+}
+
+/// Whether the self-restore `undo`, armed on a node reached through the API, also gets an
+/// undo watcher: it is the undo of a fault whose row says
+/// [`HostTimer::TimerAndWatcher`].
+pub(crate) fn undo_watched(undo: &NodeOp) -> bool {
+    ActionKind::all()
+        .filter_map(ActionKind::bare)
+        .filter(|fault| host_timer(fault) == HostTimer::TimerAndWatcher)
+        .filter_map(|fault| inverse(&fault))
+        .any(|inverse| node_op(&inverse).as_ref() == Some(undo))
+}
+
 /// The namespace of the objects a step names (the pods of `delete-pods`, the claim of
 /// `delete-pvc`): where its namespaced [`ApiUse`]s apply.
 pub(crate) fn api_namespace(action: &Action) -> Option<&str> {
@@ -672,27 +819,29 @@ mod tests {
         }
     }
 
-    /// One action of every kind, in the order of [`ActionKind::all`].
-    fn one_of_each() -> Vec<Action> {
-        vec![
-            Action::KubeletStop,
-            Action::KubeletStart,
-            Action::KubeletRestart,
-            Action::Reboot,
-            Action::PowerOff,
-            Action::PowerOn,
-            Action::Shutdown,
-            Action::Partition,
-            Action::Heal,
-            Action::Run {
+    /// An action of `kind`. The match has no catch-all arm, so a new kind does not
+    /// compile until it has an example here, and so every test below enumerating
+    /// [`one_of_each`] meets it.
+    fn example(kind: ActionKind) -> Action {
+        match kind {
+            ActionKind::KubeletStop => Action::KubeletStop,
+            ActionKind::KubeletStart => Action::KubeletStart,
+            ActionKind::KubeletRestart => Action::KubeletRestart,
+            ActionKind::Reboot => Action::Reboot,
+            ActionKind::PowerOff => Action::PowerOff,
+            ActionKind::PowerOn => Action::PowerOn,
+            ActionKind::Shutdown => Action::Shutdown,
+            ActionKind::Partition => Action::Partition,
+            ActionKind::Heal => Action::Heal,
+            ActionKind::Run => Action::Run {
                 command: "a".into(),
                 undo: None,
             },
-            Action::Cordon,
-            Action::Uncordon,
-            Action::Drain,
-            Action::DeleteNode,
-            Action::DeletePods {
+            ActionKind::Cordon => Action::Cordon,
+            ActionKind::Uncordon => Action::Uncordon,
+            ActionKind::Drain => Action::Drain,
+            ActionKind::DeleteNode => Action::DeleteNode,
+            ActionKind::DeletePods => Action::DeletePods {
                 pods: PodSelector {
                     workload: None,
                     namespace: "default".into(),
@@ -701,14 +850,19 @@ mod tests {
                 },
                 force: false,
             },
-            Action::DeletePvc {
+            ActionKind::DeletePvc => Action::DeletePvc {
                 namespace: "default".into(),
                 name: "data".into(),
                 remove_finalizers: false,
             },
-            Action::Taint(taint()),
-            Action::Untaint(taint()),
-        ]
+            ActionKind::Taint => Action::Taint(taint()),
+            ActionKind::Untaint => Action::Untaint(taint()),
+        }
+    }
+
+    /// One action of every kind, in the order of [`ActionKind::all`].
+    fn one_of_each() -> Vec<Action> {
+        ActionKind::all().map(example).collect()
     }
 
     #[test]
@@ -841,6 +995,89 @@ mod tests {
         assert!(!silences_node(&Action::Shutdown));
         assert!(takes_node_down(&Action::Shutdown));
         assert_eq!(inverse(&Action::Shutdown), Some(Action::PowerOn));
+    }
+
+    /// The transport, host-timer and doctor columns of every row agree with each other and
+    /// with what reads them: the executor ([`NodeOp::cuts_transport`]), the run's undos armed
+    /// on the node ([`undone_by_host_timer`], [`undo_watched`]) and `doctor`'s kubelet unit.
+    #[test]
+    fn every_row_sets_its_transport_timer_and_doctor_columns_consistently() {
+        for action in one_of_each() {
+            let kind = ActionKind::of(&action);
+            let row = info(&action);
+            let op = kind.node_op();
+            if row.cuts_transport {
+                let op = op.as_ref().unwrap_or_else(|| {
+                    panic!("{action:?} cuts the transport but no node command carries it")
+                });
+                assert!(op.cuts_transport(), "{action:?}: the executor disagrees");
+            }
+            if row.host_timer != HostTimer::None {
+                assert!(
+                    row.cuts_transport && matches!(row.via, Via::Node(_)),
+                    "{action:?}: a host timer is for a node command that cuts the transport"
+                );
+                assert!(
+                    kind.bare().is_some(),
+                    "{action:?}: the undos armed on the host are found among the bare kinds"
+                );
+                if let Some(undo) = inverse(&action)
+                    && matches!(info(&undo).via, Via::Node(_))
+                {
+                    assert!(undone_by_host_timer(&undo), "{action:?}: {undo:?}");
+                }
+            }
+            if row.host_timer == HostTimer::TimerAndWatcher {
+                let undo = inverse(&action).and_then(|undo| node_op(&undo));
+                let undo = undo.unwrap_or_else(|| panic!("{action:?}: a watcher runs a node undo"));
+                assert!(undo_watched(&undo), "{action:?}");
+            }
+            let kubelet = matches!(
+                op,
+                Some(NodeOp::KubeletStop | NodeOp::KubeletStart | NodeOp::KubeletRestart)
+            );
+            assert_eq!(
+                row.doctor.contains(&NodeCheck::KubeletUnit),
+                kubelet,
+                "{action:?}: doctor checks the kubelet unit of every kubelet command"
+            );
+            if !row.cuts_transport {
+                assert_eq!(row.host_timer, HostTimer::None, "{action:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_operations_that_cut_the_transport_and_the_undos_armed_on_the_host() {
+        for op in [
+            NodeOp::KubeletStop,
+            NodeOp::KubeletRestart,
+            NodeOp::Partition,
+            NodeOp::Reboot,
+            NodeOp::PowerOff,
+        ] {
+            assert!(op.cuts_transport(), "{op:?}");
+        }
+        for op in [
+            NodeOp::KubeletStart,
+            NodeOp::Heal,
+            NodeOp::KubeletStatus,
+            NodeOp::BootId,
+            NodeOp::Run("x".into()),
+        ] {
+            assert!(!op.cuts_transport(), "{op:?}");
+        }
+        for undo in [Action::KubeletStart, Action::KubeletRestart, Action::Heal] {
+            assert!(undone_by_host_timer(&undo), "{undo:?}");
+        }
+        // A shutdown's power-on is out of band: carried, not confirmed.
+        for undo in [Action::PowerOn, Action::Uncordon, Action::KubeletStop] {
+            assert!(!undone_by_host_timer(&undo), "{undo:?}");
+        }
+        assert!(undo_watched(&NodeOp::KubeletStart));
+        assert!(!undo_watched(&NodeOp::Heal));
+        assert!(info(&Action::Shutdown).cuts_transport);
+        assert!(!info(&Action::Cordon).cuts_transport);
     }
 
     #[test]
