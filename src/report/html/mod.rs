@@ -14,6 +14,7 @@ mod predicted;
 use crate::record::RunRecord;
 
 pub(crate) use inline_code::html_text;
+pub(crate) use page::render_explained_into;
 pub use page::render_into;
 pub(crate) use picture::{Frame, timeline_svg_in};
 

@@ -23,9 +23,19 @@ A purple band with a dashed outline on a node's or pod's lane: the window in whi
 /// Writes the page of [`render`] to `h` as it goes (the report file: at 30,000 pods the
 /// page is megabytes, written through a buffer rather than held whole).
 pub fn render_into(h: &mut impl Write, record: &RunRecord) {
+    render_explained_into(h, record, &crate::explain::explain(record));
+}
+
+/// [`render_into`] with the node failure model's comparison of `record` already made
+/// (`explain`), by whoever renders the other reports of the run from it too.
+pub(crate) fn render_explained_into(
+    h: &mut impl Write,
+    record: &RunRecord,
+    explanation: &crate::explain::Explanation,
+) {
     header(h, record);
     errors(h, record);
-    timeline(h, record);
+    timeline(h, record, explanation);
     verdicts(h, record);
     safety(h, record);
     figures(h, record);
@@ -80,7 +90,7 @@ fn targets_and_timers(h: &mut impl Write, record: &RunRecord) {
         );
     }
     let _ = h.write_str("</table>");
-    let timers = crate::report::timer_lines(record);
+    let timers = crate::report::text::timer_lines(record);
     if !timers.is_empty() {
         let _ = h.write_str("<h2>Timers</h2><ul>");
         for line in timers {
@@ -100,8 +110,8 @@ fn verdicts(h: &mut impl Write, record: &RunRecord) {
             "<tr class=\"{class}\"><td>{class}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             html_text(&v.name),
             esc(&v.since),
-            crate::report::measured_text(v.measured_ms),
-            html_text(&crate::report::verdict_message(record, v))
+            crate::report::text::measured_text(v.measured_ms),
+            html_text(&crate::report::text::verdict_message(record, v))
         );
     }
     let _ = h.write_str("</table>");
@@ -120,7 +130,7 @@ fn errors(h: &mut impl Write, record: &RunRecord) {
 
 /// Each fault's proof that it took effect, any abort, and whether the cluster was restored.
 fn safety(h: &mut impl Write, record: &RunRecord) {
-    let safety = crate::report::safety_lines(record);
+    let safety = crate::report::text::safety_lines(record);
     if !safety.is_empty() {
         let _ = h.write_str("<h2>Safety</h2><ul class=\"safety\">");
         for line in &safety {
@@ -152,7 +162,7 @@ fn figures(h: &mut impl Write, record: &RunRecord) {
                 let _ = write!(
                     h,
                     "<tr><td>{label}</td><td>{}</td></tr>",
-                    crate::report::figure_text(value)
+                    crate::report::text::figure_text(value)
                 );
             }
             let _ = h.write_str("</table>");
@@ -164,11 +174,11 @@ fn figures(h: &mut impl Write, record: &RunRecord) {
 }
 
 /// The picture, with how to read it.
-fn timeline(h: &mut impl Write, record: &RunRecord) {
+fn timeline(h: &mut impl Write, record: &RunRecord, explanation: &crate::explain::Explanation) {
     let _ = h.write_str("<h2 id=\"timeline\">Timeline</h2>");
     let _ = h.write_str(LEGEND);
     let _ = h.write_str("<div class=\"timeline-wrap\">");
-    write_timeline_svg(h, record, Frame::whole(record, 0));
+    write_timeline_svg(h, record, explanation, Frame::whole(record, 0));
     let _ = h.write_str("</div>");
 }
 
@@ -176,7 +186,7 @@ fn timeline(h: &mut impl Write, record: &RunRecord) {
 fn entries(h: &mut impl Write, record: &RunRecord) {
     let _ = h.write_str("<details><summary>timeline entries</summary><pre>");
     for e in &record.timeline.entries {
-        let _ = h.write_str(&esc(&crate::report::terminal::entry_line(e)));
+        let _ = h.write_str(&esc(&crate::report::text::entry_line(e)));
         let _ = h.write_str("\n");
     }
     let _ = h.write_str("</pre></details>");
