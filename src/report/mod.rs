@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod events;
 pub mod html;
+mod html_parts;
 pub mod json;
 pub mod junit;
 mod junit_xml;

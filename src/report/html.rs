@@ -1,16 +1,16 @@
-//! The page around the picture: the run's header and outcome, then the timeline, the
-//! verdicts, safety, recovery figures, targets and timers, and every entry folded away. The
-//! picture comes before the tables: it is what a reader takes in at a glance.
+//! A single self-contained HTML page per run, readable offline and attachable to a ticket
+//! as one file: the run's header and outcome, then the timeline as a picture (one lane per
+//! node, pod, workload and probe, with the faults and the expectations drawn on the lanes
+//! they are about; `html_parts`), the verdicts, safety, recovery figures, targets and
+//! timers, and every entry folded away. The picture comes before the tables: it is what a
+//! reader takes in at a glance.
 
 use std::fmt::Write;
 
-use super::inline_code::html_text;
-use super::picture::{Frame, write_timeline_svg};
+use super::html_parts::{CSS, Frame, html_text, write_timeline_svg};
 use crate::judge::Outcome;
 use crate::record::{RunOutcome, RunRecord};
 use crate::sanitize::html as esc;
-
-use super::CSS;
 
 /// How to read the picture, above it.
 const LEGEND: &str = "<p class=\"meta\">Lanes: green Ready/available · amber NotReady/degraded · red Unknown/failed · grey Terminating · blue Pending · blank gone · hatched: no observation. \
@@ -19,6 +19,13 @@ Under each lane, the expectations about it: the band is the window it is judged 
 (● passed, ◆ failed, ■ undecidable) where it was observed or decided. \
 A purple band with a dashed outline on a node's or pod's lane: the window in which the node failure model predicts a transition of it \
 (a dashed tick where it gives no upper bound); outlined red where the cluster did otherwise (see faultline explain). Hover for details.</p>";
+
+/// Renders the record as one self-contained HTML page.
+pub fn render(record: &RunRecord) -> String {
+    let mut h = String::new();
+    render_into(&mut h, record);
+    h
+}
 
 /// Writes the page of [`render`] to `h` as it goes (the report file: at 30,000 pods the
 /// page is megabytes, written through a buffer rather than held whole).
