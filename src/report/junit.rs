@@ -5,7 +5,7 @@ use std::path::Path;
 
 use junit_report::{Duration as JDuration, OffsetDateTime, Report, TestCase, TestSuite};
 
-use super::ReportError;
+use super::files::ReportError;
 use super::junit_xml::{wall_secs, with_properties, with_suite_time, xml};
 use super::text;
 use crate::judge::Outcome;

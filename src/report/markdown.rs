@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use super::ReportError;
+use super::files::ReportError;
 use super::text::{duration_text, figure_text, measured_text, outcome_word, tally, timeline_text};
 use crate::judge::{Outcome, describe_check};
 use crate::record::{RunOutcome, RunRecord};

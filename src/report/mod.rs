@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod events;
+mod files;
 pub mod html;
 mod html_parts;
 pub mod json;
@@ -19,24 +20,11 @@ pub mod text;
 
 use std::path::{Path, PathBuf};
 
-use crate::record::{RecordError, RunRecord};
-use crate::series::Series;
+pub use files::ReportError;
+use files::write_text;
 
-/// Writing a report failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// The file could not be written.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// The record could not be saved.
-    #[error(transparent)]
-    Record(#[from] RecordError),
-}
+use crate::record::RunRecord;
+use crate::series::Series;
 
 /// A file-name-safe form of the experiment name.
 fn file_stem(name: &str) -> String {
@@ -128,14 +116,6 @@ pub fn write_series(series: &Series, dir: &Path) -> Result<Vec<PathBuf>, ReportE
     let html_path = dir.join(format!("{stem}.html"));
     write_text(&html_path, &series::html::render(series))?;
     Ok(vec![junit_path, json_path, html_path])
-}
-
-/// Writes `text` to `path`.
-pub(crate) fn write_text(path: &Path, text: &str) -> Result<(), ReportError> {
-    std::fs::write(path, text).map_err(|source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 #[cfg(test)]
