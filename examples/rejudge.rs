@@ -47,6 +47,6 @@ fn rejudge(record: &Path, experiment: &Path, out: &Path) -> Result<String, Strin
         "{}: {} ({})",
         out.display(),
         run.outcome.word(),
-        faultline::report::tally(&run)
+        faultline::report::text::tally(&run)
     ))
 }

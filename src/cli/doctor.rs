@@ -31,9 +31,12 @@ pub(super) async fn doctor(
         inventory.set_insecure_ignore_host_keys(true);
     }
     let exam = doctor::examine(&inventory, &experiments).await;
+    // The refused permissions as rules ready to paste: `rbac` writes them, from doctor's
+    // findings, so doctor itself never reaches up into it.
+    let rules = (!exam.missing.is_empty()).then(|| crate::rbac::paste_ready(&exam.missing));
     match output {
-        DoctorOutput::Text => print!("{}", doctor::report::table(&exam)),
-        DoctorOutput::Json => println!("{}", doctor::report::json(&exam)),
+        DoctorOutput::Text => print!("{}", doctor::report::table(&exam, rules.as_deref())),
+        DoctorOutput::Json => println!("{}", doctor::report::json(&exam, rules.as_deref())),
     }
     if exam.failed() { EXIT_FAILED } else { EXIT_OK }
 }

@@ -136,7 +136,7 @@ fn check_setup_manifests(exp: &Experiment, asked: &str) -> Result<(), NamespaceE
         };
         let text = std::fs::read_to_string(file)
             .map_err(|e| manifest_error(format!("{}: {e}", file.display())))?;
-        let objects = crate::cluster::manifests::parse_manifest(file, &text)
+        let objects = crate::experiment::manifest::parse_manifest(file, &text)
             .map_err(|e| manifest_error(e.to_string()))?;
         for obj in objects {
             let kind = obj.types.as_ref().map(|t| t.kind.as_str()).unwrap_or("");

@@ -651,7 +651,7 @@ fn manifest_objects(exp: &Experiment) -> Vec<String> {
         let objects = std::fs::read_to_string(file)
             .map_err(|e| format!("{shown}: cannot read: {e}"))
             .and_then(|text| {
-                crate::cluster::manifests::parse_manifest(file, &text).map_err(|e| e.to_string())
+                crate::experiment::manifest::parse_manifest(file, &text).map_err(|e| e.to_string())
             });
         match objects {
             Ok(objects) => {

@@ -7,7 +7,7 @@ use std::path::Path;
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
 use crate::judge::Outcome;
 use crate::record::RunRecord;
-use crate::report::{measured_text, outcome_word};
+use crate::report::text::{measured_text, outcome_word};
 use crate::run::rehearse::{Rehearsal, rehearse};
 use crate::sanitize::clean;
 use crate::series::Series;

@@ -47,15 +47,8 @@ pub enum ClusterError {
         source: std::io::Error,
     },
     /// A manifest file is not valid YAML or a document is not a Kubernetes object.
-    #[error("manifest {path}, document {document}: {message}")]
-    ManifestInvalid {
-        /// The file.
-        path: PathBuf,
-        /// 1-based document index within the file.
-        document: usize,
-        /// What is wrong.
-        message: String,
-    },
+    #[error(transparent)]
+    ManifestInvalid(#[from] crate::experiment::manifest::ManifestInvalid),
     /// The cluster does not serve a kind a manifest uses.
     #[error("manifest {path}: the cluster does not serve {api_version} {kind}: {source}")]
     UnknownKind {

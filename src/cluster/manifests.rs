@@ -1,7 +1,7 @@
 //! Setup and teardown of an experiment's workloads: server-side apply of any kind, waiting
 //! for workloads to be fully available, and deletion in reverse order.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
@@ -10,6 +10,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, Patch
 use kube::discovery::{ApiResource, Scope};
 
 use super::error::ClusterError;
+use crate::experiment::manifest::{ManifestInvalid, parse_manifest};
 
 /// Field manager faultline's server-side applies are recorded under.
 pub(crate) const FIELD_MANAGER: &str = "faultline";
@@ -58,37 +59,6 @@ impl AppliedObject {
     }
 }
 
-/// Parses a multi-document YAML manifest into API objects; empty documents are skipped.
-pub(crate) fn parse_manifest(path: &Path, text: &str) -> Result<Vec<DynamicObject>, ClusterError> {
-    let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| ClusterError::ManifestInvalid {
-            path: path.to_path_buf(),
-            document: 0,
-            message: e.to_string(),
-        })?;
-    let mut out = Vec::new();
-    for (i, doc) in docs.into_iter().enumerate() {
-        if doc.is_null() {
-            continue;
-        }
-        let invalid = |message: String| ClusterError::ManifestInvalid {
-            path: path.to_path_buf(),
-            document: i + 1,
-            message,
-        };
-        let obj: DynamicObject =
-            serde_json::from_value(doc).map_err(|e| invalid(format!("not an API object: {e}")))?;
-        if obj.types.is_none() {
-            return Err(invalid("missing apiVersion or kind".to_string()));
-        }
-        if obj.metadata.name.is_none() {
-            return Err(invalid("missing metadata.name".to_string()));
-        }
-        out.push(obj);
-    }
-    Ok(out)
-}
-
 /// How long an apply waits for a new namespace's `default` service account.
 const SERVICE_ACCOUNT_WAIT: Duration = Duration::from_secs(30);
 /// How often it asks again meanwhile.
@@ -122,12 +92,11 @@ pub async fn apply_manifests(
                 })?;
         for obj in parse_manifest(path, &text)? {
             let types = obj.types.clone().unwrap_or_default();
-            let gvk =
-                GroupVersionKind::try_from(&types).map_err(|e| ClusterError::ManifestInvalid {
-                    path: path.clone(),
-                    document: 0,
-                    message: e.to_string(),
-                })?;
+            let gvk = GroupVersionKind::try_from(&types).map_err(|e| ManifestInvalid {
+                path: path.clone(),
+                document: 0,
+                message: e.to_string(),
+            })?;
             let (resource, caps) =
                 kube::discovery::pinned_kind(client, &gvk)
                     .await
@@ -400,39 +369,6 @@ mod tests {
             "pods \"keep\" is forbidden: User \"x\" cannot create resource \"pods\""
         )));
         assert!(!waits_for_service_account(&refused(404, sa)));
-    }
-
-    #[test]
-    fn parses_multi_document_yaml_and_skips_empty_documents() {
-        let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lab/db-statefulset.yaml"),
-        )
-        .unwrap_or_default();
-        let objs = parse_manifest(Path::new("db.yaml"), &format!("---\n{text}\n---\n"))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let kinds: Vec<_> = objs
-            .iter()
-            .map(|o| o.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default())
-            .collect();
-        assert_eq!(kinds, vec!["Service", "StatefulSet"]);
-        assert_eq!(objs[1].metadata.namespace.as_deref(), Some("faultline-lab"));
-    }
-
-    #[test]
-    fn rejects_documents_that_are_not_objects() {
-        let err = parse_manifest(
-            Path::new("x.yaml"),
-            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nfoo: bar\n",
-        )
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
-        assert!(err.contains("x.yaml, document 2"), "{err}");
-        let err = parse_manifest(Path::new("y.yaml"), "apiVersion: v1\nkind: ConfigMap\n")
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(err.contains("metadata.name"), "{err}");
     }
 
     #[test]

@@ -219,7 +219,8 @@ async fn manifest_access(client: &Client, exp: &Experiment) -> Result<Vec<Access
     for path in &exp.setup.manifests {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: setup manifest {}: {e}", exp.name, path.display()))?;
-        let objects = cluster::manifests::parse_manifest(path, &text).map_err(|e| e.to_string())?;
+        let objects =
+            crate::experiment::manifest::parse_manifest(path, &text).map_err(|e| e.to_string())?;
         for obj in objects {
             let types = obj.types.clone().unwrap_or_default();
             let gvk = GroupVersionKind::try_from(&types).map_err(|e| e.to_string())?;

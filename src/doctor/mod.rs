@@ -209,9 +209,10 @@ pub struct Examination {
     pub findings: Vec<Finding>,
     /// The timers a run would use and where each comes from.
     pub timers: timers::Resolved,
-    /// The required permissions the API server refused, as RBAC rules ready to paste
-    /// (`None`: nothing is missing, or the API was not asked).
-    pub missing_rules: Option<String>,
+    /// The required permissions the API server refused (empty: nothing is missing, or
+    /// the API was not asked). `crate::rbac::paste_ready` writes them as rules ready to
+    /// paste, which `faultline doctor` prints with the report.
+    pub(crate) missing: Vec<access::Access>,
 }
 
 impl Examination {
@@ -227,15 +228,13 @@ pub async fn examine(inventory: &Inventory, experiments: &[Experiment]) -> Exami
     let executor = Executor::new(inventory.clone());
     let view = read_cluster(inventory).await;
     let mut findings = vec![view.finding.clone()];
-    let mut missing_rules = None;
+    let mut missing = Vec::new();
     let client = view.connection.as_ref().map(|c| c.client.clone());
     match &client {
         Some(client) => {
             let answers = check_access(client, experiments).await;
             findings.extend(answers.findings);
-            if !answers.missing.is_empty() {
-                missing_rules = Some(crate::rbac::paste_ready(&answers.missing));
-            }
+            missing = answers.missing;
             findings.extend(pod_access::findings(client, inventory).await);
         }
         None => findings.push(Finding::cluster(
@@ -267,6 +266,6 @@ pub async fn examine(inventory: &Inventory, experiments: &[Experiment]) -> Exami
         version: view.version,
         findings,
         timers: resolved,
-        missing_rules,
+        missing,
     }
 }

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 
 use crate::execute::{NodeOp, PowerAction};
-use crate::experiment::fault::{self, Via};
-use crate::experiment::model::{Experiment, ProbeKind, Step};
+use crate::experiment::fault::{self, ActionKind, NodeCheck, Via};
+use crate::experiment::model::{Action, Experiment, ProbeKind, Step};
 
 /// The operations, power actions and self-restores the experiments use on one node (or on
 /// every node, for `doctor`, which does not know yet which nodes targets will resolve to).
@@ -18,29 +18,34 @@ pub struct Needs {
     pub power: BTreeSet<PowerAction>,
     /// A fault undone on the node is armed as a self-restore first.
     pub self_restore: bool,
+    /// The checks the actions' rows in the fault table ask for beside their commands
+    /// ([`NodeCheck`]).
+    pub(crate) checks: BTreeSet<NodeCheck>,
     /// `true`: no experiment was given; every command the inventory configures is checked,
     /// and one it does not configure is no failure.
     pub everything: bool,
 }
 
 impl Needs {
-    /// What `doctor` checks without experiments: every configured node command.
+    /// What `doctor` checks without experiments: the command of every node operation the
+    /// fault table's rows carry out (the in-band fallbacks of power actions included), the
+    /// kubelet stop's proof (`commands.kubeletStatus`), and every check a row asks for; in
+    /// the inventory's order of commands.
     pub fn everything() -> Needs {
-        Needs {
-            ops: vec![
-                NodeOp::KubeletStop,
-                NodeOp::KubeletStart,
-                NodeOp::KubeletRestart,
-                NodeOp::KubeletStatus,
-                NodeOp::Reboot,
-                NodeOp::PowerOff,
-                NodeOp::Partition,
-                NodeOp::Heal,
-            ],
-            power: BTreeSet::new(),
+        let mut needs = Needs {
             self_restore: true,
             everything: true,
+            ..Needs::default()
+        };
+        for kind in ActionKind::all() {
+            if let Some(op) = kind.node_op() {
+                needs.add_op(op);
+            }
+            needs.checks.extend(kind.info().doctor);
         }
+        needs.add_op(NodeOp::KubeletStatus);
+        needs.ops.sort_by_key(NodeOp::command_key);
+        needs
     }
 
     /// What the experiments' steps and node probes need, on any node.
@@ -96,14 +101,10 @@ impl Needs {
         self.ops.is_empty() && self.power.is_empty() && !self.self_restore
     }
 
-    /// Whether a kubelet operation is among the needs (the kubelet unit then matters).
+    /// Whether an action or undo acts on the kubelet (the kubelet unit then matters): its
+    /// row asks for [`NodeCheck::KubeletUnit`].
     pub fn touches_kubelet(&self) -> bool {
-        self.ops.iter().any(|op| {
-            matches!(
-                op,
-                NodeOp::KubeletStop | NodeOp::KubeletStart | NodeOp::KubeletRestart
-            )
-        })
+        self.checks.contains(&NodeCheck::KubeletUnit)
     }
 
     fn add_op(&mut self, op: NodeOp) {
@@ -114,36 +115,39 @@ impl Needs {
 
     fn add_step(&mut self, step: &Step) {
         let action = &step.action;
-        let add = |needs: &mut Needs, action: &crate::experiment::model::Action| match &fault::info(
-            action,
-        )
-        .via
-        {
-            Via::Node(op) => needs.add_op(op.clone()),
-            Via::StepCommand => {
-                if let Some(op) = fault::node_op(action) {
-                    needs.add_op(op);
-                }
-            }
-            Via::Power(PowerAction::Status) => {}
-            Via::Power(power) => {
-                needs.power.insert(*power);
-            }
-            Via::NodeApi | Via::ClusterApi => {}
-        };
-        add(self, action);
-        if let crate::experiment::model::Action::Run {
+        self.add_action(action);
+        if let Action::Run {
             undo: Some(undo), ..
         } = action
         {
             self.add_op(NodeOp::Run(undo.clone()));
         }
         if let Some(inverse) = fault::inverse(action) {
-            add(self, &inverse);
+            self.add_action(&inverse);
             // An undo carried out on the node is armed there first.
             if matches!(fault::info(&inverse).via, Via::Node(_) | Via::StepCommand) {
                 self.self_restore = true;
             }
+        }
+    }
+
+    /// The operation or power action that carries `action` out, and the checks its row
+    /// asks for.
+    fn add_action(&mut self, action: &Action) {
+        let row = fault::info(action);
+        self.checks.extend(row.doctor);
+        match &row.via {
+            Via::Node(op) => self.add_op(op.clone()),
+            Via::StepCommand => {
+                if let Some(op) = fault::node_op(action) {
+                    self.add_op(op);
+                }
+            }
+            Via::Power(PowerAction::Status) => {}
+            Via::Power(power) => {
+                self.power.insert(*power);
+            }
+            Via::NodeApi | Via::ClusterApi => {}
         }
     }
 }
@@ -199,5 +203,46 @@ mod tests {
         let n = Needs::of(&[]);
         assert!(n.everything);
         assert!(n.ops.contains(&NodeOp::Partition));
+    }
+
+    /// Without experiments `doctor` checks what every row of the fault table would need:
+    /// a new fault's node command and checks join the list by its row alone.
+    #[test]
+    fn everything_is_every_command_and_check_of_the_fault_table() {
+        let n = Needs::everything();
+        assert_eq!(
+            n.ops,
+            [
+                NodeOp::KubeletStop,
+                NodeOp::KubeletStart,
+                NodeOp::KubeletRestart,
+                NodeOp::KubeletStatus,
+                NodeOp::Reboot,
+                NodeOp::PowerOff,
+                NodeOp::Partition,
+                NodeOp::Heal,
+            ]
+        );
+        for kind in ActionKind::all() {
+            if let Some(op) = kind.node_op() {
+                assert!(n.ops.contains(&op), "{kind:?}");
+            }
+            for check in kind.info().doctor {
+                assert!(n.checks.contains(check), "{kind:?}");
+            }
+        }
+        assert!(n.touches_kubelet());
+        assert!(n.self_restore);
+    }
+
+    #[test]
+    fn a_partition_needs_no_kubelet_unit() {
+        let e = exp(
+            "name: e\ntargets: {v: {role: worker, count: 1}}\nsteps:\n  - {name: cut, at: 0s, do: partition, target: v}\n  - {name: heal, at: 30s, do: heal, target: v}\n",
+        );
+        let n = Needs::of(&[e]);
+        assert_eq!(n.ops, [NodeOp::Partition, NodeOp::Heal]);
+        assert!(!n.touches_kubelet());
+        assert!(n.self_restore);
     }
 }

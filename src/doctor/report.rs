@@ -8,8 +8,9 @@ use crate::sanitize::clean;
 use crate::timers::TimerSource;
 
 /// The table: one row per check, cluster first, then node by node; the failures again at
-/// the end, one line each, as `run` quotes them.
-pub fn table(exam: &Examination) -> String {
+/// the end, one line each, as `run` quotes them; then `missing_rules`, the RBAC rules that
+/// grant what the API server refused, when there are any.
+pub fn table(exam: &Examination, missing_rules: Option<&str>) -> String {
     let mut out = format!(
         "faultline doctor: cluster {} ({}), inventory {}\n",
         clean(&exam.cluster),
@@ -54,7 +55,7 @@ pub fn table(exam: &Examination) -> String {
     for f in exam.findings.iter().filter(|f| f.status == Status::Fail) {
         out.push_str(&format!("FAIL {}\n", one_line(&f.to_string())));
     }
-    if let Some(rules) = &exam.missing_rules {
+    if let Some(rules) = missing_rules {
         out.push_str("\nRBAC rules that grant the missing permissions, ready to paste:\n");
         out.push_str(rules);
     }
@@ -91,8 +92,9 @@ struct Summary {
     skip: usize,
 }
 
-/// The findings and the timers as one JSON object.
-pub fn json(exam: &Examination) -> String {
+/// The findings and the timers as one JSON object, with `missing_rules` (as
+/// [`table`]'s) when there are any.
+pub fn json(exam: &Examination, missing_rules: Option<&str>) -> String {
     let count = |s: Status| exam.findings.iter().filter(|f| f.status == s).count();
     let doc = Document {
         inventory: exam.inventory.display().to_string(),
@@ -108,7 +110,7 @@ pub fn json(exam: &Examination) -> String {
         findings: &exam.findings,
         timers: &exam.timers.in_force.sources,
         timers_not_read: &exam.timers.misses,
-        missing_rules: exam.missing_rules.as_deref(),
+        missing_rules,
     };
     serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
@@ -142,13 +144,13 @@ mod tests {
                 ),
                 misses: vec!["no controller-manager".into()],
             },
-            missing_rules: None,
+            missing: Vec::new(),
         }
     }
 
     #[test]
     fn the_table_has_a_row_per_check_and_repeats_failures() {
-        let text = table(&exam());
+        let text = table(&exam(), None);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[1].starts_with("WHERE"), "{text}");
         assert!(
@@ -170,8 +172,24 @@ mod tests {
     }
 
     #[test]
+    fn the_missing_rules_follow_the_table_and_sit_in_the_json() {
+        let rules = "# ClusterRole rules:\nrules: []\n";
+        let text = table(&exam(), Some(rules));
+        assert!(
+            text.ends_with(&format!("ready to paste:\n{rules}")),
+            "{text}"
+        );
+        assert!(!table(&exam(), None).contains("ready to paste"));
+        let doc: serde_json::Value =
+            serde_json::from_str(&json(&exam(), Some(rules))).expect("json");
+        assert_eq!(doc["missingRules"], rules);
+        let doc: serde_json::Value = serde_json::from_str(&json(&exam(), None)).expect("json");
+        assert!(doc.get("missingRules").is_none(), "{doc}");
+    }
+
+    #[test]
     fn json_carries_findings_timers_and_the_verdict() {
-        let doc: serde_json::Value = serde_json::from_str(&json(&exam())).expect("json");
+        let doc: serde_json::Value = serde_json::from_str(&json(&exam(), None)).expect("json");
         assert_eq!(doc["failed"], true);
         assert_eq!(doc["summary"]["fail"], 1);
         assert_eq!(doc["findings"][1]["node"], "lab-worker-1");

@@ -12,7 +12,6 @@ use super::error::ExecError;
 use super::executor::Executor;
 use super::outcome::{OpOutcome, require_success};
 use super::plan::{Plan, command_text, plan};
-use super::pod;
 use super::render;
 
 impl Executor {
@@ -34,8 +33,8 @@ impl Executor {
         self.take_primed(&access, &command, timeout, &mut planned);
         // Through the API, a command that stops the kubelet or cuts the node off ends its
         // own stream; its proof is then read through the API.
-        let expects_drop = op.expects_drop()
-            || (access.transport == TransportKind::Pod && pod::cuts_transport(op));
+        let expects_drop =
+            op.expects_drop() || (access.transport == TransportKind::Pod && op.cuts_transport());
         let outcome = self
             .carry(&access.name, planned, &shown, timeout, expects_drop)
             .await?;

@@ -7,6 +7,7 @@ pub(crate) mod bound;
 pub(crate) mod diagnostic;
 pub(crate) mod fault;
 mod keys;
+pub(crate) mod manifest;
 pub mod model;
 mod raw;
 mod states;

@@ -3,8 +3,8 @@
 //! discovery instead). Only the built-in kinds a setup usually creates are known; any
 //! other kind is refused by name, so a rule is never guessed.
 
-use crate::cluster::manifests::parse_manifest;
 use crate::doctor::access::Access;
+use crate::experiment::manifest::parse_manifest;
 use crate::experiment::model::Experiment;
 
 /// A kind's API group, plural resource and whether it lives in a namespace.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::ReportError;
+use super::files::ReportError;
 use crate::record::RunRecord;
 
 /// Writes the record as pretty JSON (read back with [`RunRecord::load`]).

@@ -5,36 +5,45 @@ use std::path::Path;
 
 use junit_report::{Duration as JDuration, OffsetDateTime, Report, TestCase, TestSuite};
 
-use super::ReportError;
-use super::terminal;
+use super::files::ReportError;
+use super::junit_xml::{wall_secs, with_properties, with_suite_time, xml};
+use super::text;
 use crate::judge::Outcome;
 use crate::record::{RunOutcome, RunRecord};
 use crate::sanitize::cdata;
 
 /// Renders the record as JUnit XML: one suite, whose `time` is the run's wall time and
-/// whose counts are the terminal's ([`super::Tally`]). A test case is a judgement, not a
+/// whose counts are the terminal's ([`text::Tally`]). A test case is a judgement, not a
 /// duration: each takes no time, and what was measured (an expectation's transition, the
 /// recovery figures) is in its output and the suite's properties, so a CI dashboard that
 /// sums test times shows how long the runs took.
 pub fn render(record: &RunRecord) -> String {
+    render_explained(record, &crate::explain::explain(record))
+}
+
+/// [`render`] with the node failure model's comparison of `record` already made
+/// (`explain`), by whoever renders the other reports of the run from it too.
+pub(crate) fn render_explained(
+    record: &RunRecord,
+    explanation: &crate::explain::Explanation,
+) -> String {
     let exp = &record.experiment;
     let suite_name = cdata(&exp.name);
-    let figures = terminal::figures_text(record);
+    let figures = text::figures_text(record);
     let mut suite = TestSuite::new(&suite_name);
     let started = record.started_at;
     if let Ok(ts) = OffsetDateTime::from_unix_timestamp(started.timestamp()) {
         suite.set_timestamp(ts);
     }
-    let explanation = crate::explain::explain(record);
     let mut add = |mut case: TestCase| {
         case.set_classname(&suite_name);
         suite.add_testcase(case);
     };
     for v in &record.verdicts {
         let name = cdata(&v.name);
-        let mut full = super::verdict_message(record, v);
+        let mut full = text::verdict_message(record, v);
         if v.outcome == Outcome::Failed {
-            for line in super::model_lines(record, &explanation, v) {
+            for line in text::model_lines(record, explanation, v) {
                 full.push('\n');
                 full.push_str(&line);
             }
@@ -70,7 +79,7 @@ pub fn render(record: &RunRecord) -> String {
             out.push_str(&format!("  {} {}: {}\n", m.member, at, m.note));
         }
         out.push_str(&figures);
-        for line in super::timer_lines(record) {
+        for line in text::timer_lines(record) {
             out.push_str(&format!("timer {line}\n"));
         }
         case.set_system_out(&cdata(&out));
@@ -111,7 +120,7 @@ pub fn render(record: &RunRecord) -> String {
         for d in &r.differences {
             out.push_str(&format!("  differs: {d}\n"));
         }
-        for line in super::safety_lines(record) {
+        for line in text::safety_lines(record) {
             out.push_str(&format!("{line}\n"));
         }
         case.set_system_out(&cdata(&out));
@@ -130,7 +139,7 @@ pub fn render(record: &RunRecord) -> String {
             &cdata(err),
         ));
     }
-    if let Some((kind, message)) = super::run_error(record) {
+    if let Some((kind, message)) = text::run_error(record) {
         add(TestCase::error(
             "run",
             JDuration::ZERO,
@@ -157,7 +166,7 @@ pub fn render(record: &RunRecord) -> String {
 
 /// The suite's own output: the timeline and the steps that never ran, with why.
 fn suite_out(record: &RunRecord) -> String {
-    let mut out = terminal::timeline_text(record);
+    let mut out = text::timeline_text(record);
     if !matches!(record.outcome, RunOutcome::Skipped { .. }) {
         let why = record
             .stopped_early
@@ -185,94 +194,6 @@ fn figure_properties(record: &RunRecord) -> Vec<(String, String)> {
             format!("recovery.{key}"),
             format!("{:.3}", ms as f64 / 1000.0),
         ));
-    }
-    out
-}
-
-/// Seconds from `started` to `finished` (never negative): a run's wall time, what a CI
-/// step waited for it.
-pub(crate) fn wall_secs(
-    started: chrono::DateTime<chrono::Utc>,
-    finished: chrono::DateTime<chrono::Utc>,
-) -> f64 {
-    (finished - started).num_milliseconds().max(0) as f64 / 1000.0
-}
-
-/// The XML with the `time` of suite `index` set to `secs`. The `junit-report` crate
-/// writes a suite's time as the sum of its cases' times: for an experiment that is the
-/// sum of measured expectation times (23 s for a 2-minute run), not how long it took.
-/// Its writer escapes `"` in attribute values, so ` time="` can only start the attribute.
-pub(crate) fn with_suite_time(xml: String, index: usize, secs: f64) -> String {
-    let Some(start) = xml.match_indices("<testsuite ").nth(index).map(|(i, _)| i) else {
-        return xml;
-    };
-    let Some(tag_end) = xml[start..].find('>').map(|e| start + e) else {
-        return xml;
-    };
-    const ATTRIBUTE: &str = " time=\"";
-    let Some(value) = xml[start..tag_end]
-        .find(ATTRIBUTE)
-        .map(|i| start + i + ATTRIBUTE.len())
-    else {
-        return xml;
-    };
-    let Some(value_end) = xml[value..tag_end].find('"').map(|e| value + e) else {
-        return xml;
-    };
-    let mut out = xml;
-    out.replace_range(value..value_end, &format!("{secs:.3}"));
-    out
-}
-
-/// The report as XML. Writing into memory only fails if the writer itself breaks; then
-/// it is still a report CI can read, with one error case, rather than none.
-pub(crate) fn xml(report: &Report, name: &str) -> String {
-    let mut buf = Vec::new();
-    match report.write_xml(&mut buf) {
-        Ok(()) => String::from_utf8_lossy(&buf).into_owned(),
-        Err(e) => format!(
-            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<testsuites><testsuite name=\"{name}\" tests=\"1\" errors=\"1\" failures=\"0\"><testcase name=\"report\" classname=\"{name}\"><error type=\"error\" message=\"{msg}\"/></testcase></testsuite></testsuites>\n",
-            name = crate::sanitize::html(name),
-            msg = crate::sanitize::html(&format!("could not write JUnit XML: {e}")),
-        ),
-    }
-}
-
-/// Suite properties `(suite index, [(name, value)])`, as JUnit's `<properties>` first in
-/// each suite: the `junit-report` crate writes none, so they are put in after its XML.
-/// Its writer escapes `>` in attribute values, so the first `>` after `<testsuite ` ends
-/// the start tag.
-pub(crate) fn with_properties(xml: String, props: &[(usize, Vec<(String, String)>)]) -> String {
-    let mut starts: Vec<usize> = xml.match_indices("<testsuite ").map(|(i, _)| i).collect();
-    let mut out = xml;
-    // From the last suite back, so earlier positions stay valid.
-    starts.reverse();
-    let count = starts.len();
-    for (i, start) in starts.into_iter().enumerate() {
-        let index = count - 1 - i;
-        let Some((_, list)) = props.iter().find(|(n, _)| *n == index) else {
-            continue;
-        };
-        let Some(end) = out[start..].find('>').map(|e| start + e) else {
-            continue;
-        };
-        let block: String = list
-            .iter()
-            .map(|(n, v)| {
-                format!(
-                    "<property name=\"{}\" value=\"{}\"/>",
-                    crate::sanitize::html(n),
-                    crate::sanitize::html(v)
-                )
-            })
-            .collect();
-        let block = format!("<properties>{block}</properties>");
-        if out[..end].ends_with('/') {
-            // An empty suite, `<testsuite …/>`: open it to hold the properties.
-            out.replace_range(end - 1..=end, &format!(">{block}</testsuite>"));
-        } else {
-            out.insert_str(end + 1, &block);
-        }
     }
     out
 }
@@ -353,7 +274,7 @@ mod tests {
                 let suite = suites[0];
                 let attr =
                     |name: &str| -> usize { suite.attribute(name).unwrap_or("0").parse().unwrap() };
-                let tally = super::super::Tally::of(&record);
+                let tally = super::text::Tally::of(&record);
                 let shown = path.display();
                 assert_eq!(attr("tests"), tally.total(), "{shown}");
                 assert_eq!(attr("failures"), tally.failed, "{shown}");

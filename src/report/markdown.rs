@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use super::{ReportError, figure_text, measured_text, outcome_word, tally, terminal};
+use super::files::ReportError;
+use super::text::{duration_text, figure_text, measured_text, outcome_word, tally, timeline_text};
 use crate::judge::{Outcome, describe_check};
 use crate::record::{RunOutcome, RunRecord};
 use crate::sanitize::markdown as md;
@@ -26,17 +27,6 @@ fn run_marker(outcome: &RunOutcome) -> &'static str {
         RunOutcome::Error { .. } => "COULD NOT RUN",
         RunOutcome::Interrupted => "INTERRUPTED",
         RunOutcome::Skipped { .. } => "SKIPPED",
-    }
-}
-
-/// A run's length: `42.0s`, or `3m 05s` from a minute on.
-pub(crate) fn duration_text(ms: i64) -> String {
-    let ms = ms.max(0);
-    if ms < 60_000 {
-        format!("{:.1}s", ms as f64 / 1000.0)
-    } else {
-        let s = ms / 1000;
-        format!("{}m {:02}s", s / 60, s % 60)
     }
 }
 
@@ -144,14 +134,14 @@ pub fn render(record: &RunRecord) -> String {
         let _ = writeln!(m, "Targets: {}\n", targets.join("; "));
     }
 
-    let timers = super::timer_lines(record);
+    let timers = super::text::timer_lines(record);
     if !timers.is_empty() {
         let _ = writeln!(m, "Timers: {}\n", md(&timers.join("; ")));
     }
     expectations(&mut m, record);
     model(&mut m, record);
     figures(&mut m, record);
-    let safety = super::safety_lines(record);
+    let safety = super::text::safety_lines(record);
     if !safety.is_empty() {
         m.push_str("**Safety**\n\n");
         for line in safety {
@@ -252,7 +242,7 @@ fn model(m: &mut String, record: &RunRecord) {
         .iter()
         .filter(|v| v.outcome == Outcome::Failed)
     {
-        for line in super::model_lines(record, &explanation, v) {
+        for line in super::text::model_lines(record, &explanation, v) {
             let _ = writeln!(m, "- {}: {}", md(&v.name), prose(&line, false));
         }
     }
@@ -279,7 +269,7 @@ fn timeline(m: &mut String, record: &RunRecord) {
     if entries == 0 {
         return;
     }
-    let text = terminal::timeline_text(record);
+    let text = timeline_text(record);
     let mut body: String = text
         .lines()
         .take(TIMELINE_LINES)
@@ -372,13 +362,6 @@ mod tests {
         assert_eq!(prose("a ` b", false), "a \\` b");
         assert_eq!(prose("a `` b `<b>`", false), "a \\`\\` b `<b>`");
         assert_eq!(prose("*x* <i>", false), "\\*x\\* &lt;i&gt;");
-    }
-
-    #[test]
-    fn durations_read_as_seconds_then_minutes() {
-        assert_eq!(duration_text(42_049), "42.0s");
-        assert_eq!(duration_text(185_900), "3m 05s");
-        assert_eq!(duration_text(-5), "0.0s");
     }
 
     #[test]

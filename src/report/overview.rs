@@ -115,7 +115,7 @@ fn total_line(rows: &[Row]) -> String {
         "{} experiments: {passed} passed{skipped_text}, {} did not · {}",
         rows.len(),
         rows.len() - passed - skipped,
-        super::markdown::duration_text(wall)
+        super::text::duration_text(wall)
     )
 }
 
@@ -139,7 +139,7 @@ pub fn terminal(rows: &[Row]) -> String {
                 r.passed.to_string(),
                 r.failed.to_string(),
                 r.errors.to_string(),
-                super::markdown::duration_text(r.wall_ms),
+                super::text::duration_text(r.wall_ms),
                 r.slowest_text(),
             ]
         })
@@ -205,7 +205,7 @@ pub fn markdown(rows: &[Row]) -> String {
             r.passed,
             r.failed,
             r.errors,
-            super::markdown::duration_text(r.wall_ms),
+            super::text::duration_text(r.wall_ms),
             r.slowest_text()
         );
     }

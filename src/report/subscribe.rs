@@ -259,7 +259,7 @@ impl<W: Write + Send + 'static> Reporter for Terminal<W> {
             }
             RunEvent::Entry { entry, .. } => {
                 self.status.entry(entry, now);
-                self.print(format!("  {}\n", super::terminal::entry_line(entry)))?;
+                self.print(format!("  {}\n", super::text::entry_line(entry)))?;
             }
             RunEvent::Progress { progress, .. } => self.status.progress(progress.clone()),
             RunEvent::RunFinished(record) => {

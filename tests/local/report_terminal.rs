@@ -1,7 +1,8 @@
 //! Terminal lines and the summary table.
 
 use crate::judge_support::*;
-use faultline::report::terminal::{entry_line, summary};
+use faultline::report::terminal::summary;
+use faultline::report::text::entry_line;
 
 #[test]
 fn entry_lines_read_as_changes() {

@@ -16,8 +16,9 @@
 //! ([`SYSTEMD_ARM`]), and the run arms a fault's planned undo the same way when the
 //! transport cannot carry it (see `crate::run`). A command that cuts the transport (a
 //! kubelet stop) ends its own stream: the stream closing without a status after the
-//! command was sent is then the expected outcome ([`cuts_transport`]), and the fault's
-//! proof is read through the API.
+//! command was sent is then the expected outcome (the fault table says which:
+//! [`crate::execute::NodeOp::cuts_transport`]), and the fault's proof is read through the
+//! API.
 
 use std::time::Duration;
 
@@ -33,7 +34,6 @@ use kube::{Api, Client};
 use thiserror::Error;
 
 use super::output::{MAX_OUTPUT, bounded, read_tail_async};
-use crate::experiment::fault::NodeOp;
 use crate::inventory::PodSettings;
 pub use crate::inventory::pod_defaults::{
     DEFAULT_IMAGE, DEFAULT_NAMESPACE, DEFAULT_START_TIMEOUT, SYSTEMD_ARM, SYSTEMD_DISARM,
@@ -63,20 +63,6 @@ const LIFETIME_MARGIN: Duration = Duration::from_secs(60);
 
 /// How often a starting pod is read.
 const POLL: Duration = Duration::from_millis(250);
-
-/// Whether a node operation cuts the API transport while its fault lasts (the kubelet is
-/// gone, the node no longer reaches the API server, the machine is down): its own exec
-/// stream may end without a status, and its undo cannot be carried this way.
-pub fn cuts_transport(op: &NodeOp) -> bool {
-    matches!(
-        op,
-        NodeOp::KubeletStop
-            | NodeOp::KubeletRestart
-            | NodeOp::Partition
-            | NodeOp::Reboot
-            | NodeOp::PowerOff
-    )
-}
 
 /// The argv run in the pod: the command in the host's mount, UTS, IPC, network and PID
 /// namespaces (those of the node's PID 1), so it sees the node as a login shell would.

@@ -2,6 +2,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
+use crate::execute::NodeOp;
 use crate::inventory::{Inventory, TransportKind};
 
 fn settings() -> PodSettings {
@@ -180,26 +181,6 @@ fn a_pod_that_cannot_start_fails_at_once_and_one_on_its_way_is_waited_for() {
         start_state(&pod_status(r#"{"metadata": {}}"#)),
         StartState::Waiting(_)
     ));
-}
-
-#[test]
-fn the_faults_that_cut_the_transport() {
-    for op in [
-        NodeOp::KubeletStop,
-        NodeOp::Partition,
-        NodeOp::Reboot,
-        NodeOp::PowerOff,
-    ] {
-        assert!(cuts_transport(&op), "{op:?}");
-    }
-    for op in [
-        NodeOp::KubeletStart,
-        NodeOp::Heal,
-        NodeOp::KubeletStatus,
-        NodeOp::Run("x".into()),
-    ] {
-        assert!(!cuts_transport(&op), "{op:?}");
-    }
 }
 
 #[test]

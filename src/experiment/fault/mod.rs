@@ -3,14 +3,17 @@
 //!
 //! Every stage asks this table instead of deciding for itself: validation (the `do:` names,
 //! which actions need a target), the blast-radius check, the journal and the self-restores
-//! armed on nodes, the automatic undo, `plan`, the actor, the recovery figures, and `doctor`
-//! (the API permissions each action uses). The inventory keys that carry node and power
-//! operations out are tables too ([`CommandKey`], [`PowerKey`] in `keys`): the inventory
-//! parses and merges `commands:`/`power:` through them and every message names a key from
-//! them. Adding an action means its [`Action`] variant ([`ActionKind`] is derived from it)
-//! and its row in [`ActionKind::info`] (and [`ActionKind::bare`] when it takes no
-//! parameters); a new node operation adds its [`NodeOp`], its [`CommandKey`] row and the
-//! profiles' commands. The compiler points at each.
+//! armed on nodes, the automatic undo, `plan`, the actor, the recovery figures, the API
+//! transport (which faults cut it, and which undos are armed on the node as timers
+//! before them) and `doctor` (the API permissions each action uses, the commands and
+//! checks it needs on a node). The inventory keys that carry node and power operations out
+//! are tables too ([`CommandKey`], [`PowerKey`] in `keys`): the inventory parses and merges
+//! `commands:`/`power:` through them and every message names a key from them. Adding an
+//! action means its [`Action`] variant ([`ActionKind`] is derived from it), its row in
+//! [`ActionKind::info`] (and [`ActionKind::bare`] when it takes no parameters) and its
+//! example in the tests; a new node operation adds its [`NodeOp`], its [`CommandKey`] row
+//! and the profiles' commands. The compiler points at each, and a test holds every row's
+//! columns to each other.
 //!
 //! It lives with the experiment model whose [`Action`]s it describes, and defines the
 //! operations faults are carried out by ([`NodeOp`], [`PowerAction`]), so every later stage
@@ -62,6 +65,14 @@ impl NodeOp {
     /// Whether losing the connection after sending means success.
     pub fn expects_drop(&self) -> bool {
         matches!(self, NodeOp::Reboot | NodeOp::PowerOff)
+    }
+
+    /// Whether, on a node reached through the API (`transport: pod`), this operation cuts
+    /// that path: it carries out an action whose row says so
+    /// ([`ActionInfo::cuts_transport`]), itself or as the in-band fallback of an
+    /// out-of-band one. Its own exec stream may then end without a status.
+    pub fn cuts_transport(&self) -> bool {
+        ActionKind::all().any(|k| k.info().cuts_transport && k.node_op().as_ref() == Some(self))
     }
 }
 
@@ -129,6 +140,46 @@ pub(crate) struct ActionInfo {
     /// What it asks of the Kubernetes API, so `doctor` can check each permission before a
     /// run (`doctor::access`).
     pub(crate) api: &'static [ApiUse],
+    /// On a node reached through the API (`transport: pod`), whether the fault cuts that
+    /// path while it lasts (the kubelet gone, the node cut off from the API server, the
+    /// machine down): the command's own exec stream may end without a status, which is then
+    /// the expected outcome ([`NodeOp::cuts_transport`]), and its proof is read through the
+    /// API.
+    pub(crate) cuts_transport: bool,
+    /// What is armed before the fault, on a node reached through the API, because nothing
+    /// reaches the node that way while it lasts (`run/floor/host_timed`).
+    pub(crate) host_timer: HostTimer,
+    /// What `doctor` checks on a node for this action beyond what [`ActionInfo::via`] and
+    /// [`ActionInfo::inverse`] already name (the commands of its operation and of its
+    /// undo, its power actions, the self-restore's arm): `doctor::needs` reads it.
+    pub(crate) doctor: &'static [NodeCheck],
+}
+
+/// What a fault needs armed ahead on a node reached through the API, where nothing reaches
+/// the node while the fault lasts ([`ActionInfo::cuts_transport`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HostTimer {
+    /// Nothing: the fault leaves the path alone, or is carried out of band (`power.*`, its
+    /// in-band fallback included), where its undo, if any, is carried out of band too.
+    None,
+    /// The fault's self-restore is its planned undo: armed to fire a margin after the undo
+    /// step's fixed time (which the undo then needs). An undo carried on the node was so
+    /// armed there and is confirmed through the API instead of carried, and no other node
+    /// command reaches the target until it: neither Ctrl-C nor the safety net ends the
+    /// fault sooner.
+    Timer,
+    /// As [`HostTimer::Timer`], and an undo watcher beside the node's timer runs the undo as
+    /// soon as faultline asks: the fault silences the kubelet but leaves the node's own
+    /// network to the API server.
+    TimerAndWatcher,
+}
+
+/// A check `doctor` makes on a node for an action, beside its commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum NodeCheck {
+    /// The unit that runs the kubelet is found (`commands.kubeletUnit`): the action stops,
+    /// starts or restarts it.
+    KubeletUnit,
 }
 
 /// One request an action makes to the Kubernetes API: a verb on a resource.
@@ -318,6 +369,17 @@ impl ActionKind {
         })
     }
 
+    /// The node operation behind this kind when the step gives it no command (all but
+    /// `run`): its inventory command, or the in-band fallback of an out-of-band power
+    /// action.
+    pub(crate) fn node_op(self) -> Option<NodeOp> {
+        match &self.info().via {
+            Via::Node(op) => Some(op.clone()),
+            Via::Power(power) => power.in_band(),
+            Via::StepCommand | Via::NodeApi | Via::ClusterApi => None,
+        }
+    }
+
     /// The table: this kind's row.
     pub(crate) fn info(self) -> &'static ActionInfo {
         match self {
@@ -333,6 +395,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::KubeletInactive,
                 api: &[],
+                cuts_transport: true,
+                host_timer: HostTimer::TimerAndWatcher,
+                doctor: &[NodeCheck::KubeletUnit],
             },
             ActionKind::KubeletStart => &ActionInfo {
                 name: "kubelet-start",
@@ -346,6 +411,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[NodeCheck::KubeletUnit],
             },
             ActionKind::KubeletRestart => &ActionInfo {
                 name: "kubelet-restart",
@@ -360,6 +428,11 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
+                cuts_transport: true,
+                // Nothing undoes a restart, so nothing is armed for it; through the API,
+                // a later node command on its target is refused (`host_timed::refusals`).
+                host_timer: HostTimer::Timer,
+                doctor: &[NodeCheck::KubeletUnit],
             },
             ActionKind::Reboot => &ActionInfo {
                 name: "reboot",
@@ -373,6 +446,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::BootIdChanged,
                 api: &[],
+                cuts_transport: true,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::PowerOff => &ActionInfo {
                 name: "power-off",
@@ -386,6 +462,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::PoweredOff,
                 api: &[],
+                cuts_transport: true,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::PowerOn => &ActionInfo {
                 name: "power-on",
@@ -399,6 +478,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Shutdown => &ActionInfo {
                 name: "shutdown",
@@ -412,6 +494,11 @@ impl ActionKind {
                 kubelet_ends_pods: true,
                 proof: Proof::PoweredOff,
                 api: &[],
+                cuts_transport: true,
+                // Its self-restore is a power-on armed where faultline runs (out of band,
+                // so not confirmed instead of carried), moved to its undo step's time.
+                host_timer: HostTimer::Timer,
+                doctor: &[],
             },
             ActionKind::Partition => &ActionInfo {
                 name: "partition",
@@ -425,6 +512,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::HeartbeatStopped,
                 api: &[],
+                cuts_transport: true,
+                host_timer: HostTimer::Timer,
+                doctor: &[],
             },
             ActionKind::Heal => &ActionInfo {
                 name: "heal",
@@ -438,6 +528,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Run => &ActionInfo {
                 name: "run",
@@ -451,6 +544,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: &[],
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Cordon => &ActionInfo {
                 name: "cordon",
@@ -464,6 +560,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::Unschedulable,
                 api: PATCH_NODE,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Uncordon => &ActionInfo {
                 name: "uncordon",
@@ -477,6 +576,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: PATCH_NODE,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Drain => &ActionInfo {
                 name: "drain",
@@ -490,6 +592,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::Unschedulable,
                 api: DRAIN,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::DeleteNode => &ActionInfo {
                 name: "delete-node",
@@ -503,6 +608,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::NodeGone,
                 api: DELETE_NODE,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::DeletePods => &ActionInfo {
                 name: "delete-pods",
@@ -516,6 +624,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: DELETE_PODS,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::DeletePvc => &ActionInfo {
                 name: "delete-pvc",
@@ -529,6 +640,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: DELETE_PVC,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Taint => &ActionInfo {
                 name: "taint",
@@ -542,6 +656,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::Tainted,
                 api: PATCH_NODE,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
             ActionKind::Untaint => &ActionInfo {
                 name: "untaint",
@@ -555,6 +672,9 @@ impl ActionKind {
                 kubelet_ends_pods: false,
                 proof: Proof::None,
                 api: PATCH_NODE,
+                cuts_transport: false,
+                host_timer: HostTimer::None,
+                doctor: &[],
             },
         }
     }
@@ -633,6 +753,33 @@ pub(crate) fn proof(action: &Action) -> Proof {
     info(action).proof
 }
 
+/// What `action` needs armed ahead on a node reached through the API
+/// ([`ActionInfo::host_timer`]).
+pub(crate) fn host_timer(action: &Action) -> HostTimer {
+    info(action).host_timer
+}
+
+/// Whether `undo` is carried on the node and undoes a fault whose undo is armed there as a
+/// timer ([`HostTimer`]): on a node reached through the API it was armed before the fault,
+/// so it is confirmed through the API instead of carried.
+pub(crate) fn undone_by_host_timer(undo: &Action) -> bool {
+    matches!(info(undo).via, Via::Node(_))
+        && ActionKind::all()
+            .filter_map(ActionKind::bare)
+            .any(|fault| host_timer(&fault) != HostTimer::None && undoes(undo, &fault))
+}
+
+/// Whether the self-restore `undo`, armed on a node reached through the API, also gets an
+/// undo watcher: it is the undo of a fault whose row says
+/// [`HostTimer::TimerAndWatcher`].
+pub(crate) fn undo_watched(undo: &NodeOp) -> bool {
+    ActionKind::all()
+        .filter_map(ActionKind::bare)
+        .filter(|fault| host_timer(fault) == HostTimer::TimerAndWatcher)
+        .filter_map(|fault| inverse(&fault))
+        .any(|inverse| node_op(&inverse).as_ref() == Some(undo))
+}
+
 /// The namespace of the objects a step names (the pods of `delete-pods`, the claim of
 /// `delete-pvc`): where its namespaced [`ApiUse`]s apply.
 pub(crate) fn api_namespace(action: &Action) -> Option<&str> {
@@ -660,204 +807,4 @@ pub(crate) fn node_op(action: &Action) -> Option<NodeOp> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::experiment::model::{PodSelector, TaintSpec};
-
-    fn taint() -> TaintSpec {
-        TaintSpec {
-            key: "k".into(),
-            value: None,
-            effect: "NoExecute".into(),
-        }
-    }
-
-    /// One action of every kind, in the order of [`ActionKind::all`].
-    fn one_of_each() -> Vec<Action> {
-        vec![
-            Action::KubeletStop,
-            Action::KubeletStart,
-            Action::KubeletRestart,
-            Action::Reboot,
-            Action::PowerOff,
-            Action::PowerOn,
-            Action::Shutdown,
-            Action::Partition,
-            Action::Heal,
-            Action::Run {
-                command: "a".into(),
-                undo: None,
-            },
-            Action::Cordon,
-            Action::Uncordon,
-            Action::Drain,
-            Action::DeleteNode,
-            Action::DeletePods {
-                pods: PodSelector {
-                    workload: None,
-                    namespace: "default".into(),
-                    labels: Default::default(),
-                    on: None,
-                },
-                force: false,
-            },
-            Action::DeletePvc {
-                namespace: "default".into(),
-                name: "data".into(),
-                remove_finalizers: false,
-            },
-            Action::Taint(taint()),
-            Action::Untaint(taint()),
-        ]
-    }
-
-    #[test]
-    fn every_kind_has_one_row_and_one_name() {
-        let kinds: Vec<ActionKind> = one_of_each().iter().map(ActionKind::of).collect();
-        assert_eq!(
-            kinds,
-            ActionKind::all().collect::<Vec<_>>(),
-            "all() lists every kind once, in order"
-        );
-        for action in one_of_each() {
-            let json = serde_json::to_value(&action).unwrap();
-            assert_eq!(
-                json["kind"],
-                info(&action).name,
-                "the journal's spelling of an action is its row's name"
-            );
-        }
-        assert_eq!(
-            names(),
-            [
-                "kubelet-stop",
-                "kubelet-start",
-                "kubelet-restart",
-                "reboot",
-                "power-off",
-                "power-on",
-                "shutdown",
-                "partition",
-                "heal",
-                "run",
-                "cordon",
-                "uncordon",
-                "drain",
-                "delete-node",
-                "delete-pods",
-                "delete-pvc",
-                "taint",
-                "untaint",
-            ]
-        );
-        for kind in ActionKind::all() {
-            assert_eq!(ActionKind::named(kind.info().name), Some(kind));
-        }
-        assert_eq!(ActionKind::named("kubelet_stop"), None);
-    }
-
-    #[test]
-    fn every_undoable_fault_is_undone_by_its_inverse() {
-        let taint = taint();
-        let faults = [
-            Action::KubeletStop,
-            Action::PowerOff,
-            Action::Shutdown,
-            Action::Partition,
-            Action::Cordon,
-            Action::Drain,
-            Action::Taint(taint.clone()),
-            Action::Run {
-                command: "a".into(),
-                undo: Some("b".into()),
-            },
-        ];
-        for fault in faults {
-            let inv = inverse(&fault).expect("fault has an inverse");
-            assert!(undoes(&inv, &fault), "{fault:?} not undone by {inv:?}");
-        }
-        assert!(undoes(
-            &Action::Untaint(taint.clone()),
-            &Action::Taint(taint)
-        ));
-    }
-
-    #[test]
-    fn restart_restores_a_stopped_kubelet_but_not_a_partition() {
-        assert!(undoes(&Action::KubeletRestart, &Action::KubeletStop));
-        assert!(!undoes(&Action::KubeletRestart, &Action::Partition));
-        assert!(!undoes(&Action::Heal, &Action::KubeletStop));
-    }
-
-    #[test]
-    fn reboot_and_run_without_undo_have_no_inverse() {
-        assert_eq!(inverse(&Action::Reboot), None);
-        assert_eq!(
-            inverse(&Action::Run {
-                command: "x".into(),
-                undo: None
-            }),
-            None
-        );
-        assert!(takes_node_down(&Action::Reboot));
-        assert!(!takes_node_down(&Action::Cordon));
-    }
-
-    #[test]
-    fn repairs_are_the_inverses_of_faults() {
-        let inverses: Vec<ActionKind> = one_of_each()
-            .iter()
-            .filter_map(inverse)
-            .map(|inv| ActionKind::of(&inv))
-            .collect();
-        for action in one_of_each() {
-            let kind = ActionKind::of(&action);
-            assert_eq!(
-                info(&action).repairs,
-                inverses.contains(&kind),
-                "{action:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn every_fault_that_takes_a_node_down_or_has_an_undo_has_a_proof_but_run() {
-        for action in one_of_each() {
-            let fault = takes_node_down(&action) || inverse(&action).is_some();
-            let proven = proof(&action) != Proof::None;
-            let opaque = matches!(action, Action::Run { .. });
-            assert_eq!(proven, fault && !opaque, "{action:?}");
-        }
-        assert_eq!(proof(&Action::KubeletStop), Proof::KubeletInactive);
-        assert_eq!(proof(&Action::Partition), Proof::HeartbeatStopped);
-        assert_eq!(proof(&Action::PowerOff), Proof::PoweredOff);
-        assert_eq!(proof(&Action::Reboot), Proof::BootIdChanged);
-        assert_eq!(proof(&Action::Shutdown), Proof::PoweredOff);
-    }
-
-    #[test]
-    fn a_shutdown_whose_kubelet_ends_its_pods_is_not_modelled_as_silence() {
-        assert!(silences_node(&Action::PowerOff));
-        assert!(!silences_node(&Action::Shutdown));
-        assert!(takes_node_down(&Action::Shutdown));
-        assert_eq!(inverse(&Action::Shutdown), Some(Action::PowerOn));
-    }
-
-    #[test]
-    fn node_operations_behind_actions() {
-        assert_eq!(node_op(&Action::Reboot), Some(NodeOp::Reboot));
-        assert_eq!(node_op(&Action::PowerOff), Some(NodeOp::PowerOff));
-        // An OS shutdown is always the node's own command, even with `power.off` set.
-        assert_eq!(node_op(&Action::Shutdown), Some(NodeOp::PowerOff));
-        assert_eq!(node_op(&Action::KubeletStop), Some(NodeOp::KubeletStop));
-        assert_eq!(
-            node_op(&Action::Run {
-                command: "x".into(),
-                undo: Some("y".into())
-            }),
-            Some(NodeOp::Run("x".into()))
-        );
-        assert_eq!(node_op(&Action::Cordon), None);
-        assert_eq!(node_op(&Action::PowerOn), None);
-    }
-}
+mod tests;

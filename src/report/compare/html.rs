@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use crate::compare::{Change, Comparison, ExperimentDiff, Presence, TIMER_LABELS, timer_rows};
 use crate::record::RunRecord;
-use crate::report::html::{CSS, Frame, timeline_svg_in};
+use crate::report::html_parts::{CSS, Frame, timeline_svg_in};
 use crate::sanitize::html as esc;
 use crate::series::{Series, Spread};
 

@@ -7,7 +7,7 @@
 use junit_report::{Duration as JDuration, Report, TestCase, TestSuite};
 
 use crate::compare::{Change, Comparison, ExperimentDiff, FigureDiff, FigureKind, Presence};
-use crate::report::junit::{with_properties, xml};
+use crate::report::junit_xml::{with_properties, xml};
 use crate::sanitize::cdata;
 
 use super::{change_text, side_text, verdict_line};

@@ -13,7 +13,8 @@ use crate::compare::{
 };
 use crate::series::{ExpectationSpread, Reliability, Series, Spread};
 
-use super::{ReportError, outcome_word, write_text};
+use super::files::{ReportError, write_text};
+use super::text::outcome_word;
 
 /// Writes `<dir>/compare.md`, `compare.html` and `compare.junit.xml`; returns the paths.
 pub fn write_all(

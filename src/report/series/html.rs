@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::report::html::{CSS, Frame, html_text, timeline_svg_in};
-use crate::report::{measured_text, outcome_word};
+use crate::report::html_parts::{CSS, Frame, html_text, timeline_svg_in};
+use crate::report::text::{measured_text, outcome_word};
 use crate::sanitize::html as esc;
 use crate::series::Series;
 

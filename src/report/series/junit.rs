@@ -8,7 +8,7 @@
 use junit_report::{Duration as JDuration, OffsetDateTime, Report, TestCase, TestSuite};
 
 use crate::judge::Outcome;
-use crate::report::junit::{wall_secs, with_properties, with_suite_time, xml};
+use crate::report::junit_xml::{wall_secs, with_properties, with_suite_time, xml};
 use crate::sanitize::cdata;
 use crate::series::{ExpectationSpread, Reliability, Series};
 
@@ -99,7 +99,7 @@ fn expectation_case(series: &Series, e: &ExpectationSpread) -> TestCase {
         .iter()
         .find(|(_, o, _)| !matches!(o, Outcome::Passed | Outcome::Skipped));
     let why = first_not_passed
-        .map(|(i, o, m)| format!("run {i}: {} {m}", crate::report::outcome_word(*o)))
+        .map(|(i, o, m)| format!("run {i}: {} {m}", crate::report::text::outcome_word(*o)))
         .unwrap_or_default();
     let mut case = match e.reliability {
         Reliability::Held => TestCase::success(&name, time),
@@ -135,7 +135,7 @@ fn expectation_case(series: &Series, e: &ExpectationSpread) -> TestCase {
     for (i, o, m) in &per_run {
         out.push_str(&format!(
             "  run {i}: {} {m}\n",
-            crate::report::outcome_word(*o)
+            crate::report::text::outcome_word(*o)
         ));
     }
     case.set_system_out(&cdata(&out));

@@ -11,7 +11,7 @@ use crate::judge::Outcome;
 use crate::record::RunOutcome;
 use crate::series::{Reliability, Series, SeriesSpread};
 
-use super::outcome_word;
+use super::text::outcome_word;
 
 /// How a series ended as a whole, worst first: one word for headings and the last line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

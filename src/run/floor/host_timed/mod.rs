@@ -20,8 +20,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
 
-use crate::execute::{Executor, pod};
-use crate::experiment::fault::{self, Via};
+use crate::execute::Executor;
+use crate::experiment::fault::{self, HostTimer, Via};
 use crate::experiment::model::{Action, Experiment, StepTime};
 use crate::inventory::{Inventory, TransportKind};
 use crate::run::world::{ActError, ActResult};
@@ -33,34 +33,32 @@ pub(crate) const MARGIN: Duration = Duration::from_secs(2);
 /// How often the API is read while an undo is confirmed.
 const POLL: Duration = Duration::from_millis(500);
 
-/// Whether `fault` on `node` cuts the transport the node is reached by: a node command
-/// that stops the kubelet or cuts the node off, on a node reached through the API.
+/// Whether `fault` on `node` cuts the transport the node is reached by and has its undo
+/// armed ahead: on a node reached through the API, a fault whose row in the fault table
+/// asks for a [`HostTimer`].
 pub(crate) fn cuts_transport(executor: &Executor, node: &str, fault: &Action) -> bool {
     executor.through_api(node) && cuts(fault)
 }
 
-/// Whether the action is a node command that cuts the API transport.
+/// Whether the action's row asks for its undo armed ahead when it cuts the API transport.
 fn cuts(action: &Action) -> bool {
-    fault::node_op(action).is_some_and(|op| pod::cuts_transport(&op))
-        && matches!(fault::info(action).via, Via::Node(_))
+    fault::host_timer(action) != HostTimer::None
 }
 
 /// Whether `action` on `node` is the undo of a fault that cuts the node's transport, and
 /// so was armed on the node: it is then confirmed, not carried.
 pub(crate) fn undone_on_host(executor: &Executor, node: &str, action: &Action) -> bool {
-    executor.through_api(node)
-        && [Action::KubeletStop, Action::Partition]
-            .iter()
-            .any(|f| cuts(f) && fault::undoes(action, f))
+    executor.through_api(node) && fault::undone_by_host_timer(action)
 }
 
 /// Whether the undo armed on `node` as `undo` also gets an undo watcher
 /// (`crate::execute::pod::watcher`), so that it runs as soon as faultline asks instead of
-/// at its timer: on a node reached through the API, the undo of a fault that silences the
-/// kubelet but leaves the node's own network to the API server (a kubelet stop). A
-/// partition cuts the watcher off too: it ends by its timer alone.
+/// at its timer: on a node reached through the API, the undo of a fault whose row says
+/// [`HostTimer::TimerAndWatcher`] (a kubelet stop: it silences the kubelet but leaves the
+/// node's own network to the API server). A partition cuts the watcher off too: it ends by
+/// its timer alone.
 pub(crate) fn watched(executor: &Executor, node: &str, undo: &crate::execute::NodeOp) -> bool {
-    executor.through_api(node) && matches!(undo, crate::execute::NodeOp::KubeletStart)
+    executor.through_api(node) && fault::undo_watched(undo)
 }
 
 /// The later step that undoes step `index`'s fault on the same target, if any.

@@ -235,7 +235,7 @@ impl Placed<'_> {
             window_text,
             marker,
             message: member.map_or_else(
-                || crate::report::verdict_message(self.record, self.verdict),
+                || crate::report::text::verdict_message(self.record, self.verdict),
                 |m| m.note.clone(),
             ),
         }

@@ -1,16 +1,16 @@
-//! The page around the picture: the run's header and outcome, then the timeline, the
-//! verdicts, safety, recovery figures, targets and timers, and every entry folded away. The
-//! picture comes before the tables: it is what a reader takes in at a glance.
+//! A single self-contained HTML page per run, readable offline and attachable to a ticket
+//! as one file: the run's header and outcome, then the timeline as a picture (one lane per
+//! node, pod, workload and probe, with the faults and the expectations drawn on the lanes
+//! they are about; `html_parts`), the verdicts, safety, recovery figures, targets and
+//! timers, and every entry folded away. The picture comes before the tables: it is what a
+//! reader takes in at a glance.
 
 use std::fmt::Write;
 
-use super::inline_code::html_text;
-use super::picture::{Frame, write_timeline_svg};
+use super::html_parts::{CSS, Frame, html_text, write_timeline_svg};
 use crate::judge::Outcome;
 use crate::record::{RunOutcome, RunRecord};
 use crate::sanitize::html as esc;
-
-use super::CSS;
 
 /// How to read the picture, above it.
 const LEGEND: &str = "<p class=\"meta\">Lanes: green Ready/available · amber NotReady/degraded · red Unknown/failed · grey Terminating · blue Pending · blank gone · hatched: no observation. \
@@ -20,12 +20,29 @@ Under each lane, the expectations about it: the band is the window it is judged 
 A purple band with a dashed outline on a node's or pod's lane: the window in which the node failure model predicts a transition of it \
 (a dashed tick where it gives no upper bound); outlined red where the cluster did otherwise (see faultline explain). Hover for details.</p>";
 
+/// Renders the record as one self-contained HTML page.
+pub fn render(record: &RunRecord) -> String {
+    let mut h = String::new();
+    render_into(&mut h, record);
+    h
+}
+
 /// Writes the page of [`render`] to `h` as it goes (the report file: at 30,000 pods the
 /// page is megabytes, written through a buffer rather than held whole).
 pub fn render_into(h: &mut impl Write, record: &RunRecord) {
+    render_explained_into(h, record, &crate::explain::explain(record));
+}
+
+/// [`render_into`] with the node failure model's comparison of `record` already made
+/// (`explain`), by whoever renders the other reports of the run from it too.
+pub(crate) fn render_explained_into(
+    h: &mut impl Write,
+    record: &RunRecord,
+    explanation: &crate::explain::Explanation,
+) {
     header(h, record);
     errors(h, record);
-    timeline(h, record);
+    timeline(h, record, explanation);
     verdicts(h, record);
     safety(h, record);
     figures(h, record);
@@ -80,7 +97,7 @@ fn targets_and_timers(h: &mut impl Write, record: &RunRecord) {
         );
     }
     let _ = h.write_str("</table>");
-    let timers = crate::report::timer_lines(record);
+    let timers = crate::report::text::timer_lines(record);
     if !timers.is_empty() {
         let _ = h.write_str("<h2>Timers</h2><ul>");
         for line in timers {
@@ -100,8 +117,8 @@ fn verdicts(h: &mut impl Write, record: &RunRecord) {
             "<tr class=\"{class}\"><td>{class}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             html_text(&v.name),
             esc(&v.since),
-            crate::report::measured_text(v.measured_ms),
-            html_text(&crate::report::verdict_message(record, v))
+            crate::report::text::measured_text(v.measured_ms),
+            html_text(&crate::report::text::verdict_message(record, v))
         );
     }
     let _ = h.write_str("</table>");
@@ -120,7 +137,7 @@ fn errors(h: &mut impl Write, record: &RunRecord) {
 
 /// Each fault's proof that it took effect, any abort, and whether the cluster was restored.
 fn safety(h: &mut impl Write, record: &RunRecord) {
-    let safety = crate::report::safety_lines(record);
+    let safety = crate::report::text::safety_lines(record);
     if !safety.is_empty() {
         let _ = h.write_str("<h2>Safety</h2><ul class=\"safety\">");
         for line in &safety {
@@ -152,7 +169,7 @@ fn figures(h: &mut impl Write, record: &RunRecord) {
                 let _ = write!(
                     h,
                     "<tr><td>{label}</td><td>{}</td></tr>",
-                    crate::report::figure_text(value)
+                    crate::report::text::figure_text(value)
                 );
             }
             let _ = h.write_str("</table>");
@@ -164,11 +181,11 @@ fn figures(h: &mut impl Write, record: &RunRecord) {
 }
 
 /// The picture, with how to read it.
-fn timeline(h: &mut impl Write, record: &RunRecord) {
+fn timeline(h: &mut impl Write, record: &RunRecord, explanation: &crate::explain::Explanation) {
     let _ = h.write_str("<h2 id=\"timeline\">Timeline</h2>");
     let _ = h.write_str(LEGEND);
     let _ = h.write_str("<div class=\"timeline-wrap\">");
-    write_timeline_svg(h, record, Frame::whole(record, 0));
+    write_timeline_svg(h, record, explanation, Frame::whole(record, 0));
     let _ = h.write_str("</div>");
 }
 
@@ -176,7 +193,7 @@ fn timeline(h: &mut impl Write, record: &RunRecord) {
 fn entries(h: &mut impl Write, record: &RunRecord) {
     let _ = h.write_str("<details><summary>timeline entries</summary><pre>");
     for e in &record.timeline.entries {
-        let _ = h.write_str(&esc(&crate::report::terminal::entry_line(e)));
+        let _ = h.write_str(&esc(&crate::report::text::entry_line(e)));
         let _ = h.write_str("\n");
     }
     let _ = h.write_str("</pre></details>");

@@ -9,7 +9,7 @@ use super::expectations::{Mark, Seen, marks};
 use super::faults::{FaultSpan, fault_spans};
 use super::lanes::{Lane, LaneOf, lanes};
 use super::predicted;
-use crate::explain::Explained;
+use crate::explain::{Explained, Explanation};
 use crate::judge::{Outcome, format_relative};
 use crate::record::RunRecord;
 use crate::sanitize::html as esc;
@@ -65,7 +65,7 @@ impl Frame {
 /// The timeline picture of `record` over `frame`.
 pub(crate) fn timeline_svg_in(record: &RunRecord, frame: Frame) -> String {
     let mut s = String::new();
-    write_timeline_svg(&mut s, record, frame);
+    write_timeline_svg(&mut s, record, &crate::explain::explain(record), frame);
     s
 }
 
@@ -127,15 +127,20 @@ impl Scale {
 }
 
 /// Writes the timeline picture of `record` over `frame` to `s` (a page being written to
-/// its file: at 30,000 pods the picture alone is megabytes, never held as a second text).
-pub(crate) fn write_timeline_svg(s: &mut impl Write, record: &RunRecord, frame: Frame) {
+/// its file: at 30,000 pods the picture alone is megabytes, never held as a second text),
+/// with the windows of `explanation`, the node failure model's comparison of `record`.
+pub(crate) fn write_timeline_svg(
+    s: &mut impl Write,
+    record: &RunRecord,
+    explanation: &Explanation,
+    frame: Frame,
+) {
     let Frame { origin, start, end } = frame;
     // Lanes end where this record's observation ends, which may be before the frame's end.
     let record_end = (origin + end).min(record.timeline.end_ms().max(origin + start + 1));
     let lanes = lanes(record, record_end);
     let marks = marks(record, &lanes, record_end);
     let faults = fault_spans(record, record_end);
-    let explanation = crate::explain::explain(record);
     let scale = Scale { origin, start, end };
     let tops: Vec<f64> = lanes
         .iter()
