@@ -9,6 +9,7 @@ pub(crate) mod fault;
 mod keys;
 pub mod model;
 mod raw;
+pub(crate) mod roll;
 mod states;
 mod suggest;
 pub(crate) mod url_template;
