@@ -91,9 +91,10 @@ async fn each_node_is_rebooted_only_once_the_one_before_is_back() {
     let b = issued(&h, &out, "roll (b)").expect("b rebooted");
     let c = issued(&h, &out, "roll (c)").expect("c rebooted");
     assert!((10_000..11_000).contains(&a), "a at +{a} ms");
-    // Not before a is seen Ready again at +80 s (the interlock holds it until then).
-    assert!((80_000..83_000).contains(&b), "b at +{b} ms");
-    assert!((150_000..153_000).contains(&c), "c at +{c} ms");
+    // Not before a is seen Ready again at +80 s (the interlock holds it until then), and
+    // then its settle time (5 s) later.
+    assert!((85_000..88_000).contains(&b), "b at +{b} ms");
+    assert!((155_000..158_000).contains(&c), "c at +{c} ms");
     let calls = world.calls();
     let order: Vec<&String> = calls.iter().filter(|c| c.starts_with("act roll")).collect();
     assert_eq!(
@@ -195,4 +196,36 @@ async fn a_roll_that_takes_no_node_down_waits_for_ready_and_its_deadline() {
         out.errors
     );
     assert!(!world.calls().iter().any(|c| c.starts_with("act roll (b)")));
+}
+
+/// A reboot quicker than the grace period is never seen NotReady: the gate is met at once
+/// by the node's Ready from before, and the interlock holds the next node until the node
+/// is back (its kubelet renewed twice), then the settle time more.
+#[tokio::test(start_paused = true)]
+async fn settle_counts_from_the_return_of_a_reboot_never_seen_not_ready() {
+    let h = rolled("reboot", "{settle: 5s, timeout: 5m}", false);
+    let mut world = Scripted {
+        initial: all_ready(),
+        heartbeat_every: Some(Duration::from_secs(10)),
+        ..Scripted::default()
+    };
+    let (out, timeline) = h.run_kept(&mut world).await;
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let b = issued(&h, &out, "roll (b)").expect("b rebooted");
+    // a rebooted at +10 s, its stale Ready + 5 s due at +15 s, renewals at +20 s and
+    // +30 s: back at +30 s (asked every 2 s), then 5 s.
+    assert!((35_000..39_000).contains(&b), "b at +{b} ms");
+    let notes: Vec<&String> = timeline
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Note { message } if message.contains("fits the interlock") => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        notes.iter().any(|n| n.starts_with("step `roll (b)` fits")
+            && n.ends_with("issued 5s later (its `delay`)")),
+        "{notes:#?}"
+    );
 }
