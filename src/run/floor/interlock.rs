@@ -224,9 +224,17 @@ impl<'a> Interlock<'a> {
                         format!("; issued {} later (its `delay`)", format_secs(settle))
                     }
                 ));
-                w.settle_until = Some(
-                    now_ms.saturating_add(i64::try_from(settle.as_millis()).unwrap_or(i64::MAX)),
-                );
+                let until =
+                    now_ms.saturating_add(i64::try_from(settle.as_millis()).unwrap_or(i64::MAX));
+                w.settle_until = Some(until);
+                // What it waits for now: no longer the nodes, its delay (the live view).
+                if !settle.is_zero() {
+                    timeline.record(Event::Schedule {
+                        step: step.name.clone(),
+                        wait: super::schedule::Wait::Until { due_ms: until }.to_string(),
+                        due_ms: Some(until),
+                    });
+                }
             }
             return match w.settle_until {
                 Some(until) if now_ms < until => Admit::Wait { until_ms: until },

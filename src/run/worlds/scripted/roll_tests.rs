@@ -228,4 +228,22 @@ async fn settle_counts_from_the_return_of_a_reboot_never_seen_not_ready() {
             && n.ends_with("issued 5s later (its `delay`)")),
         "{notes:#?}"
     );
+    // The live view is told it is due then, no longer waiting for the node.
+    let due: Vec<i64> = timeline
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Schedule {
+                step,
+                due_ms: Some(due),
+                ..
+            } if step == "roll (b)" => Some(*due),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        due.last().map(|d| d - out.start_ms.unwrap_or_default()),
+        Some(b),
+        "{due:?}"
+    );
 }
