@@ -412,6 +412,55 @@ async fn shipped_rolling_reboot_one_worker_at_a_time() {
     );
 }
 
+/// Issue 46, item 1: every worker rebooted by one rolling step under `maxNodesDown: 1`. The
+/// record holds the roll expanded, one reboot per worker in name order, and each worker's
+/// reboot is issued only after the one before finished and was seen back, and not before
+/// its settle time (30 s) after the one before was issued.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_rolling_reboot_every_worker_in_turn() {
+    use faultline::timeline::StepPhase;
+    let record = shipped_experiment_holds("rolling-reboot-workers").await;
+    let mut workers = record.targets["workers"].clone();
+    workers.sort();
+    assert!(workers.len() >= 2, "{workers:?}");
+    let steps: Vec<String> = workers
+        .iter()
+        .map(|w| format!("reboot workers ({w})"))
+        .collect();
+    let names: Vec<&str> = record
+        .experiment
+        .steps
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(names, steps);
+    let t = &record.timeline;
+    let finished = |step: &str| {
+        t.entries.iter().find_map(|e| match &e.event {
+            Event::Step {
+                step: s,
+                phase: StepPhase::Finished { .. },
+                ..
+            } if s == step => Some(e.offset_ms),
+            _ => None,
+        })
+    };
+    for pair in steps.windows(2) {
+        let done = finished(&pair[0]).unwrap_or_else(|| panic!("{} finished", pair[0]));
+        let next = t
+            .step_issued_ms(&pair[1])
+            .unwrap_or_else(|| panic!("{} issued", pair[1]));
+        let issued = t.step_issued_ms(&pair[0]).expect("issued");
+        assert!(
+            done < next && issued + 30_000 <= next,
+            "{} issued +{next} ms, {} issued +{issued} ms, finished +{done} ms",
+            pair[1],
+            pair[0]
+        );
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn shipped_power_off_within_toleration() {

@@ -103,8 +103,8 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
             }
         };
         match resolve(exp, &mut prepared, &settings.inventory).await {
-            Ok(()) => {
-                let problems = shown(render(exp, &online(&prepared)));
+            Ok(expanded) => {
+                let problems = shown(render(&expanded, &online(&prepared)));
                 code = code.max(plan_verdict::exit_code(&problems));
             }
             // Targets chosen by the pods of a workload that setup has not applied yet can
@@ -448,6 +448,13 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
             assumed_mark(bound, sources, BoundUse::Schedule),
             action_name(&step.action)
         ));
+        // A roll whose nodes are not known here stays one step: say how it goes on.
+        if let (Some(roll), Some(target)) = (&step.roll, &step.target) {
+            out.push_str(&format!(
+                "            {}\n",
+                crate::experiment::roll::describe(roll, target)
+            ));
+        }
         // Without an inventory the stand-ins have no command: say where it comes from.
         let nodes = if v.inventory_given {
             step.nodes(targets)

@@ -162,6 +162,7 @@ enum Part {
     Pods,
     Pvc,
     Taint,
+    Roll,
     State,
     Expectation,
     Probe,
@@ -197,6 +198,7 @@ impl Part {
             Part::Pods => fields_of::<RawPods>(),
             Part::Pvc => fields_of::<RawPvc>(),
             Part::Taint => fields_of::<RawTaint>(),
+            Part::Roll => fields_of::<RawRoll>(),
             // RawState reads its one key by hand.
             Part::State => &["tainted"],
             Part::Expectation => fields_of::<RawExpectation>(),
@@ -224,6 +226,7 @@ impl Part {
             Part::Pods => "in `pods`",
             Part::Pvc => "in `pvc`",
             Part::Taint => "in `taint`",
+            Part::Roll => "in `roll`",
             Part::State => "in a state",
             Part::Expectation => "in an expectation",
             Part::Probe => "in a probe",
@@ -252,6 +255,7 @@ impl Part {
             (Part::Step | Part::Condition | Part::Expectation, "pods") => Shape::Keys(Part::Pods),
             (Part::Step, "pvc") => Shape::Keys(Part::Pvc),
             (Part::Step, "taint") => Shape::Keys(Part::Taint),
+            (Part::Step, "roll") => Shape::Keys(Part::Roll),
             (Part::Condition, "is")
             | (Part::Expectation, "becomes" | "stays" | "never" | "eventually") => {
                 Shape::Keys(Part::State)

@@ -10,6 +10,7 @@ mod keys;
 pub(crate) mod manifest;
 pub mod model;
 mod raw;
+pub(crate) mod roll;
 mod states;
 mod suggest;
 pub(crate) mod url_template;

@@ -248,6 +248,17 @@ pub(super) struct RawStep {
     pub pvc: Option<S<RawPvc>>,
     pub remove_finalizers: Option<S<bool>>,
     pub taint: Option<S<RawTaint>>,
+    pub roll: Option<S<RawRoll>>,
+}
+
+/// `roll:` of a rolling step.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct RawRoll {
+    pub order: Option<S<String>>,
+    pub settle: Option<S<String>>,
+    pub timeout: Option<S<String>>,
+    pub max_unavailable: Option<S<i64>>,
 }
 
 /// `when:` of a step: a subject and the state that triggers it.

@@ -161,8 +161,11 @@ async fn locked(
         Ok(applied) => applied,
         Err(e) => return not_run(format!("setup: {e}")),
     };
+    // From here on the experiment is the one that runs: its rolling steps expanded.
+    let mut as_run = None;
     let resolved = match prepare::resolve(exp, &mut prepared, &settings.inventory).await {
-        Ok(()) => {
+        Ok(expanded) => {
+            let exp = as_run.insert(expanded);
             // The wait for heartbeats overlaps the nodes' pre-flight checks.
             let (heard, preflight, grants) = tokio::join!(
                 prepare::check_acted_on_nodes_heard(exp, &prepared),
@@ -176,6 +179,7 @@ async fn locked(
         }
         Err(e) => Err(e),
     };
+    let exp = as_run.as_ref().unwrap_or(exp);
     match resolved {
         Ok(w) => warnings.extend(w),
         Err(e) => {

@@ -157,6 +157,7 @@ fn step(name: &str, action: Action, target: &str) -> Step {
         action,
         target: Some(target.to_string()),
         timeout: Duration::from_secs(30),
+        roll: None,
     }
 }
 

@@ -186,6 +186,7 @@ fn complete_example_maps_onto_the_exact_model() {
                 action: Action::KubeletStop,
                 target: Some("victim".into()),
                 timeout: Duration::from_secs(120),
+                roll: None,
             },
             Step {
                 name: "run other".into(),
@@ -199,6 +200,7 @@ fn complete_example_maps_onto_the_exact_model() {
                 },
                 target: Some("other".into()),
                 timeout: Duration::from_secs(30),
+                roll: None,
             },
             Step {
                 name: "delete-pods".into(),
@@ -222,6 +224,7 @@ fn complete_example_maps_onto_the_exact_model() {
                 },
                 target: None,
                 timeout: Duration::from_secs(120),
+                roll: None,
             },
             Step {
                 name: "delete-pvc".into(),
@@ -233,6 +236,7 @@ fn complete_example_maps_onto_the_exact_model() {
                 },
                 target: None,
                 timeout: Duration::from_secs(120),
+                roll: None,
             },
             Step {
                 name: "untaint victim".into(),
@@ -247,6 +251,7 @@ fn complete_example_maps_onto_the_exact_model() {
                 }),
                 target: Some("victim".into()),
                 timeout: Duration::from_secs(120),
+                roll: None,
             },
         ],
         expectations: vec![

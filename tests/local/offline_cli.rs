@@ -257,3 +257,55 @@ fn a_rolling_reboot_gated_on_the_first_node_ready_again_is_accepted_offline() {
     assert!(!stderr.contains("refused"), "{stderr}");
     assert!(stdout.contains("OFFLINE:"), "{stdout}");
 }
+
+/// Issue 46, item 1: a rolling step over a target that names its nodes is expanded for the
+/// blast-radius check, one node at a time, and accepted under `safety.maxNodesDown: 1`;
+/// the same step without `roll:` reboots every node at once and is refused. An offline
+/// `plan` shows the roll as one step with its order.
+#[test]
+fn a_rolling_step_is_accepted_offline_where_the_same_step_without_roll_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = inventory(dir.path());
+    let file = "fixtures/experiments/valid/rolling-reboot-every-worker.yaml";
+
+    let out = faultline(&["validate", file], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+
+    let text = std::fs::read_to_string(file).expect("fixture");
+    let at_once = dir.path().join("at-once.yaml");
+    std::fs::write(
+        &at_once,
+        text.replace("    roll: {order: name, settle: 30s, timeout: 10m}\n", ""),
+    )
+    .expect("write");
+    let out = faultline(&["validate", at_once.to_str().expect("utf-8")], dir.path());
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("would have 3 nodes down at once (w1, w2, w3)"),
+        "{all}"
+    );
+
+    let out = faultline(
+        &["plan", file, "-i", inv.to_str().expect("utf-8")],
+        dir.path(),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("refused"), "{stderr}");
+    assert!(
+        stdout.contains(
+            "rolls through `workers` one node at a time, by name; the next node once the one \
+             before is Ready again + 30s, giving up after 600s"
+        ),
+        "{stdout}"
+    );
+}

@@ -24,6 +24,9 @@ mod steps;
 mod targets;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a rolling step's node may take to be Ready again by default: as long as
+/// faultline waits for a rebooted node to answer.
+const DEFAULT_ROLL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Accumulates diagnostics for one file.
 pub(crate) struct Validator<'a> {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_saphyr::Location;
 
-use super::{DEFAULT_TIMEOUT, is_dns_subdomain};
+use super::{DEFAULT_ROLL_TIMEOUT, DEFAULT_TIMEOUT, is_dns_subdomain};
 use super::{TOP, Validator, at, pos};
 use crate::experiment::fault::{self, ActionKind};
 use crate::experiment::model::*;
@@ -147,6 +147,10 @@ impl Validator<'_> {
         );
         self.only_for(&s.taint, "taint", action_name, &["taint", "untaint"]);
         let action = self.action(step, do_, kind)?;
+        let roll = match &s.roll {
+            Some(r) => Some(self.roll(r, &action)?),
+            None => None,
+        };
         let timeout = match &s.timeout {
             Some(t) => self.plain(t)?,
             None => DEFAULT_TIMEOUT,
@@ -157,6 +161,96 @@ impl Validator<'_> {
             action,
             target,
             timeout,
+            roll,
+        })
+    }
+
+    /// `roll:` of a step: only for an action on nodes that brings its node back by itself
+    /// (a fault held until a later step undoes it would keep the roll waiting for ever),
+    /// one node at a time.
+    fn roll(&mut self, roll: &S<RawRoll>, action: &Action) -> Option<Roll> {
+        let r = &roll.value;
+        let name = fault::action_name(action);
+        if !fault::info(action).via.needs_target() {
+            self.err(
+                roll,
+                format!(
+                    "`roll` goes through the nodes of a target one at a time; `do: {name}` acts \
+                     through the API on no node"
+                ),
+                Some("a rolling step does a node fault: reboot, kubelet-restart, …"),
+            );
+            return None;
+        }
+        if fault::counts_as_down(action)
+            && let Some(undo) = fault::inverse(action)
+        {
+            self.err(
+                roll,
+                format!(
+                    "`roll` waits for each node to be Ready again before the next; `do: {name}` \
+                     keeps its node down until `{}`, so the roll would never go on",
+                    fault::action_name(&undo)
+                ),
+                Some(
+                    "roll a fault that ends by itself (reboot, kubelet-restart), or write one step \
+                     per node with its undo, the next gated `when: {node: <it>, is: Ready}`",
+                ),
+            );
+            return None;
+        }
+        let mut ok = true;
+        if let Some(m) = &r.max_unavailable {
+            if m.value < 1 {
+                self.err(m, "`maxUnavailable` is at least 1", None);
+                ok = false;
+            } else if m.value > 1 {
+                self.err(
+                    m,
+                    format!(
+                        "`maxUnavailable: {}`: a roll takes one node at a time; more at once is \
+                         not supported",
+                        m.value
+                    ),
+                    Some("leave `maxUnavailable` out (or write 1)"),
+                );
+                ok = false;
+            }
+        }
+        let order = match &r.order {
+            None => Some(RollOrder::Name),
+            Some(o) => match o.value.as_str() {
+                "name" => Some(RollOrder::Name),
+                "zone" => Some(RollOrder::Zone),
+                other => {
+                    let hint = match closest(other, &["name", "zone"]) {
+                        Some(c) => format!("did you mean `{c}`?"),
+                        None => "orders: name (the default), zone".to_string(),
+                    };
+                    self.report(
+                        pos(at(o)),
+                        format!("unknown roll order `{other}`"),
+                        Some(hint),
+                    );
+                    None
+                }
+            },
+        };
+        let settle = match &r.settle {
+            Some(b) => self.bound(b, true),
+            None => Some(Bound::fixed(Duration::ZERO)),
+        };
+        let timeout = match &r.timeout {
+            Some(t) => self.plain(t),
+            None => Some(DEFAULT_ROLL_TIMEOUT),
+        };
+        if !ok {
+            return None;
+        }
+        Some(Roll {
+            order: order?,
+            settle: settle?,
+            timeout: timeout?,
         })
     }
 

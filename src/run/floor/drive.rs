@@ -118,7 +118,7 @@ pub(crate) async fn run_loop<W: World>(
         plan,
         timeline: timeline.clone(),
         steps: Steps::new(plan.exp, plan.targets, timeline.clone(), cancel.clone()),
-        interlock: Interlock::new(plan.exp, plan.targets, plan.control_plane),
+        interlock: Interlock::new(plan.exp, plan.targets, plan.control_plane, plan.timers),
         cancel,
         ledger,
         published: Published::default(),

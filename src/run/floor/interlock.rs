@@ -14,7 +14,10 @@
 //! was never seen NotReady). A due fault step
 //! whose nodes would break a rule waits, with a deadline, and is issued as soon as it
 //! fits; at its deadline the run stops the way an abort does (the safety net undoes what
-//! it did), saying which nodes are down and why.
+//! it did), saying which nodes are down and why. A held step gated on a node being Ready
+//! again (`when: {node: N, is: Ready}`, a rolling step's next node) goes its `delay` after
+//! it fits, not at once: its gate may have been met by the node's Ready from before its
+//! fault, and the node it waited on has only just come back.
 //!
 //! The static check (`crate::run::preflight::safety`) still refuses what the plan alone
 //! shows to overlap (steps at fixed offsets); this one is what makes a step gated on a
@@ -31,7 +34,10 @@ use std::time::Duration;
 
 use crate::cluster::ResolvedTargets;
 use crate::experiment::fault::{self as faults, Proof};
-use crate::experiment::model::{Experiment, StepTime};
+use crate::experiment::model::{
+    ClusterTimers, Experiment, NodeStateMatch, StateMatch, StepTime, Subject,
+};
+use crate::run::floor::schedule::resolve_cluster_bound;
 use crate::run::shared_timeline::SharedTimeline;
 use crate::timeline::{DownNode, Event, format_offset_ms, format_secs};
 
@@ -118,6 +124,9 @@ struct Outstanding {
 struct Waiting {
     since_ms: i64,
     deadline_ms: i64,
+    /// Set once it fits, when it is gated on a node being Ready again: it is issued its
+    /// `delay` after that, not at once (the node it waited on has only just come back).
+    settle_until: Option<i64>,
     /// What was last put on the timeline about it.
     announced: Option<(Vec<DownNode>, String)>,
 }
@@ -127,21 +136,25 @@ pub(super) struct Interlock<'a> {
     exp: &'a Experiment,
     targets: &'a ResolvedTargets,
     control_plane: &'a BTreeSet<String>,
+    timers: &'a ClusterTimers,
     outstanding: BTreeMap<String, Outstanding>,
     waiting: BTreeMap<usize, Waiting>,
 }
 
 impl<'a> Interlock<'a> {
-    /// `control_plane`: every control-plane node of the cluster (empty: quorum unchecked).
+    /// `control_plane`: every control-plane node of the cluster (empty: quorum unchecked);
+    /// `timers`: the cluster's, for a gated step's `delay`.
     pub(super) fn new(
         exp: &'a Experiment,
         targets: &'a ResolvedTargets,
         control_plane: &'a BTreeSet<String>,
+        timers: &'a ClusterTimers,
     ) -> Self {
         Interlock {
             exp,
             targets,
             control_plane,
+            timers,
             outstanding: BTreeMap::new(),
             waiting: BTreeMap::new(),
         }
@@ -195,14 +208,41 @@ impl<'a> Interlock<'a> {
                 .or_insert_with(|| DownNode::OWN.to_string());
         }
         let Some(rule) = self.broken_rule(&down) else {
-            if let Some(w) = self.waiting.remove(&index) {
+            let settle = self.settle(index);
+            let Some(w) = self.waiting.get_mut(&index) else {
+                return Admit::Go;
+            };
+            // Held, it goes its `delay` after the node it waited on is back, not at once.
+            if w.settle_until.is_none() {
                 timeline.note(format!(
-                    "step `{}` fits the interlock after waiting {}: the nodes it waited on are back",
+                    "step `{}` fits the interlock after waiting {}: the nodes it waited on are back{}",
                     step.name,
-                    format_secs(Duration::from_millis((now_ms - w.since_ms).unsigned_abs()))
+                    format_secs(Duration::from_millis((now_ms - w.since_ms).unsigned_abs())),
+                    if settle.is_zero() {
+                        String::new()
+                    } else {
+                        format!("; issued {} later (its `delay`)", format_secs(settle))
+                    }
                 ));
+                let until =
+                    now_ms.saturating_add(i64::try_from(settle.as_millis()).unwrap_or(i64::MAX));
+                w.settle_until = Some(until);
+                // What it waits for now: no longer the nodes, its delay (the live view).
+                if !settle.is_zero() {
+                    timeline.record(Event::Schedule {
+                        step: step.name.clone(),
+                        wait: super::schedule::Wait::Until { due_ms: until }.to_string(),
+                        due_ms: Some(until),
+                    });
+                }
             }
-            return Admit::Go;
+            return match w.settle_until {
+                Some(until) if now_ms < until => Admit::Wait { until_ms: until },
+                _ => {
+                    self.waiting.remove(&index);
+                    Admit::Go
+                }
+            };
         };
         let down: Vec<DownNode> = down
             .into_iter()
@@ -212,8 +252,11 @@ impl<'a> Interlock<'a> {
         let w = self.waiting.entry(index).or_insert_with(|| Waiting {
             since_ms: now_ms,
             deadline_ms: now_ms.saturating_add(limit),
+            settle_until: None,
             announced: None,
         });
+        // Something went down again while it settled: it waits for that too.
+        w.settle_until = None;
         if now_ms >= w.deadline_ms {
             return Admit::Stop(InterlockRefusal {
                 step: step.name.clone(),
@@ -234,6 +277,21 @@ impl<'a> Interlock<'a> {
         }
         Admit::Wait {
             until_ms: w.deadline_ms,
+        }
+    }
+
+    /// How long step `index`, once the interlock let it go, still waits: its `delay` when it
+    /// is gated on a node being Ready again (`when: {node: N, is: Ready}`: a roll's next
+    /// node), so that it comes that long after the node is back; zero otherwise.
+    fn settle(&self, index: usize) -> Duration {
+        match &self.exp.steps[index].at {
+            StepTime::When {
+                subject: Subject::Node { .. },
+                state: StateMatch::Node(NodeStateMatch::Ready),
+                delay,
+                ..
+            } => resolve_cluster_bound(delay, self.timers),
+            _ => Duration::ZERO,
         }
     }
 

@@ -15,8 +15,8 @@ use super::safety::{self, SafetyError};
 use crate::cluster::{self, ClusterError, ResolvedTargets, leases};
 use crate::doctor;
 use crate::execute::Executor;
-use crate::experiment::fault;
 use crate::experiment::model::Experiment;
+use crate::experiment::{fault, roll};
 use crate::inventory::Inventory;
 use crate::journal::{Journal, JournalError};
 use crate::observe::Scope;
@@ -231,17 +231,32 @@ pub(crate) async fn prepare(
 /// Resolves the targets (after setup, since `runningPodsOf` needs the workloads running)
 /// and runs the interlocks that depend on them: the blast radius, and that every node a
 /// step acts on is in the inventory. Still no fault has been injected.
+///
+/// Returns the experiment as it runs: each rolling step expanded into one step per node of
+/// its target, in the roll's order (`experiment::roll`); the checks here are on it.
 pub(crate) async fn resolve(
     exp: &Experiment,
     prepared: &mut Prepared,
     inv: &Inventory,
-) -> Result<(), RunError> {
-    let targets = cluster::resolve_targets(&prepared.client, &exp.targets).await?;
+) -> Result<Experiment, RunError> {
+    let mut targets = cluster::resolve_targets(&prepared.client, &exp.targets).await?;
     let nodes = Api::<Node>::all(prepared.client.clone())
         .list(&ListParams::default())
         .await
         .map_err(ClusterError::api("listing nodes"))?
         .items;
+    let zones: BTreeMap<String, String> = nodes
+        .iter()
+        .filter_map(|n| {
+            Some((
+                n.metadata.name.clone()?,
+                crate::observe::reduce::zone_key(n)?,
+            ))
+        })
+        .collect();
+    roll::order_nodes(exp, &mut targets, &|n| zones.get(n).cloned());
+    let (expanded, targets) = roll::expand(exp, &targets);
+    let exp = &expanded;
     let control_plane: BTreeSet<String> = nodes
         .iter()
         .filter(|n| cluster::targets::is_control_plane(n))
@@ -267,7 +282,7 @@ pub(crate) async fn resolve(
     prepared.targets = targets;
     prepared.internal_ips = cluster::targets::internal_ips(&nodes);
     prepared.model_nodes = nodes.iter().map(model_node).collect();
-    Ok(())
+    Ok(expanded)
 }
 
 /// A node as the node failure model takes it: its zone as the node lifecycle controller

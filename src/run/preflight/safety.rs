@@ -278,6 +278,10 @@ fn check(
     timers: &ClusterTimers,
     quorum: bool,
 ) -> Result<(), SafetyError> {
+    // A rolling step is checked as the run does it: one step per node, each gated on
+    // the node before it being Ready again (`experiment::roll`).
+    let (expanded, targets) = crate::experiment::roll::expand(exp, targets);
+    let (exp, targets) = (&expanded, &targets);
     for step in &exp.steps {
         let action = fault::info(&step.action);
         if !action.takes_node_down || exp.safety.allow_control_plane {

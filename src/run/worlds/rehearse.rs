@@ -83,6 +83,9 @@ pub struct Rehearsal {
 /// record's observations on a paused clock (each step taking as long as it took there).
 pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, RehearseError> {
     check_targets(exp, record)?;
+    // Rolling steps go through the record's nodes in the order its run took them.
+    let (expanded, targets) = crate::experiment::roll::expand(exp, &record.targets);
+    let (exp, targets) = (&expanded, &targets);
     let start_ms =
         start_of(record).ok_or_else(|| RehearseError::NothingObserved(record.run_id.clone()))?;
     // Its own thread and runtime: the clock is paused there (time jumps to the next
@@ -95,14 +98,19 @@ pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, Rehea
                     .start_paused(true)
                     .build()
                     .map_err(|e| RehearseError::Clock(e.to_string()))?;
-                Ok(runtime.block_on(rehearse_paused(exp, record, start_ms)))
+                Ok(runtime.block_on(rehearse_paused(exp, record, targets, start_ms)))
             })
             .join()
             .unwrap_or_else(|_| Err(RehearseError::Clock("the rehearsal panicked".into())))
     })
 }
 
-async fn rehearse_paused(exp: &Experiment, record: &RunRecord, start_ms: i64) -> Rehearsal {
+async fn rehearse_paused(
+    exp: &Experiment,
+    record: &RunRecord,
+    targets: &BTreeMap<String, Vec<String>>,
+    start_ms: i64,
+) -> Rehearsal {
     let record_end = observed_until(record);
     let timeline = SharedTimeline::start_at(
         record.timeline.zero.unwrap_or_default(),
@@ -125,7 +133,7 @@ async fn rehearse_paused(exp: &Experiment, record: &RunRecord, start_ms: i64) ->
     let control_plane = std::collections::BTreeSet::new();
     let plan = LoopPlan {
         exp,
-        targets: &record.targets,
+        targets,
         control_plane: &control_plane,
         timers: &record.cluster.timers,
         capabilities: &record.cluster.capabilities,

@@ -1216,3 +1216,6 @@ async fn a_verdict_decided_when_observation_ends_is_announced_before_the_teardow
 
 /// The run-time interlock (issue 46) against this world.
 mod interlock_tests;
+
+/// Rolling steps (issue 46, item 1), expanded as a run expands them, against this world.
+mod roll_tests;

@@ -14,6 +14,7 @@ fn step(name: &str, action: Action, target: &str) -> Step {
         action,
         target: Some(target.into()),
         timeout: Duration::from_secs(60),
+        roll: None,
     }
 }
 

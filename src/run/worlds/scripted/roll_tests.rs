@@ -1,0 +1,249 @@
+//! A rolling step on a paused clock, expanded as a run expands it once its target is
+//! resolved (`experiment::roll`): the next node's fault is not issued before the node
+//! before it is seen back, and a node that never comes back stops the roll at its
+//! `timeout`, the next node untouched and what was done undone.
+
+use chrono::{DateTime, Utc};
+
+use super::*;
+
+/// Node `name` as the observer sees it, its Ready condition last changed at `since` (s).
+fn node(name: &str, ready: ConditionStatus, since: i64) -> Event {
+    Event::Node {
+        name: name.into(),
+        before: None,
+        after: Some(NodeState {
+            ready,
+            ready_since: DateTime::<Utc>::from_timestamp(since, 0),
+            taints: Vec::new(),
+            unschedulable: false,
+            zone: None,
+            shutting_down: false,
+        }),
+    }
+}
+
+/// Three workers `a`, `b`, `c`, every one rolled through by `do` with `roll`, one node
+/// down at a time; when `held`, a kubelet stop on `other` first (undone at the end of the run),
+/// and one more node allowed down for it.
+fn rolled(action: &str, roll: &str, held: bool) -> Harness {
+    let (first, limit) = if held {
+        (
+            "  - {name: stop other, at: 0s, do: kubelet-stop, target: other}\n",
+            2,
+        )
+    } else {
+        ("", 1)
+    };
+    let mut h = Harness::new(&format!(
+        "
+name: scripted
+description: a scripted roll
+targets:
+  workers: {{names: [a, b, c]}}
+  other: {{names: [z]}}
+safety: {{maxNodesDown: {limit}}}
+steps:
+{first}  - {{name: roll, at: 10s, do: {action}, target: workers, roll: {roll}}}
+expect:
+  - {{name: back, node: workers, eventually: Ready}}
+"
+    ))
+    .with_targets(&[("workers", &["c", "a", "b"]), ("other", &["z"])]);
+    let (exp, targets) = crate::experiment::roll::expand(&h.exp, &h.targets);
+    h.exp = exp;
+    h.targets = targets;
+    h
+}
+
+fn all_ready() -> Vec<Event> {
+    ["a", "b", "c", "z"]
+        .iter()
+        .map(|n| node(n, ConditionStatus::True, 0))
+        .collect()
+}
+
+/// Offset of step `name`'s issue from the start, if it was issued.
+fn issued(h: &Harness, out: &LoopOutcome, name: &str) -> Option<i64> {
+    let i = h.exp.steps.iter().position(|s| s.name == name)?;
+    Some(out.issued_ms[i]? - out.start_ms?)
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_node_is_rebooted_only_once_the_one_before_is_back() {
+    let h = rolled("reboot", "{settle: 5s, timeout: 5m}", false);
+    let names: Vec<&str> = h.exp.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["roll (a)", "roll (b)", "roll (c)"]);
+    let mut world = Scripted {
+        initial: all_ready(),
+        // Each reboot takes its node out: seen unreachable, then Ready again 60 s later.
+        later: vec![
+            (20_000, node("a", ConditionStatus::Unknown, 20)),
+            (80_000, node("a", ConditionStatus::True, 80)),
+            (100_000, node("b", ConditionStatus::Unknown, 100)),
+            (150_000, node("b", ConditionStatus::True, 150)),
+        ],
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let a = issued(&h, &out, "roll (a)").expect("a rebooted");
+    let b = issued(&h, &out, "roll (b)").expect("b rebooted");
+    let c = issued(&h, &out, "roll (c)").expect("c rebooted");
+    assert!((10_000..11_000).contains(&a), "a at +{a} ms");
+    // Not before a is seen Ready again at +80 s (the interlock holds it until then), and
+    // then its settle time (5 s) later.
+    assert!((85_000..88_000).contains(&b), "b at +{b} ms");
+    assert!((155_000..158_000).contains(&c), "c at +{c} ms");
+    let calls = world.calls();
+    let order: Vec<&String> = calls.iter().filter(|c| c.starts_with("act roll")).collect();
+    assert_eq!(
+        order,
+        [
+            "act roll (a) on a",
+            "act roll (b) on b",
+            "act roll (c) on c"
+        ],
+        "{calls:#?}"
+    );
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_that_never_comes_back_stops_the_roll_and_the_run_undoes() {
+    let h = rolled("reboot", "{settle: 5s, timeout: 2m}", true);
+    let mut world = Scripted {
+        initial: all_ready(),
+        // a goes down for good after its reboot.
+        later: vec![(20_000, node("a", ConditionStatus::Unknown, 20))],
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    let Some(End::Interlocked(refusal)) = &out.end else {
+        panic!("{:?} {:?}", out.end, out.errors)
+    };
+    assert_eq!(refusal.step, "roll (b)");
+    // Due at +15 s (a's stale Ready + settle); waits the roll's timeout from then.
+    assert!(
+        (120_000..122_000).contains(&refusal.waited_ms),
+        "{refusal:?}"
+    );
+    let text = out.errors.join("\n");
+    assert!(
+        text.contains("step `roll (b)` waited 120s for nodes to come back and was not run"),
+        "{text}"
+    );
+    assert!(
+        text.contains("a (seen unreachable, Ready=Unknown)"),
+        "{text}"
+    );
+    assert_eq!(issued(&h, &out, "roll (b)"), None, "b never taken down");
+    assert_eq!(issued(&h, &out, "roll (c)"), None, "c never taken down");
+    let calls = world.calls();
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c.starts_with("act roll (b)") || c.starts_with("act roll (c)")),
+        "{calls:#?}"
+    );
+    // What the run did before the roll is undone.
+    assert!(
+        index_of(&calls, "act stop other on z") < index_of(&calls, "act undo stop other on z"),
+        "{calls:#?}"
+    );
+    assert_eq!(h.journaled(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_roll_that_takes_no_node_down_waits_for_ready_and_its_deadline() {
+    // A kubelet restart does not count as down: the gate alone holds the next node,
+    // until the node before is Ready; one still NotReady at the deadline stops the run.
+    let h = rolled("kubelet-restart", "{settle: 10s, timeout: 1m}", false);
+    let mut world = Scripted {
+        initial: vec![
+            node("a", ConditionStatus::False, 0),
+            node("b", ConditionStatus::True, 0),
+            node("c", ConditionStatus::True, 0),
+            node("z", ConditionStatus::True, 0),
+        ],
+        later: vec![(40_000, node("a", ConditionStatus::True, 40))],
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    let b = issued(&h, &out, "roll (b)");
+    // a Ready at +40 s, then 10 s of settle.
+    assert!(
+        b.is_some_and(|b| (50_000..52_000).contains(&b)),
+        "b at {b:?}, {:?}",
+        out.errors
+    );
+
+    let h = rolled("kubelet-restart", "{settle: 10s, timeout: 1m}", false);
+    let mut world = Scripted {
+        initial: vec![
+            node("a", ConditionStatus::False, 0),
+            node("b", ConditionStatus::True, 0),
+            node("c", ConditionStatus::True, 0),
+            node("z", ConditionStatus::True, 0),
+        ],
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    assert_eq!(issued(&h, &out, "roll (b)"), None, "{:?}", out.errors);
+    assert!(
+        out.errors.iter().any(|e| e.contains("roll (b)")),
+        "{:?}",
+        out.errors
+    );
+    assert!(!world.calls().iter().any(|c| c.starts_with("act roll (b)")));
+}
+
+/// A reboot quicker than the grace period is never seen NotReady: the gate is met at once
+/// by the node's Ready from before, and the interlock holds the next node until the node
+/// is back (its kubelet renewed twice), then the settle time more.
+#[tokio::test(start_paused = true)]
+async fn settle_counts_from_the_return_of_a_reboot_never_seen_not_ready() {
+    let h = rolled("reboot", "{settle: 5s, timeout: 5m}", false);
+    let mut world = Scripted {
+        initial: all_ready(),
+        heartbeat_every: Some(Duration::from_secs(10)),
+        ..Scripted::default()
+    };
+    let (out, timeline) = h.run_kept(&mut world).await;
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let b = issued(&h, &out, "roll (b)").expect("b rebooted");
+    // a rebooted at +10 s, its stale Ready + 5 s due at +15 s, renewals at +20 s and
+    // +30 s: back at +30 s (asked every 2 s), then 5 s.
+    assert!((35_000..39_000).contains(&b), "b at +{b} ms");
+    let notes: Vec<&String> = timeline
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Note { message } if message.contains("fits the interlock") => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        notes.iter().any(|n| n.starts_with("step `roll (b)` fits")
+            && n.ends_with("issued 5s later (its `delay`)")),
+        "{notes:#?}"
+    );
+    // The live view is told it is due then, no longer waiting for the node.
+    let due: Vec<i64> = timeline
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Schedule {
+                step,
+                due_ms: Some(due),
+                ..
+            } if step == "roll (b)" => Some(*due),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        due.last().map(|d| d - out.start_ms.unwrap_or_default()),
+        Some(b),
+        "{due:?}"
+    );
+}
