@@ -284,6 +284,43 @@ async fn kind_rolling_reboot_holds_the_second_until_the_first_is_back() {
     );
 }
 
+/// Issue 46: the rolling step. One step, `roll:` on a target of every worker, becomes
+/// one reboot per worker in name order once the workers are resolved; each next reboot
+/// is issued only after the worker before it finished rebooting, was seen back, and the
+/// 30 s settle passed: never two workers down at once, on real kubelets.
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_rolling_step_reboots_every_worker_in_turn() {
+    use faultline::timeline::{Event, StepPhase};
+    let record = shipped_experiment_passes_on_kind("rolling-reboot-workers").await;
+    let t = &record.timeline;
+    let mut workers = record.targets["workers"].clone();
+    workers.sort();
+    assert!(workers.len() >= 2, "{workers:?}");
+    let mut last_finished: Option<i64> = None;
+    for worker in &workers {
+        let step = format!("reboot workers ({worker})");
+        let issued = t
+            .step_issued_ms(&step)
+            .unwrap_or_else(|| panic!("`{step}` was issued"));
+        if let Some(done) = last_finished {
+            assert!(
+                issued >= done + 30_000,
+                "`{step}` issued at +{issued} ms, the worker before it finished at +{done} ms"
+            );
+        }
+        last_finished = t.entries.iter().find_map(|e| match &e.event {
+            Event::Step {
+                step: s,
+                phase: StepPhase::Finished { .. },
+                ..
+            } if *s == step => Some(e.offset_ms),
+            _ => None,
+        });
+        assert!(last_finished.is_some(), "`{step}` finished");
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
 async fn kind_kubelet_stop_past_toleration() {
