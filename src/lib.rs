@@ -22,6 +22,7 @@ pub mod events;
 pub mod execute;
 pub mod experiment;
 pub mod explain;
+pub mod failure_model;
 pub(crate) mod file_names;
 #[cfg(test)]
 mod fixtures;
@@ -30,7 +31,6 @@ pub mod heap_samples;
 pub mod inventory;
 pub(crate) mod journal;
 pub mod judge;
-pub mod model;
 pub mod observe;
 pub mod outcome;
 pub(crate) mod probe;

@@ -12,8 +12,8 @@ use crate::experiment::model::{
     Bound, Check, ClusterTimers, Expectation, Experiment, Subject, Until, Window as Within,
     WorkloadKind,
 };
-use crate::model::words::offset;
-use crate::model::{Prediction, Window};
+use crate::failure_model::words::offset;
+use crate::failure_model::{Prediction, Window};
 use crate::run::floor::schedule::Projected;
 
 /// An expectation's own window, as offsets from the start: `(from, to)` (`to`: open).

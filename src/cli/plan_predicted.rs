@@ -1,5 +1,5 @@
 //! The "predicted" section of `faultline plan`: what the node failure model
-//! ([`crate::model`]) says the cluster should do about each step that silences a node,
+//! ([`crate::failure_model`]) says the cluster should do about each step that silences a node,
 //! from the timers in force and the schedule the experiment alone decides.
 //!
 //! The plan knows the nodes but not the pods, so each node gets one line for a pod that
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::experiment::fault;
 use crate::experiment::model::{ClusterTimers, Experiment};
-use crate::model::{
+use crate::failure_model::{
     ControllerSettings, ModelNode, ModelPod, Outage, Owner, Prediction, Toleration, predict,
 };
 use crate::run::floor::schedule::Projected;
@@ -273,9 +273,9 @@ impl Predicted {
                 "  {node}: rebooted at {}: Unknown never if it answers again within {:.1}s (the \
                  grace period after its last lease renewal), else as after a power-off from \
                  {}; its pods stay on it either way until a taint's toleration runs out\n",
-                crate::model::words::offset(*at),
+                crate::failure_model::words::offset(*at),
                 quiet.as_secs_f64(),
-                crate::model::words::offset(*at + quiet)
+                crate::failure_model::words::offset(*at + quiet)
             ));
         }
         // A graceful shutdown: the kubelet's own period decides when it falls silent.
@@ -287,8 +287,8 @@ impl Predicted {
                  then Unknown no sooner than {} (the grace period after its last lease \
                  renewal, counted from when the kubelet stops); without it, as after a \
                  power-off\n",
-                crate::model::words::offset(*at),
-                crate::model::words::offset(*at + quiet)
+                crate::failure_model::words::offset(*at),
+                crate::failure_model::words::offset(*at + quiet)
             ));
         }
         out

@@ -190,11 +190,11 @@ fn zoned_plan(zones: [&str; 4]) -> String {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/experiments/lab/zone-outage.yaml");
     let exp = crate::experiment::load(&path).unwrap_or_else(|d| panic!("{d}"));
-    let nodes: Vec<crate::model::ModelNode> =
+    let nodes: Vec<crate::failure_model::ModelNode> =
         ["lab-worker-1", "lab-worker-2", "lab-worker-3", "lab-cp-1"]
             .iter()
             .zip(zones)
-            .map(|(name, zone)| crate::model::ModelNode {
+            .map(|(name, zone)| crate::failure_model::ModelNode {
                 name: name.to_string(),
                 zone: zone.to_string(),
                 ready: true,

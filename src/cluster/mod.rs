@@ -15,7 +15,7 @@ pub(crate) mod manifests;
 pub(crate) mod owners;
 pub mod snapshot;
 pub(crate) mod targets;
-pub mod timers;
+pub mod api_timers;
 
 use std::path::{Path, PathBuf};
 

@@ -24,7 +24,7 @@ mod programs;
 pub mod report;
 mod restore;
 mod review;
-pub mod timers;
+pub mod timers_in_force;
 mod transport;
 mod unit;
 
@@ -208,7 +208,7 @@ pub struct Examination {
     /// Every check's outcome.
     pub findings: Vec<Finding>,
     /// The timers a run would use and where each comes from.
-    pub timers: timers::Resolved,
+    pub timers: timers_in_force::Resolved,
     /// The required permissions the API server refused (empty: nothing is missing, or
     /// the API was not asked). `crate::rbac::paste_ready` writes them as rules ready to
     /// paste, which `faultline doctor` prints with the report.
@@ -245,7 +245,7 @@ pub async fn examine(inventory: &Inventory, experiments: &[Experiment]) -> Exami
     }
     let needs = Needs::of(experiments);
     let (resolved, nodes) = futures::join!(
-        timers::resolve(
+        timers_in_force::resolve(
             client.as_ref(),
             view.version.as_deref(),
             inventory,
@@ -258,7 +258,7 @@ pub async fn examine(inventory: &Inventory, experiments: &[Experiment]) -> Exami
             Depth::Full
         )),)
     );
-    findings.extend(timers::findings(&resolved));
+    findings.extend(timers_in_force::findings(&resolved));
     findings.extend(nodes.into_iter().flatten());
     Examination {
         inventory: inventory.path().to_path_buf(),

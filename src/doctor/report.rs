@@ -136,7 +136,7 @@ mod tests {
                 ),
                 Finding::node("lab-worker-1", CheckKind::Auth, Status::Skip, "not checked"),
             ],
-            timers: super::super::timers::Resolved {
+            timers: super::super::timers_in_force::Resolved {
                 in_force: TimersInForce::resolve(
                     &ClusterReadings::default(),
                     &StatedTimers::default(),

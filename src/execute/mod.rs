@@ -36,7 +36,7 @@
 //! node behind a gate until the step is due; the `primed` module says how that keeps
 //! these rules.
 
-mod bridge;
+mod jump_channel;
 mod carry;
 mod deadline;
 mod error;

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use ssh2::{CheckResult, ExtendedData, KnownHostFileKind, Session};
 
-use super::bridge::Bridge;
+use super::jump_channel::Bridge;
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail};
 use super::ssh_pool;
 use crate::inventory::SshSettings;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::inputs::at;
 use super::{Explained, Fit};
 use crate::experiment::model::WorkloadKind;
-use crate::model::{ControllerSettings, Rule, Transition, Window};
+use crate::failure_model::{ControllerSettings, Rule, Transition, Window};
 use crate::record::RunRecord;
 use crate::timeline::{ConditionStatus, Event, GapPhase};
 
@@ -133,7 +133,7 @@ pub(super) fn of(
     {
         return format!(
             "the fault was undone at {} inside the window, before the controller got to it",
-            crate::model::words::offset(b)
+            crate::failure_model::words::offset(b)
         );
     }
     match (p.transition, item.fit) {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::experiment::fault::{self, ActionKind};
 use crate::experiment::model::{Action, PodSelector, WorkloadKind, WorkloadRef};
-use crate::model::{
+use crate::failure_model::{
     ControllerSettings, ModelNode, ModelPod, Outage, Owner, PodDeletion, Toleration,
 };
 use crate::record::RunRecord;

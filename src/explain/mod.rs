@@ -1,4 +1,4 @@
-//! `faultline explain`: each transition the node failure model ([`crate::model`])
+//! `faultline explain`: each transition the node failure model ([`crate::failure_model`])
 //! predicts for a recorded run, beside what the run saw, and for each deviation the most
 //! likely cause named from the model, or "outside the model" when nothing explains it.
 //!
@@ -24,9 +24,9 @@ use serde::Serialize;
 
 use crate::experiment::fault;
 use crate::experiment::model::{Action, WorkloadRef};
-use crate::model::json_ms;
-use crate::model::words::offset;
-use crate::model::{Prediction, Transition, Window, predict};
+use crate::failure_model::json_ms;
+use crate::failure_model::words::offset;
+use crate::failure_model::{Prediction, Transition, Window, predict};
 use crate::record::RunRecord;
 use crate::timeline::{Entry, Event, StepPhase};
 
@@ -269,8 +269,8 @@ pub fn explain(record: &RunRecord) -> Explanation {
 }
 
 /// Whether two outages were under way at the same time (one without an end lasts).
-fn overlap(a: &crate::model::Outage, b: &crate::model::Outage) -> bool {
-    let ends_after = |o: &crate::model::Outage, t: Duration| o.until.is_none_or(|u| u > t);
+fn overlap(a: &crate::failure_model::Outage, b: &crate::failure_model::Outage) -> bool {
+    let ends_after = |o: &crate::failure_model::Outage, t: Duration| o.until.is_none_or(|u| u > t);
     ends_after(a, b.from) && ends_after(b, a.from)
 }
 

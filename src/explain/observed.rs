@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::inputs::at;
 use crate::experiment::model::WorkloadRef;
-use crate::model::Transition;
+use crate::failure_model::Transition;
 use crate::timeline::{ConditionStatus, Entry, Event, NodeState, PodState};
 
 /// The unreachable taint the controller evicts with.

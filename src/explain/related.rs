@@ -5,7 +5,7 @@ use super::{Explained, Explanation};
 use crate::experiment::model::{
     Check, Expectation, NodeStateMatch, PodStateMatch, StateMatch, Subject,
 };
-use crate::model::Transition;
+use crate::failure_model::Transition;
 use crate::record::RunRecord;
 
 /// The transitions that put a subject into `state` (none: the model says nothing of it).

@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::model::Rule;
+use crate::failure_model::Rule;
 use crate::record::RunRecord;
 use crate::timeline::PodState;
 

@@ -3,7 +3,7 @@
 
 use super::index::History;
 use super::members::{Member, Series, last_known, state_at};
-use super::series::{Gap, Truth, gap_hiding, gap_overlapping};
+use super::truth::{Gap, Truth, gap_hiding, gap_overlapping};
 use super::states::{pod_label, rel, secs};
 use crate::timeline::PodState;
 

@@ -20,7 +20,7 @@ use crate::timeline::{
     Timeline, WorkloadState,
 };
 
-use super::series::Gap;
+use super::truth::Gap;
 
 /// Observed states of one object: `(offset, state)`, `None` = the object was gone.
 pub(super) type History<S> = Vec<(i64, Option<S>)>;

@@ -22,14 +22,14 @@
 //!   passes so far, or an `any`/`at-least` short of members, stays Pending.
 
 mod abort;
-mod bridge;
+mod gap_bridge;
 mod checks;
 pub(crate) mod figures;
 mod index;
 mod latest;
 mod members;
 pub mod score;
-mod series;
+mod truth;
 mod states;
 
 use std::collections::BTreeMap;
@@ -331,7 +331,7 @@ fn evaluate(
                     Ok(t) => t,
                     Err(err) => return MemberEval::error(err.to_string()),
                 };
-                let gaps = bridge::unbridged(ctx.gaps, &m.series, state);
+                let gaps = gap_bridge::unbridged(ctx.gaps, &m.series, state);
                 let ctx = &Ctx {
                     gaps: &gaps,
                     ..*ctx
@@ -354,7 +354,7 @@ fn evaluate(
                     Ok(t) => t,
                     Err(err) => return MemberEval::error(err.to_string()),
                 };
-                let gaps = bridge::unbridged(ctx.gaps, &m.series, state);
+                let gaps = gap_bridge::unbridged(ctx.gaps, &m.series, state);
                 let ctx = &Ctx {
                     gaps: &gaps,
                     ..*ctx

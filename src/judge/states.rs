@@ -8,7 +8,7 @@ use crate::timeline::{ConditionStatus, NodeState, PodState, WorkloadState};
 
 use super::index::History;
 use super::members::Series;
-use super::series::{Point, Truth};
+use super::truth::{Point, Truth};
 
 /// The expectation names a state of another kind than its subject (e.g. a pod state for a node).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -9,7 +9,7 @@
 //!
 //! This module is pure: [`sources`] reads timers out of what the cluster shows (component
 //! command lines, `/configz`, a dry-run pod, a k3s config file); the I/O that fetches those
-//! lives with the API client (`cluster::timers`) and the node checks (`doctor`).
+//! lives with the API client (`cluster::api_timers`) and the node checks (`doctor`).
 
 pub(crate) mod flags;
 pub mod sources;

@@ -178,7 +178,7 @@ fn the_model_s_predicted_windows_are_drawn_on_their_lanes() {
         .filter(|i| {
             matches!(
                 i.prediction.window,
-                faultline::model::Window::Between {
+                faultline::failure_model::Window::Between {
                     latest: Some(_),
                     ..
                 }

@@ -132,7 +132,7 @@ pub(crate) struct ActionInfo {
     pub(crate) repairs: bool,
     /// The node's kubelet may end its pods itself before the node goes silent (a graceful
     /// node shutdown), after a delay its `shutdownGracePeriod` decides and the API does not
-    /// show: the node failure model ([`crate::model`]) predicts nothing for it.
+    /// show: the node failure model ([`crate::failure_model`]) predicts nothing for it.
     pub(crate) kubelet_ends_pods: bool,
     /// How faultline checks, after the step, that the fault took effect (and, for a fault
     /// that lasts, that nothing else undid it before its planned end).
@@ -715,7 +715,7 @@ pub(crate) fn undoes(action: &Action, fault: &Action) -> bool {
 }
 
 /// Whether the action silences the node towards the control plane until it is undone (its
-/// Lease stops being renewed): the faults the node failure model ([`crate::model`]) starts
+/// Lease stops being renewed): the faults the node failure model ([`crate::failure_model`]) starts
 /// an outage at. Read from the row's proof; a reboot comes back by itself, after a boot
 /// time nothing knows in advance, so it is not one, and neither is a shutdown whose
 /// kubelet ends its pods first ([`ActionInfo::kubelet_ends_pods`]).

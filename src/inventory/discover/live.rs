@@ -11,7 +11,7 @@ use kube::api::{Api, ListParams};
 
 use super::docker::{containers_labelled, pid1_command_line, read_file};
 use super::{ApiNode, ClusterChoice, ClusterFacts, Container, DiscoverError, Tool};
-use crate::cluster::timers::pod_command;
+use crate::cluster::api_timers::pod_command;
 use crate::cluster::{self, ClusterError};
 
 /// How long connecting to the API may take before discovery reports it unreachable.

@@ -18,7 +18,7 @@ mod nodes;
 mod render;
 mod ssh;
 mod target;
-mod timers;
+mod component_flags;
 
 #[cfg(test)]
 mod tests;
@@ -32,7 +32,7 @@ pub use nodes::{ApiNode, pinned_image};
 pub use render::pod_transport;
 pub use ssh::{Reach, SshReach};
 pub use target::{ClusterChoice, choose_cluster};
-pub use timers::{Sourced, TimerSources};
+pub use component_flags::{Sourced, TimerSources};
 
 /// The local-cluster tools faultline writes inventories for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,7 +224,7 @@ pub enum DiscoverError {
 /// containers, timers read from the command lines (or the version's defaults).
 pub fn build(facts: &ClusterFacts) -> Result<Discovered, DiscoverError> {
     let (nodes, mut notes) = nodes::match_nodes(facts)?;
-    let timers = timers::read(facts, &mut notes)?;
+    let timers = component_flags::read(facts, &mut notes)?;
     let offers = kubelets::offers(facts, &mut notes);
     Ok(Discovered {
         tool: facts.tool,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use super::*;
-use crate::cluster::timers::pod_command;
+use crate::cluster::api_timers::pod_command;
 use crate::experiment::fault::PowerKey;
 use crate::inventory::{CommandKey, Inventory, ProfileName, TransportKind};
 

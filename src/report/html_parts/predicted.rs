@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::lanes::{Lane, LaneOf};
 use crate::explain::Explained;
-use crate::model::Window;
+use crate::failure_model::Window;
 use crate::sanitize::html as esc;
 
 /// The model's colour: neither a state's nor a verdict's.

@@ -100,7 +100,7 @@ pub(crate) struct Prepared {
     pub exec_pods: BTreeMap<String, String>,
     /// Every node as the node failure model takes it (its zone, whether it is Ready), for
     /// the plan's predictions; empty until [`resolve`] ran.
-    pub model_nodes: Vec<crate::model::ModelNode>,
+    pub model_nodes: Vec<crate::failure_model::ModelNode>,
     /// Every control-plane node of the cluster, for the quorum rule of the run-time
     /// interlock (`crate::run::floor::interlock`); empty until [`resolve`] ran.
     pub control_plane: BTreeSet<String>,
@@ -193,7 +193,7 @@ pub(crate) async fn prepare(
     let executor = Executor::new(inv.clone()).with_client(client.clone());
     // Only an API that answered is asked for the timers: one that does not would hold
     // every request for its connect timeout.
-    let timers = doctor::timers::resolve(
+    let timers = doctor::timers_in_force::resolve(
         server_version.as_ref().map(|_| &client),
         server_version.as_deref(),
         inv,
@@ -288,8 +288,8 @@ pub(crate) async fn resolve(
 /// A node as the node failure model takes it: its zone as the node lifecycle controller
 /// groups nodes, and whether it is Ready and untainted (a node the controller already
 /// counts as down is not Ready to it either).
-fn model_node(node: &Node) -> crate::model::ModelNode {
-    crate::model::ModelNode {
+fn model_node(node: &Node) -> crate::failure_model::ModelNode {
+    crate::failure_model::ModelNode {
         name: node.metadata.name.clone().unwrap_or_default(),
         zone: crate::observe::reduce::zone_key(node).unwrap_or_default(),
         ready: cluster::targets::health_problem(node).is_none(),

@@ -1,5 +1,5 @@
 //! The timers in force for a run, from everywhere the cluster shows them: its API
-//! (`cluster::timers`) and, on k3s and RKE2 whose components are not pods, the server
+//! (`cluster::api_timers`) and, on k3s and RKE2 whose components are not pods, the server
 //! node's own config file and command line, read over the node's transport. What neither
 //! gives comes from the inventory, else is an assumed upstream default (`crate::timers`).
 
@@ -8,7 +8,7 @@ use std::time::Duration;
 use kube::Client;
 
 use super::{CheckKind, Finding, Status};
-use crate::cluster::timers::{ConfigzAccess, offer_line, read_timers};
+use crate::cluster::api_timers::{ConfigzAccess, offer_line, read_timers};
 use crate::execute::{Executor, NodeOp};
 use crate::inventory::{Inventory, ProfileName};
 use crate::timers::sources::k3s_command_lines;

@@ -27,7 +27,7 @@
 
 use super::index::History;
 use super::members::{Series, state_at};
-use super::series::Gap;
+use super::truth::Gap;
 use crate::experiment::model::{NodeStateMatch, PodStateMatch, StateMatch};
 
 /// The gaps that still hide `state` for a member with this `series`.
