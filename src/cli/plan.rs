@@ -205,7 +205,10 @@ struct View<'a> {
     /// Whether an inventory was given: without one no node command can be shown.
     inventory_given: bool,
     /// Every node and the nodes' Lease duration, when read through the API.
-    cluster_nodes: Option<(&'a [crate::failure_model::ModelNode], Option<std::time::Duration>)>,
+    cluster_nodes: Option<(
+        &'a [crate::failure_model::ModelNode],
+        Option<std::time::Duration>,
+    )>,
 }
 
 fn online(p: &Prepared) -> View<'_> {

@@ -5,6 +5,7 @@
 //! observer does that) or touches nodes over SSH (the executor does that).
 
 pub(crate) mod actions;
+pub mod api_timers;
 pub(crate) mod endpoints;
 pub(crate) mod error;
 pub(crate) mod failover;
@@ -15,7 +16,6 @@ pub(crate) mod manifests;
 pub(crate) mod owners;
 pub mod snapshot;
 pub(crate) mod targets;
-pub mod api_timers;
 
 use std::path::{Path, PathBuf};
 

@@ -36,11 +36,11 @@
 //! node behind a gate until the step is due; the `primed` module says how that keeps
 //! these rules.
 
-mod jump_channel;
 mod carry;
 mod deadline;
 mod error;
 mod executor;
+mod jump_channel;
 mod local;
 mod outcome;
 mod output;

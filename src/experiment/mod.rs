@@ -76,7 +76,7 @@ pub fn check(text: &str, path: &Path) -> Checked {
     }
     let raw: raw::RawExperiment = match serde_saphyr::from_str(text) {
         Ok(raw) => raw,
-        Err(e) => return Checked::failed(vec![syntax_diagnostic(&e, path)]),
+        Err(e) => return Checked::failed(vec![syntax_diagnostic(&e, path, text)]),
     };
     let (result, warnings) = validate::Validator::new(path).experiment(raw);
     Checked {
@@ -170,7 +170,7 @@ fn expected_shape(raw: &str) -> Option<&'static str> {
 
 /// Turns a YAML syntax or type error into a diagnostic, rewording the library's messages
 /// where they speak about its API rather than about the file.
-fn syntax_diagnostic(e: &serde_saphyr::Error, path: &Path) -> Diagnostic {
+fn syntax_diagnostic(e: &serde_saphyr::Error, path: &Path, text: &str) -> Diagnostic {
     let (line, column) = e
         .location()
         .map(|l| {
@@ -195,6 +195,9 @@ fn syntax_diagnostic(e: &serde_saphyr::Error, path: &Path) -> Diagnostic {
         (what.to_owned(), None)
     } else if raw.starts_with("tabs disallowed") {
         (raw, Some("indent with spaces".to_owned()))
+    } else if misindented(&raw) {
+        let hint = indent_hint(text, line);
+        (raw, hint)
     } else {
         (raw, None)
     };
@@ -207,9 +210,53 @@ fn syntax_diagnostic(e: &serde_saphyr::Error, path: &Path) -> Diagnostic {
     }
 }
 
+/// Whether the parser's message is one a line indented differently from its neighbours
+/// produces (the parser speaks of its own state, not of the indentation).
+fn misindented(raw: &str) -> bool {
+    raw.starts_with("mapping values are not allowed")
+        || raw.contains("did not find expected '-' indicator")
+        || raw.contains("did not find expected key")
+}
+
+/// The hint for a misindented `line` (1-based): how far it and the line above it are
+/// indented, so the author sees which one to move.
+fn indent_hint(text: &str, line: u32) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = usize::try_from(line).ok()?.checked_sub(1)?;
+    let indent = |l: &str| l.len() - l.trim_start_matches(' ').len();
+    let here = lines.get(at)?;
+    let above = lines[..at]
+        .iter()
+        .rposition(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))?;
+    Some(format!(
+        "line {line} is indented by {} space(s), line {} above it by {}: the keys of one \
+         mapping, and the items of one list, start in the same column",
+        indent(here),
+        above + 1,
+        indent(lines[above])
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misindented_line_gets_a_hint_naming_both_indents() {
+        let text =
+            "name: m\ndescription: d\ntargets:\n  victim:\n    role: worker\n     count: 1\n";
+        let checked = check(text, Path::new("m.yaml"));
+        let d = checked.result.expect_err("misindented");
+        let hint = d
+            .iter()
+            .next()
+            .and_then(|d| d.hint.clone())
+            .unwrap_or_default();
+        assert!(
+            hint.contains("indented by 5 space(s), line 5 above it by 4"),
+            "{hint}"
+        );
+    }
 
     const BODY: &str = "name: ns\ndescription: d\ntargets:\n  victim: {role: worker, count: 1}\nsteps:\n  - {name: stop, at: 0s, do: cordon, target: victim}\nexpect:\n  - {name: cordoned, node: victim, becomes: Unschedulable, within: 5s}\n";
 

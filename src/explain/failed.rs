@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::{Explained, Explanation};
 use crate::experiment::model::{Check, Expectation, Subject, Window as Within};
-use crate::judge::Outcome;
 use crate::failure_model::Window;
 use crate::failure_model::words::offset;
+use crate::judge::Outcome;
 use crate::record::RunRecord;
 
 /// The lines on every failed expectation, each headed `FAILED`, or none when none failed.

@@ -3,8 +3,8 @@
 
 use super::index::History;
 use super::members::{Member, Series, last_known, state_at};
-use super::truth::{Gap, Truth, gap_hiding, gap_overlapping};
 use super::states::{pod_label, rel, secs};
+use super::truth::{Gap, Truth, gap_hiding, gap_overlapping};
 use crate::timeline::PodState;
 
 /// What one member's evaluation came to.

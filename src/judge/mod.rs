@@ -22,15 +22,15 @@
 //!   passes so far, or an `any`/`at-least` short of members, stays Pending.
 
 mod abort;
-mod gap_bridge;
 mod checks;
 pub(crate) mod figures;
+mod gap_bridge;
 mod index;
 mod latest;
 mod members;
 pub mod score;
-mod truth;
 mod states;
+mod truth;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -11,6 +11,7 @@
 //! [`build`] is pure: recorded API objects and `docker inspect` output in, inventory out,
 //! so it is unit-tested on recordings. [`live`] does the I/O (kube client, `docker` CLI).
 
+mod component_flags;
 mod docker;
 mod kubelets;
 pub mod live;
@@ -18,7 +19,6 @@ mod nodes;
 mod render;
 mod ssh;
 mod target;
-mod component_flags;
 
 #[cfg(test)]
 mod tests;
@@ -27,12 +27,12 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+pub use component_flags::{Sourced, TimerSources};
 pub use docker::{Container, parse_inspect};
 pub use nodes::{ApiNode, pinned_image};
 pub use render::pod_transport;
 pub use ssh::{Reach, SshReach};
 pub use target::{ClusterChoice, choose_cluster};
-pub use component_flags::{Sourced, TimerSources};
 
 /// The local-cluster tools faultline writes inventories for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
