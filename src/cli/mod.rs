@@ -202,6 +202,10 @@ pub enum Command {
         /// of `run -n NAME`).
         #[command(flatten)]
         namespace: NamespaceArg,
+        /// Judge every expectation to the end instead of stopping at the first failure,
+        /// as `run --keep-going` does.
+        #[arg(long)]
+        keep_going: bool,
     },
     /// Compare two sets of runs (e.g. before and after an upgrade): verdicts, recovery
     /// figures, observed transition times and scores, with spreads where runs were repeated.
@@ -676,7 +680,8 @@ pub async fn main(cli: Cli) -> i32 {
             record,
             run,
             namespace,
-        } => rehearse::run(&experiment, &record, run, &namespace),
+            keep_going,
+        } => rehearse::run(&experiment, &record, run, &namespace, keep_going),
         Command::Compare(args) => compare::compare(&args),
         Command::StopRuns {
             namespace,

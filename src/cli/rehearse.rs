@@ -21,6 +21,7 @@ pub(super) fn run(
     record: &Path,
     only: Option<u32>,
     namespace: &super::NamespaceArg,
+    keep_going: bool,
 ) -> i32 {
     let Some(mut experiments) = super::load_experiments_in(&[experiment.to_path_buf()], namespace)
     else {
@@ -75,7 +76,7 @@ pub(super) fn run(
         if n > 1 {
             println!("== run {k} of {n}");
         }
-        let code = match rehearse(&exp, record) {
+        let code = match rehearse(&exp, record, keep_going) {
             Ok(r) => {
                 print!("{}", render(&exp.name, record, &r));
                 exit_code(&r)
@@ -92,6 +93,18 @@ pub(super) fn run(
         worst = worst.max(code);
     }
     worst
+}
+
+/// A verdict's message, or in place of the early stop's reason said again for every
+/// expectation it left undecided, a pointer to the `ended:` line that says it once.
+fn message(v: &crate::judge::Verdict, r: &Rehearsal) -> String {
+    if v.message == format!("not decided: {}", r.ended) {
+        "not decided: the run stopped early (see `ended:`; --keep-going judges every \
+         expectation to the end)"
+            .to_string()
+    } else {
+        v.message.clone()
+    }
 }
 
 /// Exit code of a rehearsal: as a run's, from its verdicts.
@@ -155,7 +168,7 @@ pub(crate) fn render(name: &str, record: &RunRecord, r: &Rehearsal) -> String {
             measured_text(v.measured_ms),
             clean(&v.name),
             recorded,
-            clean(&v.message)
+            clean(&message(v, r))
         ));
     }
     out

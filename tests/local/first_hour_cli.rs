@@ -878,3 +878,37 @@ fn validate_with_a_namespace_counts_no_file_valid_that_cannot_run_there() {
         "{all}"
     );
 }
+
+#[test]
+fn a_rehearsal_says_its_early_stop_once_and_keep_going_judges_everything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let original =
+        std::fs::read_to_string(repo().join("experiments/kubelet-stop-past-toleration.yaml"))
+            .expect("shipped experiment");
+    let fixtures = repo().join("fixtures");
+    let changed = original
+        .replacen("within: grace + 10s", "within: 5s", 1)
+        .replace("../fixtures", fixtures.to_str().expect("utf-8"));
+    let file = write(dir.path(), "stricter.yaml", &changed);
+    let record = "fixtures/records/kubelet-stop-past-toleration.json";
+
+    let out = faultline(&["rehearse", &file, "--record", record]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_eq!(
+        all.matches("lab-worker-2 was not Unknown by +5.0s").count(),
+        2,
+        "{all}"
+    );
+    assert!(
+        all.contains("not decided: the run stopped early (see `ended:`"),
+        "{all}"
+    );
+
+    let out = faultline(&["rehearse", &file, "--record", record, "--keep-going"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(!all.contains("not decided"), "{all}");
+    assert_eq!(all.matches("\n  FAIL").count(), 1, "{all}");
+    assert!(all.contains("web pods on the node go Terminating"), "{all}");
+}

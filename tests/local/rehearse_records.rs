@@ -52,7 +52,7 @@ fn each_shipped_experiment_rehearsed_against_its_record_reproduces_its_verdicts(
     );
     for (path, record) in &records {
         let exp = shipped(record);
-        let r = rehearse(&exp, record).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let r = rehearse(&exp, record, false).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(!r.ended_early, "{}: {}", path.display(), r.ended);
         assert_eq!(
             r.verdicts.len(),
@@ -140,7 +140,7 @@ fn last_step_5s_later(record: &RunRecord) -> faultline::experiment::model::Exper
 fn a_step_moved_in_the_experiment_moves_in_the_rehearsal() {
     let (path, record) = record_named("kubelet-stop-within-toleration");
     let exp = last_step_5s_later(&record);
-    let r = rehearse(&exp, &record).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let r = rehearse(&exp, &record, false).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let step = r.steps.last().expect("steps");
     let (at, recorded) = (
         step.at_ms
@@ -163,7 +163,7 @@ fn a_step_moved_in_the_experiment_moves_in_the_rehearsal() {
 fn a_rehearsal_shows_which_expectation_a_moved_step_breaks() {
     let (path, record) = record_named("kubelet-stop-past-toleration");
     let exp = last_step_5s_later(&record);
-    let r = rehearse(&exp, &record).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let r = rehearse(&exp, &record, false).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(r.ended_early, "{}", r.ended);
     let failed: Vec<&str> = r
         .verdicts
@@ -204,7 +204,7 @@ fn an_experiment_needing_a_target_the_record_lacks_is_refused() {
     let mut extra = exp.targets[0].clone();
     extra.name = "elsewhere".into();
     exp.targets.push(extra);
-    let err = rehearse(&exp, &record).expect_err("refused");
+    let err = rehearse(&exp, &record, false).expect_err("refused");
     assert!(
         matches!(&err, RehearseError::UnknownTarget { target, .. } if target == "elsewhere"),
         "{err}"

@@ -81,7 +81,11 @@ pub struct Rehearsal {
 
 /// Rehearses `exp` against `record`: the run's own loop, in a world that replays the
 /// record's observations on a paused clock (each step taking as long as it took there).
-pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, RehearseError> {
+pub fn rehearse(
+    exp: &Experiment,
+    record: &RunRecord,
+    keep_going: bool,
+) -> Result<Rehearsal, RehearseError> {
     check_targets(exp, record)?;
     // Rolling steps go through the record's nodes in the order its run took them.
     let (expanded, targets) = crate::experiment::roll::expand(exp, &record.targets);
@@ -98,7 +102,7 @@ pub fn rehearse(exp: &Experiment, record: &RunRecord) -> Result<Rehearsal, Rehea
                     .start_paused(true)
                     .build()
                     .map_err(|e| RehearseError::Clock(e.to_string()))?;
-                Ok(runtime.block_on(rehearse_paused(exp, record, targets, start_ms)))
+                Ok(runtime.block_on(rehearse_paused(exp, record, targets, start_ms, keep_going)))
             })
             .join()
             .unwrap_or_else(|_| Err(RehearseError::Clock("the rehearsal panicked".into())))
@@ -110,6 +114,7 @@ async fn rehearse_paused(
     record: &RunRecord,
     targets: &BTreeMap<String, Vec<String>>,
     start_ms: i64,
+    keep_going: bool,
 ) -> Rehearsal {
     let record_end = observed_until(record);
     let timeline = SharedTimeline::start_at(
@@ -137,7 +142,7 @@ async fn rehearse_paused(
         control_plane: &control_plane,
         timers: &record.cluster.timers,
         capabilities: &record.cluster.capabilities,
-        keep_going: false,
+        keep_going,
         restore_margin: Duration::ZERO,
     };
     let ledger = Ledger::new(None, &record.cluster.name, "rehearsal");
