@@ -461,6 +461,48 @@ async fn shipped_rolling_reboot_every_worker_in_turn() {
     }
 }
 
+/// Issue 46, item 5: an in-place kubelet upgrade's restarts, every worker in turn, as one
+/// rolling step: each next restart is issued after the one before finished, and 20 s (the
+/// settle) after it was issued at the least.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn shipped_rolling_kubelet_restart_every_worker_in_turn() {
+    use faultline::timeline::StepPhase;
+    let record = shipped_experiment_holds("rolling-kubelet-restart").await;
+    let mut workers = record.targets["workers"].clone();
+    workers.sort();
+    assert!(workers.len() >= 2, "{workers:?}");
+    let t = &record.timeline;
+    let steps: Vec<String> = workers
+        .iter()
+        .map(|w| format!("restart kubelets ({w})"))
+        .collect();
+    for pair in steps.windows(2) {
+        let done = t
+            .entries
+            .iter()
+            .find_map(|e| match &e.event {
+                Event::Step {
+                    step: s,
+                    phase: StepPhase::Finished { .. },
+                    ..
+                } if *s == pair[0] => Some(e.offset_ms),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{} finished", pair[0]));
+        let issued = t.step_issued_ms(&pair[0]).expect("issued");
+        let next = t
+            .step_issued_ms(&pair[1])
+            .unwrap_or_else(|| panic!("{} issued", pair[1]));
+        assert!(
+            done < next && issued + 20_000 <= next,
+            "{} issued +{next} ms, {} issued +{issued} ms, finished +{done} ms",
+            pair[1],
+            pair[0]
+        );
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn shipped_power_off_within_toleration() {
