@@ -67,7 +67,7 @@ pub(crate) fn outcomes(text: &str) -> String {
 
 /// The width stdout's lines are wrapped to: [`WIDTH`] on a terminal, else `COLUMNS`
 /// when it is set (at least 20); `None` (no wrapping) for a pipe or a file.
-fn width() -> Option<usize> {
+pub(crate) fn width() -> Option<usize> {
     use std::io::IsTerminal;
     if std::io::stdout().is_terminal() {
         return Some(WIDTH);

@@ -960,6 +960,22 @@ fn plan_compare_explain_and_report_fit_80_columns_on_a_terminal_s_width() {
             .collect();
         assert!(wide.is_empty(), "{args:?}: {wide:#?}");
     }
+    // compare keeps every figure: the move and verdict, then min / median / max below.
+    let out = laid_out(
+        &[
+            "compare",
+            "fixtures/records/upgrade/v1.31.4",
+            "fixtures/records/upgrade/v1.33.13",
+        ],
+        &[("COLUMNS", "80")],
+    );
+    let compared = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        compared.contains(
+            "    node NotReady              +11.2s +29.4% SLOWER\n      +36.2s / +38.2s / +40.0s → +47.6s / +49.4s / +51.2s\n"
+        ),
+        "{compared}"
+    );
 }
 
 #[test]
