@@ -88,11 +88,11 @@ pub(super) fn compare_and_report(
         return EXIT_ERROR;
     }
     let cmp: Comparison = compare_sets(baseline, now, tolerance, labels);
-    let _ = write!(
-        std::io::stdout(),
-        "{}",
-        report::compare::terminal::render(&cmp)
-    );
+    let text = match report::colour::width() {
+        Some(_) => report::compare::terminal::render_narrow(&cmp),
+        None => report::compare::terminal::render(&cmp),
+    };
+    report::colour::print(&text);
     let mut code = cmp.exit_code();
     if let Some(dir) = out {
         match report::compare::write_all(&cmp, baseline, now, dir) {

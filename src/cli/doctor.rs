@@ -35,7 +35,9 @@ pub(super) async fn doctor(
     // findings, so doctor itself never reaches up into it.
     let rules = (!exam.missing.is_empty()).then(|| crate::rbac::paste_ready(&exam.missing));
     match output {
-        DoctorOutput::Text => print!("{}", doctor::report::table(&exam, rules.as_deref())),
+        DoctorOutput::Text => crate::report::colour::print_styled(&crate::report::colour::doctor(
+            &doctor::report::table(&exam, rules.as_deref()),
+        )),
         DoctorOutput::Json => println!("{}", doctor::report::json(&exam, rules.as_deref())),
     }
     if exam.failed() { EXIT_FAILED } else { EXIT_OK }

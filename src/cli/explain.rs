@@ -26,7 +26,9 @@ pub(super) fn explain(paths: &[PathBuf], output: ExplainFormat) -> i32 {
                 code = EXIT_FAILED;
             }
             match output {
-                ExplainFormat::Text => print!("{}", explanation.render(record)),
+                ExplainFormat::Text => {
+                    crate::report::colour::print_explain(&explanation.render(record))
+                }
                 ExplainFormat::Json => json.push(serde_json::json!({
                     "run_id": record.run_id,
                     "experiment": record.experiment.name,

@@ -137,7 +137,7 @@ pub(super) fn offline_problems(exp: &Experiment, inventory: &Inventory) -> Vec<P
 
 /// Prints a rendered plan; its problems are returned for the exit code.
 fn shown((text, problems): (String, Vec<Problem>)) -> Vec<Problem> {
-    print!("{text}");
+    crate::report::colour::print_plan(&text);
     problems
 }
 

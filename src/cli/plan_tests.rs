@@ -311,8 +311,9 @@ fn an_expectation_the_model_says_cannot_hold_is_flagged_and_no_shipped_one_is() 
             );
         }
         // Every shipped experiment that faults a worker at a known offset has a
-        // prediction (the control-plane one needs a control-plane node in the inventory).
-        if name != "control-plane-node-down.yaml" {
+        // prediction (the control-plane one needs a control-plane node in the inventory;
+        // a kubelet restart silences no node for long enough to model).
+        if name != "control-plane-node-down.yaml" && name != "rolling-kubelet-restart.yaml" {
             assert!(
                 text.contains("predicted by the node failure model"),
                 "{name}:\n{text}"

@@ -93,7 +93,10 @@ fn print_all(rendered: &[(String, String)], format: ReportFormat) -> i32 {
         return EXIT_ERROR;
     }
     for (_, text) in rendered {
-        println!("{text}");
+        match format {
+            ReportFormat::Text => report::colour::print(&format!("{text}\n")),
+            _ => println!("{text}"),
+        }
     }
     EXIT_OK
 }

@@ -232,7 +232,7 @@ const REPORTERS_WAIT: Duration = Duration::from_secs(30);
 /// be created.
 fn reporters(args: &RunArgs) -> Option<Reporters> {
     let is_terminal = std::io::stdout().is_terminal();
-    let colour = is_terminal && std::env::var_os("NO_COLOR").is_none();
+    let colour = crate::report::colour::stdout_takes_colour();
     let mut list: Vec<Box<dyn Reporter>> = vec![Box::new(subscribe::Terminal::live(
         std::io::stdout(),
         colour,

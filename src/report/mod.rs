@@ -1,6 +1,7 @@
 //! Reporters: each one a function of a [`RunRecord`] (or of a [`Series`] of them, or of a
 //! [`crate::compare::Comparison`]), none reaching back into the run.
 
+pub(crate) mod colour;
 pub mod compare;
 pub mod events;
 mod files;

@@ -7,24 +7,26 @@ use crate::record::{RunOutcome, RunRecord};
 use super::text::{figures_text, measured_text, outcome_word, tally};
 use crate::sanitize::clean;
 
-const RESET: &str = "\u{1b}[0m";
+use super::colour::{BAD, DIM, GOOD, WARN};
+use anstyle::{AnsiColor, Style};
 
-fn paint(text: &str, code: &str, colour: bool) -> String {
+/// `text` in `style` when `colour`, else plain.
+fn paint(text: &str, style: Style, colour: bool) -> String {
     if colour {
-        format!("\u{1b}[{code}m{text}{RESET}")
+        super::colour::paint(text, style)
     } else {
         text.to_string()
     }
 }
 
-fn outcome_colour(o: Outcome) -> &'static str {
+fn outcome_colour(o: Outcome) -> Style {
     match o {
-        Outcome::Passed => "32",
-        Outcome::Failed => "31;1",
-        Outcome::Undecidable => "35",
-        Outcome::Skipped => "33",
-        Outcome::Error => "31",
-        Outcome::Pending => "36",
+        Outcome::Passed => GOOD,
+        Outcome::Failed => BAD,
+        Outcome::Undecidable => AnsiColor::Magenta.on_default(),
+        Outcome::Skipped => DIM,
+        Outcome::Error => WARN,
+        Outcome::Pending => AnsiColor::Cyan.on_default(),
     }
 }
 
@@ -44,7 +46,7 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
                 record.verdicts.len(),
                 clean(reason)
             ),
-            "33",
+            DIM,
             colour,
         ));
         out.push('\n');
@@ -94,7 +96,7 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
     for err in &record.errors {
         out.push_str(&format!(
             "{} {}\n",
-            paint("error:", "31", colour),
+            paint("error:", WARN, colour),
             clean(err)
         ));
     }
@@ -106,16 +108,14 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
     ));
     let tally = tally(record);
     let line = match &record.outcome {
-        RunOutcome::Passed => paint(&format!("PASSED: {tally}"), "32;1", colour),
-        RunOutcome::Failed => paint(&format!("FAILED: {tally}"), "31;1", colour),
-        RunOutcome::Error { message } => paint(
-            &format!("ERROR: {} ({tally})", clean(message)),
-            "31;1",
-            colour,
-        ),
-        RunOutcome::Interrupted => paint(&format!("INTERRUPTED: {tally}"), "33;1", colour),
+        RunOutcome::Passed => paint(&format!("PASSED: {tally}"), GOOD.bold(), colour),
+        RunOutcome::Failed => paint(&format!("FAILED: {tally}"), BAD, colour),
+        RunOutcome::Error { message } => {
+            paint(&format!("ERROR: {} ({tally})", clean(message)), BAD, colour)
+        }
+        RunOutcome::Interrupted => paint(&format!("INTERRUPTED: {tally}"), WARN.bold(), colour),
         RunOutcome::Skipped { reason } => {
-            paint(&format!("SKIPPED: {}", clean(reason)), "33", colour)
+            paint(&format!("SKIPPED: {}", clean(reason)), DIM, colour)
         }
     };
     out.push_str(&line);

@@ -912,3 +912,202 @@ fn a_rehearsal_says_its_early_stop_once_and_keep_going_judges_everything() {
     assert_eq!(all.matches("\n  FAIL").count(), 1, "{all}");
     assert!(all.contains("web pods on the node go Terminating"), "{all}");
 }
+
+/// The binary with the colour and width settings of the environment removed, then `env`.
+fn laid_out(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_faultline"));
+    cmd.args(args).current_dir(repo());
+    for name in [
+        "KUBECONFIG",
+        "NO_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "COLUMNS",
+    ] {
+        cmd.env_remove(name);
+    }
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("faultline runs")
+}
+
+/// The shipped records `report` and `explain` are shown on, as `fixtures/records/*.json`.
+fn shipped_records() -> Vec<String> {
+    let mut records: Vec<String> = std::fs::read_dir(repo().join("fixtures/records"))
+        .expect("fixtures/records/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| p.strip_prefix(repo()).unwrap().display().to_string())
+        .collect();
+    records.sort();
+    records
+}
+
+/// The commands whose human output must fit 80 columns, on the shipped files.
+fn human_outputs() -> Vec<Vec<String>> {
+    let mut all = Vec::new();
+    let mut experiments: Vec<String> = std::fs::read_dir(repo().join("experiments"))
+        .expect("experiments/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .map(|p| p.strip_prefix(repo()).unwrap().display().to_string())
+        .collect();
+    experiments.sort();
+    for exp in &experiments {
+        all.push(vec!["plan".to_string(), exp.clone()]);
+    }
+    let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    for inventory in ["kind", "openshift"] {
+        all.push(owned(&[
+            "plan",
+            "experiments/kubelet-stop-past-toleration.yaml",
+            "-i",
+            &format!("fixtures/inventory/{inventory}.yaml"),
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ]));
+    }
+    all.push(owned(&[
+        "compare",
+        "fixtures/records/upgrade/v1.31.4",
+        "fixtures/records/upgrade/v1.33.13",
+    ]));
+    for record in shipped_records() {
+        all.push(vec!["explain".to_string(), record]);
+    }
+    let mut report = vec!["report".to_string()];
+    report.extend(shipped_records());
+    all.push(report);
+    all
+}
+
+#[test]
+fn plan_compare_explain_and_report_fit_80_columns_on_a_terminal_s_width() {
+    for args in human_outputs() {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = laid_out(&args, &[("COLUMNS", "80")]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.trim().is_empty(), "{args:?}: {}", text(&out));
+        // A line may be wider only when it is one word (a path, a command).
+        let wide: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.chars().count() > 80 && l.trim().contains(' '))
+            .collect();
+        assert!(wide.is_empty(), "{args:?}: {wide:#?}");
+    }
+    // compare keeps every figure: the move and verdict, then min / median / max below.
+    let out = laid_out(
+        &[
+            "compare",
+            "fixtures/records/upgrade/v1.31.4",
+            "fixtures/records/upgrade/v1.33.13",
+        ],
+        &[("COLUMNS", "80")],
+    );
+    let compared = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        compared.contains(
+            "    node NotReady              +11.2s +29.4% SLOWER\n      +36.2s / +38.2s / +40.0s → +47.6s / +49.4s / +51.2s\n"
+        ),
+        "{compared}"
+    );
+}
+
+#[test]
+fn outcomes_are_coloured_when_forced_and_never_with_no_color_or_a_pipe() {
+    let record = "fixtures/records/kubelet-stop-past-toleration.json";
+    let forced = [("CLICOLOR_FORCE", "1")];
+    let out = laid_out(&["report", record], &forced);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("\u{1b}[32mPASS\u{1b}[0m"), "{report:?}");
+    let out = laid_out(
+        &[
+            "compare",
+            "fixtures/records/upgrade/v1.31.4",
+            "fixtures/records/upgrade/v1.33.13",
+        ],
+        &forced,
+    );
+    let compared = String::from_utf8_lossy(&out.stdout);
+    assert!(compared.contains("\u{1b}[31mSLOWER"), "{compared:?}");
+    let out = laid_out(&["plan", "experiments/reboot.yaml"], &forced);
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(plan.contains("\u{1b}[32mverdict:\u{1b}[0m"), "{plan:?}");
+    let out = laid_out(&["explain", record], &forced);
+    let explained = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        explained.contains(": \u{1b}[32minside\u{1b}[0m"),
+        "{explained:?}"
+    );
+
+    for env in [
+        &[][..],
+        &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")][..],
+        &[("NO_COLOR", "1"), ("COLUMNS", "80")][..],
+    ] {
+        for args in human_outputs() {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = laid_out(&args, env);
+            assert!(
+                !out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b),
+                "{env:?} {args:?}: {}",
+                text(&out)
+            );
+        }
+    }
+}
+
+#[test]
+fn reports_written_to_files_carry_no_colour_even_when_forced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let forced = [("CLICOLOR_FORCE", "1")];
+    let record = "fixtures/records/kubelet-stop-past-toleration.json";
+    let file = dir.path().join("report.txt");
+    let out = laid_out(
+        &[
+            "report",
+            "-o",
+            "text",
+            "--out",
+            file.to_str().unwrap(),
+            record,
+        ],
+        &forced,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    for format in ["text", "markdown", "html", "junit", "json"] {
+        let into = dir.path().join(format);
+        let mut args = vec!["report", "-o", format, "--out", into.to_str().unwrap()];
+        let records = shipped_records();
+        args.extend(records.iter().map(String::as_str));
+        let out = laid_out(&args, &forced);
+        assert_eq!(out.status.code(), Some(0), "{format}: {}", text(&out));
+    }
+    let compared = dir.path().join("compare");
+    laid_out(
+        &[
+            "compare",
+            "fixtures/records/upgrade/v1.31.4",
+            "fixtures/records/upgrade/v1.33.13",
+            "--out",
+            compared.to_str().unwrap(),
+        ],
+        &forced,
+    );
+    let mut files = vec![file];
+    let mut dirs = vec![dir.path().to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).expect("readable").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 10, "{files:?}");
+    for path in files {
+        let bytes = std::fs::read(&path).expect("readable");
+        assert!(!bytes.contains(&0x1b), "{}", path.display());
+    }
+}

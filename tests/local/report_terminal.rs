@@ -81,7 +81,7 @@ fn summary_lists_outcomes_figures_targets_and_verdict() {
         "{plain}"
     );
     let coloured = summary(&rec, true);
-    assert!(coloured.contains("\u{1b}[31;1mFAIL"));
+    assert!(coloured.contains("\u{1b}[31mFAIL"), "{coloured:?}");
 }
 
 #[test]

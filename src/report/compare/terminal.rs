@@ -19,6 +19,16 @@ const FIGURE_COLUMNS: [&str; 5] = [
 
 /// The comparison as text.
 pub fn render(cmp: &Comparison) -> String {
+    render_with(cmp, false)
+}
+
+/// The comparison as text for 80 columns: each figure's median move and verdict on its
+/// line, its min / median / max on both sides on an indented line below.
+pub(crate) fn render_narrow(cmp: &Comparison) -> String {
+    render_with(cmp, true)
+}
+
+fn render_with(cmp: &Comparison, narrow: bool) -> String {
     let mut out = String::from("faultline compare\n");
     side(&mut out, "baseline", &cmp.baseline);
     side(&mut out, "now", &cmp.now);
@@ -34,7 +44,7 @@ pub fn render(cmp: &Comparison) -> String {
         out.push_str(&format!("  {:<12} {}\n", format!("{name}:"), clean(&text)));
     }
     for e in &cmp.experiments {
-        out.push_str(&experiment(e));
+        out.push_str(&experiment(e, narrow));
     }
     let rows = regression_rows(cmp);
     if !rows.is_empty() {
@@ -69,7 +79,7 @@ fn side(out: &mut String, name: &str, side: &Side) {
     }
 }
 
-fn experiment(e: &ExperimentDiff) -> String {
+fn experiment(e: &ExperimentDiff, narrow: bool) -> String {
     let name = clean(&e.name);
     match e.presence {
         Presence::BaselineOnly => {
@@ -109,23 +119,29 @@ fn experiment(e: &ExperimentDiff) -> String {
         "recovery figures (after the fault step)",
         "figure",
         &e.figures,
+        narrow,
     ));
     if !e.transitions.is_empty() {
         out.push_str(&figures(
             "observed transitions (after each expectation's `since`)",
             "expectation",
             &e.transitions,
+            narrow,
         ));
     }
     out.push_str(&figures(
         "resilience score",
         "",
         std::slice::from_ref(&e.score),
+        narrow,
     ));
     out
 }
 
-fn figures(title: &str, first_column: &str, rows: &[FigureDiff]) -> String {
+fn figures(title: &str, first_column: &str, rows: &[FigureDiff], narrow: bool) -> String {
+    if narrow {
+        return narrow_figures(title, first_column, rows);
+    }
     let mut header = vec![first_column.to_string()];
     header.extend(FIGURE_COLUMNS.map(String::from));
     let cells: Vec<[String; 6]> = rows
@@ -143,6 +159,43 @@ fn figures(title: &str, first_column: &str, rows: &[FigureDiff]) -> String {
         .collect();
     let header: [String; 6] = header.try_into().expect("six columns");
     format!("  {title}:\n{}", table(&header, &cells, "    "))
+}
+
+/// A figure table in two lines a figure: the median's move and the verdict, then
+/// baseline → now as min / median / max, indented.
+fn narrow_figures(title: &str, first_column: &str, rows: &[FigureDiff]) -> String {
+    let header = [
+        first_column.to_string(),
+        "median moved, %, verdict".to_string(),
+    ];
+    let cells: Vec<[String; 2]> = rows
+        .iter()
+        .map(|f| {
+            let moved = match f.delta_text().as_str() {
+                "-" => f.movement_text().to_string(),
+                delta => format!("{delta} {} {}", f.delta_pct_text(), f.movement_text()),
+            };
+            [clean(&f.label), moved]
+        })
+        .collect();
+    let text = table(&header, &cells, "    ");
+    let mut lines = text.lines();
+    let mut out = format!("  {title}:\n");
+    if let Some(head) = lines.next() {
+        out.push_str(head);
+        out.push('\n');
+        out.push_str("      baseline → now, min / median / max\n");
+    }
+    for (line, f) in lines.zip(rows) {
+        out.push_str(line);
+        out.push('\n');
+        out.push_str(&format!(
+            "      {} → {}\n",
+            f.spread_text(&f.baseline),
+            f.spread_text(&f.now)
+        ));
+    }
+    out
 }
 
 /// Rows under a header, each column as wide as its widest cell, the last one unpadded.
