@@ -1526,6 +1526,11 @@ async fn kind_drain_held_by_a_pdb_names_it_and_how_long_it_held() {
                 && said.contains("still held at the 15 s timeout"),
             "{name}: {said}"
         );
+        let suite_out = junit_suite_out(&s.junit(name));
+        assert!(
+            suite_out.contains("by PodDisruptionBudget faultline-lab/held-pdb"),
+            "{name}: JUnit output names the budget: {suite_out}"
+        );
         let held = held_secs(&said);
         assert!(
             (10.0..=20.0).contains(&held),

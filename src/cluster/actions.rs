@@ -117,8 +117,9 @@ pub(crate) struct Drained {
 }
 
 impl Drained {
-    /// The step's output: the pods evicted, each hold with its budget and time, and what
-    /// was left on the node.
+    /// The step's output. Its first line (the one the timeline, the live view and JUnit's
+    /// output show) is each hold with its budget and time, then what was left on the node,
+    /// when a budget held the drain; the pods evicted follow.
     pub(crate) fn describe(&self, node: &str, timeout: Duration) -> String {
         let list = |v: &[String]| {
             if v.is_empty() {
@@ -127,18 +128,22 @@ impl Drained {
                 v.join(", ")
             }
         };
-        let mut out = format!("evicted: {}", list(&self.evicted));
+        let mut first = Vec::new();
         if !self.holds.is_empty() {
-            out.push('\n');
-            out.push_str(&describe_holds(node, &self.holds, timeout));
+            first.push(describe_holds(node, &self.holds, timeout));
         }
         if !self.left.is_empty() {
-            out.push_str(&format!(
-                "\nonTimeout: continue: going on with {} left on node {node}",
+            first.push(format!(
+                "onTimeout: continue: going on with {} left on node {node}",
                 self.left.join(", ")
             ));
         }
-        out
+        let evicted = format!("evicted: {}", list(&self.evicted));
+        if first.is_empty() {
+            evicted
+        } else {
+            format!("{}\n{evicted}", first.join("; "))
+        }
     }
 }
 
@@ -584,6 +589,34 @@ pub async fn untaint(
 mod tests {
     use super::*;
     use crate::fixtures::load;
+
+    #[test]
+    fn a_held_drain_says_its_budget_on_its_first_line() {
+        let drained = Drained {
+            evicted: vec!["faultline-lab/db-0".into()],
+            holds: vec![PdbHold {
+                pod: "faultline-lab/web-abc".into(),
+                budgets: vec!["faultline-lab/web-pdb".into()],
+                state: None,
+                since: Duration::ZERO,
+                held: Duration::from_secs(15),
+                evicted: false,
+            }],
+            left: vec!["faultline-lab/web-abc".into()],
+        };
+        let said = drained.describe("kind-worker", Duration::from_secs(15));
+        assert_eq!(
+            said,
+            "drain of kind-worker held 15.0 s by PodDisruptionBudget faultline-lab/web-pdb: \
+             faultline-lab/web-abc held 15.0 s (from +0.0 s) by PodDisruptionBudget \
+             faultline-lab/web-pdb; still held at the 15 s timeout; onTimeout: continue: going \
+             on with faultline-lab/web-abc left on node kind-worker\nevicted: faultline-lab/db-0"
+        );
+        assert_eq!(
+            Drained::default().describe("kind-worker", Duration::from_secs(15)),
+            "evicted: none"
+        );
+    }
 
     #[test]
     fn drain_skips_daemonset_and_mirror_pods_only() {
