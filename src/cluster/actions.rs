@@ -6,13 +6,15 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Client;
 use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::error::ClusterError;
 use super::owners::{OwnerIndex, pod_owner};
-use crate::experiment::model::{PodSelector, TaintSpec};
+use super::pdb::{PdbHold, budget_named_by, budget_state, budgets_selecting, describe_holds};
+use crate::experiment::model::{DrainOnTimeout, PodSelector, TaintSpec};
 
 fn nodes(client: &Client) -> Api<Node> {
     Api::all(client.clone())
@@ -93,34 +95,179 @@ async fn pods_on(client: &Client, node: &str) -> Result<Vec<Pod>, ClusterError> 
     Ok(list.items.into_iter().filter(|p| !drain_skips(p)).collect())
 }
 
-/// Cordons the node and evicts its pods through the Eviction API (so PodDisruptionBudgets
-/// are honoured, retrying while a budget refuses with 429), then waits until they are gone.
-/// Returns the evicted pods as `namespace/name`.
-pub async fn drain(
+/// How often a drain asks again to evict a pod a PodDisruptionBudget refused (`kubectl
+/// drain` waits 5 s too).
+const EVICT_RETRY: Duration = Duration::from_secs(5);
+
+/// How long an eviction request is waited for before the drain reads the pod's budgets
+/// instead: an accepted eviction answers at once; a refused one is retried inside kube's
+/// client (429 is retryable there) until this bound drops it.
+const EVICT_ANSWER: Duration = Duration::from_secs(3);
+
+/// What a drain did: the pods evicted, those a PodDisruptionBudget held (for a while or
+/// until the timeout), and those it left on the node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Drained {
+    /// Pods evicted, `namespace/name`.
+    pub evicted: Vec<String>,
+    /// Every pod a budget refused at least once.
+    pub holds: Vec<PdbHold>,
+    /// Pods still on the node at the timeout (`onTimeout: continue` only).
+    pub left: Vec<String>,
+}
+
+impl Drained {
+    /// The step's output. Its first line (the one the timeline, the live view and JUnit's
+    /// output show) is each hold with its budget and time, then what was left on the node,
+    /// when a budget held the drain; the pods evicted follow.
+    pub(crate) fn describe(&self, node: &str, timeout: Duration) -> String {
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        let mut first = Vec::new();
+        if !self.holds.is_empty() {
+            first.push(describe_holds(node, &self.holds, timeout));
+        }
+        if !self.left.is_empty() {
+            first.push(format!(
+                "onTimeout: continue: going on with {} left on node {node}",
+                self.left.join(", ")
+            ));
+        }
+        let evicted = format!("evicted: {}", list(&self.evicted));
+        if first.is_empty() {
+            evicted
+        } else {
+            format!("{}\n{evicted}", first.join("; "))
+        }
+    }
+}
+
+/// The budgets that hold a pod whose eviction was refused: the one the API's 429 names
+/// (`named`), else those of its namespace whose selector matches it; with their state.
+async fn holding_budgets(
+    client: &Client,
+    pod: &Pod,
+    named: Option<String>,
+) -> (Vec<String>, Option<String>) {
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    // Reading the budgets is for the report only: a drain is not stopped by a refused list.
+    let budgets = Api::<PodDisruptionBudget>::namespaced(client.clone(), &ns)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let names = match named {
+        Some(name) => vec![format!("{ns}/{name}")],
+        None => budgets_selecting(&budgets, pod),
+    };
+    let states: Vec<String> = budgets
+        .iter()
+        .filter(|b| {
+            names.contains(&format!(
+                "{ns}/{}",
+                b.metadata.name.as_deref().unwrap_or("")
+            ))
+        })
+        .filter_map(budget_state)
+        .collect();
+    let state = (!states.is_empty()).then(|| states.join("; "));
+    (names, state)
+}
+
+/// Cordons the node and evicts its pods through the Eviction API, so PodDisruptionBudgets
+/// are honoured: a pod a budget refuses (429) is asked again every 5 s until the step's
+/// timeout, and each such hold is recorded with its budget, when it began and how long it
+/// lasted. Then waits until the evicted pods are gone. A pod still held at the timeout is
+/// an error naming its budget ([`ClusterError::DrainHeld`]) unless `on_timeout` is
+/// `continue`, when the drain ends with the pods left.
+pub(crate) async fn drain(
     client: &Client,
     node: &str,
     timeout: Duration,
-) -> Result<Vec<String>, ClusterError> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    on_timeout: DrainOnTimeout,
+) -> Result<Drained, ClusterError> {
+    let began = tokio::time::Instant::now();
+    let deadline = began + timeout;
     cordon(client, node).await?;
     let targets = pods_on(client, node).await?;
-    let mut evicted = Vec::new();
-    for pod in &targets {
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let api = Api::<Pod>::namespaced(client.clone(), &ns);
-        loop {
-            match api.evict(&name, &EvictParams::default()).await {
-                Ok(_) => break,
-                Err(e) if is_not_found(&e) => break,
-                Err(e) if status_code(&e) == Some(429) => {
-                    if tokio::time::Instant::now() >= deadline {
-                        return Err(ClusterError::DrainTimeout {
-                            node: node.to_string(),
-                            pods: vec![format!("{ns}/{name} (disruption budget)")],
-                        });
+    let mut done = Drained::default();
+    // Index into `done.holds` of each pod held so far.
+    let mut held_at: Vec<Option<usize>> = vec![None; targets.len()];
+    let mut pending: Vec<usize> = (0..targets.len()).collect();
+    loop {
+        let mut refused = Vec::new();
+        for &i in &pending {
+            let pod = &targets[i];
+            let ns = pod.metadata.namespace.clone().unwrap_or_default();
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let api = Api::<Pod>::namespaced(client.clone(), &ns);
+            // kube's client retries a 429 by itself (with the server's Retry-After, for
+            // minutes), so a budget's refusal rarely reaches here: an eviction not answered
+            // within EVICT_ANSWER is given up and the pod's budgets read instead; an
+            // accepted eviction answers at once.
+            let asked = began.elapsed();
+            let bound = deadline.min(tokio::time::Instant::now() + EVICT_ANSWER);
+            let answer =
+                tokio::time::timeout_at(bound, api.evict(&name, &EvictParams::default())).await;
+            let Ok(answer) = answer else {
+                let now = began.elapsed();
+                match held_at[i] {
+                    Some(h) => done.holds[h].held = now.saturating_sub(done.holds[h].since),
+                    None => {
+                        let (budgets, state) = holding_budgets(client, pod, None).await;
+                        if !budgets.is_empty() {
+                            held_at[i] = Some(done.holds.len());
+                            done.holds.push(PdbHold {
+                                pod: pod_name(pod),
+                                budgets,
+                                state,
+                                since: asked,
+                                held: now.saturating_sub(asked),
+                                evicted: false,
+                            });
+                        }
                     }
-                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+                refused.push(i);
+                continue;
+            };
+            match answer {
+                Ok(_) => {
+                    if let Some(h) = held_at[i] {
+                        let hold = &mut done.holds[h];
+                        hold.held = began.elapsed().saturating_sub(hold.since);
+                        hold.evicted = true;
+                    }
+                    done.evicted.push(pod_name(pod));
+                }
+                Err(e) if is_not_found(&e) => {}
+                Err(e) if status_code(&e) == Some(429) => {
+                    let now = began.elapsed();
+                    match held_at[i] {
+                        Some(h) => done.holds[h].held = now.saturating_sub(done.holds[h].since),
+                        None => {
+                            let named = match &e {
+                                kube::Error::Api(status) => budget_named_by(status),
+                                _ => None,
+                            };
+                            let (budgets, state) = holding_budgets(client, pod, named).await;
+                            held_at[i] = Some(done.holds.len());
+                            done.holds.push(PdbHold {
+                                pod: pod_name(pod),
+                                budgets,
+                                state,
+                                since: asked,
+                                held: now.saturating_sub(asked),
+                                evicted: false,
+                            });
+                        }
+                    }
+                    refused.push(i);
                 }
                 Err(source) => {
                     return Err(ClusterError::Api {
@@ -130,10 +277,42 @@ pub async fn drain(
                 }
             }
         }
-        evicted.push(pod_name(pod));
+        pending = refused;
+        if pending.is_empty() {
+            break;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            for &i in &pending {
+                if let Some(h) = held_at[i] {
+                    let hold = &mut done.holds[h];
+                    hold.held = began.elapsed().saturating_sub(hold.since);
+                }
+            }
+            match on_timeout {
+                DrainOnTimeout::Fail if done.holds.is_empty() => {
+                    return Err(ClusterError::DrainTimeout {
+                        node: node.to_string(),
+                        pods: pending.iter().map(|&i| pod_name(&targets[i])).collect(),
+                    });
+                }
+                DrainOnTimeout::Fail => {
+                    return Err(ClusterError::DrainHeld {
+                        node: node.to_string(),
+                        holds: describe_holds(node, &done.holds, timeout),
+                    });
+                }
+                DrainOnTimeout::Continue => {
+                    done.left = pending.iter().map(|&i| pod_name(&targets[i])).collect();
+                    break;
+                }
+            }
+        }
+        tokio::time::sleep(EVICT_RETRY.min(deadline - now)).await;
     }
     let uids: BTreeSet<String> = targets
         .iter()
+        .filter(|p| done.evicted.contains(&pod_name(p)))
         .filter_map(|p| p.metadata.uid.clone())
         .collect();
     loop {
@@ -144,9 +323,14 @@ pub async fn drain(
             .map(pod_name)
             .collect();
         if left.is_empty() {
-            return Ok(evicted);
+            return Ok(done);
         }
         if tokio::time::Instant::now() >= deadline {
+            if on_timeout == DrainOnTimeout::Continue {
+                done.left
+                    .extend(left.into_iter().map(|p| format!("{p} (terminating)")));
+                return Ok(done);
+            }
             return Err(ClusterError::DrainTimeout {
                 node: node.to_string(),
                 pods: left,
@@ -405,6 +589,34 @@ pub async fn untaint(
 mod tests {
     use super::*;
     use crate::fixtures::load;
+
+    #[test]
+    fn a_held_drain_says_its_budget_on_its_first_line() {
+        let drained = Drained {
+            evicted: vec!["faultline-lab/db-0".into()],
+            holds: vec![PdbHold {
+                pod: "faultline-lab/web-abc".into(),
+                budgets: vec!["faultline-lab/web-pdb".into()],
+                state: None,
+                since: Duration::ZERO,
+                held: Duration::from_secs(15),
+                evicted: false,
+            }],
+            left: vec!["faultline-lab/web-abc".into()],
+        };
+        let said = drained.describe("kind-worker", Duration::from_secs(15));
+        assert_eq!(
+            said,
+            "drain of kind-worker held 15.0 s by PodDisruptionBudget faultline-lab/web-pdb: \
+             faultline-lab/web-abc held 15.0 s (from +0.0 s) by PodDisruptionBudget \
+             faultline-lab/web-pdb; still held at the 15 s timeout; onTimeout: continue: going \
+             on with faultline-lab/web-abc left on node kind-worker\nevicted: faultline-lab/db-0"
+        );
+        assert_eq!(
+            Drained::default().describe("kind-worker", Duration::from_secs(15)),
+            "evicted: none"
+        );
+    }
 
     #[test]
     fn drain_skips_daemonset_and_mirror_pods_only() {

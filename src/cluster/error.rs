@@ -78,6 +78,16 @@ pub enum ClusterError {
         /// Pods that could not be evicted.
         pods: Vec<String>,
     },
+    /// A PodDisruptionBudget still refused an eviction at the drain's timeout
+    /// (`onTimeout: fail`, the default).
+    #[error("{holds}")]
+    DrainHeld {
+        /// The node.
+        node: String,
+        /// Each held pod with its budget and how long it held ("drain of NODE held 30.0 s
+        /// by PodDisruptionBudget NS/NAME: …; still held at the 30 s timeout").
+        holds: String,
+    },
     /// A target matched fewer nodes than it needs.
     #[error("target `{target}` needs {needed} node(s) but matched {}: [{}]", matched.len(), matched.join(", "))]
     TargetUnsatisfied {

@@ -14,6 +14,7 @@ pub(crate) mod leases;
 pub mod lock;
 pub(crate) mod manifests;
 pub(crate) mod owners;
+pub(crate) mod pdb;
 pub mod snapshot;
 pub(crate) mod targets;
 
@@ -23,7 +24,7 @@ use kube::Client;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 
 pub use actions::{
-    cordon, delete_node, delete_pods, delete_pvc, drain, list_pods, taint, uncordon, untaint,
+    cordon, delete_node, delete_pods, delete_pvc, list_pods, taint, uncordon, untaint,
 };
 pub use endpoints::{ApiEndpoints, Connection, connect_with_failover};
 pub use error::ClusterError;

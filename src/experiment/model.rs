@@ -479,8 +479,13 @@ pub enum Action {
     Cordon,
     /// Mark the node schedulable again.
     Uncordon,
-    /// Cordon and evict the node's pods (DaemonSet pods are left alone).
-    Drain,
+    /// Cordon and evict the node's pods (DaemonSet pods are left alone), retrying while a
+    /// PodDisruptionBudget refuses, until the step's timeout.
+    Drain {
+        /// What a drain still held by a budget at its timeout does (`onTimeout:`).
+        #[serde(default, skip_serializing_if = "DrainOnTimeout::is_fail")]
+        on_timeout: DrainOnTimeout,
+    },
     /// Delete the Node object.
     DeleteNode,
     /// Delete pods, optionally with grace period 0 (force).
@@ -503,6 +508,32 @@ pub enum Action {
     Taint(TaintSpec),
     /// Remove a taint from the node.
     Untaint(TaintSpec),
+}
+
+/// What a drain still held by a PodDisruptionBudget at its step's timeout does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DrainOnTimeout {
+    /// The step is an error naming the budget (the default).
+    #[default]
+    Fail,
+    /// The run goes on with the held pods left on the node, saying so.
+    Continue,
+}
+
+impl DrainOnTimeout {
+    /// Whether this is the default, `fail` (left out of records).
+    pub fn is_fail(&self) -> bool {
+        *self == DrainOnTimeout::Fail
+    }
+
+    /// The word written in an experiment.
+    pub fn word(self) -> &'static str {
+        match self {
+            DrainOnTimeout::Fail => "fail",
+            DrainOnTimeout::Continue => "continue",
+        }
+    }
 }
 
 /// A taint as written in an experiment.

@@ -247,6 +247,7 @@ pub(super) struct RawStep {
     pub force: Option<S<bool>>,
     pub pvc: Option<S<RawPvc>>,
     pub remove_finalizers: Option<S<bool>>,
+    pub on_timeout: Option<S<String>>,
     pub taint: Option<S<RawTaint>>,
     pub roll: Option<S<RawRoll>>,
 }

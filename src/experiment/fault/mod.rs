@@ -359,7 +359,9 @@ impl ActionKind {
             ActionKind::Heal => Action::Heal,
             ActionKind::Cordon => Action::Cordon,
             ActionKind::Uncordon => Action::Uncordon,
-            ActionKind::Drain => Action::Drain,
+            ActionKind::Drain => Action::Drain {
+                on_timeout: Default::default(),
+            },
             ActionKind::DeleteNode => Action::DeleteNode,
             ActionKind::Run
             | ActionKind::DeletePods

@@ -29,7 +29,9 @@ fn example(kind: ActionKind) -> Action {
         },
         ActionKind::Cordon => Action::Cordon,
         ActionKind::Uncordon => Action::Uncordon,
-        ActionKind::Drain => Action::Drain,
+        ActionKind::Drain => Action::Drain {
+            on_timeout: Default::default(),
+        },
         ActionKind::DeleteNode => Action::DeleteNode,
         ActionKind::DeletePods => Action::DeletePods {
             pods: PodSelector {
@@ -109,7 +111,9 @@ fn every_undoable_fault_is_undone_by_its_inverse() {
         Action::Shutdown,
         Action::Partition,
         Action::Cordon,
-        Action::Drain,
+        Action::Drain {
+            on_timeout: Default::default(),
+        },
         Action::Taint(taint.clone()),
         Action::Run {
             command: "a".into(),

@@ -146,6 +146,7 @@ impl Validator<'_> {
             &["delete-pvc"],
         );
         self.only_for(&s.taint, "taint", action_name, &["taint", "untaint"]);
+        self.only_for(&s.on_timeout, "onTimeout", action_name, &["drain"]);
         let action = self.action(step, do_, kind)?;
         let roll = match &s.roll {
             Some(r) => Some(self.roll(r, &action)?),
@@ -282,10 +283,15 @@ impl Validator<'_> {
         do_: &S<String>,
         kind: ActionKind,
     ) -> Option<Action> {
+        let s = &step.value;
+        if kind == ActionKind::Drain {
+            return Some(Action::Drain {
+                on_timeout: self.on_timeout(s.on_timeout.as_ref())?,
+            });
+        }
         if let Some(action) = kind.bare() {
             return Some(action);
         }
-        let s = &step.value;
         let name = kind.info().name;
         Some(match kind {
             ActionKind::Run => {
@@ -371,6 +377,32 @@ impl Validator<'_> {
             // Every other kind was `bare`.
             _ => return None,
         })
+    }
+
+    /// `onTimeout:` of a drain: what a drain still held by a PodDisruptionBudget at its
+    /// timeout does (`fail` when absent).
+    fn on_timeout(&mut self, word: Option<&S<String>>) -> Option<DrainOnTimeout> {
+        let Some(word) = word else {
+            return Some(DrainOnTimeout::Fail);
+        };
+        match word.value.as_str() {
+            "fail" => Some(DrainOnTimeout::Fail),
+            "continue" => Some(DrainOnTimeout::Continue),
+            other => {
+                let hint = match closest(other, &["fail", "continue"]) {
+                    Some(w) => format!("did you mean `{w}`?"),
+                    None => "`fail` (the default: the step is an error naming the budget) or \
+                             `continue` (the run goes on with the held pods left)"
+                        .to_string(),
+                };
+                self.err(
+                    word,
+                    format!("unknown `onTimeout` `{other}`: a held drain can `fail` or `continue`"),
+                    Some(&hint),
+                );
+                None
+            }
+        }
     }
 
     pub(super) fn taint(&mut self, taint: &S<RawTaint>) -> Option<TaintSpec> {

@@ -26,6 +26,10 @@ impl ActResult {
     }
 }
 
+/// How long past its timeout a drain may take to say what held it (its last eviction
+/// request and the budgets' list).
+const DRAIN_GRACE: Duration = Duration::from_secs(4);
+
 /// Everything an action may need to reach the cluster and its nodes.
 pub(crate) struct Actor<'a> {
     /// Node operations and power.
@@ -50,7 +54,13 @@ impl Actor<'_> {
         let node_name = node.unwrap_or_default();
         match fault::info(action).via {
             Via::NodeApi | Via::ClusterApi => {
-                match tokio::time::timeout(timeout, self.api(action, node_name, timeout)).await {
+                // A drain ends itself at its timeout, to say which budget held it: the
+                // limit here only catches an API call that hangs.
+                let limit = match action {
+                    Action::Drain { .. } => timeout.saturating_add(DRAIN_GRACE),
+                    _ => timeout,
+                };
+                match tokio::time::timeout(limit, self.api(action, node_name, timeout)).await {
                     Ok(result) => result,
                     Err(_) => Err(ActError::Timeout(timeout)),
                 }
@@ -107,9 +117,10 @@ impl Actor<'_> {
         match action {
             Action::Cordon => said(cluster::cordon(self.client, node_name).await?),
             Action::Uncordon => said(cluster::uncordon(self.client, node_name).await?),
-            Action::Drain => {
-                let evicted = cluster::drain(self.client, node_name, timeout).await?;
-                said(format!("evicted: {}", list_or_none(&evicted)))
+            Action::Drain { on_timeout } => {
+                let drained =
+                    cluster::actions::drain(self.client, node_name, timeout, *on_timeout).await?;
+                said(drained.describe(node_name, timeout))
             }
             Action::DeleteNode => said(cluster::delete_node(self.client, node_name).await?),
             Action::DeletePods { pods, force } => {
