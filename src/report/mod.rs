@@ -3,7 +3,7 @@
 
 pub(crate) mod colour;
 pub mod compare;
-pub mod events;
+pub mod events_file;
 mod files;
 pub mod html;
 mod html_parts;

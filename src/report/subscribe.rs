@@ -304,14 +304,14 @@ impl<W: Write + Send + 'static> Reporter for Terminal<W> {
 
 /// `--events FILE`: each timeline entry as one flushed JSON line.
 pub struct EventsFile {
-    file: super::events::EventsFile,
+    file: super::events_file::EventsFile,
 }
 
 impl EventsFile {
     /// Creates (or truncates) the file.
     pub fn create(path: &std::path::Path) -> std::io::Result<Self> {
         Ok(EventsFile {
-            file: super::events::EventsFile::create(path)?,
+            file: super::events_file::EventsFile::create(path)?,
         })
     }
 }
