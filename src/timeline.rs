@@ -493,6 +493,12 @@ impl std::fmt::Display for WorkloadRef {
 /// lives with the experiment model, whose bounds print that way.
 pub use crate::experiment::model::format_secs;
 
+/// What a step that waits for its time says it waits for (`due at +30.0s`), on the
+/// timeline's `schedule` entries and in the live view, whoever set the time.
+pub fn due_at(ms: i64) -> String {
+    format!("due at {}", format_offset_ms(ms))
+}
+
 /// Formats a signed millisecond offset as seconds, e.g. `+94.2s` or `-3.0s`.
 pub fn format_offset_ms(ms: i64) -> String {
     let sign = if ms < 0 { "-" } else { "+" };

@@ -4,6 +4,7 @@
 //! Entry points: [`parse`], [`load`], [`load_all`], and [`parse_bound`] for bound strings.
 
 pub(crate) mod bound;
+mod cluster_timers;
 pub(crate) mod diagnostic;
 pub(crate) mod fault;
 mod keys;

@@ -37,7 +37,6 @@ use crate::experiment::fault::{self as faults, Proof};
 use crate::experiment::model::{
     ClusterTimers, Experiment, NodeStateMatch, StateMatch, StepTime, Subject,
 };
-use crate::run::floor::schedule::resolve_cluster_bound;
 use crate::run::shared_timeline::SharedTimeline;
 use crate::timeline::{DownNode, Event, format_offset_ms, format_secs};
 
@@ -231,7 +230,7 @@ impl<'a> Interlock<'a> {
                 if !settle.is_zero() {
                     timeline.record(Event::Schedule {
                         step: step.name.clone(),
-                        wait: super::schedule::Wait::Until { due_ms: until }.to_string(),
+                        wait: crate::timeline::due_at(until),
                         due_ms: Some(until),
                     });
                 }
@@ -290,7 +289,7 @@ impl<'a> Interlock<'a> {
                 state: StateMatch::Node(NodeStateMatch::Ready),
                 delay,
                 ..
-            } => resolve_cluster_bound(delay, self.timers),
+            } => self.timers.resolve(delay),
             _ => Duration::ZERO,
         }
     }

@@ -36,9 +36,7 @@ pub(crate) const OBSERVE_MARGIN: Duration = Duration::from_secs(20);
 /// Resolves a bound written in a step time or an observation length: `toleration` there
 /// means the cluster's default unreachable toleration (no pod is in question).
 pub(crate) fn resolve_cluster_bound(bound: &Bound, timers: &ClusterTimers) -> Duration {
-    let ctx = timers.bound_context(Some(timers.default_unreachable_toleration));
-    // With a toleration supplied, resolution cannot fail.
-    bound.resolve(&ctx).unwrap_or_default()
+    timers.resolve(bound)
 }
 
 fn ms(d: Duration) -> i64 {
@@ -178,9 +176,7 @@ pub(crate) enum Wait {
 impl std::fmt::Display for Wait {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Wait::Until { due_ms } => {
-                write!(f, "due at {}", crate::timeline::format_offset_ms(*due_ms))
-            }
+            Wait::Until { due_ms } => f.write_str(&crate::timeline::due_at(*due_ms)),
             Wait::Step { step, finish: true } => write!(f, "waits for `{step}` to finish"),
             Wait::Step {
                 step,
