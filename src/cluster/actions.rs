@@ -179,6 +179,39 @@ async fn holding_budgets(
     (names, state)
 }
 
+/// Records the hold of `pod` after an eviction asked at `times.0` was refused (or not
+/// answered) by `times.1`, both after the drain began: the first time, its budgets (the
+/// one the API `named`, else those whose selector matches) and their state, at `held_at`
+/// in `holds`; after that, how long it has held. With `budgeted_only`, a pod no budget
+/// selects is not a hold (an unanswered eviction may be a slow API, not a budget).
+async fn note_hold(
+    client: &Client,
+    pod: &Pod,
+    named: Option<String>,
+    budgeted_only: bool,
+    held_at: &mut Option<usize>,
+    holds: &mut Vec<PdbHold>,
+    (asked, now): (Duration, Duration),
+) {
+    if let Some(h) = *held_at {
+        holds[h].held = now.saturating_sub(holds[h].since);
+        return;
+    }
+    let (budgets, state) = holding_budgets(client, pod, named).await;
+    if budgeted_only && budgets.is_empty() {
+        return;
+    }
+    *held_at = Some(holds.len());
+    holds.push(PdbHold {
+        pod: pod_name(pod),
+        budgets,
+        state,
+        since: asked,
+        held: now.saturating_sub(asked),
+        evicted: false,
+    });
+}
+
 /// Cordons the node and evicts its pods through the Eviction API, so PodDisruptionBudgets
 /// are honoured: a pod a budget refuses (429) is asked again every 5 s until the step's
 /// timeout, and each such hold is recorded with its budget, when it began and how long it
@@ -215,24 +248,18 @@ pub(crate) async fn drain(
             let answer =
                 tokio::time::timeout_at(bound, api.evict(&name, &EvictParams::default())).await;
             let Ok(answer) = answer else {
-                let now = began.elapsed();
-                match held_at[i] {
-                    Some(h) => done.holds[h].held = now.saturating_sub(done.holds[h].since),
-                    None => {
-                        let (budgets, state) = holding_budgets(client, pod, None).await;
-                        if !budgets.is_empty() {
-                            held_at[i] = Some(done.holds.len());
-                            done.holds.push(PdbHold {
-                                pod: pod_name(pod),
-                                budgets,
-                                state,
-                                since: asked,
-                                held: now.saturating_sub(asked),
-                                evicted: false,
-                            });
-                        }
-                    }
-                }
+                // No answer: a hold only when a budget selects the pod.
+                let times = (asked, began.elapsed());
+                note_hold(
+                    client,
+                    pod,
+                    None,
+                    true,
+                    &mut held_at[i],
+                    &mut done.holds,
+                    times,
+                )
+                .await;
                 refused.push(i);
                 continue;
             };
@@ -247,26 +274,13 @@ pub(crate) async fn drain(
                 }
                 Err(e) if is_not_found(&e) => {}
                 Err(e) if status_code(&e) == Some(429) => {
-                    let now = began.elapsed();
-                    match held_at[i] {
-                        Some(h) => done.holds[h].held = now.saturating_sub(done.holds[h].since),
-                        None => {
-                            let named = match &e {
-                                kube::Error::Api(status) => budget_named_by(status),
-                                _ => None,
-                            };
-                            let (budgets, state) = holding_budgets(client, pod, named).await;
-                            held_at[i] = Some(done.holds.len());
-                            done.holds.push(PdbHold {
-                                pod: pod_name(pod),
-                                budgets,
-                                state,
-                                since: asked,
-                                held: now.saturating_sub(asked),
-                                evicted: false,
-                            });
-                        }
-                    }
+                    let named = match &e {
+                        kube::Error::Api(status) => budget_named_by(status),
+                        _ => None,
+                    };
+                    let times = (asked, began.elapsed());
+                    let (at, holds) = (&mut held_at[i], &mut done.holds);
+                    note_hold(client, pod, named, false, at, holds, times).await;
                     refused.push(i);
                 }
                 Err(source) => {
