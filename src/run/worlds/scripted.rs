@@ -440,6 +440,22 @@ fn cancel_after(cancel: &CancellationToken, secs: u64) {
     });
 }
 
+/// Node `name` as the observer sees it, its Ready condition last changed at `since` (s).
+pub(crate) fn node(name: &str, ready: ConditionStatus, since: i64) -> Event {
+    Event::Node {
+        name: name.into(),
+        before: None,
+        after: Some(NodeState {
+            ready,
+            ready_since: chrono::DateTime::<chrono::Utc>::from_timestamp(since, 0),
+            taints: Vec::new(),
+            unschedulable: false,
+            zone: None,
+            shutting_down: false,
+        }),
+    }
+}
+
 pub(crate) fn index_of(calls: &[String], line: &str) -> usize {
     calls
         .iter()

@@ -4,25 +4,7 @@
 //! node is seen turning Ready or its kubelet renewed its heartbeat twice after it, not
 //! when its command returned.
 
-use chrono::{DateTime, Utc};
-
 use super::*;
-
-/// Node `name` as the observer sees it, its Ready condition last changed at `since` (s).
-fn node(name: &str, ready: ConditionStatus, since: i64) -> Event {
-    Event::Node {
-        name: name.into(),
-        before: None,
-        after: Some(NodeState {
-            ready,
-            ready_since: DateTime::<Utc>::from_timestamp(since, 0),
-            taints: Vec::new(),
-            unschedulable: false,
-            zone: None,
-            shutting_down: false,
-        }),
-    }
-}
 
 /// Both nodes Ready from the start.
 fn both_ready() -> Vec<Event> {

@@ -3,25 +3,7 @@
 //! before it is seen back, and a node that never comes back stops the roll at its
 //! `timeout`, the next node untouched and what was done undone.
 
-use chrono::{DateTime, Utc};
-
 use super::*;
-
-/// Node `name` as the observer sees it, its Ready condition last changed at `since` (s).
-fn node(name: &str, ready: ConditionStatus, since: i64) -> Event {
-    Event::Node {
-        name: name.into(),
-        before: None,
-        after: Some(NodeState {
-            ready,
-            ready_since: DateTime::<Utc>::from_timestamp(since, 0),
-            taints: Vec::new(),
-            unschedulable: false,
-            zone: None,
-            shutting_down: false,
-        }),
-    }
-}
 
 /// Three workers `a`, `b`, `c`, every one rolled through by `do` with `roll`, one node
 /// down at a time; when `held`, a kubelet stop on `other` first (undone at the end of the run),
