@@ -1628,6 +1628,17 @@ async fn kind_drain_held_by_a_pdb_names_it_and_how_long_it_held() {
         );
         let journal = std::fs::read_to_string(s.journal()).unwrap_or_default();
         assert!(!journal.contains("\"node\""), "journal cleared: {journal}");
+        // What setup applied is gone: the chart's check, after this test, installs a
+        // faultline-lab of its own, which Helm refuses over one it does not own.
+        let namespaces = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
+        let left = namespaces
+            .get_opt("faultline-lab")
+            .await
+            .expect("namespaces readable");
+        assert!(
+            left.is_none(),
+            "{name}: faultline-lab deleted by the teardown"
+        );
     }
     all_nodes_ready(&client, BACK).await;
 }
