@@ -139,7 +139,7 @@ pub(super) fn list(paths: &[PathBuf], format: ListFormat) -> i32 {
                 if i > 0 {
                     say!();
                 }
-                print!("{}", l.show());
+                say!("{}", l.show().trim_end());
             }
         }
         ListFormat::Json => match serde_json::to_string_pretty(&listed) {
