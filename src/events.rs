@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
+use crate::explain::Explanation;
 use crate::record::RunRecord;
 use crate::series::Series;
 use crate::timeline::Entry;
@@ -57,7 +58,29 @@ pub enum RunEvent {
     RunFinished(Arc<RunRecord>),
     /// Every run of one experiment ended. Shared, not copied: at 30,000 pods one copy of
     /// its records costs tens of MB.
-    SeriesFinished(Arc<Series>),
+    SeriesFinished(Arc<FinishedSeries>),
+}
+
+/// A series that ended, with what every reporter of it needs computed once: the node
+/// failure model's comparison of its first run (`faultline explain`, which runs the
+/// model), shown by the JUnit, HTML and Markdown reports of a single run.
+#[derive(Debug)]
+pub struct FinishedSeries {
+    /// The runs.
+    pub series: Series,
+    /// The model's comparison of the first run.
+    pub explanation: Explanation,
+}
+
+impl FinishedSeries {
+    /// `series` with its first run explained.
+    pub fn of(series: Series) -> FinishedSeries {
+        let explanation = crate::explain::explain(series.first());
+        FinishedSeries {
+            series,
+            explanation,
+        }
+    }
 }
 
 /// What a run waits for at one moment, in offsets of its timeline.

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{EXIT_ERROR, EXIT_OK, ObserveArg, RunArgs};
 use crate::compare::Tolerance;
-use crate::events::RunEvent;
+use crate::events::{FinishedSeries, RunEvent};
 use crate::experiment::model::Experiment;
 use crate::observe::ObserveMode;
 use crate::report::subscribe::{self, Reporter, Reporters};
@@ -153,7 +153,7 @@ pub(super) async fn run(args: RunArgs) -> i32 {
     let sink = reporters.sink();
     let mut worst = EXIT_OK;
     // Kept only to compare with a baseline; otherwise the reporters hold the last copy.
-    let mut done: Vec<Arc<Series>> = Vec::new();
+    let mut done: Vec<Arc<FinishedSeries>> = Vec::new();
     let repeat = args.repeat;
     for exp in &experiments {
         let mut runs = Vec::new();
@@ -181,7 +181,7 @@ pub(super) async fn run(args: RunArgs) -> i32 {
             break;
         };
         worst = worst.max(series.exit_code());
-        let series = Arc::new(series);
+        let series = Arc::new(FinishedSeries::of(series));
         sink.send(RunEvent::SeriesFinished(Arc::clone(&series)));
         if baseline.is_some() {
             done.push(series);
@@ -208,7 +208,7 @@ pub(super) async fn run(args: RunArgs) -> i32 {
         // The reporters are done: the series are ours alone again (else copied).
         let done: Vec<Series> = done
             .into_iter()
-            .map(|s| Arc::try_unwrap(s).unwrap_or_else(|shared| (*shared).clone()))
+            .map(|s| Arc::try_unwrap(s).map_or_else(|shared| shared.series.clone(), |s| s.series))
             .collect();
         say(&format!("== compared with the baseline {}", b.label));
         let code = super::compare::compare_and_report(

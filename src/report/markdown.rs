@@ -78,6 +78,12 @@ pub(crate) fn prose(text: &str, in_cell: bool) -> String {
 
 /// Renders one run as a Markdown section starting with a level-2 heading.
 pub fn render(record: &RunRecord) -> String {
+    render_explained(record, &crate::explain::explain(record))
+}
+
+/// [`render`] with the node failure model's comparison of the run already made (a run's
+/// reporters share the one made when its series ended).
+pub fn render_explained(record: &RunRecord, explanation: &crate::explain::Explanation) -> String {
     let exp = &record.experiment;
     let cluster = &record.cluster;
     let mut m = String::new();
@@ -139,7 +145,7 @@ pub fn render(record: &RunRecord) -> String {
         let _ = writeln!(m, "Timers: {}\n", md(&timers.join("; ")));
     }
     expectations(&mut m, record);
-    model(&mut m, record);
+    model(&mut m, record, explanation);
     figures(&mut m, record);
     let safety = super::text::safety_lines(record);
     if !safety.is_empty() {
@@ -213,8 +219,7 @@ fn expectations(m: &mut String, record: &RunRecord) {
 /// fell inside their windows, each deviation with its cause, and for each failed
 /// expectation the predictions it is about (a belief the model and the cluster both
 /// contradict is the belief's fault). Nothing when no step silenced a node.
-fn model(m: &mut String, record: &RunRecord) {
-    let explanation = crate::explain::explain(record);
+fn model(m: &mut String, record: &RunRecord, explanation: &crate::explain::Explanation) {
     if explanation.items.is_empty() {
         return;
     }
@@ -242,7 +247,7 @@ fn model(m: &mut String, record: &RunRecord) {
         .iter()
         .filter(|v| v.outcome == Outcome::Failed)
     {
-        for line in super::text::model_lines(record, &explanation, v) {
+        for line in super::text::model_lines(record, explanation, v) {
             let _ = writeln!(m, "- {}: {}", md(&v.name), prose(&line, false));
         }
     }

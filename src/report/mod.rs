@@ -42,19 +42,27 @@ fn file_stem(name: &str) -> String {
 /// The node failure model's comparison of the run (`explain`, which runs the model) is
 /// made once here and carried to the JUnit and HTML reports.
 pub fn write_all(record: &RunRecord, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    write_all_explained(record, &crate::explain::explain(record), dir)
+}
+
+/// [`write_all`] with the model's comparison of the run already made.
+fn write_all_explained(
+    record: &RunRecord,
+    explanation: &crate::explain::Explanation,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {
         path: dir.to_path_buf(),
         source,
     })?;
     let stem = file_stem(&record.experiment.name);
-    let explanation = crate::explain::explain(record);
     let junit_path = dir.join(format!("{stem}.junit.xml"));
-    write_text(&junit_path, &junit::render_explained(record, &explanation))?;
+    write_text(&junit_path, &junit::render_explained(record, explanation))?;
     let json_path = dir.join(format!("{stem}.json"));
     json::write(record, &json_path)?;
     let html_path = dir.join(format!("{stem}.html"));
     write_streamed(&html_path, |out| {
-        html::render_explained_into(out, record, &explanation)
+        html::render_explained_into(out, record, explanation)
     })?;
     Ok(vec![junit_path, json_path, html_path])
 }
@@ -98,12 +106,17 @@ impl<W: std::io::Write> std::fmt::Write for TextToFile<W> {
     }
 }
 
-/// Writes a series' reports: those of [`write_all`] for a single run; for more,
-/// `<dir>/<experiment>.junit.xml` (one case per expectation over all runs), `.json` (the
-/// series file, every run kept) and `.html`. Returns the paths written.
-pub fn write_series(series: &Series, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+/// Writes a series' reports: those of [`write_all`] for a single run (`explanation` is
+/// the model's comparison of it); for more, `<dir>/<experiment>.junit.xml` (one case per
+/// expectation over all runs), `.json` (the series file, every run kept) and `.html`.
+/// Returns the paths written.
+pub fn write_series(
+    series: &Series,
+    explanation: &crate::explain::Explanation,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, ReportError> {
     if !series.is_repeated() {
-        return write_all(series.first(), dir);
+        return write_all_explained(series.first(), explanation, dir);
     }
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Io {
         path: dir.to_path_buf(),

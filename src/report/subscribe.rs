@@ -267,7 +267,8 @@ impl<W: Write + Send + 'static> Reporter for Terminal<W> {
                 let summary = super::terminal::summary(record, self.colour);
                 self.print(format!("{summary}\n"))?;
             }
-            RunEvent::SeriesFinished(series) => {
+            RunEvent::SeriesFinished(finished) => {
+                let series = &finished.series;
                 self.overview.push(super::overview::Row::of(series));
                 if series.is_repeated() {
                     let summary = super::series::terminal::summary(series);
@@ -360,8 +361,9 @@ impl Reporter for Files {
         true
     }
     fn handle(&mut self, event: &RunEvent) -> std::io::Result<()> {
-        if let RunEvent::SeriesFinished(series) = event {
-            let paths = super::write_series(series, &self.dir).map_err(std::io::Error::other)?;
+        if let RunEvent::SeriesFinished(finished) = event {
+            let paths = super::write_series(&finished.series, &finished.explanation, &self.dir)
+                .map_err(std::io::Error::other)?;
             self.written
                 .extend(paths.iter().map(|p| format!("wrote {}", p.display())));
         }
@@ -403,11 +405,12 @@ impl Reporter for Summary {
         true
     }
     fn handle(&mut self, event: &RunEvent) -> std::io::Result<()> {
-        if let RunEvent::SeriesFinished(series) = event {
+        if let RunEvent::SeriesFinished(finished) = event {
+            let series = &finished.series;
             let section = if series.is_repeated() {
                 super::series::markdown::render(series)
             } else {
-                super::markdown::render(series.first())
+                super::markdown::render_explained(series.first(), &finished.explanation)
             };
             self.overview.push(super::overview::Row::of(series));
             // A pipe or a terminal (`--summary /dev/stdout`) cannot be rewritten: each
@@ -704,8 +707,10 @@ mod tests {
             let record = crate::record::RunRecord::load(&dir.join(format!("{name}.json")))
                 .expect("a committed record");
             let series = crate::series::Series::single(record);
-            view.handle(&RunEvent::SeriesFinished(Arc::new(series)))
-                .unwrap();
+            view.handle(&RunEvent::SeriesFinished(Arc::new(
+                crate::events::FinishedSeries::of(series),
+            )))
+            .unwrap();
         }
         let lines = view.finish().unwrap();
         assert_eq!(lines[0], "== overview");

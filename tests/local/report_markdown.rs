@@ -495,6 +495,7 @@ fn a_series_shows_each_run_and_calls_flaky_flaky() {
 #[test]
 fn several_experiments_have_an_overview_table_on_top_of_their_sections() {
     use crate::records_support::fixture;
+    use faultline::events::FinishedSeries;
     use faultline::events::RunEvent;
     use faultline::report::subscribe::{Reporter, Summary};
     use faultline::series::Series;
@@ -513,7 +514,7 @@ fn several_experiments_have_an_overview_table_on_top_of_their_sections() {
         fixture("local-persistent-volume"),
     ];
     for (i, run) in runs.iter().enumerate() {
-        let series = Arc::new(Series::single(run.clone()));
+        let series = Arc::new(FinishedSeries::of(Series::single(run.clone())));
         summary
             .handle(&RunEvent::SeriesFinished(series))
             .expect("written");
@@ -583,4 +584,33 @@ fn what_a_message_quotes_shows_as_code_not_as_backticks() {
             assert!(row.iter().all(|c| !c.contains('`')), "{row:?}\n{text}");
         }
     }
+}
+
+#[test]
+fn the_summary_shows_the_models_comparison_it_was_given_not_one_of_its_own() {
+    use crate::records_support::fixture;
+    use faultline::events::{FinishedSeries, RunEvent};
+    use faultline::report::subscribe::{Reporter, Summary};
+    use faultline::series::Series;
+    use std::sync::Arc;
+    let record = fixture("kubelet-stop-past-toleration");
+    let heading = "Against the node failure model";
+    assert!(
+        faultline::report::markdown::render(&record).contains(heading),
+        "the record's own comparison has transitions to show"
+    );
+    // The run computes the comparison once, when the series ends; the summary shows that
+    // one. An emptied comparison must therefore leave the section out.
+    let mut finished = FinishedSeries::of(Series::single(record));
+    assert!(!finished.explanation.items.is_empty());
+    finished.explanation.items.clear();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("summary.md");
+    let mut summary = Summary::new(path.clone());
+    summary
+        .handle(&RunEvent::SeriesFinished(Arc::new(finished)))
+        .expect("written");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.contains("kubelet"), "{text}");
+    assert!(!text.contains(heading), "{text}");
 }
