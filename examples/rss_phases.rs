@@ -77,7 +77,7 @@ fn boundaries(record: &RunRecord) -> Vec<(&'static str, Option<f64>)> {
                 matches!(
                     e,
                     Event::Run {
-                        phase: RunPhase::Started
+                        phase: RunPhase::Started { .. }
                     }
                 )
             }),

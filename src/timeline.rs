@@ -200,8 +200,15 @@ pub enum RunPhase {
         /// How many sources (watches or poll loops) the observer has.
         sources: u32,
     },
-    /// The observer synced: the experiment starts here (its `at: 0s`).
-    Started,
+    /// The observer synced: the experiment starts here (its `at: 0s`, time zero of every
+    /// report), or at `zero_ms` when its first steps needed a head start.
+    Started {
+        /// The offset of the experiment's `at: 0s` when it is not this entry's own: a
+        /// step due sooner than its nodes take to be armed moves it later. Absent from
+        /// records written before it existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        zero_ms: Option<i64>,
+    },
     /// Observation ended; what follows (undo, teardown) is recorded, not judged.
     ObservationEnded {
         /// Why it ended: its planned end, every expectation decided, or an early stop.
@@ -404,6 +411,21 @@ pub struct WorkloadState {
 }
 
 impl Timeline {
+    /// The offset of the experiment's `at: 0s`, time zero of every report: where its
+    /// `run`/`started` entry puts it; 0 on a timeline without one (the experiment never
+    /// started).
+    pub fn zero_ms(&self) -> i64 {
+        self.entries
+            .iter()
+            .find_map(|e| match &e.event {
+                Event::Run {
+                    phase: RunPhase::Started { zero_ms },
+                } => Some(zero_ms.unwrap_or(e.offset_ms)),
+                _ => None,
+            })
+            .unwrap_or(0)
+    }
+
     /// An empty timeline whose time zero is `zero`.
     pub fn new(zero: DateTime<Utc>) -> Self {
         Timeline {

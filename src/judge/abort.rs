@@ -129,9 +129,12 @@ fn bad_states(
                             "{workload}: {} of {} pod(s) not Ready since {}",
                             s.desired - s.ready,
                             s.desired,
-                            format_offset_ms(since_ms)
+                            format_offset_ms(since_ms - start_ms)
                         ),
-                        None => format!("{workload} deleted at {}", format_offset_ms(since_ms)),
+                        None => format!(
+                            "{workload} deleted at {}",
+                            format_offset_ms(since_ms - start_ms)
+                        ),
                     },
                 })
                 .into_iter()
@@ -142,7 +145,10 @@ fn bad_states(
             .and_then(|h| streak(h, |up| *up != Some(true)))
             .map(|(since_ms, _)| Bad {
                 since_ms,
-                value: format!("probe {probe} Down since {}", format_offset_ms(since_ms)),
+                value: format!(
+                    "probe {probe} Down since {}",
+                    format_offset_ms(since_ms - start_ms)
+                ),
             })
             .into_iter()
             .collect(),
@@ -151,7 +157,7 @@ fn bad_states(
                 since_ms,
                 value: format!(
                     "no answer from any API endpoint since {}",
-                    format_offset_ms(since_ms)
+                    format_offset_ms(since_ms - start_ms)
                 ),
             })
             .into_iter()
@@ -169,11 +175,11 @@ fn bad_states(
                     value: match answer {
                         Some((Some(v), detail)) => format!(
                             "{v} ({threshold}) since {}: {detail}",
-                            format_offset_ms(since_ms)
+                            format_offset_ms(since_ms - start_ms)
                         ),
                         Some((None, _)) | None => format!(
                             "no data since {} (counted as tripped): {}",
-                            format_offset_ms(since_ms),
+                            format_offset_ms(since_ms - start_ms),
                             detail_of(answer.as_ref())
                         ),
                     },
@@ -220,10 +226,13 @@ fn node_left_ready(name: &str, history: &History<NodeState>, start_ms: i64) -> O
     let value = match left {
         Some(_) => format!(
             "node {name} left Ready at {}: {}",
-            format_offset_ms(since_ms),
+            format_offset_ms(since_ms - start_ms),
             node_label(left.as_ref())
         ),
-        None => format!("node {name} was deleted at {}", format_offset_ms(since_ms)),
+        None => format!(
+            "node {name} was deleted at {}",
+            format_offset_ms(since_ms - start_ms)
+        ),
     };
     Some(Bad { since_ms, value })
 }

@@ -53,6 +53,9 @@ impl MemberEval {
 pub(super) struct Ctx<'a> {
     /// Offset at which `since` was issued.
     pub t0: i64,
+    /// Offset of the experiment's `at: 0s`: the messages' moments are counted from it,
+    /// as every report counts them (the measured times and bounds from `since`).
+    pub zero: i64,
     /// Offset of the last timeline entry.
     pub obs_end: i64,
     /// Whether the timeline is final.
@@ -62,11 +65,16 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The moment at offset `ms`, as every output writes it: `+94.2s` from time zero.
+    fn at(&self, ms: i64) -> String {
+        rel(ms - self.zero)
+    }
+
     fn gap_note(&self, g: &Gap) -> String {
         format!(
             "no observation from {} to {} ({})",
-            rel(g.began - self.t0),
-            rel(g.ended - self.t0),
+            self.at(g.began),
+            self.at(g.ended),
             g.reason
         )
     }
@@ -103,7 +111,7 @@ pub(super) fn becomes(
                     None,
                     format!(
                         "{name} was not seen {state} by {}, but {}",
-                        rel(h),
+                        ctx.at(t0 + h),
                         ctx.gap_note(g)
                     ),
                 );
@@ -113,8 +121,8 @@ pub(super) fn becomes(
                 None,
                 format!(
                     "{name} was not {state} by {} ({last} at {})",
-                    rel(h),
-                    rel(observed)
+                    ctx.at(t0 + h),
+                    ctx.at(ctx.obs_end)
                 ),
             );
         }
@@ -122,7 +130,7 @@ pub(super) fn becomes(
             return MemberEval::new(
                 Pending,
                 None,
-                format!("{name} not {state} yet at {}", rel(observed)),
+                format!("{name} not {state} yet at {}", ctx.at(ctx.obs_end)),
             );
         }
         if let Some(g) = gap_overlapping(ctx.gaps, t0, ctx.obs_end) {
@@ -137,7 +145,7 @@ pub(super) fn becomes(
             None,
             format!(
                 "{name} never became {state} (observed until {}; last {last})",
-                rel(observed)
+                ctx.at(ctx.obs_end)
             ),
         );
     };
@@ -151,17 +159,20 @@ pub(super) fn becomes(
     let seen = match hidden {
         Some(g) => format!(
             "{name} was first seen {state} at {}, but it happened somewhere in the gap: {}",
-            rel(r),
+            ctx.at(t),
             ctx.gap_note(g)
         ),
-        None => format!("{name} became {state} at {}", rel(r)),
+        None => format!("{name} became {state} at {}", ctx.at(t)),
     };
     if let Some(l) = lo {
         if r < l {
             return MemberEval::new(
                 Fail,
                 Some(r),
-                format!("{name} became {state} at {}, too early{bound_note}", rel(r)),
+                format!(
+                    "{name} became {state} at {}, too early{bound_note}",
+                    ctx.at(t)
+                ),
             );
         }
         if earliest < l {
@@ -173,7 +184,10 @@ pub(super) fn becomes(
             return MemberEval::new(
                 Fail,
                 Some(r),
-                format!("{name} became {state} at {}, too late{bound_note}", rel(r)),
+                format!(
+                    "{name} became {state} at {}, too late{bound_note}",
+                    ctx.at(t)
+                ),
             );
         }
         if r > h {
@@ -211,7 +225,7 @@ pub(super) fn stays(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: Hold
             return MemberEval::new(
                 Pending,
                 None,
-                format!("{name} not {state} yet at {}", rel(ctx.obs_end - t0)),
+                format!("{name} not {state} yet at {}", ctx.at(ctx.obs_end)),
             );
         }
         if let Some(g) = gap_overlapping(ctx.gaps, t0, horizon) {
@@ -228,14 +242,14 @@ pub(super) fn stays(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: Hold
         return MemberEval::new(
             Fail,
             None,
-            format!("{name} was never {state} (at {}: {was})", rel(0)),
+            format!("{name} was never {state} (at {}: {was})", ctx.at(t0)),
         );
     };
     if let Some(p) = truth.first_false_between(first, until) {
         return MemberEval::new(
             Fail,
             Some(p.at - t0),
-            format!("{name} left {state} at {} ({})", rel(p.at - t0), p.label),
+            format!("{name} left {state} at {} ({})", ctx.at(p.at), p.label),
         );
     }
     if !settled {
@@ -255,12 +269,12 @@ pub(super) fn stays(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: Hold
                     None,
                     format!(
                         "{name} was {state} until observation ended at {}, before the hold ended at {}",
-                        rel(ctx.obs_end - t0),
-                        rel(e - t0)
+                        ctx.at(ctx.obs_end),
+                        ctx.at(e)
                     ),
                 );
             }
-            _ => format!("{name} {state} so far, at {}", rel(ctx.obs_end - t0)),
+            _ => format!("{name} {state} so far, at {}", ctx.at(ctx.obs_end)),
         };
         return MemberEval::new(Pending, None, note);
     }
@@ -279,8 +293,8 @@ pub(super) fn stays(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: Hold
         Some(first - t0),
         format!(
             "{name} was {state} from {} to {}",
-            rel(first - t0),
-            rel(horizon - t0)
+            ctx.at(first),
+            ctx.at(horizon)
         ),
     )
 }
@@ -299,10 +313,10 @@ pub(super) fn never(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: Hold
         return MemberEval::new(
             Fail,
             Some(t - t0),
-            format!("{name} was {state} at {} ({label})", rel(t - t0)),
+            format!("{name} was {state} at {} ({label})", ctx.at(t)),
         );
     }
-    let observed = rel(until - t0);
+    let observed = ctx.at(until);
     if !settled {
         if !ctx.complete {
             return MemberEval::new(
@@ -365,27 +379,24 @@ pub(super) fn restarts(ctx: &Ctx, member: &Member, changed: bool) -> MemberEval 
         (Some((at, r)), true) => MemberEval::new(
             Pass,
             Some(at - ctx.t0),
-            format!("{name} restarts went {r0}→{r} at {}", rel(at - ctx.t0)),
+            format!("{name} restarts went {r0}→{r} at {}", ctx.at(at)),
         ),
         (Some((at, r)), false) => MemberEval::new(
             Fail,
             Some(at - ctx.t0),
-            format!("{name} restarts went {r0}→{r} at {}", rel(at - ctx.t0)),
+            format!("{name} restarts went {r0}→{r} at {}", ctx.at(at)),
         ),
         (None, _) if !ctx.complete => MemberEval::new(
             Pending,
             None,
-            format!(
-                "{name} restarts still {r0} at {}",
-                rel(ctx.obs_end - ctx.t0)
-            ),
+            format!("{name} restarts still {r0} at {}", ctx.at(ctx.obs_end)),
         ),
         (None, want_change) => MemberEval::new(
             if want_change { Fail } else { Pass },
             None,
             format!(
                 "{name} restarts stayed at {r0} until {}",
-                rel(ctx.obs_end - ctx.t0)
+                ctx.at(ctx.obs_end)
             ),
         ),
     }
@@ -424,7 +435,7 @@ pub(super) fn replaced(
         (Some(at), false) => MemberEval::new(
             Fail,
             Some(at - ctx.t0),
-            format!("{name} (uid {uid}) was gone at {}", rel(at - ctx.t0)),
+            format!("{name} (uid {uid}) was gone at {}", ctx.at(at)),
         ),
         (None, false) if ctx.complete => MemberEval::new(
             Pass,
@@ -443,10 +454,7 @@ pub(super) fn replaced(
         (None, true) => MemberEval::new(
             Pending,
             None,
-            format!(
-                "{name} (uid {uid}) still exists at {}",
-                rel(ctx.obs_end - ctx.t0)
-            ),
+            format!("{name} (uid {uid}) still exists at {}", ctx.at(ctx.obs_end)),
         ),
         (Some(gone), true) => {
             let pick = candidates
@@ -461,9 +469,9 @@ pub(super) fn replaced(
                         Some(c.first_seen - ctx.t0),
                         format!(
                             "{name} (uid {uid}) gone at {}, replaced by {} created at {}",
-                            rel(gone - ctx.t0),
+                            ctx.at(gone),
                             c.name,
-                            rel(c.first_seen - ctx.t0)
+                            ctx.at(c.first_seen)
                         ),
                     )
                 }
@@ -472,7 +480,7 @@ pub(super) fn replaced(
                     None,
                     format!(
                         "{name} (uid {uid}) gone at {} but no replacement exists",
-                        rel(gone - ctx.t0)
+                        ctx.at(gone)
                     ),
                 ),
             }
@@ -507,13 +515,13 @@ pub(super) fn down_for(ctx: &Ctx, name: &str, down: &Truth, limit: i64) -> Membe
     let longest = stretches.iter().max_by_key(|(s, e, _)| e - s).copied();
     let describe = |(s, e, open): (i64, i64, bool)| {
         let to = if open {
-            format!("{} (still Down when observation ended)", rel(e - t0))
+            format!("{} (still Down when observation ended)", ctx.at(e))
         } else {
-            rel(e - t0)
+            ctx.at(e)
         };
         format!(
             "{name} was Down from {} to {to} ({})",
-            rel(s - t0),
+            ctx.at(s),
             secs(e - s)
         )
     };
@@ -531,7 +539,7 @@ pub(super) fn down_for(ctx: &Ctx, name: &str, down: &Truth, limit: i64) -> Membe
             format!(
                 "{name} not Down longer than {} so far, at {}",
                 secs(limit),
-                rel(ctx.obs_end - t0)
+                ctx.at(ctx.obs_end)
             ),
         );
     }
@@ -546,7 +554,7 @@ pub(super) fn down_for(ctx: &Ctx, name: &str, down: &Truth, limit: i64) -> Membe
             None,
             format!(
                 "{name} was never Down (observed until {})",
-                rel(ctx.obs_end - t0)
+                ctx.at(ctx.obs_end)
             ),
         ),
         Some(l) => MemberEval::new(

@@ -61,6 +61,8 @@ pub struct TimelineIndex {
     fault_problems: Vec<FaultProblem>,
     /// The observer said it had every first list (`run`/`observer-ready`).
     observer_ready: bool,
+    /// The experiment's `at: 0s`, once it started (`run`/`started`).
+    zero_ms: Option<i64>,
     last_ms: Option<i64>,
     len: usize,
 }
@@ -143,6 +145,9 @@ impl TimelineIndex {
             Event::Run {
                 phase: RunPhase::ObserverReady { .. },
             } => self.observer_ready = true,
+            Event::Run {
+                phase: RunPhase::Started { zero_ms },
+            } => self.zero_ms = Some(zero_ms.unwrap_or(at)),
             Event::Gap {
                 source,
                 phase,
@@ -348,6 +353,12 @@ impl TimelineIndex {
             .collect();
         out.sort_by(|a, b| a.0.cmp(b.0));
         out
+    }
+
+    /// Time zero of the judge's messages: the experiment's `at: 0s` once it started
+    /// ([`Timeline::zero_ms`]), the timeline's own zero before.
+    pub(crate) fn zero_ms(&self) -> i64 {
+        self.zero_ms.unwrap_or(0)
     }
 
     /// The observer said it had every first list (`run`/`observer-ready`).

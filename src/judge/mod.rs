@@ -236,6 +236,7 @@ fn judge_at(
     };
     let ctx = Ctx {
         t0,
+        zero: index.zero_ms(),
         obs_end,
         complete,
         gaps: &gaps,

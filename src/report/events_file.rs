@@ -74,7 +74,7 @@ mod tests {
         let started = entry(
             10,
             Event::Run {
-                phase: RunPhase::Started,
+                phase: RunPhase::Started { zero_ms: None },
             },
         );
         file.write("reboot", None, &started).unwrap();

@@ -89,8 +89,8 @@ impl Status {
         }
         match &entry.event {
             Event::Run {
-                phase: RunPhase::Started,
-            } => self.started_ms = Some(entry.offset_ms),
+                phase: RunPhase::Started { zero_ms },
+            } => self.started_ms = Some(zero_ms.unwrap_or(entry.offset_ms)),
             Event::Run {
                 phase: RunPhase::ObservationEnded { .. },
             } => self.observation_over = true,
@@ -358,7 +358,7 @@ mod tests {
             &at(
                 600,
                 Event::Run {
-                    phase: RunPhase::Started,
+                    phase: RunPhase::Started { zero_ms: None },
                 },
             ),
             t(600),

@@ -625,7 +625,7 @@ mod tests {
                 offset_ms: 0,
                 wall: chrono::Utc::now(),
                 event: Event::Run {
-                    phase: RunPhase::Started,
+                    phase: RunPhase::Started { zero_ms: None },
                 },
             },
         })

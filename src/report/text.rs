@@ -332,7 +332,14 @@ pub fn entry_line(entry: &Entry) -> String {
             RunPhase::ObserverReady { sources } => {
                 format!("observer ready: the first lists of its {sources} sources are in")
             }
-            RunPhase::Started => "experiment starts (observer synced)".to_string(),
+            RunPhase::Started { zero_ms: None } => {
+                "experiment starts (observer synced): time zero".to_string()
+            }
+            RunPhase::Started { zero_ms: Some(z) } => format!(
+                "observer synced; the experiment starts at {} (time zero), once its first \
+                 nodes are armed",
+                format_offset_ms(*z)
+            ),
             RunPhase::ObservationEnded { reason, .. } => format!(
                 "observation ends: {reason}; what follows (undo, teardown) is recorded, not judged"
             ),

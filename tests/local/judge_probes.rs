@@ -5,7 +5,7 @@ use crate::judge_support::*;
 use chrono::Utc;
 use faultline::experiment::model::*;
 use faultline::judge::{Outcome, Verdict, judge};
-use faultline::timeline::{Entry, Event, GapPhase, StepPhase, Timeline};
+use faultline::timeline::{Entry, Event, GapPhase, RunPhase, StepPhase, Timeline};
 
 const STOP: &str = "stop kubelet";
 
@@ -17,9 +17,27 @@ fn entry(offset_ms: i64, event: Event) -> Entry {
     }
 }
 
-/// A timeline with `since` issued at +1s, the given probe results of `web`, and a last
-/// note at `end_ms` (how far observation reached).
+/// A timeline whose experiment starts at offset 1s (time zero of the messages) with
+/// `since` issued then, the given probe results of `web` (offsets on the timeline), and a
+/// last note at `end_ms` (how far observation reached).
 fn probe_timeline(results: &[(i64, bool)], end_ms: i64) -> Timeline {
+    let mut t = probe_timeline_from_observation(results, end_ms);
+    t.entries.insert(
+        0,
+        entry(
+            1000,
+            Event::Run {
+                phase: RunPhase::Started { zero_ms: None },
+            },
+        ),
+    );
+    t.entries.sort_by_key(|e| e.offset_ms);
+    t
+}
+
+/// [`probe_timeline`] without the experiment's start: the messages count from the
+/// timeline's own zero, one second before `since`.
+fn probe_timeline_from_observation(results: &[(i64, bool)], end_ms: i64) -> Timeline {
     let mut t = Timeline::new(Utc::now());
     t.entries.push(entry(
         1000,
@@ -181,4 +199,26 @@ fn an_outage_before_since_counts_only_from_since() {
     let v = one(down_for(15.0), &t, true);
     assert_eq!(v.outcome, Outcome::Passed, "{}", v.message);
     assert_eq!(v.measured_ms, Some(0));
+}
+
+#[test]
+fn messages_count_from_the_experiments_start_and_measured_times_from_since() {
+    // The same results, with and without the start on the timeline: the measured time is
+    // after `since` either way; the message's moment is from time zero, the experiment's
+    // start (offset 1s) when it is known, the timeline's own zero when it is not.
+    let results = [(0, true), (4100, false)];
+    let within = Check::Becomes {
+        state: DOWN,
+        window: Window::Within(secs(10.0)),
+    };
+    let started = one(within.clone(), &probe_timeline(&results, 20_000), true);
+    let bare = one(
+        within,
+        &probe_timeline_from_observation(&results, 20_000),
+        true,
+    );
+    assert_eq!(started.measured_ms, Some(3100));
+    assert_eq!(bare.measured_ms, Some(3100));
+    assert_eq!(started.message, "web became Down at +3.1s (bound 10.0s)");
+    assert_eq!(bare.message, "web became Down at +4.1s (bound 10.0s)");
 }

@@ -245,7 +245,13 @@ fn a_failed_expectation_is_marked_failed_where_it_was_observed_outside_its_windo
         "web pods stay Ready while the kubelet is away",
     ));
     assert!(close(marker_x(&marker), x(t0 + 19_769)));
-    assert!(title(&marker).contains("left Ready at +19.8s"));
+    // The message counts from time zero (the experiment's start), the picture from `since`.
+    let left = faultline::timeline::format_offset_ms(t0 + 19_769 - record.timeline.zero_ms());
+    assert!(
+        title(&marker).contains(&format!("left Ready at {left}")),
+        "{}",
+        title(&marker)
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ use crate::experiment::model::{Bound, Threshold, WorkloadKind, WorkloadRef};
 use crate::record::RunRecord;
 use crate::timeline::{Entry, Event, WorkloadState};
 
+/// The experiment's start: the messages count their moments from it.
 const START: i64 = 1_000;
 
 fn node(ready: ConditionStatus) -> Option<NodeState> {
@@ -105,7 +106,7 @@ fn a_node_that_is_not_a_target_going_unknown_trips_at_once_and_a_target_does_not
         Some(Tripped {
             condition: "a node that is not a target goes NotReady".into(),
             at_ms: 25_000,
-            value: "node bystander left Ready at +25.0s: Ready Unknown".into(),
+            value: "node bystander left Ready at +24.0s: Ready Unknown".into(),
         })
     );
 }
@@ -137,7 +138,7 @@ fn a_node_not_ready_before_the_start_or_never_ready_is_the_clusters_state_not_a_
     );
     let tripped = got.tripped.expect("a node deleted during the run trips");
     assert_eq!(tripped.at_ms, 12_000);
-    assert_eq!(tripped.value, "node broken was deleted at +12.0s");
+    assert_eq!(tripped.value, "node broken was deleted at +11.0s");
 }
 
 #[test]
@@ -215,7 +216,7 @@ fn more_pods_not_ready_than_allowed_trips_counting_from_the_start() {
         Some(Tripped {
             condition: "web short".into(),
             at_ms: 25_000,
-            value: "lab/deployment/web: 2 of 3 pod(s) not Ready since +20.0s".into(),
+            value: "lab/deployment/web: 2 of 3 pod(s) not Ready since +19.0s".into(),
         })
     );
     // Short before the start: counted from the start.
@@ -271,7 +272,7 @@ fn a_probe_down_and_the_api_unreachable_trip_after_their_hold() {
         Some(Tripped {
             condition: "web down".into(),
             at_ms: 40_000,
-            value: "probe web Down since +10.0s".into(),
+            value: "probe web Down since +9.0s".into(),
         }),
         "the earlier of two trips"
     );
@@ -323,7 +324,7 @@ fn a_query_trips_on_its_bad_side_and_on_no_data_not_before_its_first_answer() {
         got.tripped.map(|t| (t.at_ms, t.value)),
         Some((
             7_000,
-            "0.7 (above 0.5) since +7.0s: {job=\"x\"} 0.7".to_string()
+            "0.7 (above 0.5) since +6.0s: {job=\"x\"} 0.7".to_string()
         ))
     );
     let mut empty = fine.to_vec();
@@ -331,7 +332,7 @@ fn a_query_trips_on_its_bad_side_and_on_no_data_not_before_its_first_answer() {
     let got = check(&spec, &targets(&[]), &index(&empty), 7_100);
     assert_eq!(
         got.tripped.map(|t| t.value),
-        Some("no data since +7.0s (counted as tripped): the query returned no series".to_string())
+        Some("no data since +6.0s (counted as tripped): the query returned no series".to_string())
     );
 }
 
@@ -386,7 +387,7 @@ fn over_a_recorded_run_only_a_node_that_is_not_a_target_trips() {
         t.value,
         format!(
             "node lab-worker-2 left Ready at {}: Ready Unknown",
-            format_offset_ms(unknown_at)
+            format_offset_ms(unknown_at - start)
         )
     );
 }

@@ -177,9 +177,6 @@ struct Run<'a> {
 impl<'a> Run<'a> {
     /// From the first step to the last undo; returns the scheduler as it ended.
     async fn go<W: World>(&mut self, world: &mut W) -> Scheduler<'a> {
-        self.timeline.record(Event::Run {
-            phase: RunPhase::Started,
-        });
         let began_ms = self.timeline.offset_ms();
         // A step due sooner than its nodes take to be armed and sent ahead (a fault at
         // 0 s through the API transport) moves the experiment's zero later by the
@@ -190,6 +187,12 @@ impl<'a> Run<'a> {
         let head_start_ms = self.steps.head_start_ms(began_ms);
         let start_ms = began_ms + head_start_ms;
         self.out.start_ms = Some(start_ms);
+        // Time zero of every report, the judge's messages included.
+        self.timeline.record(Event::Run {
+            phase: RunPhase::Started {
+                zero_ms: Some(start_ms),
+            },
+        });
         let mut scheduler = Scheduler::new(self.plan.schedule(), start_ms);
         self.steps.learn_fixed_offsets(&scheduler);
         let planned = schedule::planned_length(self.plan.exp, self.plan.timers)
