@@ -285,6 +285,22 @@ impl RunOutcome {
 }
 
 impl RunRecord {
+    /// Time zero of every report of the run, as an offset on its timeline: the
+    /// experiment's `at: 0s` where its started entry puts it (what the judge counts its
+    /// messages from), else where the record says it started, else the timeline's own
+    /// zero (the experiment never started).
+    pub fn zero_ms(&self) -> i64 {
+        self.timeline.zero_ms().or(self.start_ms).unwrap_or(0)
+    }
+
+    /// The wall-clock time of [`RunRecord::zero_ms`], when the timeline says when its
+    /// own zero was.
+    pub fn zero_wall(&self) -> Option<DateTime<Utc>> {
+        self.timeline
+            .zero
+            .map(|z| z + chrono::Duration::milliseconds(self.zero_ms()))
+    }
+
     /// The same observations judged against `experiment` (another belief about the same
     /// run), up to where observation ended: verdicts, experiment and outcome replaced.
     pub fn judged_against(&mut self, experiment: Experiment) {

@@ -412,18 +412,15 @@ pub struct WorkloadState {
 
 impl Timeline {
     /// The offset of the experiment's `at: 0s`, time zero of every report: where its
-    /// `run`/`started` entry puts it; 0 on a timeline without one (the experiment never
-    /// started).
-    pub fn zero_ms(&self) -> i64 {
-        self.entries
-            .iter()
-            .find_map(|e| match &e.event {
-                Event::Run {
-                    phase: RunPhase::Started { zero_ms },
-                } => Some(zero_ms.unwrap_or(e.offset_ms)),
-                _ => None,
-            })
-            .unwrap_or(0)
+    /// `run`/`started` entry puts it; `None` on a timeline without one (the experiment
+    /// never started).
+    pub fn zero_ms(&self) -> Option<i64> {
+        self.entries.iter().find_map(|e| match &e.event {
+            Event::Run {
+                phase: RunPhase::Started { zero_ms },
+            } => Some(zero_ms.unwrap_or(e.offset_ms)),
+            _ => None,
+        })
     }
 
     /// An empty timeline whose time zero is `zero`.

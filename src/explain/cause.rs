@@ -133,7 +133,9 @@ pub(super) fn of(
     {
         return format!(
             "the fault was undone at {} inside the window, before the controller got to it",
-            crate::failure_model::words::offset(b)
+            crate::failure_model::words::offset(
+                b.saturating_sub(super::inputs::at(record.zero_ms()))
+            )
         );
     }
     match (p.transition, item.fit) {

@@ -33,13 +33,14 @@ pub(super) fn lines(explanation: &Explanation, record: &RunRecord) -> Vec<String
     out
 }
 
-/// The expectation's own window for a `becomes`, as offsets from the start: `(from, to)`
+/// The expectation's own window for a `becomes`, from time zero: `(from, to)`
 /// (`to`: open); `None` for other checks or when its `since` step was never issued.
 fn span(record: &RunRecord, e: &Expectation) -> Option<(Duration, Option<Duration>)> {
     let Check::Becomes { window, .. } = &e.check else {
         return None;
     };
-    let since = record.timeline.step_issued_ms(&e.since)?;
+    // From time zero, as the explanation's windows are.
+    let since = record.timeline.step_issued_ms(&e.since)? - record.zero_ms();
     let since = Duration::from_millis(u64::try_from(since).ok()?);
     let timers = &record.cluster.timers;
     let toleration =

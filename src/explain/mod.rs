@@ -57,7 +57,7 @@ pub struct Explained {
     pub node: String,
     /// The pod's workload, for a pod's transitions.
     pub workload: Option<WorkloadRef>,
-    /// When the run saw it, if it did (offset from the start).
+    /// When the run saw it, if it did (from time zero, the experiment's start).
     #[serde(rename = "observed_ms", serialize_with = "json_ms::maybe")]
     pub observed: Option<Duration>,
     /// When the fault on its node was undone, if it was.
@@ -254,6 +254,14 @@ pub fn explain(record: &RunRecord) -> Explanation {
             let why = cause::of(record, &settings, &items, &items[i]);
             items[i].cause = Some(why);
         }
+    }
+    // The model worked on the timeline's offsets; every report counts from time zero, the
+    // experiment's start.
+    let zero = inputs::at(record.zero_ms());
+    for i in &mut items {
+        i.prediction.window = i.prediction.window.counted_from(zero);
+        i.observed = i.observed.map(|t| t.saturating_sub(zero));
+        i.until = i.until.map(|t| t.saturating_sub(zero));
     }
     let mut assumed = Vec::new();
     if record.cluster.node_lease_seconds.is_none() {

@@ -244,6 +244,20 @@ pub enum Window {
     Never,
 }
 
+impl Window {
+    /// The window counted from `zero` instead of from the model's own origin (moments
+    /// before `zero` become `zero`).
+    pub fn counted_from(self, zero: Duration) -> Window {
+        match self {
+            Window::Never => Window::Never,
+            Window::Between { earliest, latest } => Window::Between {
+                earliest: earliest.saturating_sub(zero),
+                latest: latest.map(|l| l.saturating_sub(zero)),
+            },
+        }
+    }
+}
+
 /// Why the model predicts what it does: the rule behind each window, named for a person.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Rule {

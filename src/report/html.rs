@@ -65,6 +65,7 @@ fn header(h: &mut impl Write, record: &RunRecord) {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faultline: {name}</title><style>{CSS}</style></head><body>\
 <h1>{name}</h1><p class=\"meta\">{desc}</p>\
 <p class=\"meta\">cluster <b>{cluster}</b>{version} · run {run} · {start} → {finish} · faultline {fv}</p>\
+<p class=\"meta\">{zero}</p>\
 <p><span class=\"outcome {class}\">{outcome}</span> \
 <span class=\"score\">resilience score <b>{score}</b> <span class=\"meta\">({explained})</span></span></p>",
         score = record.score().value_text(),
@@ -82,6 +83,7 @@ fn header(h: &mut impl Write, record: &RunRecord) {
         start = record.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
         finish = record.finished_at.format("%H:%M:%S UTC"),
         fv = esc(&record.faultline_version),
+        zero = esc(&crate::report::text::time_zero_line(record)),
     );
 }
 
@@ -185,7 +187,12 @@ fn timeline(h: &mut impl Write, record: &RunRecord, explanation: &crate::explain
     let _ = h.write_str("<h2 id=\"timeline\">Timeline</h2>");
     let _ = h.write_str(LEGEND);
     let _ = h.write_str("<div class=\"timeline-wrap\">");
-    write_timeline_svg(h, record, explanation, Frame::whole(record, 0));
+    write_timeline_svg(
+        h,
+        record,
+        explanation,
+        Frame::whole(record, record.zero_ms()),
+    );
     let _ = h.write_str("</div>");
 }
 
@@ -193,7 +200,10 @@ fn timeline(h: &mut impl Write, record: &RunRecord, explanation: &crate::explain
 fn entries(h: &mut impl Write, record: &RunRecord) {
     let _ = h.write_str("<details><summary>timeline entries</summary><pre>");
     for e in &record.timeline.entries {
-        let _ = h.write_str(&esc(&crate::report::text::entry_line(e)));
+        let _ = h.write_str(&esc(&crate::report::text::entry_line(
+            e,
+            Some(record.zero_ms()),
+        )));
         let _ = h.write_str("\n");
     }
     let _ = h.write_str("</pre></details>");

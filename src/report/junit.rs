@@ -67,15 +67,12 @@ pub(crate) fn render_explained(
         if let Some(ms) = v.measured_ms {
             out.push_str(&format!(
                 "measured: {} after `{}`\n",
-                crate::judge::format_relative(ms),
+                text::measured_text(Some(ms)),
                 v.since
             ));
         }
         for m in &v.members {
-            let at = m
-                .at_ms
-                .map(crate::judge::format_relative)
-                .unwrap_or_else(|| "-".into());
+            let at = text::measured_text(m.at_ms);
             out.push_str(&format!("  {} {}: {}\n", m.member, at, m.note));
         }
         out.push_str(&figures);
@@ -92,7 +89,7 @@ pub(crate) fn render_explained(
             "aborted",
             &cdata(&format!(
                 "tripped at {}: {}; the run stopped and every fault was undone at once",
-                crate::timeline::format_offset_ms(t.at_ms),
+                text::at_text(record, t.at_ms),
                 t.value
             )),
         ));
@@ -155,6 +152,10 @@ pub(crate) fn render_explained(
         ("score".to_string(), score.value_text()),
         ("score.explained".to_string(), score.explain()),
     ];
+    if let Some(zero) = record.zero_wall() {
+        // What every `+` moment of the messages and the timeline counts from.
+        properties.push(("time_zero".to_string(), zero.to_rfc3339()));
+    }
     properties.extend(figure_properties(record));
     let timed = with_suite_time(
         xml(&report, &exp.name),
@@ -231,8 +232,8 @@ mod tests {
         assert!(
             message.contains(
                 "the node failure model: faultline-lab/web-7f95d99b4-7r6q8 Terminating \
-                 (evicted): predicted +42.7s … +55.1s (its toleration, 30s after the taint); \
-                 observed +52.1s: inside"
+                 (evicted): predicted +42.1s … +54.5s (its toleration, 30s after the taint); \
+                 observed +51.5s: inside"
             ),
             "{message}"
         );

@@ -104,6 +104,12 @@ pub fn render_explained(record: &RunRecord, explanation: &crate::explain::Explan
         record.started_at.format("%Y-%m-%d %H:%M:%S UTC")
     ));
     meta.push(tally(record));
+    if let Some(zero) = record.zero_wall() {
+        meta.push(format!(
+            "time zero +0.0s = {} (`at: 0s`)",
+            zero.format("%H:%M:%S%.3f UTC")
+        ));
+    }
     let score = record.score();
     meta.push(format!("score **{}**", score.value_text()));
     let _ = writeln!(m, "{}\n", meta.join(" · "));

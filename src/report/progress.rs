@@ -58,6 +58,7 @@ pub struct Status {
     zero: Option<Instant>,
     /// A run was announced and has not finished.
     running: bool,
+    /// Time zero (the experiment's `at: 0s`) as an offset, once it started.
     started_ms: Option<i64>,
     observation_over: bool,
     progress: Progress,
@@ -72,6 +73,12 @@ impl Status {
             running: true,
             ..Status::default()
         };
+    }
+
+    /// Time zero of the run's lines, once the experiment started: the offset of its
+    /// `at: 0s`.
+    pub fn zero_ms(&self) -> Option<i64> {
+        self.started_ms
     }
 
     /// The run ended: nothing to wait for.

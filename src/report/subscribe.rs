@@ -259,7 +259,8 @@ impl<W: Write + Send + 'static> Reporter for Terminal<W> {
             }
             RunEvent::Entry { entry, .. } => {
                 self.status.entry(entry, now);
-                self.print(format!("  {}\n", super::text::entry_line(entry)))?;
+                let line = super::text::entry_line(entry, self.status.zero_ms());
+                self.print(format!("  {line}\n"))?;
             }
             RunEvent::Progress { progress, .. } => self.status.progress(progress.clone()),
             RunEvent::RunFinished(record) => {

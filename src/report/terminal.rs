@@ -52,6 +52,10 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
         out.push('\n');
         return out;
     }
+    if record.start_ms.is_some() || record.timeline.zero_ms().is_some() {
+        out.push_str(&super::text::time_zero_line(record));
+        out.push('\n');
+    }
     out.push_str("targets:\n");
     for (target, nodes) in &record.targets {
         out.push_str(&format!(

@@ -3,7 +3,7 @@
 //! recovery figures, a run's length and each timeline entry as a line. Reporters import
 //! these from here, never from one another, so each renders from the record alone.
 
-use crate::judge::{Outcome, format_relative};
+use crate::judge::Outcome;
 use crate::record::{RunOutcome, RunRecord};
 use crate::sanitize::clean;
 use crate::timeline::{
@@ -50,15 +50,38 @@ pub fn timer_lines(record: &RunRecord) -> Vec<String> {
         .collect()
 }
 
-/// A verdict's measured time, or `-` when nothing was measured.
+/// A verdict's measured time, or `-` when nothing was measured: a duration after its
+/// `since` step (`19.2s`), written without the `+` that marks a moment from time zero.
 pub fn measured_text(ms: Option<i64>) -> String {
-    ms.map(format_relative).unwrap_or_else(|| "-".into())
+    ms.map(span_text).unwrap_or_else(|| "-".into())
 }
 
-/// A recovery figure, or `not observed`.
+/// A recovery figure, or `not observed`: a duration after the fault step, as
+/// [`measured_text`] writes one.
 pub fn figure_text(ms: Option<i64>) -> String {
-    ms.map(format_relative)
-        .unwrap_or_else(|| "not observed".into())
+    ms.map(span_text).unwrap_or_else(|| "not observed".into())
+}
+
+/// A duration in seconds with one decimal (`19.2s`, `-0.4s`), as the bounds are written.
+fn span_text(ms: i64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+/// A moment of the run's timeline as every report writes it: from time zero, the
+/// experiment's `at: 0s` (`+19.4s`; `-0.6s` before it).
+pub fn at_text(record: &RunRecord, offset_ms: i64) -> String {
+    format_offset_ms(offset_ms - record.zero_ms())
+}
+
+/// What `+0.0s` is, for the head of a report: `time zero +0.0s = 2026-11-23
+/// 15:10:42.184 UTC, the experiment's \`at: 0s\``. Every moment (`+19.4s`) counts from
+/// it; a measured time or a figure (`19.2s`) is a duration after its step.
+pub fn time_zero_line(record: &RunRecord) -> String {
+    let wall = record.zero_wall().map_or_else(
+        || "not recorded".to_string(),
+        |w| w.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
+    );
+    format!("time zero +0.0s = {wall}, the experiment's `at: 0s`")
 }
 
 /// How a run ended, counted the one way every reporter counts it (the terminal's last
@@ -144,12 +167,12 @@ pub fn tally(record: &RunRecord) -> String {
 /// each fault's proof that it took effect (or not), and whether the cluster was left as
 /// it was found. Every reporter shows these.
 pub fn safety_lines(record: &RunRecord) -> Vec<String> {
-    use crate::timeline::{Event, StepPhase, format_offset_ms};
+    use crate::timeline::{Event, StepPhase};
     let mut out = Vec::new();
     if let Some(t) = &record.aborted {
         out.push(format!(
             "ABORTED at {}: {} ({}); every fault was undone at once",
-            format_offset_ms(t.at_ms),
+            at_text(record, t.at_ms),
             t.condition,
             t.value
         ));
@@ -175,7 +198,7 @@ pub fn safety_lines(record: &RunRecord) -> Vec<String> {
         };
         out.push(format!(
             "{} fault of `{step}`{on} {said}",
-            format_offset_ms(e.offset_ms)
+            at_text(record, e.offset_ms)
         ));
     }
     match &record.restored {
@@ -211,7 +234,7 @@ pub fn figures_text(record: &RunRecord) -> String {
     let Some(step) = &f.fault_step else {
         return "recovery figures: no fault step ran\n".to_string();
     };
-    let mut out = format!("recovery figures (from `{}`):\n", clean(step));
+    let mut out = format!("recovery figures (after `{}`):\n", clean(step));
     for (label, value) in f.rows() {
         out.push_str(&format!("  {label:<26} {}\n", figure_text(value)));
     }
@@ -224,14 +247,20 @@ pub fn timeline_text(record: &RunRecord) -> String {
         .timeline
         .entries
         .iter()
-        .map(|e| entry_line(e) + "\n")
+        .map(|e| entry_line(e, Some(record.zero_ms())) + "\n")
         .collect()
 }
 
-/// One timeline entry as a line for the live view:
-/// `+21.3s node lab-worker-2 Ready True→Unknown, +taint unreachable:NoExecute`.
-pub fn entry_line(entry: &Entry) -> String {
-    let at = format_offset_ms(entry.offset_ms);
+/// One timeline entry as a line for the live view and the reports' timelines:
+/// `+21.3s node lab-worker-2 Ready True→Unknown, +taint unreachable:NoExecute`, its moment
+/// counted from time zero at offset `zero_ms`; `setup` in place of the moment before the
+/// experiment started, while time zero is not known yet (`None`).
+pub fn entry_line(entry: &Entry, zero_ms: Option<i64>) -> String {
+    let from_zero = |ms: i64| format_offset_ms(ms - zero_ms.unwrap_or(0));
+    let at = match zero_ms {
+        Some(z) => format_offset_ms(entry.offset_ms - z),
+        None => "setup".to_string(),
+    };
     let what = match &entry.event {
         Event::Node {
             name,
@@ -332,14 +361,16 @@ pub fn entry_line(entry: &Entry) -> String {
             RunPhase::ObserverReady { sources } => {
                 format!("observer ready: the first lists of its {sources} sources are in")
             }
-            RunPhase::Started { zero_ms: None } => {
-                "experiment starts (observer synced): time zero".to_string()
+            RunPhase::Started { zero_ms: start } => {
+                match start.map_or(0, |z| z - entry.offset_ms) {
+                    ahead if ahead > 50 => format!(
+                        "observer synced; the experiment starts {:.1}s later (time zero), once \
+                         its first nodes are armed",
+                        ahead as f64 / 1000.0
+                    ),
+                    _ => "experiment starts (observer synced): time zero".to_string(),
+                }
             }
-            RunPhase::Started { zero_ms: Some(z) } => format!(
-                "observer synced; the experiment starts at {} (time zero), once its first \
-                 nodes are armed",
-                format_offset_ms(*z)
-            ),
             RunPhase::ObservationEnded { reason, .. } => format!(
                 "observation ends: {reason}; what follows (undo, teardown) is recorded, not judged"
             ),
@@ -353,7 +384,7 @@ pub fn entry_line(entry: &Entry) -> String {
             ..
         } => format!(
             "next: step `{step}` at {} (in {:.1}s)",
-            format_offset_ms(*due),
+            from_zero(*due),
             (due - entry.offset_ms).max(0) as f64 / 1000.0
         ),
         Event::Schedule { step, wait, .. } => format!("next: step `{step}` {wait}"),
@@ -368,7 +399,7 @@ pub fn entry_line(entry: &Entry) -> String {
                 .map(|d| format!("{} ({})", d.node, d.why))
                 .collect::<Vec<_>>()
                 .join(", "),
-            format_offset_ms(*deadline_ms)
+            from_zero(*deadline_ms)
         ),
         Event::Endpoint { from, to, reason } => {
             format!("API endpoint {from} left ({reason}); now observing and acting through {to}")

@@ -42,4 +42,5 @@ mod report_junit;
 mod report_markdown;
 mod report_terminal;
 mod report_timers;
+mod time_zero;
 mod tour;

@@ -188,8 +188,8 @@ fn the_model_s_predicted_windows_are_drawn_on_their_lanes() {
     assert!(bounded >= 6, "{bounded}");
     assert_eq!(outlines, bounded, "one outline per bounded window");
     assert!(page.contains(
-        "<title>lab-worker-2 Unknown: predicted +10.7s … +23.0s (grace period after the last \
-         lease renewal, at the next monitor pass); observed +20.0s: inside</title>"
+        "<title>lab-worker-2 Unknown: predicted +10.1s … +22.4s (grace period after the last \
+         lease renewal, at the next monitor pass); observed +19.4s: inside</title>"
     ));
     assert!(!page.contains("data-fit=\"Missing\""), "every window held");
     assert!(

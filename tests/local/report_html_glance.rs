@@ -246,7 +246,7 @@ fn a_failed_expectation_is_marked_failed_where_it_was_observed_outside_its_windo
     ));
     assert!(close(marker_x(&marker), x(t0 + 19_769)));
     // The message counts from time zero (the experiment's start), the picture from `since`.
-    let left = faultline::timeline::format_offset_ms(t0 + 19_769 - record.timeline.zero_ms());
+    let left = faultline::timeline::format_offset_ms(t0 + 19_769 - record.zero_ms());
     assert!(
         title(&marker).contains(&format!("left Ready at {left}")),
         "{}",

@@ -78,7 +78,7 @@ fn one_case_per_verdict_with_counts() {
     let measured = child(cases[0], "system-out")
         .and_then(|n| n.text())
         .unwrap_or_default();
-    assert!(measured.contains("measured: +21.3s after"), "{measured}");
+    assert!(measured.contains("measured: 21.3s after"), "{measured}");
     assert!(child(cases[0], "failure").is_none() && child(cases[0], "error").is_none());
     let failure = child(cases[1], "failure").expect("failure");
     assert_eq!(failure.attribute("type"), Some("expectation"));

@@ -139,7 +139,7 @@ fn the_recorded_run_reads_at_a_glance() {
     assert!(verdicts.iter().all(|r| r.len() == 5), "{verdicts:#?}");
     let unknown = row(verdicts, "node unknown within 30s");
     assert_eq!(unknown[1], "PASS");
-    assert_eq!(unknown[2], "+21.3s");
+    assert_eq!(unknown[2], "21.3s", "a duration after its step");
     assert_eq!(unknown[3], "Unknown within 30.0s after stop kubelet");
     assert_eq!(unknown[4], "", "no reason on a pass");
     let evicted = row(verdicts, "web evicted between 30s and 40s");
@@ -165,11 +165,11 @@ fn the_recorded_run_reads_at_a_glance() {
     let figures = &doc.tables[1];
     assert_eq!(figures[0], ["Stage", "After the fault"]);
     assert_eq!(figures.len(), 1 + rec.figures.rows().len());
-    assert_eq!(row(figures, "node NotReady")[1], "+21.3s");
+    assert_eq!(row(figures, "node NotReady")[1], "21.3s");
     let eviction = rec.figures.first_eviction_ms.expect("an eviction");
     assert_eq!(
         row(figures, "first eviction")[1],
-        faultline::judge::format_relative(eviction)
+        faultline::report::text::figure_text(Some(eviction))
     );
     assert!(
         doc.text
@@ -192,8 +192,12 @@ fn the_recorded_run_reads_at_a_glance() {
         "{:?}",
         doc.items
     );
-    // Only what faultline's own messages quote (a step, a capability) is code.
-    assert_eq!(doc.code_spans, ["stop kubelet", "containers", "reboot"]);
+    // Only what faultline's own messages quote (the experiment's key time zero is, a
+    // step, a capability) is code.
+    assert_eq!(
+        doc.code_spans,
+        ["at: 0s", "stop kubelet", "containers", "reboot"]
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@ use faultline::report::text::entry_line;
 #[test]
 fn entry_lines_read_as_changes() {
     let t = timeline("kubelet-stop");
-    let lines: Vec<String> = t.entries.iter().map(entry_line).collect();
+    let lines: Vec<String> = t.entries.iter().map(|e| entry_line(e, Some(0))).collect();
     assert!(lines.contains(&"+21.3s node lab-worker-2 Ready True→Unknown, +taint unreachable:NoSchedule, +taint unreachable:NoExecute".to_string()), "{lines:#?}");
     assert!(
         lines
@@ -41,9 +41,24 @@ fn entry_lines_read_as_changes() {
 }
 
 #[test]
+fn entry_lines_count_from_time_zero_and_say_setup_before_it_is_known() {
+    let t = timeline("kubelet-stop");
+    let issued = t
+        .entries
+        .iter()
+        .find(|e| {
+            entry_line(e, Some(0)).contains("`stop kubelet` kubelet-stop on lab-worker-2 issued")
+        })
+        .expect("the step's entry");
+    assert!(entry_line(issued, Some(-2_500)).starts_with("+2.5s step `stop kubelet`"));
+    assert!(entry_line(issued, Some(500)).starts_with("-0.5s step `stop kubelet`"));
+    assert!(entry_line(issued, None).starts_with("setup step `stop kubelet`"));
+}
+
+#[test]
 fn gap_entries_are_named() {
     let t = timeline("kubelet-stop-gap");
-    let lines: Vec<String> = t.entries.iter().map(entry_line).collect();
+    let lines: Vec<String> = t.entries.iter().map(|e| entry_line(e, Some(0))).collect();
     assert!(
         lines.contains(
             &"+41.2s lost sight of pods: watch error: connection reset by peer".to_string()
@@ -66,7 +81,7 @@ fn summary_lists_outcomes_figures_targets_and_verdict() {
     assert!(row.contains("+52.0s") && row.contains("too late"), "{row}");
     assert!(plain.contains("SKIP"));
     assert!(
-        plain.contains("first eviction             +31.5s"),
+        plain.contains("first eviction             31.5s"),
         "{plain}"
     );
     assert_eq!(

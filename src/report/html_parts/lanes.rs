@@ -95,7 +95,7 @@ fn probe_colour((up, _): &(bool, String)) -> &'static str {
 /// Turns `(offset, Some(state))` changes into segments ending at the next change.
 fn segments<S>(
     changes: &[(i64, Option<S>)],
-    end: i64,
+    (end, zero): (i64, i64),
     colour: impl Fn(&S) -> &'static str,
     title: impl Fn(&S) -> String,
 ) -> Vec<Segment> {
@@ -107,7 +107,7 @@ fn segments<S>(
                 from: *at,
                 to,
                 colour: colour(s),
-                title: format!("{} from {}", title(s), format_relative(*at)),
+                title: format!("{} from {}", title(s), format_relative(*at - zero)),
             });
         }
     }
@@ -143,6 +143,8 @@ pub(super) fn node_stretches(changes: &[(i64, Option<&PodState>)], end: i64) -> 
 /// Every lane of `record`, each ending at `end` when its object is still there: nodes by
 /// name, pods in the order first seen, workloads, probes, the API server, queries.
 pub(super) fn lanes(record: &RunRecord, end: i64) -> Vec<Lane<'_>> {
+    // Titles say their moments from time zero, as every report does.
+    let zero = record.zero_ms();
     // States are borrowed from the record, not copied: at 30,000 pods a copy of every
     // pod's states is tens of MB.
     let mut nodes: BTreeMap<&str, Changes<&NodeState>> = BTreeMap::new();
@@ -218,7 +220,7 @@ pub(super) fn lanes(record: &RunRecord, end: i64) -> Vec<Lane<'_>> {
             label: format!("node {name}"),
             segments: segments(
                 changes,
-                end,
+                (end, zero),
                 |s| node_colour(s),
                 |s| labels::node_label(Some(*s)),
             ),
@@ -235,7 +237,7 @@ pub(super) fn lanes(record: &RunRecord, end: i64) -> Vec<Lane<'_>> {
             label: format!("pod {} ({uid})", pod.name),
             segments: segments(
                 &changes,
-                end,
+                (end, zero),
                 |s| pod_colour(s),
                 |s| labels::pod_label(Some(*s)),
             ),
@@ -250,7 +252,7 @@ pub(super) fn lanes(record: &RunRecord, end: i64) -> Vec<Lane<'_>> {
     for (name, changes) in &workloads {
         out.push(Lane {
             label: name.clone(),
-            segments: segments(changes, end, workload_colour, |s| {
+            segments: segments(changes, (end, zero), workload_colour, |s| {
                 labels::workload_label(Some(s))
             }),
             of: LaneOf::Workload(name.clone()),
@@ -260,7 +262,7 @@ pub(super) fn lanes(record: &RunRecord, end: i64) -> Vec<Lane<'_>> {
     for (name, changes) in &probes {
         out.push(Lane {
             label: format!("probe {name}"),
-            segments: segments(changes, end, probe_colour, |(up, detail)| {
+            segments: segments(changes, (end, zero), probe_colour, |(up, detail)| {
                 format!("{} ({detail})", labels::probe_label(Some(up)))
             }),
             of: LaneOf::Probe(name.clone()),
@@ -270,7 +272,7 @@ pub(super) fn lanes(record: &RunRecord, end: i64) -> Vec<Lane<'_>> {
     if !api.is_empty() {
         out.push(Lane {
             label: "API server".to_string(),
-            segments: segments(&api, end, probe_colour, |(up, detail)| {
+            segments: segments(&api, (end, zero), probe_colour, |(up, detail)| {
                 format!("{} ({detail})", if *up { "answers" } else { "unreachable" })
             }),
             of: LaneOf::Other,
@@ -280,7 +282,7 @@ pub(super) fn lanes(record: &RunRecord, end: i64) -> Vec<Lane<'_>> {
     for (name, changes) in &queries {
         out.push(Lane {
             label: format!("query {name}"),
-            segments: segments(changes, end, probe_colour, |(_, said)| said.clone()),
+            segments: segments(changes, (end, zero), probe_colour, |(_, said)| said.clone()),
             of: LaneOf::Other,
             nodes: Vec::new(),
         });

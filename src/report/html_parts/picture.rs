@@ -142,6 +142,8 @@ pub(crate) fn write_timeline_svg(
     let marks = marks(record, &lanes, record_end);
     let faults = fault_spans(record, record_end);
     let scale = Scale { origin, start, end };
+    // The explanation counts from time zero; the picture draws the record's offsets.
+    let zero = record.zero_ms();
     let tops: Vec<f64> = lanes
         .iter()
         .zip(&marks)
@@ -164,8 +166,8 @@ pub(crate) fn write_timeline_svg(
     );
     axis(s, start, end, bottom, &|t| scale.rel(t));
     for ((lane, lane_marks), y) in lanes.iter().zip(&marks).zip(&tops) {
-        let predicted = predicted::on_lane(&explanation.items, lane);
-        write_lane(s, lane, lane_marks, (&faults, &predicted), *y, &scale);
+        let predicted = predicted::on_lane(&explanation.items, lane, zero);
+        write_lane(s, lane, lane_marks, (&faults, &predicted, zero), *y, &scale);
     }
     write_across(s, record, &scale, bottom, record_end);
     let _ = s.write_str("</svg>");
@@ -178,7 +180,7 @@ fn write_lane(
     s: &mut impl Write,
     lane: &Lane<'_>,
     marks: &[Mark],
-    (faults, predicted): (&[FaultSpan], &[&Explained]),
+    (faults, predicted, zero): (&[FaultSpan], &[&Explained], i64),
     y: f64,
     scale: &Scale,
 ) {
@@ -210,7 +212,7 @@ fn write_lane(
             );
         }
     }
-    let x = |ms: i64| scale.clamped(ms);
+    let x = |ms: i64| scale.clamped(ms + zero);
     for item in predicted {
         predicted::write(s, item, (y, LANE_H), &x, true);
     }

@@ -17,8 +17,13 @@ const MODEL: &str = "#6c3483";
 const DEVIATION: &str = "#c0392b";
 
 /// The explained transitions drawn on `lane`: a node's own, or a pod's (on the lane of the
-/// pod object that was there when its node's outage began).
-pub(super) fn on_lane<'a>(items: &'a [Explained], lane: &Lane<'_>) -> Vec<&'a Explained> {
+/// pod object that was there when its node's outage began). The items count from time
+/// zero, at offset `zero` of the record's timeline.
+pub(super) fn on_lane<'a>(
+    items: &'a [Explained],
+    lane: &Lane<'_>,
+    zero: i64,
+) -> Vec<&'a Explained> {
     items
         .iter()
         .filter(|i| match &lane.of {
@@ -27,7 +32,10 @@ pub(super) fn on_lane<'a>(items: &'a [Explained], lane: &Lane<'_>) -> Vec<&'a Ex
                 i.prediction.subject == format!("{}/{}", id.namespace, id.name)
                     && match i.prediction.window {
                         Window::Between { earliest, .. } => {
-                            i64::try_from(earliest.as_millis()).unwrap_or(i64::MAX) >= *first_seen
+                            i64::try_from(earliest.as_millis())
+                                .unwrap_or(i64::MAX)
+                                .saturating_add(zero)
+                                >= *first_seen
                         }
                         Window::Never => false,
                     }
@@ -37,8 +45,8 @@ pub(super) fn on_lane<'a>(items: &'a [Explained], lane: &Lane<'_>) -> Vec<&'a Ex
         .collect()
 }
 
-/// Draws one predicted window on a lane at `y` of height `h`; `x` maps a record offset to
-/// the picture, kept inside the plot. `behind`: the band under the states (true), or its
+/// Draws one predicted window on a lane at `y` of height `h`; `x` maps an offset from
+/// time zero (the explanation's) to the picture, kept inside the plot. `behind`: the band under the states (true), or its
 /// outline over them (false), so both the window and the states stay visible.
 pub(super) fn write(
     s: &mut impl Write,
