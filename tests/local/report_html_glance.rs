@@ -441,3 +441,77 @@ fn a_series_page_writes_backticks_as_code_too() {
     let page = faultline::report::series::html::render(&series);
     assert!(page.contains("start again after <code>grace + 5s</code> &lt;b&gt;"));
 }
+
+/// Issue 47, item 6, on the one failed record (two kubelets stopped at once, an early
+/// stop, a `count: all` expectation one of whose pods went Terminating in its window).
+#[test]
+fn the_failed_zone_run_reads_without_cut_labels_doubled_labels_or_an_unlabelled_stop() {
+    let record = fixture("zones/one-zone");
+    assert_eq!(record.outcome, RunOutcome::Failed);
+    let page = html::render(&record);
+    let doc = picture(&page);
+    // The step issued on both nodes: a line for each, one label.
+    let step_lines = doc.descendants().filter(|n| class_is(n, "step")).count();
+    let labels = doc
+        .descendants()
+        .filter(|n| {
+            n.has_tag_name("text") && n.text().is_some_and(|t| t.starts_with("stop kubelets +"))
+        })
+        .count();
+    assert!(step_lines >= 2, "{step_lines}");
+    assert_eq!(labels, 1, "one label for the step on two nodes");
+    // The early stop says so on the picture, not only on hover.
+    let stop = doc
+        .descendants()
+        .find(|n| class_is(n, "early-stop"))
+        .expect("the early stop is labelled");
+    assert!(
+        stop.text()
+            .unwrap_or_default()
+            .starts_with("stopped early +")
+    );
+    // A long name wraps over two lines, every word kept, and the rows below make room.
+    let long = "web pods on both are evicted, neither waiting a queue turn";
+    for (_, lane) in lanes(&doc) {
+        let mut next_free = f64::MIN;
+        for (name, row) in expectations(lane) {
+            let text = row
+                .children()
+                .find(|c| class_is(c, "expectation-name"))
+                .expect("its name");
+            let y = num(&text, "y");
+            assert!(y >= next_free, "{name}: rows overlap");
+            let lines: Vec<String> = text
+                .children()
+                .filter(|c| c.has_tag_name("tspan"))
+                .map(|t| t.text().unwrap_or_default().chars().skip(2).collect())
+                .collect();
+            assert_eq!(lines.join(" "), name, "every word written");
+            if name == long {
+                assert_eq!(lines.len(), 2, "{lines:?}");
+            }
+            next_free = y + 16.0 * lines.len() as f64 - 0.5;
+        }
+    }
+    // `count: all` failed on one pod: the other pod's marker, inside its window, is not red.
+    let mut seen = Vec::new();
+    for (label, lane) in lanes(&doc)
+        .into_iter()
+        .filter(|(l, _)| l.starts_with("pod "))
+    {
+        let Some((_, row)) = expectations(lane).into_iter().find(|(n, _)| n == long) else {
+            continue;
+        };
+        let (band, marker) = band_and_marker(row);
+        let inside =
+            (num(&band, "x")..=num(&band, "x") + num(&band, "width")).contains(&marker_x(&marker));
+        let member = marker.attribute("data-member-outcome").unwrap_or_default();
+        if member == "Passed" {
+            assert!(inside, "{label}: {}", title(&marker));
+            assert!(title(&marker).contains("this one held"), "{}", title(&marker));
+        }
+        seen.push(member.to_string());
+    }
+    assert!(seen.contains(&"Failed".to_string()), "{seen:?}");
+    assert!(seen.contains(&"Passed".to_string()), "{seen:?}");
+}

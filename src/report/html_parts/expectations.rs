@@ -19,6 +19,10 @@ pub(super) struct Mark {
     pub(super) name: String,
     /// Its verdict.
     pub(super) outcome: Outcome,
+    /// How this lane's member fared, which its marker shows: the verdict's outcome, except
+    /// that a member of a failed `becomes` seen inside its window held (with `count: all`
+    /// another member failed it).
+    pub(super) member_outcome: Outcome,
     /// Where it is judged, as record offsets (`None` when its bound has no value here).
     pub(super) window: Option<(i64, i64)>,
     /// The window in words, relative to its `since` step (`within grace + 10s = 30s of
@@ -228,9 +232,20 @@ impl Placed<'_> {
                 Seen::Decided,
             )),
         };
+        let member_at = member.and_then(|m| m.at_ms).map(|at| t0 + at);
+        let held_here = matches!(self.expectation.check, Check::Becomes { .. })
+            && matches!(
+                (window, member_at),
+                (Some((from, to)), Some(at)) if (from..=to).contains(&at)
+            );
+        let member_outcome = match self.verdict.outcome {
+            Outcome::Failed if held_here => Outcome::Passed,
+            o => o,
+        };
         Mark {
             name: self.verdict.name.clone(),
             outcome: self.verdict.outcome,
+            member_outcome,
             window,
             window_text,
             marker,

@@ -24,6 +24,8 @@ const MARK_H: f64 = 16.0;
 const TOP: f64 = 70.0;
 /// Longest expectation name written in the label column; the rest is in its tooltip.
 const MARK_NAME_CHARS: usize = 41;
+/// Issues of one step closer than this are one issue on several nodes: labelled once.
+const SAME_ISSUE_MS: i64 = 2_000;
 /// Narrowest stretch (px) of a pod lane that gets its node's name written on it.
 const NODE_NAME_MIN_PX: f64 = 40.0;
 
@@ -102,6 +104,35 @@ fn shortened(name: &str, max: usize) -> String {
     }
 }
 
+/// An expectation's name as its row writes it: on one line when it fits the label column,
+/// else wrapped on words over two (the second shortened with `…` if still too long).
+fn name_lines(name: &str) -> Vec<String> {
+    let mut lines: Vec<String> = textwrap::wrap(name, MARK_NAME_CHARS)
+        .into_iter()
+        .map(|l| l.into_owned())
+        .collect();
+    if lines.len() > 2 {
+        let rest = lines[1..].join(" ");
+        lines.truncate(1);
+        lines.push(shortened(&rest, MARK_NAME_CHARS));
+    }
+    lines
+}
+
+/// The height of an expectation's row: one line of its name, or two.
+fn mark_h(mark: &Mark) -> f64 {
+    if mark.name.chars().count() <= MARK_NAME_CHARS {
+        MARK_H
+    } else {
+        name_lines(&mark.name).len() as f64 * MARK_H
+    }
+}
+
+/// The height of a lane's expectation rows.
+fn marks_h(marks: &[Mark]) -> f64 {
+    marks.iter().map(mark_h).sum()
+}
+
 /// Maps record offsets to x on the picture, clamped to the plot.
 struct Scale {
     origin: i64,
@@ -149,13 +180,11 @@ pub(crate) fn write_timeline_svg(
         .zip(&marks)
         .scan(TOP, |y, (_, m)| {
             let top = *y;
-            *y += LANE_H + m.len() as f64 * MARK_H;
+            *y += LANE_H + marks_h(m);
             Some(top)
         })
         .collect();
-    let bottom = TOP
-        + lanes.len() as f64 * LANE_H
-        + marks.iter().map(Vec::len).sum::<usize>() as f64 * MARK_H;
+    let bottom = TOP + lanes.len() as f64 * LANE_H + marks.iter().map(|m| marks_h(m)).sum::<f64>();
     let height = bottom + 30.0;
     let width = LABEL_W + PLOT_W + RIGHT_W;
     let _ = write!(
@@ -184,7 +213,7 @@ fn write_lane(
     y: f64,
     scale: &Scale,
 ) {
-    let lane_h = LANE_H + marks.len() as f64 * MARK_H;
+    let lane_h = LANE_H + marks_h(marks);
     let _ = write!(
         s,
         "<g class=\"lane\"><text x=\"4\" y=\"{:.1}\">{}</text>",
@@ -244,8 +273,10 @@ fn write_lane(
             esc(&stretch.node)
         );
     }
-    for (i, mark) in marks.iter().enumerate() {
-        write_mark(s, mark, y + LANE_H + i as f64 * MARK_H, scale);
+    let mut row_y = y + LANE_H;
+    for mark in marks {
+        write_mark(s, mark, row_y, scale);
+        row_y += mark_h(mark);
     }
     let _ = s.write_str("</g>");
 }
@@ -257,13 +288,24 @@ fn write_mark(s: &mut impl Write, mark: &Mark, y: f64, scale: &Scale) {
     let word = mark.outcome.word();
     let _ = write!(
         s,
-        "<g class=\"expectation\" data-outcome=\"{outcome:?}\"><text class=\"expectation-name\" x=\"16\" y=\"{:.1}\" fill=\"{colour}\">{} {}<title>{}</title></text>",
+        "<g class=\"expectation\" data-outcome=\"{outcome:?}\"><text class=\"expectation-name\" x=\"16\" y=\"{:.1}\" fill=\"{colour}\">",
         y + 12.0,
-        outcome_sign(mark.outcome),
-        esc(&shortened(&mark.name, MARK_NAME_CHARS)),
-        esc(&mark.name),
         outcome = mark.outcome,
     );
+    for (i, line) in name_lines(&mark.name).iter().enumerate() {
+        let sign = if i == 0 {
+            outcome_sign(mark.outcome)
+        } else {
+            " "
+        };
+        let _ = write!(
+            s,
+            "<tspan x=\"16\" dy=\"{}\" xml:space=\"preserve\">{sign} {}</tspan>",
+            if i == 0 { 0.0 } else { MARK_H - 2.0 },
+            esc(line)
+        );
+    }
+    let _ = write!(s, "<title>{}</title></text>", esc(&mark.name));
     if let Some((from, to)) = mark.window {
         let x0 = scale.clamped(from);
         let w = (scale.clamped(to) - x0).max(2.0);
@@ -282,13 +324,18 @@ fn write_mark(s: &mut impl Write, mark: &Mark, y: f64, scale: &Scale) {
             Seen::Observed => "observed",
             Seen::Decided => "decided",
         };
+        let word = if mark.member_outcome == mark.outcome {
+            word.to_string()
+        } else {
+            format!("{word} (another member failed it; this one held)")
+        };
         let title = format!(
             "{}: {word} ({when} at {}): {}",
             mark.name,
             format_relative(at - scale.origin),
             mark.message
         );
-        let shape = match mark.outcome {
+        let shape = match mark.member_outcome {
             Outcome::Passed => format!("<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"5\""),
             Outcome::Failed => format!(
                 "<polygon points=\"{:.1},{cy:.1} {cx:.1},{:.1} {:.1},{cy:.1} {cx:.1},{:.1}\"",
@@ -305,7 +352,9 @@ fn write_mark(s: &mut impl Write, mark: &Mark, y: f64, scale: &Scale) {
         };
         let _ = write!(
             s,
-            "<g class=\"verdict\" data-at=\"{at}\">{shape} fill=\"{colour}\" stroke=\"#fff\" stroke-width=\"1.5\"/><title>{}</title></g>",
+            "<g class=\"verdict\" data-at=\"{at}\" data-member-outcome=\"{:?}\">{shape} fill=\"{}\" stroke=\"#fff\" stroke-width=\"1.5\"/><title>{}</title></g>",
+            mark.member_outcome,
+            outcome_colour(mark.member_outcome),
             esc(&title)
         );
     }
@@ -323,6 +372,8 @@ fn write_across(
 ) {
     let mut open: Vec<(String, i64, String)> = Vec::new();
     let mut steps_drawn = 0usize;
+    // Each step's last labelled issue.
+    let mut labelled: std::collections::HashMap<&str, i64> = std::collections::HashMap::new();
     for e in &record.timeline.entries {
         match &e.event {
             Event::Gap {
@@ -353,6 +404,19 @@ fn write_across(
                 ..
             } => {
                 let px = scale.at(e.offset_ms);
+                // A step on several nodes is issued once per node, a moment apart: one
+                // label for them, a line for each.
+                let again = labelled
+                    .get(step.as_str())
+                    .is_some_and(|at| e.offset_ms - at < SAME_ISSUE_MS);
+                if again {
+                    let _ = write!(
+                        s,
+                        "<g class=\"step\"><line x1=\"{px:.1}\" y1=\"{TOP:.1}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#1f4e9a\" stroke-dasharray=\"4 3\"/></g>"
+                    );
+                    continue;
+                }
+                labelled.insert(step.as_str(), e.offset_ms);
                 let label_y = TOP - 8.0 - (steps_drawn % 3) as f64 * 14.0;
                 steps_drawn += 1;
                 let _ = write!(
@@ -387,12 +451,23 @@ fn write_across(
                 );
             }
             Event::Run {
-                phase: RunPhase::ObservationEnded { reason, .. },
+                phase: RunPhase::ObservationEnded { reason, early },
             } => {
                 let px = scale.at(e.offset_ms);
+                // An early stop is news: it says so where it happened, not only on hover.
+                let label = if *early {
+                    format!(
+                        "<text class=\"early-stop\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#555\" font-weight=\"bold\" text-anchor=\"end\">stopped early {}</text>",
+                        px - 3.0,
+                        TOP - 4.0,
+                        format_relative(e.offset_ms - scale.origin)
+                    )
+                } else {
+                    String::new()
+                };
                 let _ = write!(
                     s,
-                    "<g class=\"observation-end\"><line x1=\"{px:.1}\" y1=\"{TOP:.1}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#555\"/>\
+                    "<g class=\"observation-end\"><line x1=\"{px:.1}\" y1=\"{TOP:.1}\" x2=\"{px:.1}\" y2=\"{bottom:.1}\" stroke=\"#555\"/>{label}\
 <title>observation ends: {}</title></g>",
                     esc(reason)
                 );
