@@ -43,3 +43,4 @@ mod report_markdown;
 mod report_terminal;
 mod report_timers;
 mod tour;
+mod validate_one_pass;
