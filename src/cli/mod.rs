@@ -36,11 +36,13 @@ mod list;
 mod namespace;
 mod plan;
 mod plan_flags;
+mod plan_json;
 mod plan_predicted;
 mod plan_verdict;
 mod preflight;
 mod rbac;
 mod rehearse;
+mod rehearse_json;
 mod report;
 mod restore;
 mod run;
@@ -110,6 +112,10 @@ pub enum Command {
         /// Namespace in place of the experiments' own.
         #[command(flatten)]
         namespace: NamespaceArg,
+        /// Text for people, JSON for tools (one object per experiment: the steps in time
+        /// order with their commands, the model's predictions, the verdict).
+        #[arg(long, short = 'o', value_enum, default_value_t = PlanFormat::Text)]
+        output: PlanFormat,
     },
     /// Check everything a run relies on, per node and for the cluster, before breaking
     /// anything: transport, host key, authentication, sudo, the kubelet unit, the commands
@@ -206,6 +212,10 @@ pub enum Command {
         /// as `run --keep-going` does.
         #[arg(long)]
         keep_going: bool,
+        /// Text for people, JSON for tools (one object per rehearsed run: the steps, how
+        /// it ended, each expectation's verdict beside the recorded one).
+        #[arg(long, short = 'o', value_enum, default_value_t = RehearseFormat::Text)]
+        output: RehearseFormat,
     },
     /// Compare two sets of runs (e.g. before and after an upgrade): verdicts, recovery
     /// figures, observed transition times and scores, with spreads where runs were repeated.
@@ -549,6 +559,24 @@ pub enum ValidateFormat {
     Json,
 }
 
+/// How `faultline plan` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// The plan for people, as `run --dry-run` prints it.
+    Text,
+    /// One JSON array, an object per experiment (docs/reading-results.md).
+    Json,
+}
+
+/// How `faultline rehearse` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RehearseFormat {
+    /// Steps, how it ended and the verdicts beside the recorded ones, for people.
+    Text,
+    /// One JSON array, an object per rehearsed run (docs/reading-results.md).
+    Json,
+}
+
 /// How `faultline list` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {
@@ -628,7 +656,8 @@ pub async fn main(cli: Cli) -> i32 {
             inventory,
             api,
             namespace,
-        } => plan::plan(&paths, inventory.as_deref(), &api, &namespace).await,
+            output,
+        } => plan::plan(&paths, inventory.as_deref(), &api, &namespace, output).await,
         Command::Rbac {
             paths,
             role,
@@ -681,7 +710,8 @@ pub async fn main(cli: Cli) -> i32 {
             run,
             namespace,
             keep_going,
-        } => rehearse::run(&experiment, &record, run, &namespace, keep_going),
+            output,
+        } => rehearse::run(&experiment, &record, run, &namespace, keep_going, output),
         Command::Compare(args) => compare::compare(&args),
         Command::StopRuns {
             namespace,

@@ -34,6 +34,7 @@ mod judge_probes;
 mod judge_verdicts;
 mod observe_gap;
 mod offline_cli;
+mod plan_rehearse_json;
 mod rehearse_records;
 mod report_html;
 mod report_html_glance;
