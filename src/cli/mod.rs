@@ -804,3 +804,37 @@ fn show_paths(paths: &[PathBuf]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `FAULTLINE_INVENTORY` stands for `-i` wherever `-i` exists (issue 47): a command
+    /// given `-i` later reads the variable without anyone remembering to add it.
+    #[test]
+    fn every_inventory_flag_reads_the_inventory_variable() {
+        fn walk(cmd: &clap::Command, path: &str, found: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                if arg.get_short() == Some('i') || arg.get_long() == Some("inventory") {
+                    assert_eq!(
+                        arg.get_env().and_then(|e| e.to_str()),
+                        Some("FAULTLINE_INVENTORY"),
+                        "`{path} -i` does not read FAULTLINE_INVENTORY"
+                    );
+                    found.push(path.to_string());
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        walk(&super::Cli::command(), "faultline", &mut found);
+        for command in ["validate", "plan", "run", "doctor", "rbac", "restore"] {
+            assert!(
+                found.contains(&format!("faultline {command}")),
+                "{command} has no -i: {found:?}"
+            );
+        }
+    }
+}
