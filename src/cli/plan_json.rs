@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::plan_verdict::{self, Problem};
+use super::validate::Place;
 use super::{EXIT_ERROR, EXIT_OK, PlanFormat};
 use crate::experiment::model::Experiment;
 use crate::failure_model::Prediction;
@@ -56,6 +57,9 @@ pub(super) struct PlanDoc {
     pub observation_ends_ms: Option<i64>,
     /// What to look at: assumed timers, targets resolved only after setup.
     pub warnings: Vec<String>,
+    /// The file's own warnings at their place, as `validate -o json` gives them (an
+    /// expectation about a workload setup never creates).
+    pub file_warnings: Vec<Place>,
     /// What a run would not get past (the verdict's lines).
     pub problems: Vec<ProblemDoc>,
     /// The exit code this experiment gives (the process exits with the worst).
@@ -227,6 +231,7 @@ impl PlanDoc {
             expectations: Vec::new(),
             observation_ends_ms: None,
             warnings: Vec::new(),
+            file_warnings: Vec::new(),
             problems: Vec::new(),
             exit_code: EXIT_OK,
         }
@@ -265,11 +270,18 @@ impl Sink {
         }
     }
 
-    /// A rendered plan: printed, or kept; its problems returned for the exit code.
+    /// A rendered plan: printed, or kept with its file's warnings (which stderr has
+    /// said already, as the file was loaded); its problems returned for the exit code.
     pub(super) fn plan(&mut self, r: Rendered) -> Vec<Problem> {
         match self.format {
             PlanFormat::Text => crate::report::colour::print_plan(&r.text),
-            PlanFormat::Json => self.docs.push(r.doc),
+            PlanFormat::Json => {
+                let checked = crate::experiment::load_checked(&r.doc.file);
+                self.docs.push(PlanDoc {
+                    file_warnings: checked.warnings.iter().map(Place::from).collect(),
+                    ..r.doc
+                });
+            }
         }
         r.problems
     }

@@ -242,3 +242,34 @@ fn a_rehearsal_gives_each_verdict_beside_the_record_and_the_early_stop() {
     assert_eq!(code, exit_of(&args));
     assert_eq!(runs[0]["endedEarly"], false, "{}", runs[0]);
 }
+
+#[test]
+fn a_plan_carries_its_file_s_warnings_at_their_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = repo().join("fixtures/lab");
+    let file = dir.path().join("setup.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: setup\ndescription: d\nnamespace: faultline-lab\n\
+             targets:\n  victim: {{role: worker, runningPodsOf: deployment/web, count: 1}}\n\
+             setup:\n  manifests: [{ns}, {web}]\n\
+             steps:\n  - {{name: stop, at: 0s, do: kubelet-stop, target: victim}}\n\
+             expect:\n  - {{name: db kept, pods: {{workload: statefulset/db, on: victim}}, never: Terminating}}\n",
+            ns = lab.join("00-namespace.yaml").display(),
+            web = lab.join("web-deployment.yaml").display(),
+        ),
+    )
+    .expect("write");
+    let (plans, code) = json(&["plan", file.to_str().expect("utf-8"), "-o", "json"]);
+    assert_eq!(code, Some(0));
+    let warnings = plans[0]["fileWarnings"].as_array().expect("fileWarnings");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0]["line"], 11);
+    assert!(
+        warnings[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("does not create statefulset/db")),
+        "{warnings:?}"
+    );
+}
