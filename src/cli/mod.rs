@@ -36,11 +36,13 @@ mod list;
 mod namespace;
 mod plan;
 mod plan_flags;
+mod plan_json;
 mod plan_predicted;
 mod plan_verdict;
 mod preflight;
 mod rbac;
 mod rehearse;
+mod rehearse_json;
 mod report;
 mod restore;
 mod run;
@@ -110,6 +112,10 @@ pub enum Command {
         /// Namespace in place of the experiments' own.
         #[command(flatten)]
         namespace: NamespaceArg,
+        /// Text for people, JSON for tools (one object per experiment: the steps in time
+        /// order with their commands, the model's predictions, the verdict).
+        #[arg(long, short = 'o', value_enum, default_value_t = PlanFormat::Text)]
+        output: PlanFormat,
     },
     /// Check everything a run relies on, per node and for the cluster, before breaking
     /// anything: transport, host key, authentication, sudo, the kubelet unit, the commands
@@ -206,6 +212,10 @@ pub enum Command {
         /// as `run --keep-going` does.
         #[arg(long)]
         keep_going: bool,
+        /// Text for people, JSON for tools (one object per rehearsed run: the steps, how
+        /// it ended, each expectation's verdict beside the recorded one).
+        #[arg(long, short = 'o', value_enum, default_value_t = RehearseFormat::Text)]
+        output: RehearseFormat,
     },
     /// Compare two sets of runs (e.g. before and after an upgrade): verdicts, recovery
     /// figures, observed transition times and scores, with spreads where runs were repeated.
@@ -549,6 +559,24 @@ pub enum ValidateFormat {
     Json,
 }
 
+/// How `faultline plan` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// The plan for people, as `run --dry-run` prints it.
+    Text,
+    /// One JSON array, an object per experiment (docs/reading-results.md).
+    Json,
+}
+
+/// How `faultline rehearse` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RehearseFormat {
+    /// Steps, how it ended and the verdicts beside the recorded ones, for people.
+    Text,
+    /// One JSON array, an object per rehearsed run (docs/reading-results.md).
+    Json,
+}
+
 /// How `faultline list` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {
@@ -628,7 +656,8 @@ pub async fn main(cli: Cli) -> i32 {
             inventory,
             api,
             namespace,
-        } => plan::plan(&paths, inventory.as_deref(), &api, &namespace).await,
+            output,
+        } => plan::plan(&paths, inventory.as_deref(), &api, &namespace, output).await,
         Command::Rbac {
             paths,
             role,
@@ -681,7 +710,8 @@ pub async fn main(cli: Cli) -> i32 {
             run,
             namespace,
             keep_going,
-        } => rehearse::run(&experiment, &record, run, &namespace, keep_going),
+            output,
+        } => rehearse::run(&experiment, &record, run, &namespace, keep_going, output),
         Command::Compare(args) => compare::compare(&args),
         Command::StopRuns {
             namespace,
@@ -773,4 +803,38 @@ fn show_paths(paths: &[PathBuf]) -> String {
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `FAULTLINE_INVENTORY` stands for `-i` wherever `-i` exists (issue 47): a command
+    /// given `-i` later reads the variable without anyone remembering to add it.
+    #[test]
+    fn every_inventory_flag_reads_the_inventory_variable() {
+        fn walk(cmd: &clap::Command, path: &str, found: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                if arg.get_short() == Some('i') || arg.get_long() == Some("inventory") {
+                    assert_eq!(
+                        arg.get_env().and_then(|e| e.to_str()),
+                        Some("FAULTLINE_INVENTORY"),
+                        "`{path} -i` does not read FAULTLINE_INVENTORY"
+                    );
+                    found.push(path.to_string());
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        walk(&super::Cli::command(), "faultline", &mut found);
+        for command in ["validate", "plan", "run", "doctor", "rbac", "restore"] {
+            assert!(
+                found.contains(&format!("faultline {command}")),
+                "{command} has no -i: {found:?}"
+            );
+        }
+    }
 }

@@ -7,9 +7,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::plan_json::{
+    CommandDoc, ExpectationDoc, PlanDoc, PlanStatus, Rendered, Sink, StepDoc, TargetDoc,
+};
 use super::plan_predicted::KnownNodes;
 use super::plan_verdict::{self, Problem};
-use super::{EXIT_ERROR, EXIT_OK};
+use super::{EXIT_ERROR, EXIT_OK, PlanFormat};
 use crate::cluster::ClusterError;
 use crate::execute::Executor;
 use crate::experiment::fault::{self, Via, action_name};
@@ -31,12 +34,15 @@ pub(super) async fn plan(
     inventory: Option<&Path>,
     api: &super::ApiArgs,
     namespace: &super::NamespaceArg,
+    format: PlanFormat,
 ) -> i32 {
     let Some(experiments) = super::load_experiments_in(paths, namespace) else {
         return EXIT_ERROR;
     };
+    let mut sink = Sink::new(format);
     let Some(inventory) = inventory else {
-        return print_without_inventory(&experiments);
+        let code = without_inventory(&experiments, &mut sink);
+        return sink.finish(code);
     };
     let Some(inventory) = super::load_inventory(inventory, api) else {
         return EXIT_ERROR;
@@ -52,32 +58,34 @@ pub(super) async fn plan(
         ignore_journal: true,
         ..RunSettings::new(inventory, journal_path)
     };
-    print_plans(&experiments, &settings).await
+    let code = plans(&experiments, &settings, &mut sink).await;
+    sink.finish(code)
 }
 
-/// Prints the plan of every experiment; an error exit if any interlock refuses one. An
-/// API that cannot be reached gives the offline plan, not a refusal.
+/// Prints the plan of every experiment as text (`run --dry-run`, a run's own plan).
 pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettings) -> i32 {
+    plans(experiments, settings, &mut Sink::new(PlanFormat::Text)).await
+}
+
+/// The plan of every experiment, into `sink`; an error exit if any interlock refuses one.
+/// An API that cannot be reached gives the offline plan, not a refusal.
+async fn plans(experiments: &[Experiment], settings: &RunSettings, sink: &mut Sink) -> i32 {
     let mut code = EXIT_OK;
     let capabilities = settings.inventory.cluster().capabilities();
     for exp in experiments {
         // What a run would skip is said before anything is asked of the cluster.
         if let Some(missing) = crate::capability::missing(&exp.requires, &capabilities) {
-            println!(
-                "{}: NOT RUN on this cluster, a run skips it: {}",
-                exp.name,
-                missing.explained()
-            );
+            sink.skipped(exp, missing.explained().to_string());
             continue;
         }
         let mut prepared = match prepare(exp, settings).await {
             Ok(p) if p.cluster.server_version.is_some() => p,
             Ok(p) => {
-                if refused_offline(exp, settings) {
+                if refused_offline(exp, settings, sink) {
                     code = EXIT_ERROR;
                     continue;
                 }
-                let problems = shown(offline(
+                let problems = sink.plan(offline(
                     exp,
                     settings,
                     &p.executor,
@@ -87,24 +95,24 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
                 continue;
             }
             Err(RunError::Cluster(e)) => {
-                if refused_offline(exp, settings) {
+                if refused_offline(exp, settings, sink) {
                     code = EXIT_ERROR;
                     continue;
                 }
                 let executor = Executor::new(settings.inventory.clone());
-                let problems = shown(offline(exp, settings, &executor, &e.to_string()));
+                let problems = sink.plan(offline(exp, settings, &executor, &e.to_string()));
                 code = code.max(plan_verdict::exit_code(&problems));
                 continue;
             }
             Err(e) => {
-                fail!("{}: refused: {e}", exp.name);
+                sink.refused(exp, e.to_string());
                 code = EXIT_ERROR;
                 continue;
             }
         };
         match resolve(exp, &mut prepared, &settings.inventory).await {
             Ok(expanded) => {
-                let problems = shown(render(&expanded, &online(&prepared)));
+                let problems = sink.plan(render(&expanded, &online(&prepared)));
                 code = code.max(plan_verdict::exit_code(&problems));
             }
             // Targets chosen by the pods of a workload that setup has not applied yet can
@@ -114,12 +122,14 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
             {
                 let mut view = online(&prepared);
                 view.targets = Targets::Selectors(candidates(exp, &settings.inventory));
-                let problems = shown(render(exp, &view));
+                let problems = sink.plan(render(exp, &view));
                 code = code.max(plan_verdict::exit_code(&problems));
-                println!("  note: targets are resolved after setup applies its manifests ({e})");
+                sink.note(format!(
+                    "targets are resolved after setup applies its manifests ({e})"
+                ));
             }
             Err(e) => {
-                fail!("{}: refused: {e}", exp.name);
+                sink.refused(exp, e.to_string());
                 code = EXIT_ERROR;
             }
         }
@@ -132,19 +142,18 @@ pub(super) async fn print_plans(experiments: &[Experiment], settings: &RunSettin
 pub(super) fn offline_problems(exp: &Experiment, inventory: &Inventory) -> Vec<Problem> {
     let settings = RunSettings::new(inventory.clone(), PathBuf::new());
     let executor = Executor::new(inventory.clone());
-    offline(exp, &settings, &executor, "validate reads files only").1
-}
-
-/// Prints a rendered plan; its problems are returned for the exit code.
-fn shown((text, problems): (String, Vec<Problem>)) -> Vec<Problem> {
-    crate::report::colour::print_plan(&text);
-    problems
+    offline(exp, &settings, &executor, "validate reads files only").problems
 }
 
 /// The plans when no inventory is given: which cluster, how its nodes are reached and its
 /// timers are unknown, so the plan is offline, every timer is assumed (and marked), and the
 /// steps name what they do but no command.
 pub(super) fn print_without_inventory(experiments: &[Experiment]) -> i32 {
+    without_inventory(experiments, &mut Sink::new(PlanFormat::Text))
+}
+
+/// [`print_without_inventory`] into `sink`.
+fn without_inventory(experiments: &[Experiment], sink: &mut Sink) -> i32 {
     let inventory = match Inventory::parse(NO_INVENTORY, Path::new("(no inventory)")) {
         Ok(inv) => inv,
         Err(e) => {
@@ -157,12 +166,12 @@ pub(super) fn print_without_inventory(experiments: &[Experiment]) -> i32 {
     let mut code = EXIT_OK;
     for exp in experiments {
         if let Err(e) = crate::run::preflight::safety::check_offline(exp, None) {
-            fail!("{}: refused: {e}", exp.name);
+            sink.refused(exp, e.to_string());
             code = EXIT_ERROR;
             continue;
         }
         let view = offline_view(&settings, &executor, "no inventory (-i) given", exp, false);
-        let problems = shown(render(exp, &view));
+        let problems = sink.plan(render(exp, &view));
         code = code.max(plan_verdict::exit_code(&problems));
     }
     code
@@ -173,11 +182,11 @@ const NO_INVENTORY: &str = "cluster: {name: unknown}\nnodes: []\n";
 
 /// Without the API, the interlocks the files alone decide (`safety::check_offline`):
 /// what a run would refuse is refused here too, and said on stderr.
-fn refused_offline(exp: &Experiment, settings: &RunSettings) -> bool {
+fn refused_offline(exp: &Experiment, settings: &RunSettings, sink: &mut Sink) -> bool {
     match crate::run::preflight::safety::check_offline(exp, Some(&settings.inventory)) {
         Ok(()) => false,
         Err(e) => {
-            fail!("{}: refused: {e}", exp.name);
+            sink.refused(exp, e.to_string());
             true
         }
     }
@@ -245,12 +254,7 @@ fn online(p: &Prepared) -> View<'_> {
 }
 
 /// The plan without the API: what the files alone say.
-fn offline(
-    exp: &Experiment,
-    settings: &RunSettings,
-    executor: &Executor,
-    why: &str,
-) -> (String, Vec<Problem>) {
+fn offline(exp: &Experiment, settings: &RunSettings, executor: &Executor, why: &str) -> Rendered {
     render(exp, &offline_view(settings, executor, why, exp, true))
 }
 
@@ -351,8 +355,16 @@ fn selector_text(t: &TargetSpec) -> String {
 /// command, the expectations, and how long observation lasts.
 /// The plan's text and what it found that a run would not get past (the text ends with
 /// it, as the verdict).
-fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
+fn render(exp: &Experiment, v: &View<'_>) -> Rendered {
     let mut problems = Vec::new();
+    let mut doc = PlanDoc {
+        cluster: v.inventory_given.then(|| v.cluster.clone()),
+        context: v.inventory_given.then(|| v.context.clone()),
+        server_version: v.reached.as_ref().ok().cloned(),
+        offline: v.reached.as_ref().err().cloned(),
+        timers: v.timers.sources.iter().map(Into::into).collect(),
+        ..PlanDoc::of(exp, PlanStatus::Planned)
+    };
     let mut out = match &v.reached {
         Err(why) if !v.inventory_given => format!(
             "plan for {}, OFFLINE: {why}: the cluster, its nodes and their commands are not known\n",
@@ -387,10 +399,9 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
         out.push_str(&format!("  (ASSUMED: {detail})\n"));
     }
     if !v.timers.assumed().is_empty() && !v.misses.is_empty() {
-        out.push_str(&format!(
-            "  (ASSUMED timers were not read: {})\n",
-            v.misses.join("; ")
-        ));
+        let line = format!("ASSUMED timers were not read: {}", v.misses.join("; "));
+        out.push_str(&format!("  ({line})\n"));
+        doc.warnings.push(line);
     }
     let (targets, resolved) = match &v.targets {
         Targets::Resolved(t) => (t, true),
@@ -399,6 +410,16 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
     out.push_str("targets:\n");
     for spec in &exp.targets {
         let nodes = targets.get(&spec.name).cloned().unwrap_or_default();
+        doc.targets.push(TargetDoc {
+            name: spec.name.clone(),
+            selector: selector_text(spec),
+            resolved,
+            nodes: if v.inventory_given {
+                nodes.clone()
+            } else {
+                Vec::new()
+            },
+        });
         if resolved {
             out.push_str(&format!("  {}: {}\n", spec.name, nodes.join(", ")));
         } else if !v.inventory_given {
@@ -428,6 +449,7 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
         keep_going: false,
     };
     let (projected, observation_end) = schedule::project(plan);
+    doc.observation_ends_ms = observation_end;
     out.push_str(&setup_text(exp));
     out.push_str("steps (offsets from the start, actions taking no time):\n");
     // In time order: the steps the schedule places by their offsets, then those that wait
@@ -444,19 +466,31 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
             StepTime::Offset(b) => b,
             StepTime::AfterStep { delay, .. } | StepTime::When { delay, .. } => delay,
         };
-        out.push_str(&format!(
-            "  {at}  {} ({}{}): {}\n",
-            step.name,
+        let when = format!(
+            "{}{}",
             schedule::describe_step_time(step, &v.timers.timers),
-            assumed_mark(bound, sources, BoundUse::Schedule),
+            assumed_mark(bound, sources, BoundUse::Schedule)
+        );
+        out.push_str(&format!(
+            "  {at}  {} ({when}): {}\n",
+            step.name,
             action_name(&step.action)
         ));
+        let mut step_doc = StepDoc {
+            name: step.name.clone(),
+            action: action_name(&step.action),
+            at_ms: projected.at_ms,
+            when,
+            target: step.target.clone(),
+            commands: Vec::new(),
+            more_candidates: 0,
+            notes: Vec::new(),
+        };
         // A roll whose nodes are not known here stays one step: say how it goes on.
         if let (Some(roll), Some(target)) = (&step.roll, &step.target) {
-            out.push_str(&format!(
-                "            {}\n",
-                crate::experiment::roll::describe(roll, target)
-            ));
+            let how = crate::experiment::roll::describe(roll, target);
+            out.push_str(&format!("            {how}\n"));
+            step_doc.notes.push(how);
         }
         // Without an inventory the stand-ins have no command: say where it comes from.
         let nodes = if v.inventory_given {
@@ -491,37 +525,47 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
             CANDIDATES_SHOWN
         };
         for node in nodes.iter().take(shown) {
-            out.push_str(&format!(
-                "            {node}: {}\n",
-                command_of(v.executor, &step.action, node)
-            ));
-            if let Some(how) = undo_through_api(v.executor, &step.action, node) {
+            let command = command_of(v.executor, &step.action, node);
+            out.push_str(&format!("            {node}: {command}\n"));
+            let undo = undo_through_api(v.executor, &step.action, node);
+            if let Some(how) = undo {
                 out.push_str(&format!("              {how}\n"));
             }
+            let cannot_run = command.strip_prefix(CANNOT_RUN).map(str::to_string);
+            step_doc.commands.push(CommandDoc {
+                node: node.clone(),
+                command: cannot_run.is_none().then_some(command),
+                cannot_run,
+                undo: undo.map(str::to_string),
+            });
         }
         if nodes.len() > shown {
+            step_doc.more_candidates = nodes.len() - shown;
             out.push_str(&format!(
                 "            … and {} more candidate(s)\n",
                 nodes.len() - shown
             ));
         }
         if nodes.is_empty() {
-            match &step.target {
-                Some(t) if fault::info(&step.action).via.needs_node_access() && !v.inventory_given => out.push_str(
-                    &format!("            on target `{t}`'s node(s); the command comes from the inventory (-i)\n"),
-                ),
+            let note = match &step.target {
+                Some(t)
+                    if fault::info(&step.action).via.needs_node_access() && !v.inventory_given =>
+                {
+                    format!("on target `{t}`'s node(s); the command comes from the inventory (-i)")
+                }
                 Some(t) if fault::info(&step.action).via.needs_node_access() => {
-                    out.push_str(&format!(
-                        "            no node of the inventory can be target `{t}`\n"
-                    ));
                     let problem = Problem::NoNode { target: t.clone() };
                     if !problems.contains(&problem) {
                         problems.push(problem);
                     }
+                    format!("no node of the inventory can be target `{t}`")
                 }
-                _ => out.push_str(&format!("            via the API: {:?}\n", step.action)),
-            }
+                _ => format!("via the API: {:?}", step.action),
+            };
+            out.push_str(&format!("            {note}\n"));
+            step_doc.notes.push(note);
         }
+        doc.steps.push(step_doc);
     }
     let nodes: Vec<String> = v
         .executor
@@ -544,6 +588,8 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
     );
     if let Some(p) = &predicted {
         out.push_str(&p.section());
+        doc.predictions = p.predictions.clone();
+        doc.prediction_assumptions = p.assumed.clone();
     }
     if !exp.expectations.is_empty() {
         out.push_str("expectations:\n");
@@ -564,6 +610,12 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
                     &projected,
                     &v.timers.timers,
                 )
+            });
+            doc.expectations.push(ExpectationDoc {
+                name: e.name.clone(),
+                check: crate::judge::describe_check(&e.check, &v.timers.timers),
+                since: e.since.clone(),
+                cannot_hold: flag.clone(),
             });
             if let Some(flag) = flag {
                 out.push_str(&format!("    ! the node failure model: {flag}\n"));
@@ -609,7 +661,11 @@ fn render(exp: &Experiment, v: &View<'_>) -> (String, Vec<Problem>) {
         ));
     }
     out.push_str(&plan_verdict::text(&problems));
-    (out, problems)
+    Rendered {
+        text: out,
+        doc: doc.judged(&problems),
+        problems,
+    }
 }
 
 /// How the executor starts a command it cannot carry out on a node.

@@ -32,7 +32,7 @@ fn offline_the_targets_are_selectors_and_the_commands_those_of_each_candidate() 
     let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
     let executor = Executor::new(inv);
     let exp = shipped("kubelet-stop-past-toleration.yaml");
-    let text = offline(&exp, &settings, &executor, "connection refused").0;
+    let text = offline(&exp, &settings, &executor, "connection refused").text;
     assert!(
         text.starts_with(
             "plan for kubelet-stop-past-toleration on cluster faultline-lab (context \
@@ -79,7 +79,7 @@ fn through_the_api_the_plan_says_which_faults_only_their_timer_can_end() {
     let inv = Inventory::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
     let executor = Executor::new(inv);
-    let partition = offline(&shipped("partition.yaml"), &settings, &executor, "offline").0;
+    let partition = offline(&shipped("partition.yaml"), &settings, &executor, "offline").text;
     assert!(
         partition.contains(
             "undone only by its timer on the node: it cuts the node off from the API \
@@ -93,7 +93,7 @@ fn through_the_api_the_plan_says_which_faults_only_their_timer_can_end() {
         &executor,
         "offline",
     )
-    .0;
+    .text;
     assert!(
         stop.contains("or sooner by the undo watcher beside it when faultline asks"),
         "{stop}"
@@ -107,7 +107,7 @@ fn through_the_api_the_plan_says_which_faults_only_their_timer_can_end() {
         &Executor::new(ssh),
         "offline",
     )
-    .0;
+    .text;
     assert!(!lab.contains("undone only by its timer"), "{lab}");
 }
 
@@ -128,7 +128,7 @@ fn offline_without_inventory_timers_every_bound_on_them_is_marked_assumed() {
     let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
     let executor = Executor::new(inv);
     let exp = shipped("kubelet-stop-past-toleration.yaml");
-    let text = offline(&exp, &settings, &executor, "connection refused").0;
+    let text = offline(&exp, &settings, &executor, "connection refused").text;
     assert!(
         text.contains("nodeMonitorGracePeriod 50s (ASSUMED)\n")
             && text.contains("  (ASSUMED: upstream default of Kubernetes v1.32+"),
@@ -161,7 +161,7 @@ fn the_plan_predicts_what_the_cluster_should_do_from_the_timers_in_force() {
     let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
     let executor = Executor::new(inv);
     let exp = shipped("kubelet-stop-past-toleration.yaml");
-    let text = offline(&exp, &settings, &executor, "connection refused").0;
+    let text = offline(&exp, &settings, &executor, "connection refused").text;
     // The lab fixture's timers: 20 s grace, 2 s monitor period, 30 s toleration; the
     // kubelet stops at +0 s and starts at +80 s, after its pods' toleration ran out.
     for line in [
@@ -172,7 +172,7 @@ fn the_plan_predicts_what_the_cluster_should_do_from_the_timers_in_force() {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");
     }
     let within = shipped("kubelet-stop-within-toleration.yaml");
-    let text = offline(&within, &settings, &executor, "connection refused").0;
+    let text = offline(&within, &settings, &executor, "connection refused").text;
     assert!(
         text.contains(
             "its pods (default toleration, ReplicaSet): Terminating (evicted) never (the node answers again before the toleration runs out)"
@@ -206,7 +206,7 @@ fn zoned_plan(zones: [&str; 4]) -> String {
         vec!["lab-worker-1".to_string(), "lab-worker-2".to_string()],
     )]));
     view.cluster_nodes = Some((&nodes, Some(std::time::Duration::from_secs(10))));
-    render(&exp, &view).0
+    render(&exp, &view).text
 }
 
 #[test]
@@ -246,7 +246,7 @@ fn an_expectation_the_model_says_cannot_hold_is_flagged_and_no_shipped_one_is() 
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/experiments/lab/wrong-expectation.yaml");
     let wrong = crate::experiment::load(&path).unwrap_or_else(|d| panic!("{d}"));
-    let text = offline(&wrong, &settings, &executor, "connection refused").0;
+    let text = offline(&wrong, &settings, &executor, "connection refused").text;
     assert!(
         text.contains(
             "  node stays Ready while its kubelet is stopped: Ready for 30.0s after `stop kubelet`\n    \
@@ -272,7 +272,7 @@ fn an_expectation_the_model_says_cannot_hold_is_flagged_and_no_shipped_one_is() 
             std::time::Duration::from_secs(5),
         ));
     }
-    let text = offline(&early, &settings, &executor, "connection refused").0;
+    let text = offline(&early, &settings, &executor, "connection refused").text;
     assert!(
         text.contains(
             "! the node failure model: lab-worker-1 tainted unreachable:NoExecute no sooner \
@@ -289,7 +289,7 @@ fn an_expectation_the_model_says_cannot_hold_is_flagged_and_no_shipped_one_is() 
         if !name.ends_with(".yaml") {
             continue;
         }
-        let text = offline(&shipped(&name), &settings, &executor, "connection refused").0;
+        let text = offline(&shipped(&name), &settings, &executor, "connection refused").text;
         assert!(
             !text.contains("! the node failure model"),
             "{name}:\n{text}"
@@ -320,4 +320,54 @@ fn an_expectation_the_model_says_cannot_hold_is_flagged_and_no_shipped_one_is() 
             );
         }
     }
+}
+
+#[test]
+fn the_json_plan_says_what_the_text_says_step_by_step() {
+    let inv = four_nodes();
+    let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
+    let executor = Executor::new(inv);
+    let exp = shipped("kubelet-stop-past-toleration.yaml");
+    let rendered = offline(&exp, &settings, &executor, "connection refused");
+    let (text, doc) = (&rendered.text, &rendered.doc);
+    assert_eq!(doc.offline.as_deref(), Some("connection refused"));
+    assert_eq!(doc.cluster.as_deref(), Some("faultline-lab"));
+    // Steps in the order the text lists them, each command as the text shows it.
+    let mut from = 0;
+    for step in &doc.steps {
+        let at = text[from..]
+            .find(&format!("  {} (", step.name))
+            .unwrap_or_else(|| panic!("`{}` not after byte {from}: {text}", step.name));
+        from += at;
+        for c in &step.commands {
+            let command = c.command.as_deref().expect("lab nodes run every command");
+            assert!(
+                text.contains(&format!("{}: {command}\n", c.node)),
+                "{command}"
+            );
+        }
+    }
+    let offsets: Vec<i64> = doc.steps.iter().filter_map(|s| s.at_ms).collect();
+    assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "{offsets:?}");
+    let victim = doc
+        .targets
+        .iter()
+        .find(|t| t.name == "victim")
+        .expect("victim");
+    assert!(!victim.resolved);
+    assert_eq!(
+        victim.nodes,
+        ["lab-worker-1", "lab-worker-2", "lab-worker-3"]
+    );
+    assert_eq!(doc.expectations.len(), exp.expectations.len());
+    assert!(!doc.predictions.is_empty());
+    assert_eq!(doc.exit_code, plan_verdict::exit_code(&rendered.problems));
+    // Serialised with the documented names.
+    let json = serde_json::to_value(doc).expect("serialises");
+    assert_eq!(json["status"], "planned");
+    assert!(json["steps"][0]["atMs"].is_i64(), "{json}");
+    assert!(
+        json["steps"][0]["commands"][0]["node"].is_string(),
+        "{json}"
+    );
 }

@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
+use super::rehearse_json::RehearsalDoc;
+use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, RehearseFormat};
 use crate::judge::Outcome;
 use crate::record::RunRecord;
 use crate::report::text::{measured_text, outcome_word};
@@ -15,13 +16,15 @@ use crate::timeline::format_offset_ms;
 
 /// Rehearses the experiment at `experiment` (moved to `namespace` when given, as the
 /// recorded `run -n` was) against the run record at `record`; against each run of a series
-/// in turn (or only run `only`), the exit code the worst of them.
+/// in turn (or only run `only`), the exit code the worst of them. As text, or as one JSON
+/// array with an object per rehearsed run.
 pub(super) fn run(
     experiment: &Path,
     record: &Path,
     only: Option<u32>,
     namespace: &super::NamespaceArg,
     keep_going: bool,
+    format: RehearseFormat,
 ) -> i32 {
     let Some(mut experiments) = super::load_experiments_in(&[experiment.to_path_buf()], namespace)
     else {
@@ -72,15 +75,14 @@ pub(super) fn run(
             .collect(),
     };
     let mut worst = EXIT_OK;
+    let mut docs = Vec::new();
     for (k, record) in chosen {
-        if n > 1 {
+        if n > 1 && format == RehearseFormat::Text {
             println!("== run {k} of {n}");
         }
-        let code = match rehearse(&exp, record, keep_going) {
-            Ok(r) => {
-                print!("{}", render(&exp.name, record, &r));
-                exit_code(&r)
-            }
+        let rehearsal = rehearse(&exp, record, keep_going).map_err(|e| e.to_string());
+        let code = match &rehearsal {
+            Ok(r) => exit_code(r),
             Err(e) => {
                 fail!(
                     "{}: cannot rehearse against {}: {e}",
@@ -90,7 +92,27 @@ pub(super) fn run(
                 EXIT_ERROR
             }
         };
+        match (format, &rehearsal) {
+            (RehearseFormat::Text, Ok(r)) => print!("{}", render(&exp.name, record, r)),
+            (RehearseFormat::Text, Err(_)) => {}
+            (RehearseFormat::Json, _) => docs.push(RehearsalDoc::of(
+                &exp.name,
+                (k, n),
+                record,
+                rehearsal.as_ref().map_err(String::clone),
+                code,
+            )),
+        }
         worst = worst.max(code);
+    }
+    if format == RehearseFormat::Json {
+        match serde_json::to_string_pretty(&docs) {
+            Ok(text) => say!("{text}"),
+            Err(e) => {
+                fail!("cannot write the rehearsals as JSON: {e}");
+                return EXIT_ERROR;
+            }
+        }
     }
     worst
 }

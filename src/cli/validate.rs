@@ -56,9 +56,9 @@ enum Status {
     NamespaceRefused,
 }
 
-/// A diagnostic as JSON carries it.
+/// A diagnostic as JSON carries it (`validate -o json`, and a plan's file warnings).
 #[derive(Debug, Serialize)]
-struct Place {
+pub(super) struct Place {
     /// 1-based; 0 when about the whole file.
     line: u32,
     /// 1-based; 0 when no position is known.

@@ -5,7 +5,9 @@
 //! `validate`. Here the file is read once as a plain tree of mappings and lists, and each
 //! mapping's keys are compared with the keys its part of the file takes. Those key lists
 //! are asked from serde's derive of the raw types ([`fields_of`]), so they cannot drift
-//! from `raw.rs`; only which part of the file holds which part is written here.
+//! from `raw.rs`; only which part of the file holds which part is written here. This is
+//! the only check for unknown keys: the typed parse skips them, so the rest of the file is
+//! validated in the same pass (a raw type without its `Part` here would let typos by).
 
 use std::fmt;
 use std::path::Path;

@@ -52,16 +52,14 @@ impl Checked {
 /// [`parse`] with the warnings kept.
 pub fn check(text: &str, path: &Path) -> Checked {
     // The file as a plain tree first: another kind of file is named for what it is, and
-    // every unknown key is reported at once (serde's typed parse stops at the first).
+    // every unknown key is found at once (serde's typed parse would stop at the first).
+    let mut unknown = Vec::new();
     match serde_saphyr::from_str::<keys::Node>(text) {
         Ok(tree) => {
             if let Some(d) = keys::other_kind_of_file(&tree, path) {
                 return Checked::failed(vec![d]);
             }
-            let unknown = keys::unknown_keys(&tree, path);
-            if !unknown.is_empty() {
-                return Checked::failed(unknown);
-            }
+            unknown = keys::unknown_keys(&tree, path);
         }
         Err(_) => {
             // A manifest of several documents is still a manifest; anything else that
@@ -75,15 +73,49 @@ pub fn check(text: &str, path: &Path) -> Checked {
             }
         }
     }
+    // The typed parse skips the unknown keys, so the rest of the file is validated in the
+    // same pass and every problem is said at once, the unknown keys among them.
     let raw: raw::RawExperiment = match serde_saphyr::from_str(text) {
         Ok(raw) => raw,
-        Err(e) => return Checked::failed(vec![syntax_diagnostic(&e, path, text)]),
+        Err(e) => {
+            let stop = syntax_diagnostic(&e, path, text);
+            // The typed parse stopping on the line of an unknown key (a state's own
+            // keys are read by hand) says that key again: it is said once.
+            let again = unknown.iter().any(|u| u.line == stop.line);
+            return Checked::failed(merged(
+                unknown,
+                (!again).then_some(stop).into_iter().collect(),
+            ));
+        }
     };
     let (result, warnings) = validate::Validator::new(path).experiment(raw);
+    let result = match result {
+        Ok(exp) if unknown.is_empty() => Ok(exp),
+        Ok(_) => Err(Diagnostics(unknown)),
+        Err(problems) => Err(Diagnostics(merged(unknown, problems))),
+    };
     Checked {
-        result: result.map_err(Diagnostics),
+        result,
         warnings: Diagnostics(warnings),
     }
+}
+
+/// The unknown keys (in file order) placed among the other problems (in the order the
+/// validator found them), each before the first problem later in the file; a problem said
+/// twice at one place is said once.
+fn merged(unknown: Vec<Diagnostic>, problems: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::with_capacity(unknown.len() + problems.len());
+    let mut unknown = unknown.into_iter().peekable();
+    for p in problems {
+        while let Some(u) = unknown.next_if(|u| (u.line, u.column) <= (p.line, p.column)) {
+            out.push(u);
+        }
+        out.push(p);
+    }
+    out.extend(unknown);
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|d| seen.insert((d.line, d.column, d.message.clone())));
+    out
 }
 
 /// Reads and validates one experiment file; a file that cannot be read is a diagnostic too.
@@ -257,6 +289,56 @@ mod tests {
             hint.contains("indented by 5 space(s), line 5 above it by 4"),
             "{hint}"
         );
+    }
+
+    fn problems(text: &str) -> Vec<String> {
+        match check(text, Path::new("x.yaml")).result {
+            Ok(_) => Vec::new(),
+            Err(d) => d
+                .iter()
+                .map(|d| format!("{}:{}: {}", d.line, d.column, d.message))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_the_other_problems_are_said_in_one_pass_in_file_order() {
+        let got = problems(
+            "name: m\ndescription: d\nnmae: x\ntargets:\n  victim: {role: worker, count: 1}\n\
+             steps:\n  - {name: s, at: 0, do: cordon, target: victim, timout: 5s}\n\
+             expect:\n  - {name: e, node: nobody, becomes: Unschedulable, within: 5s}\n",
+        );
+        assert_eq!(
+            got,
+            vec![
+                "3:1: unknown key `nmae` at the top level",
+                "7:19: `0` has no unit",
+                "7:50: unknown key `timout` in a step",
+                "9:21: unknown target `nobody`",
+            ]
+        );
+    }
+
+    #[test]
+    fn where_the_typed_parse_stops_the_unknown_keys_are_still_said_and_once() {
+        // A state's keys are read by hand, and the typed parse stops at the unknown one:
+        // the key is said once, with the unknown key found earlier in the file.
+        let got = problems(
+            "name: m\ndescription: d\nnmae: x\ntargets:\n  victim: {role: worker, count: 1}\n\
+             steps:\n  - {name: s, at: 0s, do: cordon, target: victim}\n\
+             expect:\n  - {name: e, node: victim, becomes: {taint: k}, within: 5s}\n",
+        );
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].starts_with("3:1: unknown key `nmae`"), "{got:?}");
+        assert!(got[1].contains("unknown key `taint` in a state"), "{got:?}");
+        // A value of the wrong type stops the typed parse too: both are said.
+        let got = problems(
+            "name: m\ndescription: d\nnmae: x\ntargets:\n  victim: {role: worker, count: many}\n\
+             steps:\n  - {name: s, at: 0s, do: cordon, target: victim}\n",
+        );
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].starts_with("3:1: unknown key `nmae`"), "{got:?}");
+        assert!(got[1].starts_with("5:"), "{got:?}");
     }
 
     const BODY: &str = "name: ns\ndescription: d\ntargets:\n  victim: {role: worker, count: 1}\nsteps:\n  - {name: stop, at: 0s, do: cordon, target: victim}\nexpect:\n  - {name: cordoned, node: victim, becomes: Unschedulable, within: 5s}\n";

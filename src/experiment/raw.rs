@@ -2,7 +2,9 @@
 //!
 //! Every key is optional here and every value carries its position, so validation (not
 //! serde) decides what is required and can report every problem at its line and column.
-//! Unknown keys are still rejected by serde (`deny_unknown_fields`), which catches typos.
+//! Unknown keys are not rejected here: `keys.rs` finds every one of them, at its place,
+//! before this parse, which skips them so the rest of the file is still validated in the
+//! same pass. A new struct here needs its `Part` in `keys.rs`, or its typos go unsaid.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,7 +18,7 @@ pub(super) type S<T> = Spanned<T>;
 
 /// The whole file.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawExperiment {
     pub name: Option<S<String>>,
     pub description: Option<S<String>>,
@@ -38,7 +40,7 @@ pub(super) struct RawExperiment {
 
 /// `abort:`: the conditions that stop a run by itself.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawAbort {
     pub node_not_ready: Option<S<String>>,
     pub api_unreachable: Option<S<String>>,
@@ -49,7 +51,7 @@ pub(super) struct RawAbort {
 
 /// One `abort.podsNotReady` entry.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawPodsNotReady {
     pub workload: Option<S<String>>,
     pub more_than: Option<S<i64>>,
@@ -59,7 +61,7 @@ pub(super) struct RawPodsNotReady {
 
 /// One `abort.probeDown` entry.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawProbeDown {
     pub probe: Option<S<String>>,
     #[serde(rename = "for")]
@@ -68,7 +70,7 @@ pub(super) struct RawProbeDown {
 
 /// One `abort.prometheus` entry.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawQuery {
     pub name: Option<S<String>>,
     pub query: Option<S<String>>,
@@ -81,7 +83,7 @@ pub(super) struct RawQuery {
 
 /// One entry of `probes:`; exactly one of `command`, `http`, `exec` and `logs`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawProbe {
     pub command: Option<S<String>>,
     pub on: Option<S<String>>,
@@ -98,14 +100,14 @@ pub(super) struct RawProbe {
 
 /// `logs:` of a logs probe: how much of the log each try reads.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawProbeLogs {
     pub tail_lines: Option<S<i64>>,
 }
 
 /// `pod:` of an `exec` or `logs` probe: the pod of a workload on a target's node.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawProbePod {
     pub workload: Option<S<String>>,
     pub on: Option<S<String>>,
@@ -139,7 +141,7 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
 
 /// One entry of `targets:`: a node selector.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawTarget {
     pub role: Option<S<String>>,
     pub running_pods_of: Option<S<String>>,
@@ -154,7 +156,7 @@ pub(super) struct RawTarget {
 
 /// `setup:`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawSetup {
     #[serde(default)]
     pub manifests: Vec<S<String>>,
@@ -163,14 +165,14 @@ pub(super) struct RawSetup {
 
 /// `teardown:`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawTeardown {
     pub delete_manifests: Option<bool>,
 }
 
 /// `observe:`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawObserve {
     #[serde(rename = "for")]
     pub for_: Option<S<String>>,
@@ -221,7 +223,7 @@ impl<'de> Deserialize<'de> for RawNamespaces {
 
 /// `safety:`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawSafety {
     pub max_nodes_down: Option<S<i64>>,
     pub allow_control_plane: Option<bool>,
@@ -230,7 +232,7 @@ pub(super) struct RawSafety {
 
 /// One entry of `steps:`; which keys apply depends on `do:`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawStep {
     pub name: Option<S<String>>,
     pub at: Option<S<String>>,
@@ -254,7 +256,7 @@ pub(super) struct RawStep {
 
 /// `roll:` of a rolling step.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawRoll {
     pub order: Option<S<String>>,
     pub settle: Option<S<String>>,
@@ -264,7 +266,7 @@ pub(super) struct RawRoll {
 
 /// `when:` of a step: a subject and the state that triggers it.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawCondition {
     pub node: Option<S<String>>,
     pub pods: Option<S<RawPods>>,
@@ -275,7 +277,7 @@ pub(super) struct RawCondition {
 
 /// Pods, as selected by a `delete-pods` step or named by an expectation.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawPods {
     pub workload: Option<S<String>>,
     pub labels: Option<S<BTreeMap<String, String>>>,
@@ -288,7 +290,7 @@ pub(super) struct RawPods {
 
 /// `pvc:` of a `delete-pvc` step.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawPvc {
     pub name: Option<S<String>>,
     pub namespace: Option<S<String>>,
@@ -296,7 +298,7 @@ pub(super) struct RawPvc {
 
 /// `taint:` of a `taint`/`untaint` step.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawTaint {
     pub key: Option<S<String>>,
     pub value: Option<S<String>>,
@@ -305,7 +307,7 @@ pub(super) struct RawTaint {
 
 /// One entry of `expect:`; exactly one subject and one check must be given.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub(super) struct RawExpectation {
     pub name: Option<S<String>>,
     pub node: Option<S<String>>,
