@@ -34,6 +34,7 @@ mod init;
 mod inventory;
 mod list;
 mod namespace;
+mod place;
 mod plan;
 mod plan_flags;
 mod plan_json;

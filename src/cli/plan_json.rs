@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::place::Place;
 use super::plan_verdict::{self, Problem};
-use super::validate::Place;
 use super::{EXIT_ERROR, EXIT_OK, PlanFormat};
 use crate::experiment::model::Experiment;
 use crate::failure_model::Prediction;

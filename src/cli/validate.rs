@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::place::Place;
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, NamespaceArg, ValidateFormat};
-use crate::experiment::diagnostic::Diagnostic;
 use crate::experiment::model::Experiment;
 
 /// What `validate` decided about one file.
@@ -54,29 +54,6 @@ enum Status {
     Refused,
     /// Valid, but it cannot run in the namespace `-n` names.
     NamespaceRefused,
-}
-
-/// A diagnostic as JSON carries it (`validate -o json`, and a plan's file warnings).
-#[derive(Debug, Serialize)]
-pub(super) struct Place {
-    /// 1-based; 0 when about the whole file.
-    line: u32,
-    /// 1-based; 0 when no position is known.
-    column: u32,
-    message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    hint: Option<String>,
-}
-
-impl From<&Diagnostic> for Place {
-    fn from(d: &Diagnostic) -> Place {
-        Place {
-            line: d.line,
-            column: d.column,
-            message: d.message.clone(),
-            hint: d.hint.clone(),
-        }
-    }
 }
 
 /// Validates every file, printing every problem as `file:line:column: message`, and the

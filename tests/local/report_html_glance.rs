@@ -508,7 +508,11 @@ fn the_failed_zone_run_reads_without_cut_labels_doubled_labels_or_an_unlabelled_
         let member = marker.attribute("data-member-outcome").unwrap_or_default();
         if member == "Passed" {
             assert!(inside, "{label}: {}", title(&marker));
-            assert!(title(&marker).contains("this one held"), "{}", title(&marker));
+            assert!(
+                title(&marker).contains("this one held"),
+                "{}",
+                title(&marker)
+            );
         }
         seen.push(member.to_string());
     }
