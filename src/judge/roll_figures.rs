@@ -316,4 +316,4 @@ fn availability(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
