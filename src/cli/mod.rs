@@ -405,6 +405,10 @@ pub struct CompareArgs {
     /// `--summary "$GITHUB_STEP_SUMMARY"`.
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+    /// How the comparison is printed: `text`, or `json` (one object: both sides, each
+    /// experiment's figures, transitions and roll stages, the regressions, the exit code).
+    #[arg(long, short = 'o', value_enum, default_value_t = CompareFormat::Text)]
+    pub output: CompareFormat,
 }
 
 fn parse_tolerance(text: &str) -> Result<crate::compare::ToleranceSpec, String> {
@@ -546,6 +550,15 @@ pub enum ValidateFormat {
     /// `file:line:column: message` per problem, `file: ok (…)` per valid file.
     Text,
     /// One JSON array, an object per file.
+    Json,
+}
+
+/// How `faultline compare` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// Both sides, per experiment the verdicts and every figure in columns, the regressions.
+    Text,
+    /// One JSON object, for tools.
     Json,
 }
 

@@ -125,6 +125,16 @@ pub struct ExpectationDiff {
     pub change: Change,
 }
 
+impl ExperimentDiff {
+    /// Every roll stage compared, each labelled `roll <roll>, <node>: <stage>`, in roll
+    /// and node order: what the reports list after the recovery figures.
+    pub fn roll_stages(&self) -> impl Iterator<Item = &FigureDiff> {
+        self.rolls
+            .iter()
+            .flat_map(|r| r.nodes.iter().flat_map(|n| &n.stages))
+    }
+}
+
 impl Comparison {
     /// Every figure, transition and score diff of the experiments on both sides.
     pub fn figure_diffs(&self) -> impl Iterator<Item = (&ExperimentDiff, &FigureDiff)> {

@@ -2,6 +2,7 @@
 //! the comparison (HTML also draws one run of each side, on one time axis).
 
 pub mod html;
+pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod terminal;
@@ -145,7 +146,15 @@ pub fn regression_rows(cmp: &Comparison) -> Vec<RegressionRow> {
             });
         }
     }
-    for (e, f) in cmp.figure_diffs().filter(|(_, f)| f.movement.regressed()) {
+    let rolls = cmp
+        .roll_stage_diffs()
+        .map(|(e, _, _, f)| (e, f))
+        .filter(|(_, f)| f.movement.regressed());
+    for (e, f) in cmp
+        .figure_diffs()
+        .filter(|(_, f)| f.movement.regressed())
+        .chain(rolls)
+    {
         let change = match f.delta {
             Some(_) => format!(
                 "{} ({}) {}",
