@@ -55,7 +55,8 @@ pub struct RollNode {
     pub not_ready_ms: Option<i64>,
     /// To the node Ready again after that.
     pub ready_again_ms: Option<i64>,
-    /// To every workload that became degraded (before the next node's step) available again.
+    /// To every workload degraded at its step or becoming degraded before the next node's
+    /// step available again (one the node before left degraded counts here too).
     pub workloads_available_ms: Option<i64>,
     /// The node was never seen other than Ready between its step and the next node's (a
     /// reboot quicker than the grace period), and was seen Ready then.

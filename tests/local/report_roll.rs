@@ -186,3 +186,74 @@ fn compare_names_the_node_and_stage_that_got_slower_in_text_and_json() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["regressions"].as_array().map(Vec::len), Some(0));
 }
+
+/// `rehearse` re-judges a recording through the run's own loop: the roll file, expanded on
+/// the record's nodes, issues each node's step when the record's node came back, and the
+/// rehearsal measures its roll as a run does (the figures of its own timeline), close to
+/// what the record holds: each step issued within the rehearsal's tick of the recorded one
+/// (for the nodes the next node's step closed: it stops observing once all is decided).
+#[test]
+fn a_rehearsal_of_the_roll_measures_the_nodes_as_the_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("roll.json");
+    roll_record(&path, [40, 95, 42]);
+    let mut record = RunRecord::load(&path).expect("record");
+    record.start_ms = Some(0);
+    record.observed_until_ms = None;
+    record.targets = NODES
+        .iter()
+        .map(|n| (format!("workers@{n}"), vec![n.to_string()]))
+        .chain([(
+            "workers".to_string(),
+            NODES.iter().map(|n| n.to_string()).collect(),
+        )])
+        .collect();
+    let exp = faultline::experiment::parse(
+        &format!(
+            "name: {}
+description: the roll rehearsed
+targets:
+  workers: {{names: [{}]}}
+steps:
+  - {{name: roll reboots, at: 1s, do: reboot, target: workers, roll: {{settle: 5s, timeout: 5m}}}}
+expect:
+  - {{name: back, node: workers, eventually: Ready}}
+",
+            record.experiment.name,
+            NODES.join(", ")
+        ),
+        Path::new("roll.yaml"),
+    )
+    .unwrap_or_else(|d| panic!("{d}"));
+    let r =
+        faultline::run::rehearse::rehearse(&exp, &record, false).unwrap_or_else(|e| panic!("{e}"));
+    let issued: Vec<(String, Option<i64>, Option<i64>)> = r
+        .steps
+        .iter()
+        .map(|s| (s.name.clone(), s.at_ms, s.recorded_ms))
+        .collect();
+    assert_eq!(r.rolls.len(), 1, "{issued:?} {}", r.ended);
+    let (rehearsed, recorded) = (&r.rolls[0], &record.rolls[0]);
+    assert_eq!(rehearsed.roll, "roll reboots");
+    // The same measure as a report's of the rehearsed timeline.
+    let expanded: Vec<_> = r.steps.iter().map(|s| s.name.clone()).collect();
+    let mut as_run = record.experiment.clone();
+    as_run.steps.retain(|s| expanded.contains(&s.name));
+    assert_eq!(
+        r.rolls,
+        faultline::judge::roll_figures(&as_run, &r.timeline.until(r.observed_until_ms))
+    );
+    // Close to the record: each stage within the rehearsal's tick (100 ms) of the run's.
+    let near = |a: Option<i64>, b: Option<i64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 200,
+        (a, b) => a == b,
+    };
+    for (x, y) in rehearsed.nodes[..2].iter().zip(&recorded.nodes[..2]) {
+        assert_eq!(x.node, y.node);
+        for ((key, _, a), (_, _, b)) in x.stages().into_iter().zip(y.stages()) {
+            assert!(near(a, b), "{} {key}: {a:?} vs {b:?} ({issued:?})", x.node);
+        }
+        assert!(near(x.issued_ms, y.issued_ms), "{issued:?}");
+    }
+    assert!(near(rehearsed.nodes[1].ready_again_ms, Some(95_000)));
+}
