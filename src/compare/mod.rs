@@ -126,7 +126,7 @@ pub struct ExpectationDiff {
 }
 
 impl ExperimentDiff {
-    /// Every roll stage compared, each labelled `roll <roll>, <node>: <stage>`, in roll
+    /// Every roll stage compared, each labelled ``roll `<roll>`, <node>: <stage>``, in roll
     /// and node order: what the reports list after the recovery figures.
     pub fn roll_stages(&self) -> impl Iterator<Item = &FigureDiff> {
         self.rolls

@@ -104,7 +104,7 @@ fn stages(
             let allowance = tol.for_key(key);
             FigureDiff::new(
                 key,
-                &format!("roll {roll}, {node}: {label}"),
+                &format!("roll `{roll}`, {node}: {label}"),
                 FigureKind::Recovery,
                 spread(baseline),
                 spread(now),

@@ -163,7 +163,7 @@ fn compare_names_the_node_and_stage_that_got_slower_in_text_and_json() {
     let regression = text
         .lines()
         .skip_while(|l| !l.starts_with("== regressions"))
-        .find(|l| l.contains("roll roll reboots, lab-worker-2: Ready again"))
+        .find(|l| l.contains("roll `roll reboots`, lab-worker-2: Ready again"))
         .unwrap_or_else(|| panic!("no regression of lab-worker-2: {text}"));
     assert!(regression.contains("SLOWER"), "{regression}");
     assert!(text.contains("REGRESSED: 1 regression(s)"), "{text}");
@@ -175,7 +175,7 @@ fn compare_names_the_node_and_stage_that_got_slower_in_text_and_json() {
     assert_eq!(v["exit_code"], 1);
     assert_eq!(
         v["regressions"][0]["figure"],
-        "roll roll reboots, lab-worker-2: Ready again"
+        "roll `roll reboots`, lab-worker-2: Ready again"
     );
     let w2 = &v["experiments"][0]["rolls"][0]["nodes"][1];
     assert_eq!(w2["node"], "lab-worker-2");

@@ -120,7 +120,7 @@ mod tests {
         assert_eq!(regressions.len(), 1, "{regressions:?}");
         assert_eq!(
             regressions[0]["figure"],
-            "roll roll reboots, w2: Ready again"
+            "roll `roll reboots`, w2: Ready again"
         );
         let w2 = &v["experiments"][0]["rolls"][0]["nodes"][1];
         assert_eq!(w2["node"], "w2");
