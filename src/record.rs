@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::model::{ClusterTimers, Experiment};
-use crate::judge::{Figures, Outcome, Verdict};
+use crate::judge::{Figures, Outcome, RollFigures, Verdict};
 use crate::timeline::Timeline;
 use crate::timers::TimerSource;
 
@@ -50,6 +50,10 @@ pub struct RunRecord {
     pub verdicts: Vec<Verdict>,
     /// Recovery figures.
     pub figures: Figures,
+    /// Each rolling step's figures, node by node, and the probes over it; empty for a run
+    /// without rolls and in records written before they were measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rolls: Vec<RollFigures>,
     /// How the run as a whole ended.
     pub outcome: RunOutcome,
     /// Step failures and setup errors; each becomes a JUnit error case.

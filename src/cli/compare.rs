@@ -45,6 +45,7 @@ pub(super) fn compare(args: &CompareArgs) -> i32 {
         (&labels.0, &labels.1),
         args.out.as_deref(),
         args.summary.as_deref(),
+        args.output == super::CompareFormat::Json,
     )
 }
 
@@ -70,7 +71,8 @@ pub(super) fn load(path: &Path) -> Option<Vec<Series>> {
     }
 }
 
-/// Checks the tolerance's keys against both sides, compares, prints the comparison,
+/// Checks the tolerance's keys against both sides, compares, prints the comparison (as
+/// JSON when `json`, the "wrote" lines then on stderr so stdout stays one object),
 /// writes `compare.{md,html,junit.xml}` into `out` and appends the Markdown to `summary`
 /// when given. Returns the exit code: the comparison's, or 2 when something could not be
 /// written or a tolerance names nothing.
@@ -81,6 +83,7 @@ pub(super) fn compare_and_report(
     labels: (&str, &str),
     out: Option<&Path>,
     summary: Option<&Path>,
+    json: bool,
 ) -> i32 {
     let names = crate::compare::expectation_names(&[baseline, now]);
     if let Err(e) = tolerance.check_keys(names.iter().map(String::as_str)) {
@@ -88,17 +91,29 @@ pub(super) fn compare_and_report(
         return EXIT_ERROR;
     }
     let cmp: Comparison = compare_sets(baseline, now, tolerance, labels);
-    let text = match report::colour::width() {
-        Some(_) => report::compare::terminal::render_narrow(&cmp),
-        None => report::compare::terminal::render(&cmp),
+    if json {
+        say!("{}", report::compare::json::render(&cmp));
+    } else {
+        let text = match report::colour::width() {
+            Some(_) => report::compare::terminal::render_narrow(&cmp),
+            None => report::compare::terminal::render(&cmp),
+        };
+        report::colour::print(&text);
+    }
+    // What was written is said where it does not break the JSON on stdout.
+    let said = |line: String| {
+        if json {
+            say_err!("{line}");
+        } else {
+            say!("{line}");
+        }
     };
-    report::colour::print(&text);
     let mut code = cmp.exit_code();
     if let Some(dir) = out {
         match report::compare::write_all(&cmp, baseline, now, dir) {
             Ok(paths) => {
                 for p in paths {
-                    let _ = writeln!(std::io::stdout(), "wrote {}", p.display());
+                    said(format!("wrote {}", p.display()));
                 }
             }
             Err(e) => {
@@ -111,11 +126,7 @@ pub(super) fn compare_and_report(
         let section = report::compare::markdown::render(&cmp);
         match report::markdown::append_section(&section, path) {
             Ok(()) => {
-                let _ = writeln!(
-                    std::io::stdout(),
-                    "appended the comparison to {}",
-                    path.display()
-                );
+                said(format!("appended the comparison to {}", path.display()));
             }
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "cannot write the summary: {e}");

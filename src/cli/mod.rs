@@ -416,6 +416,10 @@ pub struct CompareArgs {
     /// `--summary "$GITHUB_STEP_SUMMARY"`.
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+    /// How the comparison is printed: `text`, or `json` (one object: both sides, each
+    /// experiment's figures, transitions and roll stages, the regressions, the exit code).
+    #[arg(long, short = 'o', value_enum, default_value_t = CompareFormat::Text)]
+    pub output: CompareFormat,
 }
 
 fn parse_tolerance(text: &str) -> Result<crate::compare::ToleranceSpec, String> {
@@ -575,6 +579,15 @@ pub enum RehearseFormat {
     /// Steps, how it ended and the verdicts beside the recorded ones, for people.
     Text,
     /// One JSON array, an object per rehearsed run (docs/reading-results.md).
+    Json,
+}
+
+/// How `faultline compare` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// Both sides, per experiment the verdicts and every figure in columns, the regressions.
+    Text,
+    /// One JSON object, for tools.
     Json,
 }
 

@@ -218,6 +218,7 @@ pub(super) async fn run(args: RunArgs) -> i32 {
             (&b.label, "this run"),
             Some(&args.out),
             args.summary.as_deref(),
+            false,
         );
         worst = worst.max(code);
     }

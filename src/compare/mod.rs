@@ -17,6 +17,9 @@
 //!   ([`NoiseFloor`]: 1 s or 20 % by default) is noise: neither slower nor faster.
 //!   Observed in the baseline and in no run now is a regression (a stage that stopped
 //!   happening is infinitely late); observed only now is reported.
+//! - **Rolls** (`roll:` steps): for a roll of the same name on both sides, each node on
+//!   both, each stage measured from the node's own step, compared as recovery figures are
+//!   (the stage's key takes its `--tolerance`): the node and the stage that got slower.
 //! - **Score**: now's median below the baseline's min minus the score tolerance is a
 //!   regression.
 //!
@@ -24,6 +27,7 @@
 
 mod figure;
 pub mod noise;
+mod roll;
 mod sides;
 pub mod tolerance;
 
@@ -31,6 +35,7 @@ use crate::series::{ExpectationSpread, Series, SeriesSpread, Spread};
 
 pub use figure::{FigureDiff, FigureKind, Movement};
 pub use noise::{FloorError, FloorTwice, NoiseFloor, NoiseFloorPart, parse_floor};
+pub use roll::{RollDiff, RollNodeDiff};
 pub use sides::{ClusterSummary, Side, TIMER_LABELS, timer_rows};
 pub use tolerance::{Allowance, Tolerance, ToleranceError, ToleranceSpec, parse_spec};
 
@@ -73,6 +78,8 @@ pub struct ExperimentDiff {
     pub figures: Vec<FigureDiff>,
     /// Each `becomes` expectation's observed transition time.
     pub transitions: Vec<FigureDiff>,
+    /// Each roll of the same name on both sides, node by node.
+    pub rolls: Vec<RollDiff>,
     /// The resilience score.
     pub score: FigureDiff,
 }
@@ -118,6 +125,16 @@ pub struct ExpectationDiff {
     pub change: Change,
 }
 
+impl ExperimentDiff {
+    /// Every roll stage compared, each labelled ``roll `<roll>`, <node>: <stage>``, in roll
+    /// and node order: what the reports list after the recovery figures.
+    pub fn roll_stages(&self) -> impl Iterator<Item = &FigureDiff> {
+        self.rolls
+            .iter()
+            .flat_map(|r| r.nodes.iter().flat_map(|n| &n.stages))
+    }
+}
+
 impl Comparison {
     /// Every figure, transition and score diff of the experiments on both sides.
     pub fn figure_diffs(&self) -> impl Iterator<Item = (&ExperimentDiff, &FigureDiff)> {
@@ -145,7 +162,24 @@ impl Comparison {
             .figure_diffs()
             .filter(|(_, f)| f.movement.regressed())
             .count();
-        verdicts + figures
+        let rolls = self
+            .roll_stage_diffs()
+            .filter(|(.., f)| f.movement.regressed())
+            .count();
+        verdicts + figures + rolls
+    }
+
+    /// Every roll stage compared: `(experiment, roll, node, stage)`.
+    pub fn roll_stage_diffs(
+        &self,
+    ) -> impl Iterator<Item = (&ExperimentDiff, &RollDiff, &RollNodeDiff, &FigureDiff)> {
+        self.experiments.iter().flat_map(|e| {
+            e.rolls.iter().flat_map(move |r| {
+                r.nodes
+                    .iter()
+                    .flat_map(move |n| n.stages.iter().map(move |f| (e, r, n, f)))
+            })
+        })
     }
 
     /// How many experiments are on both sides.
@@ -248,6 +282,7 @@ fn one_side(s: &Series, presence: Presence) -> ExperimentDiff {
         expectations: Vec::new(),
         figures: Vec::new(),
         transitions: Vec::new(),
+        rolls: Vec::new(),
         score: FigureDiff::new(
             tolerance::SCORE_KEY,
             "score",
@@ -308,6 +343,7 @@ fn experiment(baseline: &Series, now: &Series, tol: &Tolerance) -> ExperimentDif
         expectations,
         figures,
         transitions,
+        rolls: roll::roll_diffs(baseline, now, tol),
         score: FigureDiff::new(
             tolerance::SCORE_KEY,
             "score",

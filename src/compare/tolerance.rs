@@ -101,7 +101,7 @@ pub enum ToleranceError {
         /// `node_not_ready`, or `everything` for the overall one.
         whom: String,
     },
-    /// A key that names neither a figure nor an expectation of either side.
+    /// A key that names neither a figure (or a roll's stage) nor an expectation of either side.
     #[error(
         "--tolerance `{key}=…`: no recovery figure or expectation of that name; figures are {figures}, `score`, or an expectation's name"
     )]
@@ -184,6 +184,10 @@ pub struct Tolerance {
     /// The smallest move of a time's median that counts at all (`--noise-floor`).
     pub noise_floor: NoiseFloor,
 }
+
+/// The stages of a roll's node that are no recovery figure of a run (the others share
+/// the figures' keys: `node_not_ready`, `node_ready_again`, `workloads_available`).
+const ROLL_ONLY_KEYS: [&str; 1] = ["drained"];
 
 impl Default for Tolerance {
     fn default() -> Self {
@@ -268,8 +272,9 @@ impl Tolerance {
         self.per_key.get(key).copied().unwrap_or(self.overall)
     }
 
-    /// Checks that every per-key tolerance names a recovery figure or one of `expectations`
-    /// (the names on either side), so a typo is an error rather than a silent default.
+    /// Checks that every per-key tolerance names a recovery figure, a roll's stage, or one
+    /// of `expectations` (the names on either side), so a typo is an error rather than a
+    /// silent default.
     pub fn check_keys<'a>(
         &self,
         expectations: impl IntoIterator<Item = &'a str>,
@@ -277,6 +282,7 @@ impl Tolerance {
         let known: BTreeSet<&str> = Figures::KEYS
             .iter()
             .map(|(k, _)| *k)
+            .chain(ROLL_ONLY_KEYS)
             .chain(expectations)
             .collect();
         match self.per_key.keys().find(|k| !known.contains(k.as_str())) {
@@ -285,7 +291,9 @@ impl Tolerance {
                 key: key.clone(),
                 figures: Figures::KEYS
                     .iter()
-                    .map(|(k, _)| format!("`{k}`"))
+                    .map(|(k, _)| *k)
+                    .chain(ROLL_ONLY_KEYS)
+                    .map(|k| format!("`{k}`"))
                     .collect::<Vec<_>>()
                     .join(", "),
             }),
@@ -395,8 +403,14 @@ mod tests {
             e.starts_with("--tolerance `node_not_redy=…`: no recovery figure"),
             "{e}"
         );
-        assert!(e.contains("`node_not_ready`"), "{e}");
+        assert!(
+            e.contains("`node_not_ready`") && e.contains("`drained`"),
+            "{e}"
+        );
         let t = parse_all(&["node goes Unknown=2s", "first_eviction=5%"]).unwrap();
         assert_eq!(t.check_keys(["node goes Unknown"]), Ok(()));
+        // A roll's stage that is no run figure is a key too.
+        let t = parse_all(&["drained=5s"]).unwrap();
+        assert_eq!(t.check_keys([]), Ok(()));
     }
 }

@@ -30,6 +30,19 @@ pub(crate) fn node_step(step: &str, node: &str) -> String {
     format!("{step} ({node})")
 }
 
+/// The roll and node a step of an expanded roll stands for, `(roll, node)`: a step named
+/// `<roll> (<node>)` ([`node_step`]) on the target `<target>@<node>` ([`node_target`]), a
+/// pairing no experiment can write by hand. Reports group a record's steps by it.
+pub(crate) fn roll_member(step: &Step) -> Option<(&str, &str)> {
+    let (_, node) = step.target.as_deref()?.split_once('@')?;
+    let roll = step
+        .name
+        .strip_suffix(')')?
+        .strip_suffix(node)?
+        .strip_suffix(" (")?;
+    (!roll.is_empty() && !node.is_empty()).then_some((roll, node))
+}
+
 /// Whether the experiment has a rolling step.
 pub(crate) fn has_rolls(exp: &Experiment) -> bool {
     exp.steps.iter().any(|s| s.roll.is_some())

@@ -28,6 +28,7 @@ mod gap_bridge;
 mod index;
 mod latest;
 mod members;
+pub(crate) mod roll_figures;
 pub mod score;
 mod states;
 mod truth;
@@ -47,6 +48,7 @@ pub use abort::{AbortCheck, Tripped, check_aborts};
 pub use figures::{Figures, figures, figures_of};
 pub use index::{FaultProblem, TimelineIndex};
 pub(crate) use latest::Latest;
+pub use roll_figures::{ProbeAvailability, RollFigures, RollNode, roll_figures, roll_figures_of};
 pub use score::{Score, score};
 
 /// State labels shared with reporters.

@@ -46,6 +46,7 @@ pub(crate) fn render_explained_into(
     verdicts(h, record);
     safety(h, record);
     figures(h, record);
+    rolls(h, record);
     targets_and_timers(h, record);
     entries(h, record);
 }
@@ -182,6 +183,49 @@ fn figures(h: &mut impl Write, record: &RunRecord) {
     }
 }
 
+/// Each roll: a row per node in the order the roll took them (the lanes show their steps
+/// in turn), each stage from the node's own step, the row coloured by whether the node
+/// was back within the roll's timeout; then what the probes saw over the roll.
+fn rolls(h: &mut impl Write, record: &RunRecord) {
+    use crate::report::roll_text::{
+        HEADS, PROBES_NOTE, node_verdict, probe_line, row, timeout_text,
+    };
+    for roll in &record.rolls {
+        let _ = write!(
+            h,
+            "<h2>Roll <code>{}</code></h2><p>timeout {}; each stage measured from the node's \
+             own step, nodes in the order the roll took them</p><table class=\"roll\"><tr>",
+            esc(&roll.roll),
+            esc(&timeout_text(roll))
+        );
+        for head in HEADS.iter().chain(&["back in time"]) {
+            let _ = write!(h, "<th>{head}</th>");
+        }
+        let _ = h.write_str("</tr>");
+        for n in &roll.nodes {
+            let (verdict, words) = node_verdict(roll, n);
+            let class = match verdict {
+                Some(true) => "Passed",
+                Some(false) => "Failed",
+                None => "Skipped",
+            };
+            let _ = write!(h, "<tr class=\"{class}\">");
+            for cell in row(record, n) {
+                let _ = write!(h, "<td>{}</td>", esc(&cell));
+            }
+            let _ = write!(h, "<td>{}</td></tr>", esc(&words));
+        }
+        let _ = h.write_str("</table>");
+        if !roll.probes.is_empty() {
+            let _ = h.write_str("<ul>");
+            for p in &roll.probes {
+                let _ = write!(h, "<li>{}</li>", esc(&probe_line(p)));
+            }
+            let _ = write!(h, "</ul><p class=\"meta\">{}</p>", esc(PROBES_NOTE));
+        }
+    }
+}
+
 /// The picture, with how to read it.
 fn timeline(h: &mut impl Write, record: &RunRecord, explanation: &crate::explain::Explanation) {
     let _ = h.write_str("<h2 id=\"timeline\">Timeline</h2>");
@@ -217,4 +261,36 @@ fn entries(h: &mut impl Write, record: &RunRecord) {
         "<p class=\"meta\">{decided} of {} expectations decided</p></body></html>",
         record.verdicts.len()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_roll_is_a_table_of_its_nodes_in_turn() {
+        let record = crate::report::roll_text::tests::rolled_record([40, 360, 42]);
+        let page = render(&record);
+        assert!(
+            page.contains("<h2>Roll <code>roll reboots</code></h2>"),
+            "{page}"
+        );
+        let table = page
+            .split("<table class=\"roll\">")
+            .nth(1)
+            .and_then(|t| t.split("</table>").next())
+            .expect("the roll's table");
+        let rows: Vec<&str> = table.split("<tr").skip(2).collect();
+        assert_eq!(rows.len(), 3, "{table}");
+        assert!(rows[0].contains("<td>w1</td>") && rows[0].starts_with(" class=\"Passed\""));
+        assert!(rows[1].contains("<td>w2</td>") && rows[1].starts_with(" class=\"Failed\""));
+        assert!(rows[1].contains("<td>360.0s</td>"), "{}", rows[1]);
+        assert!(page.contains("probe web: down 6.0s over the roll in 3 outage(s)"));
+        let none = RunRecord::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/records/kubelet-stop-within-toleration.json"),
+        )
+        .expect("record");
+        assert!(!render(&none).contains("class=\"roll\""));
+    }
 }

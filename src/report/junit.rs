@@ -157,12 +157,83 @@ pub(crate) fn render_explained(
         properties.push(("time_zero".to_string(), zero.to_rfc3339()));
     }
     properties.extend(figure_properties(record));
+    let mut all_properties = vec![(0, properties)];
+    for (i, roll) in record.rolls.iter().enumerate() {
+        let (suite, properties) = roll_suite(record, roll);
+        report.add_testsuite(suite);
+        all_properties.push((i + 1, properties));
+    }
     let timed = with_suite_time(
         xml(&report, &exp.name),
         0,
         wall_secs(record.started_at, record.finished_at),
     );
-    with_properties(timed, &[(0, properties)])
+    with_properties(timed, &all_properties)
+}
+
+/// A roll as a suite of its own, `<experiment> / roll <roll>`: one case per node, passed
+/// when the node was Ready again within the roll's timeout of its step (failed when not,
+/// skipped when its step never ran or observation ended first). Its figures are in the
+/// case's output and the suite's properties (`<node>.<stage>` in seconds after its step),
+/// never as case times.
+fn roll_suite(
+    record: &RunRecord,
+    roll: &crate::judge::RollFigures,
+) -> (TestSuite, Vec<(String, String)>) {
+    use super::roll_text::{HEADS, node_verdict, probe_line, row};
+    let suite_name = cdata(&format!("{} / roll {}", record.experiment.name, roll.roll));
+    let mut suite = TestSuite::new(&suite_name);
+    let mut properties = vec![(
+        "roll.timeout".to_string(),
+        roll.timeout_ms.map_or_else(
+            || "unknown".to_string(),
+            |ms| format!("{:.3}", ms as f64 / 1000.0),
+        ),
+    )];
+    for n in &roll.nodes {
+        let name = cdata(&format!("{} back within the roll's timeout", n.node));
+        let (verdict, words) = node_verdict(roll, n);
+        let message = cdata(&words);
+        let mut case = match verdict {
+            Some(true) => TestCase::success(&name, JDuration::ZERO),
+            Some(false) => TestCase::failure(&name, JDuration::ZERO, "late", &message),
+            None => TestCase::skipped_with_cause(&name, "not decided", &message),
+        };
+        case.set_classname(&suite_name);
+        let cells = row(record, n);
+        let mut out = format!("step `{}`: {words}\n", n.step);
+        for (head, cell) in HEADS.iter().zip(&cells).skip(1) {
+            out.push_str(&format!("{head}: {cell}\n"));
+        }
+        case.set_system_out(&cdata(&out));
+        suite.add_testcase(case);
+        for (key, _, value) in n.stages() {
+            if let Some(ms) = value {
+                properties.push((
+                    format!("{}.{key}", n.node),
+                    format!("{:.3}", ms as f64 / 1000.0),
+                ));
+            }
+        }
+    }
+    let probes: String = roll.probes.iter().map(|p| probe_line(p) + "\n").collect();
+    if !probes.is_empty() {
+        suite.set_system_out(&cdata(&format!(
+            "{probes}{}\n",
+            super::roll_text::PROBES_NOTE
+        )));
+    }
+    for p in &roll.probes {
+        properties.push((
+            format!("probe.{}.downtime", p.probe),
+            format!("{:.3}", p.downtime_ms as f64 / 1000.0),
+        ));
+        properties.push((
+            format!("probe.{}.longest", p.probe),
+            format!("{:.3}", p.longest_ms as f64 / 1000.0),
+        ));
+    }
+    (suite, properties)
 }
 
 /// The suite's own output: the timeline and the steps that never ran, with why.
@@ -211,6 +282,67 @@ pub fn write(record: &RunRecord, path: &Path) -> Result<(), ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A roll is a suite of its own, one case per node, the slow node's case failed,
+    /// its figures as properties and no case timed; the experiment's suite keeps its counts.
+    #[test]
+    fn a_roll_is_a_suite_with_a_case_per_node() {
+        let plain = crate::report::roll_text::tests::rolled_record([40, 95, 42]);
+        let late = crate::report::roll_text::tests::rolled_record([40, 360, 42]);
+        let xml = render(&late);
+        let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
+        let suites: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("testsuite"))
+            .collect();
+        assert_eq!(suites.len(), 2, "{xml}");
+        let roll = suites[1];
+        assert_eq!(
+            roll.attribute("name"),
+            Some(format!("{} / roll roll reboots", late.experiment.name).as_str())
+        );
+        assert_eq!(roll.attribute("tests"), Some("3"));
+        assert_eq!(roll.attribute("failures"), Some("1"));
+        let cases: Vec<_> = roll
+            .children()
+            .filter(|n| n.has_tag_name("testcase"))
+            .collect();
+        let names: Vec<_> = cases.iter().filter_map(|c| c.attribute("name")).collect();
+        assert_eq!(
+            names,
+            [
+                "w1 back within the roll's timeout",
+                "w2 back within the roll's timeout",
+                "w3 back within the roll's timeout"
+            ]
+        );
+        assert!(
+            cases.iter().all(|c| c.attribute("time") == Some("0")),
+            "{xml}"
+        );
+        let failed = cases[1]
+            .children()
+            .find(|n| n.has_tag_name("failure"))
+            .expect("w2 failed");
+        assert!(
+            failed
+                .attribute("message")
+                .is_some_and(|m| m.contains("360.0s after its step")),
+            "{xml}"
+        );
+        let props: std::collections::BTreeMap<_, _> = roll
+            .descendants()
+            .filter(|n| n.has_tag_name("property"))
+            .filter_map(|p| Some((p.attribute("name")?, p.attribute("value")?)))
+            .collect();
+        assert_eq!(props.get("w2.node_ready_again"), Some(&"360.000"));
+        assert_eq!(props.get("w1.node_not_ready"), Some(&"20.000"));
+        assert_eq!(props.get("roll.timeout"), Some(&"300.000"));
+        assert_eq!(props.get("probe.web.downtime"), Some(&"6.000"));
+        // The experiment's own suite counts as before; in time, no roll case fails.
+        assert_eq!(suites[0].attribute("failures"), Some("0"));
+        assert!(!render(&plain).contains("type=\"late\""));
+    }
 
     #[test]
     fn a_failed_case_carries_what_the_model_predicted_and_what_was_seen() {

@@ -153,6 +153,7 @@ pub fn render_explained(record: &RunRecord, explanation: &crate::explain::Explan
     expectations(&mut m, record);
     model(&mut m, record, explanation);
     figures(&mut m, record);
+    rolls(&mut m, record);
     let safety = super::text::safety_lines(record);
     if !safety.is_empty() {
         m.push_str("**Safety**\n\n");
@@ -274,6 +275,40 @@ fn figures(m: &mut String, record: &RunRecord) {
     m.push('\n');
 }
 
+/// Each roll's table: a row per node in roll order, each stage from the node's own step,
+/// then whether each node was back within the roll's timeout and what the probes saw.
+fn rolls(m: &mut String, record: &RunRecord) {
+    use super::roll_text::{HEADS, PROBES_NOTE, node_verdict, probe_line, row, timeout_text};
+    for roll in &record.rolls {
+        let _ = writeln!(
+            m,
+            "**Roll** {} (timeout {}), each stage from the node's own step:\n",
+            md(&roll.roll),
+            timeout_text(roll)
+        );
+        let _ = writeln!(m, "| {} | back in time |", HEADS.join(" | "));
+        let _ = writeln!(m, "|{}", " --- |".repeat(HEADS.len() + 1));
+        for n in &roll.nodes {
+            let cells: Vec<String> = row(record, n).iter().map(|c| md(c)).collect();
+            let (verdict, words) = node_verdict(roll, n);
+            let mark = match verdict {
+                Some(true) => "yes",
+                Some(false) => "**NO**",
+                None => "not decided",
+            };
+            let _ = writeln!(m, "| {} | {mark}: {} |", cells.join(" | "), md(&words));
+        }
+        m.push('\n');
+        for p in &roll.probes {
+            let _ = writeln!(m, "- {}", md(&probe_line(p)));
+        }
+        if !roll.probes.is_empty() {
+            let _ = writeln!(m, "- {PROBES_NOTE}");
+        }
+        m.push('\n');
+    }
+}
+
 /// The timeline, folded, as the terminal shows it; cut after [`TIMELINE_LINES`] lines.
 fn timeline(m: &mut String, record: &RunRecord) {
     let entries = record.timeline.entries.len();
@@ -358,6 +393,34 @@ pub fn write_own_part(text: &str, path: &Path, from: Option<u64>) -> Result<u64,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_roll_is_a_table_of_its_nodes_with_each_one_back_or_not() {
+        let record = crate::report::roll_text::tests::rolled_record([40, 360, 42]);
+        let summary = render(&record);
+        assert!(
+            summary.contains("**Roll** roll reboots (timeout 5m 00s)"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("| node | issued | drained | NotReady | Ready again | workloads available | back in time |"),
+            "{summary}"
+        );
+        let row = |node: &str| {
+            summary
+                .lines()
+                .find(|l| l.starts_with(&format!("| {node} |")))
+                .unwrap_or_else(|| panic!("no row of {node}: {summary}"))
+                .to_string()
+        };
+        assert!(row("w1").contains("| 40.0s |") && row("w1").contains("| yes: "));
+        assert!(
+            row("w2").contains("| 360.0s |") && row("w2").contains("| **NO**: "),
+            "{}",
+            row("w2")
+        );
+        assert!(summary.contains("- probe web: down 6.0s over the roll in 3 outage(s)"));
+    }
 
     #[test]
     fn quotes_become_code_and_a_lone_backtick_stays_one() {

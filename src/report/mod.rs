@@ -13,6 +13,7 @@ mod junit_xml;
 pub mod markdown;
 pub mod overview;
 pub mod progress;
+pub mod roll_text;
 
 pub mod series;
 pub mod subscribe;

@@ -90,6 +90,7 @@ pub fn summary(record: &RunRecord, colour: bool) -> String {
         ));
     }
     out.push_str(&figures_text(record));
+    out.push_str(&super::roll_text::rolls_text(record));
     let safety = super::text::safety_lines(record);
     if !safety.is_empty() {
         out.push_str("safety:\n");

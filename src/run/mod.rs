@@ -253,6 +253,7 @@ async fn locked(
         stopped_early: done.stopped_early,
         verdicts: done.verdicts,
         figures: done.figures,
+        rolls: done.rolls,
         outcome,
         errors: done.errors,
         aborted: done.aborted,

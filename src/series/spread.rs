@@ -67,7 +67,7 @@ impl Spread {
     /// `18.1s / 19.2s / 20.6s` for min / median / max, `not observed`, and `(in 3 of 5 runs)`
     /// when some runs did not observe it.
     pub fn ms_text(&self) -> String {
-        self.text(|v| crate::judge::format_relative(v.round() as i64))
+        self.text(|v| format!("{:.1}s", v.round() / 1000.0))
     }
 
     /// A score spread as text, as [`Spread::ms_text`] with score values.
@@ -284,15 +284,15 @@ mod tests {
             (s.min, s.median, s.max),
             (Some(18_100.0), Some(19_200.0), Some(20_600.0))
         );
-        assert_eq!(s.ms_text(), "+18.1s / +19.2s / +20.6s (in 3 of 4 runs)");
+        assert_eq!(s.ms_text(), "18.1s / 19.2s / 20.6s (in 3 of 4 runs)");
         let even = Spread::of_ms([Some(10), Some(20), Some(40), Some(30)]);
         assert_eq!(even.median, Some(25.0));
         let one = Spread::of_ms([Some(19_755)]);
-        assert_eq!(one.ms_text(), "+19.8s");
+        assert_eq!(one.ms_text(), "19.8s");
         assert!(!one.varies());
         let close = Spread::of_ms([Some(27_701), Some(27_720)]);
         assert!(close.varies());
-        assert_eq!(close.ms_text(), "+27.7s", "no +27.7s / +27.7s / +27.7s");
+        assert_eq!(close.ms_text(), "27.7s", "no 27.7s / 27.7s / 27.7s");
         let none = Spread::of_ms([None, None]);
         assert_eq!(none.ms_text(), "not observed");
         assert_eq!(none.median, None);

@@ -271,6 +271,7 @@ pub fn record() -> RunRecord {
         stopped_early: None,
         verdicts,
         figures,
+        rolls: vec![],
         outcome,
         errors: vec![],
         costs: None,

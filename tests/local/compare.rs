@@ -156,7 +156,7 @@ fn inside_the_baselines_own_spread_is_not_a_regression() {
     let f = figure(&inside, WITHIN, "node_not_ready");
     assert_eq!(f.delta, Some(1_300.0));
     assert_eq!(f.movement, Movement::Within);
-    assert_eq!(f.baseline.ms_text(), "+18.1s / +19.2s / +20.6s");
+    assert_eq!(f.baseline.ms_text(), "18.1s / 19.2s / 20.6s");
     assert!(
         f.explain().contains("inside the baseline's spread"),
         "{}",

@@ -282,8 +282,8 @@ fn the_regressions_are_a_list_one_per_line_in_every_format() {
         [
             "kubelet-stop-within-toleration",
             "node NotReady",
-            "+38.2s",
-            "+49.4s",
+            "38.2s",
+            "49.4s",
             "+11.2s (+29.4%) SLOWER"
         ]
     );
@@ -295,7 +295,7 @@ fn the_regressions_are_a_list_one_per_line_in_every_format() {
     assert_eq!(out.status.code(), Some(1));
     let md = std::fs::read_to_string(dir.path().join("compare.md")).unwrap();
     assert!(
-        md.contains("| Experiment | Figure | Baseline (median) | Now (median) | Change |\n| --- | --- | --- | --- | --- |\n| kubelet-stop-within-toleration | node NotReady | +38.2s | +49.4s | +11.2s (+29.4%) SLOWER |\n"),
+        md.contains("| Experiment | Figure | Baseline (median) | Now (median) | Change |\n| --- | --- | --- | --- | --- |\n| kubelet-stop-within-toleration | node NotReady | 38.2s | 49.4s | +11.2s (+29.4%) SLOWER |\n"),
         "{md}"
     );
     assert!(md.contains("| Figure | Baseline min / median / max | Now min / median / max | Median moved | % | Verdict |"), "{md}");

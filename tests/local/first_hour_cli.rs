@@ -1006,7 +1006,7 @@ fn plan_compare_explain_and_report_fit_80_columns_on_a_terminal_s_width() {
     let compared = String::from_utf8_lossy(&out.stdout);
     assert!(
         compared.contains(
-            "    node NotReady              +11.2s +29.4% SLOWER\n      +36.2s / +38.2s / +40.0s → +47.6s / +49.4s / +51.2s\n"
+            "    node NotReady              +11.2s +29.4% SLOWER\n      36.2s / 38.2s / 40.0s → 47.6s / 49.4s / 51.2s\n"
         ),
         "{compared}"
     );

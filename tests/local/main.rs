@@ -41,6 +41,7 @@ mod report_html_glance;
 mod report_json;
 mod report_junit;
 mod report_markdown;
+mod report_roll;
 mod report_terminal;
 mod report_timers;
 mod time_zero;

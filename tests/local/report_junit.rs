@@ -366,7 +366,7 @@ fn a_comparison_has_a_case_per_figure_failed_when_it_regressed() {
         .find(|(_, n, ..)| n == "figure: node NotReady")
         .unwrap();
     assert!(
-        message.starts_with("SLOWER: baseline +19.8s, now +29.8s (+10.0s +50.6%)"),
+        message.starts_with("SLOWER: baseline 19.8s, now 29.8s (+10.0s +50.6%)"),
         "{message}"
     );
     let skipped: Vec<&str> = cases

@@ -410,8 +410,8 @@ fn a_comparison_reads_as_tables_with_regressions_in_bold() {
         [
             "kubelet-stop-within-toleration",
             "node NotReady",
-            "+19.8s",
-            "+29.8s",
+            "19.8s",
+            "29.8s",
             "+10.0s (+50.6%) SLOWER"
         ]
     );
@@ -424,8 +424,8 @@ fn a_comparison_reads_as_tables_with_regressions_in_bold() {
         row(figures, "node NotReady"),
         [
             "node NotReady",
-            "+18.1s / +19.8s / +20.6s",
-            "+29.8s",
+            "18.1s / 19.8s / 20.6s",
+            "29.8s",
             "+10.0s",
             "+50.6%",
             "SLOWER"
@@ -488,7 +488,7 @@ fn a_series_shows_each_run_and_calls_flaky_flaky() {
         doc.strong
             .contains(&"flaky: held in 1 of 2 runs".to_string())
     );
-    assert_eq!(row(&doc.tables[1], "node NotReady")[1], "+19.8s");
+    assert_eq!(row(&doc.tables[1], "node NotReady")[1], "19.8s");
     assert!(
         doc.text
             .contains("score 85.7 / 92.9 / 100 (each run: 100, 85.7)"),

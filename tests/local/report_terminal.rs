@@ -124,8 +124,8 @@ fn a_comparison_lists_every_regression_one_per_line_and_ends_with_the_verdict() 
         .find(|l| l.trim_start().starts_with("node NotReady"))
         .unwrap();
     assert!(
-        row.contains("+19.2s")
-            && row.contains("+29.2s")
+        row.contains(" 19.2s")
+            && row.contains(" 29.2s")
             && row.contains("+10.0s")
             && row.ends_with("SLOWER"),
         "{row}"
@@ -154,29 +154,29 @@ fn a_comparison_lists_every_regression_one_per_line_and_ends_with_the_verdict() 
             vec![
                 "kubelet-stop-past-toleration",
                 "node NotReady",
-                "+19.2s",
-                "+29.2s",
+                "19.2s",
+                "29.2s",
                 "+10.0s (+52.1%) SLOWER"
             ],
             vec![
                 "kubelet-stop-past-toleration",
                 "unreachable taint",
-                "+19.2s",
-                "+29.2s",
+                "19.2s",
+                "29.2s",
                 "+10.0s (+52.0%) SLOWER"
             ],
             vec![
                 "kubelet-stop-past-toleration",
                 "transition: node goes Unknown within the grace period",
-                "+19.2s",
-                "+29.2s",
+                "19.2s",
+                "29.2s",
                 "+10.0s (+52.1%) SLOWER"
             ],
             vec![
                 "kubelet-stop-past-toleration",
                 "transition: node gets the unreachable NoExecute taint",
-                "+21.3s",
-                "+31.3s",
+                "21.3s",
+                "31.3s",
                 "+10.0s (+46.9%) SLOWER"
             ],
             vec!["REGRESSED: 4 regression(s) beyond the tolerance and the noise floor"],
@@ -197,7 +197,7 @@ fn a_series_summary_names_what_was_flaky() {
     ]);
     let text = faultline::report::series::terminal::summary(&s);
     assert!(
-        text.contains("  node NotReady              +18.1s / +19.8s / +20.6s\n"),
+        text.contains("  node NotReady              18.1s / 19.8s / 20.6s\n"),
         "{text}"
     );
     let row = text

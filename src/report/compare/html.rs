@@ -137,6 +137,7 @@ fn experiment(h: &mut String, e: &ExperimentDiff, baseline: &[Series], now: &[Se
         .figures
         .iter()
         .chain(&e.transitions)
+        .chain(e.roll_stages())
         .chain(std::iter::once(&e.score))
     {
         let class = if f.movement.regressed() { "Failed" } else { "" };

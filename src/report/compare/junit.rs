@@ -89,6 +89,7 @@ fn suite(e: &ExperimentDiff) -> TestSuite {
         .figures
         .iter()
         .chain(&e.transitions)
+        .chain(e.roll_stages())
         .chain(std::iter::once(&e.score))
     {
         add(figure_case(f));

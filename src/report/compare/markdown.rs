@@ -149,6 +149,7 @@ fn experiment(m: &mut String, e: &ExperimentDiff) {
         .figures
         .iter()
         .chain(&e.transitions)
+        .chain(e.roll_stages())
         .chain(std::iter::once(&e.score))
     {
         figure_row(m, f);

@@ -2,6 +2,7 @@
 //! the comparison (HTML also draws one run of each side, on one time axis).
 
 pub mod html;
+pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod terminal;
@@ -145,7 +146,15 @@ pub fn regression_rows(cmp: &Comparison) -> Vec<RegressionRow> {
             });
         }
     }
-    for (e, f) in cmp.figure_diffs().filter(|(_, f)| f.movement.regressed()) {
+    let rolls = cmp
+        .roll_stage_diffs()
+        .map(|(e, _, _, f)| (e, f))
+        .filter(|(_, f)| f.movement.regressed());
+    for (e, f) in cmp
+        .figure_diffs()
+        .filter(|(_, f)| f.movement.regressed())
+        .chain(rolls)
+    {
         let change = match f.delta {
             Some(_) => format!(
                 "{} ({}) {}",
@@ -175,12 +184,13 @@ pub fn figure_name(f: &FigureDiff) -> String {
     }
 }
 
-/// A side's median as text: `+38.2s`, `100` for the score, `not observed`.
+/// A side's median as text: `38.2s` (a duration after its step), `100` for the score,
+/// `not observed`.
 pub fn median_text(f: &FigureDiff, spread: &Spread) -> String {
     match (spread.median, f.kind) {
         (None, _) => "not observed".to_string(),
         (Some(v), FigureKind::Score) => Spread::of([Some(v)]).score_text(),
-        (Some(v), _) => crate::judge::format_relative(v.round() as i64),
+        (Some(v), _) => format!("{:.1}s", v.round() / 1000.0),
     }
 }
 

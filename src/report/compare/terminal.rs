@@ -129,6 +129,22 @@ fn experiment(e: &ExperimentDiff, narrow: bool) -> String {
             narrow,
         ));
     }
+    let stages: Vec<FigureDiff> = e.roll_stages().cloned().collect();
+    if !stages.is_empty() {
+        out.push_str(&figures(
+            "rolls, node by node (after each node's own step)",
+            "roll, node: stage",
+            &stages,
+            narrow,
+        ));
+    }
+    for r in e.rolls.iter().filter(|r| !r.one_side_only.is_empty()) {
+        out.push_str(&format!(
+            "  roll {}: rolled on one side only, not compared: {}\n",
+            clean(&r.roll),
+            clean(&r.one_side_only.join(", "))
+        ));
+    }
     out.push_str(&figures(
         "resilience score",
         "",

@@ -99,6 +99,8 @@ pub(crate) struct LoopOutcome {
     pub verdicts: Vec<Verdict>,
     /// The recovery figures, over the same observations as the final verdicts.
     pub figures: judge::Figures,
+    /// Each rolling step's figures, node by node, over the same observations.
+    pub rolls: Vec<judge::RollFigures>,
     /// How many entries were observed up to where observation ended.
     pub observed_entries: u64,
     /// Faults left journaled (undo failed, or the step's command may still run).
@@ -515,19 +517,22 @@ impl<'a> Run<'a> {
         let cancelled = self.cancel.is_cancelled();
         let plan = self.plan;
         let stopped_early = self.out.stopped_early.as_deref();
-        let (verdicts, figures, entries) = self.timeline.observed_view(|index, until_ms| {
-            let verdicts = schedule::final_verdicts(
-                plan.schedule(),
-                index,
-                until_ms,
-                stopped_early,
-                cancelled,
-            );
-            let figures = judge::figures_of(plan.exp, plan.targets, index);
-            (verdicts, figures, index.len() as u64)
-        });
+        let (verdicts, (figures, rolls), entries) =
+            self.timeline.observed_view(|index, until_ms| {
+                let verdicts = schedule::final_verdicts(
+                    plan.schedule(),
+                    index,
+                    until_ms,
+                    stopped_early,
+                    cancelled,
+                );
+                let figures = judge::figures_of(plan.exp, plan.targets, index);
+                let rolls = judge::roll_figures_of(plan.exp, index);
+                (verdicts, (figures, rolls), index.len() as u64)
+            });
         self.out.verdicts = verdicts;
         self.out.figures = figures;
+        self.out.rolls = rolls;
         self.out.observed_entries = entries;
         for v in &self.out.verdicts {
             self.published.announce(&self.timeline, v);

@@ -67,6 +67,7 @@ pub(in crate::run) fn not_run(
         stopped_early: Some(format!("the run could not start: {message}")),
         verdicts,
         figures: Default::default(),
+        rolls: Vec::new(),
         costs: None,
         outcome: RunOutcome::Error {
             message: message.clone(),
@@ -114,6 +115,7 @@ pub(in crate::run) fn skipped(
         stopped_early: Some(format!("not run: {missing}")),
         verdicts,
         figures: Default::default(),
+        rolls: Vec::new(),
         costs: None,
         outcome: RunOutcome::Skipped { reason },
         errors: Vec::new(),

@@ -77,6 +77,8 @@ pub struct Rehearsal {
     pub observed_until_ms: i64,
     /// The verdicts, judged as the runner judges a finished run.
     pub verdicts: Vec<Verdict>,
+    /// Each rolling step's figures, node by node, measured as a run measures them.
+    pub rolls: Vec<crate::judge::RollFigures>,
 }
 
 /// Rehearses `exp` against `record`: the run's own loop, in a world that replays the
@@ -197,6 +199,7 @@ async fn rehearse_paused(
         timeline: rehearsed,
         observed_until_ms,
         verdicts: done.verdicts,
+        rolls: done.rolls,
     }
 }
 

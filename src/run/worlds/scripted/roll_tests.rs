@@ -229,3 +229,54 @@ async fn settle_counts_from_the_return_of_a_reboot_never_seen_not_ready() {
         "{due:?}"
     );
 }
+
+/// The run's per-node roll figures: each node measured from its own step, the slower node
+/// showing its slower return, and the same figures a report computes again from the
+/// record's timeline (what `rehearse` and a re-render see).
+#[tokio::test(start_paused = true)]
+async fn the_run_measures_each_node_of_the_roll_from_its_own_step() {
+    let h = rolled("reboot", "{settle: 5s, timeout: 5m}", false);
+    let mut world = Scripted {
+        initial: all_ready(),
+        // a back 60 s after going down, b 110 s after, c 30 s after.
+        later: vec![
+            (20_000, node("a", ConditionStatus::Unknown, 20)),
+            (80_000, node("a", ConditionStatus::True, 80)),
+            (100_000, node("b", ConditionStatus::Unknown, 100)),
+            (210_000, node("b", ConditionStatus::True, 210)),
+            (230_000, node("c", ConditionStatus::Unknown, 230)),
+            (260_000, node("c", ConditionStatus::True, 260)),
+        ],
+        ..Scripted::default()
+    };
+    let (out, timeline) = h.run_kept(&mut world).await;
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert_eq!(out.rolls.len(), 1, "{:?}", out.rolls);
+    let roll = &out.rolls[0];
+    assert_eq!(roll.roll, "roll");
+    let nodes: Vec<&str> = roll.nodes.iter().map(|n| n.node.as_str()).collect();
+    assert_eq!(nodes, ["a", "b", "c"]);
+    let down: Vec<i64> = roll.nodes[..2]
+        .iter()
+        .map(|n| n.ready_again_ms.expect("back") - n.not_ready_ms.expect("down"))
+        .collect();
+    assert_eq!(down, [60_000, 110_000]);
+    // The expectation was decided by then: observation ended as c's step was issued, so
+    // nothing of c is claimed, not even that it stayed Ready.
+    let c = &roll.nodes[2];
+    assert!(c.issued_ms.is_some());
+    assert_eq!(c.watched_ms, Some(0));
+    assert!(!c.stayed_ready && c.not_ready_ms.is_none() && c.ready_again_ms.is_none());
+    assert_eq!(c.back_in_time(roll.timeout_ms), None);
+    let slowest = roll
+        .nodes
+        .iter()
+        .max_by_key(|n| n.ready_again_ms)
+        .expect("nodes");
+    assert_eq!(slowest.node, "b");
+    let until = out.observed_until.expect("observed");
+    assert_eq!(
+        out.rolls,
+        crate::judge::roll_figures(&h.exp, &timeline.until(until))
+    );
+}
