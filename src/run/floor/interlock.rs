@@ -17,7 +17,10 @@
 //! it did), saying which nodes are down and why. A held step gated on a node being Ready
 //! again (`when: {node: N, is: Ready}`, a rolling step's next node) goes its `delay` after
 //! it fits, not at once: its gate may have been met by the node's Ready from before its
-//! fault, and the node it waited on has only just come back.
+//! fault, and the node it waited on has only just come back. For the same reason a step
+//! gated on nodes being Ready again, whatever its action (a roll's next batch, an
+//! `uncordon` after a reboot in a roll's sequence), waits until none of them is seen down
+//! or on its way back from a reboot or power-on this run issued.
 //!
 //! The static check (`crate::run::preflight::safety`) still refuses what the plan alone
 //! shows to overlap (steps at fixed offsets); this one is what makes a step gated on a
@@ -159,9 +162,25 @@ impl<'a> Interlock<'a> {
         }
     }
 
-    /// Whether step `index` is checked: its action takes its nodes down (or is counted so).
+    /// Whether step `index` is checked: its action takes its nodes down (or is counted so),
+    /// or it is gated on nodes being Ready again ([`Self::gate_nodes`]).
     pub(super) fn applies(&self, index: usize) -> bool {
-        faults::counts_as_down(&self.exp.steps[index].action)
+        faults::counts_as_down(&self.exp.steps[index].action) || !self.gate_nodes(index).is_empty()
+    }
+
+    /// The nodes step `index` waits for to be Ready again (`when: {node: T, is: Ready}`: a
+    /// roll's next batch, the action after a reboot in a roll's sequence): its gate may
+    /// have been met by their Ready from before a reboot this run issued, so the step also
+    /// waits until none of them is seen down or on its way back.
+    fn gate_nodes(&self, index: usize) -> &'a [String] {
+        match &self.exp.steps[index].at {
+            StepTime::When {
+                subject: Subject::Node { target },
+                state: StateMatch::Node(NodeStateMatch::Ready),
+                ..
+            } => self.targets.get(target).map_or(&[], Vec::as_slice),
+            _ => &[],
+        }
     }
 
     /// The nodes on their way back by themselves, each with the offset its reboot or
@@ -196,17 +215,43 @@ impl<'a> Interlock<'a> {
         self.refresh(timeline);
         let step = &self.exp.steps[index];
         let mut down: BTreeMap<String, String> = BTreeMap::new();
+        let seen_down: BTreeSet<String> = seen.iter().map(|d| d.node.clone()).collect();
         for d in seen {
             down.entry(d.node).or_insert(d.why);
         }
         for (node, o) in &self.outstanding {
             down.entry(node.clone()).or_insert_with(|| o.why.clone());
         }
-        for node in step.nodes(self.targets) {
-            down.entry(node.clone())
-                .or_insert_with(|| DownNode::OWN.to_string());
+        let not_back: Vec<&str> = self
+            .gate_nodes(index)
+            .iter()
+            .filter(|n| {
+                seen_down.contains(*n)
+                    || self
+                        .outstanding
+                        .get(*n)
+                        .is_some_and(|o| o.returning_since.is_some())
+            })
+            .map(String::as_str)
+            .collect();
+        let fault = faults::counts_as_down(&step.action);
+        if fault {
+            for node in step.nodes(self.targets) {
+                down.entry(node.clone())
+                    .or_insert_with(|| DownNode::OWN.to_string());
+            }
         }
-        let Some(rule) = self.broken_rule(&down) else {
+        let rule = if !not_back.is_empty() {
+            Some(format!(
+                "the nodes its `when:` waits for are not back yet ({})",
+                not_back.join(", ")
+            ))
+        } else if fault {
+            self.broken_rule(&down)
+        } else {
+            None
+        };
+        let Some(rule) = rule else {
             let settle = self.settle(index);
             let Some(w) = self.waiting.get_mut(&index) else {
                 return Admit::Go;

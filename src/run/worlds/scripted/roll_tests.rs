@@ -229,3 +229,54 @@ async fn settle_counts_from_the_return_of_a_reboot_never_seen_not_ready() {
         "{due:?}"
     );
 }
+
+/// Two at a time: both nodes of a batch rebooted at once, the next batch once the slower
+/// of the two is seen back, then its settle time.
+#[tokio::test(start_paused = true)]
+async fn a_batch_goes_down_together_and_the_next_waits_for_the_slowest_of_it() {
+    let mut h = Harness::new(
+        "
+name: scripted
+description: a scripted roll, two at a time
+targets:
+  workers: {names: [a, b, c]}
+safety: {maxNodesDown: 2}
+steps:
+  - {name: roll, at: 10s, do: reboot, target: workers, roll: {maxUnavailable: 2, settle: 5s, timeout: 5m}}
+expect:
+  - {name: back, node: workers, eventually: Ready}
+",
+    )
+    .with_targets(&[("workers", &["c", "a", "b"])]);
+    let (exp, targets) = crate::experiment::roll::expand(&h.exp, &h.targets);
+    h.exp = exp;
+    h.targets = targets;
+    let names: Vec<&str> = h.exp.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["roll (a, b)", "roll (c)"]);
+    let mut world = Scripted {
+        initial: ["a", "b", "c"]
+            .iter()
+            .map(|n| node(n, ConditionStatus::True, 0))
+            .collect(),
+        later: vec![
+            (20_000, node("a", ConditionStatus::Unknown, 20)),
+            (20_000, node("b", ConditionStatus::Unknown, 20)),
+            (60_000, node("a", ConditionStatus::True, 60)),
+            (90_000, node("b", ConditionStatus::True, 90)),
+        ],
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let ab = issued(&h, &out, "roll (a, b)").expect("a and b rebooted");
+    let c = issued(&h, &out, "roll (c)").expect("c rebooted");
+    assert!((10_000..11_000).contains(&ab), "a, b at +{ab} ms");
+    // Not when a is back (+60 s): when b is too (+90 s), and 5 s later.
+    assert!((95_000..98_000).contains(&c), "c at +{c} ms");
+    let calls = world.calls();
+    let acts: Vec<&String> = calls.iter().filter(|c| c.starts_with("act roll")).collect();
+    assert_eq!(acts.len(), 3, "{calls:#?}");
+    assert!(index_of(&calls, "act roll (a, b) on a") < index_of(&calls, "act roll (c) on c"));
+    assert!(index_of(&calls, "act roll (a, b) on b") < index_of(&calls, "act roll (c) on c"));
+    assert_eq!(h.journaled(), 0);
+}
