@@ -1,12 +1,17 @@
-//! Rolling steps (`roll:`): one step that does its action to every node of its target in
-//! turn, expanded, once the target is resolved to nodes, into one step per node.
+//! Rolling steps (`roll:`): one step that does its action (or each action of its
+//! `sequence:`) to every node of its target in turn, `maxUnavailable` nodes at a time,
+//! expanded, once the target is resolved to nodes, into one step per batch (per action).
 //!
-//! Node `i + 1`'s step is gated on node `i`: `when: {node: <node i>, is: Ready, since: <node
-//! i's step>}` with the roll's `settle` as `delay` and its `timeout` as the step's timeout,
-//! the form a roll written by hand takes (`experiments/rolling-reboot.yaml`). So the loop,
-//! the run-time interlock (which holds a step until the node before it is seen back), the
-//! journal, the undo and the reports see ordinary steps. Each node gets a target of its
-//! own, `<target>@<node>`: a name no experiment can write (targets are DNS-1123 labels).
+//! Batch `i + 1`'s first step is gated on batch `i`: `when: {node: <batch i>, is: Ready,
+//! since: <batch i's last step>}` with the roll's `settle` as `delay` and its `timeout` as
+//! the step's timeout, the form a roll written by hand takes
+//! (`experiments/rolling-reboot.yaml`); a node target is Ready once every node of it is, so
+//! a batch waits for the slowest of the one before. Within a batch each action of a
+//! sequence comes `after:` the one before, or once the batch is Ready again after a reboot
+//! ([`sequence`]). So the loop, the run-time interlock (which holds a step until the nodes
+//! it waits on are seen back), the journal, the undo and the reports see ordinary steps.
+//! Each batch gets a target of its own, `<target>@<node>` (`<target>@<n1>,<n2>` for more
+//! than one node): a name no experiment can write (targets are DNS-1123 labels).
 //!
 //! The expansion is done where the targets are known: by the run after resolving them
 //! (`run::preflight::prepare::resolve`, which orders them first, see [`order_nodes`]), by
@@ -260,5 +265,7 @@ pub(crate) fn describe(roll: &Roll, target: &str) -> String {
 mod batch;
 mod sequence;
 
+#[cfg(test)]
+mod sequence_tests;
 #[cfg(test)]
 mod tests;

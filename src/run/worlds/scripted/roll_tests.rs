@@ -280,3 +280,85 @@ expect:
     assert!(index_of(&calls, "act roll (a, b) on b") < index_of(&calls, "act roll (c) on c"));
     assert_eq!(h.journaled(), 0);
 }
+
+/// A sequence per node: drain, reboot, uncordon. The uncordon waits for the node to be
+/// back from its reboot (not for its Ready from before it), the next node's drain for the
+/// node before's uncordon, its Ready and the settle time.
+#[tokio::test(start_paused = true)]
+async fn a_sequence_does_each_action_in_turn_and_the_next_node_after_the_last() {
+    let mut h = Harness::new(
+        "
+name: scripted
+description: drain, reboot, uncordon each worker
+targets:
+  workers: {names: [a, b]}
+steps:
+  - name: upgrade
+    at: 10s
+    target: workers
+    roll: {settle: 5s, timeout: 5m}
+    sequence:
+      - do: drain
+      - do: reboot
+      - do: uncordon
+expect:
+  - {name: back, node: workers, eventually: Ready}
+",
+    )
+    .with_targets(&[("workers", &["b", "a"])]);
+    let (exp, targets) = crate::experiment::roll::expand(&h.exp, &h.targets);
+    h.exp = exp;
+    h.targets = targets;
+    let mut world = Scripted {
+        initial: ["a", "b"]
+            .iter()
+            .map(|n| node(n, ConditionStatus::True, 0))
+            .collect(),
+        later: vec![
+            (30_000, node("a", ConditionStatus::Unknown, 30)),
+            (70_000, node("a", ConditionStatus::True, 70)),
+            (90_000, node("b", ConditionStatus::Unknown, 90)),
+            (130_000, node("b", ConditionStatus::True, 130)),
+        ],
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let at = |name: &str| issued(&h, &out, name).unwrap_or_else(|| panic!("{name} issued"));
+    assert!((10_000..11_000).contains(&at("upgrade (a) drain")));
+    assert!(
+        at("upgrade (a) reboot") < 12_000,
+        "{}",
+        at("upgrade (a) reboot")
+    );
+    // Not at once on a's Ready from before its reboot: once a is back at +70 s.
+    let uncordon = at("upgrade (a) uncordon");
+    assert!(
+        (70_000..73_000).contains(&uncordon),
+        "uncordon a at +{uncordon} ms"
+    );
+    let b = at("upgrade (b) drain");
+    assert!((75_000..79_000).contains(&b), "drain b at +{b} ms");
+    let uncordon = at("upgrade (b) uncordon");
+    assert!(
+        (130_000..133_000).contains(&uncordon),
+        "uncordon b at +{uncordon} ms"
+    );
+    let calls = world.calls();
+    let order: Vec<&String> = calls
+        .iter()
+        .filter(|c| c.starts_with("act upgrade"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "act upgrade (a) drain on a",
+            "act upgrade (a) reboot on a",
+            "act upgrade (a) uncordon on a",
+            "act upgrade (b) drain on b",
+            "act upgrade (b) reboot on b",
+            "act upgrade (b) uncordon on b",
+        ],
+        "{calls:#?}"
+    );
+}
