@@ -119,6 +119,44 @@ struct Outstanding {
     /// finished at this offset: from then on, the node is back once seen turning Ready,
     /// or seen Ready with its heartbeat renewed since.
     returning_since: Option<i64>,
+    /// A fault held until its undo that this one came on top of (a drain, then a reboot:
+    /// a roll's sequence): the node still counts down for it once back from this one.
+    under: Option<Box<Outstanding>>,
+}
+
+/// Forgets the held fault under `o` that `action` undoes (an `uncordon` issued while the
+/// node is still on its way back from the reboot that followed its drain).
+fn drop_undone(
+    mut o: &mut Outstanding,
+    action: &crate::experiment::model::Action,
+    exp: &Experiment,
+) {
+    loop {
+        let undone = o
+            .under
+            .as_ref()
+            .is_some_and(|u| faults::undoes(action, &exp.steps[u.fault].action));
+        if undone {
+            if let Some(u) = o.under.take() {
+                o.under = u.under;
+            }
+            return;
+        }
+        match o.under.as_deref_mut() {
+            Some(u) => o = u,
+            None => return,
+        }
+    }
+}
+
+/// `node`'s outstanding fault once it is back from its reboot or power-on: the held fault
+/// under it, if any, else none.
+fn back_from(outstanding: &mut BTreeMap<String, Outstanding>, node: &str) {
+    if let Some(o) = outstanding.remove(node)
+        && let Some(under) = o.under
+    {
+        outstanding.insert(node.to_string(), *under);
+    }
 }
 
 /// A step kept waiting.
@@ -207,11 +245,19 @@ impl<'a> Interlock<'a> {
             return Admit::Go;
         }
         // A returning node seen Ready whose new kubelet renewed its heartbeat is back.
-        self.outstanding.retain(|node, o| {
-            o.returning_since.is_none()
-                || !renewed.contains(node)
-                || seen.iter().any(|d| d.node == *node)
-        });
+        let back: Vec<String> = self
+            .outstanding
+            .iter()
+            .filter(|(node, o)| {
+                o.returning_since.is_some()
+                    && renewed.contains(*node)
+                    && !seen.iter().any(|d| d.node == **node)
+            })
+            .map(|(node, _)| node.clone())
+            .collect();
+        for node in back {
+            back_from(&mut self.outstanding, &node);
+        }
         self.refresh(timeline);
         let step = &self.exp.steps[index];
         let mut down: BTreeMap<String, String> = BTreeMap::new();
@@ -386,17 +432,26 @@ impl<'a> Interlock<'a> {
                         None,
                     )
                 };
+                let under = self
+                    .outstanding
+                    .remove(node)
+                    .filter(|o| o.returning_since.is_none())
+                    .map(Box::new);
                 self.outstanding.insert(
                     node.clone(),
                     Outstanding {
                         fault: index,
                         why,
                         returning_since,
+                        under,
                     },
                 );
             } else if info.brings_node_back
                 && let Some(o) = self.outstanding.get_mut(node)
             {
+                // It may undo a held fault under this one (an `uncordon` after a drain and
+                // a reboot).
+                drop_undone(o, &step.action, self.exp);
                 let fault = &self.exp.steps[o.fault].action;
                 if faults::inverse(fault).is_some() && !faults::undoes(&step.action, fault) {
                     continue;
@@ -408,8 +463,9 @@ impl<'a> Interlock<'a> {
                     );
                     o.returning_since = Some(finished_ms.max(issued_ms));
                 } else {
-                    // The observer's view of the node takes over.
-                    self.outstanding.remove(node);
+                    // The observer's view of the node takes over (but for a fault held
+                    // under this one).
+                    back_from(&mut self.outstanding, node);
                 }
             }
         }
@@ -419,10 +475,17 @@ impl<'a> Interlock<'a> {
     fn refresh(&mut self, timeline: &SharedTimeline) {
         let outstanding = &mut self.outstanding;
         timeline.judge_view(|index| {
-            outstanding.retain(|node, o| {
-                o.returning_since
-                    .is_none_or(|since| !index.node_ready_anew_since(node, since))
-            });
+            let back: Vec<String> = outstanding
+                .iter()
+                .filter(|(node, o)| {
+                    o.returning_since
+                        .is_some_and(|since| index.node_ready_anew_since(node, since))
+                })
+                .map(|(node, _)| node.clone())
+                .collect();
+            for node in back {
+                back_from(outstanding, &node);
+            }
         });
     }
 }
