@@ -263,3 +263,27 @@ fn a_sequence_is_written_on_a_rolling_step_with_its_actions_keys_in_its_entries(
         "{diags:?}"
     );
 }
+
+#[test]
+fn every_mistyped_key_of_a_sequence_is_named_at_once() {
+    let diags = refused(
+        &UPGRADE
+            .replace(
+                "        onTimeout: continue\n",
+                "        onTimout: continue\n",
+            )
+            .replace(
+                "      - do: uncordon\n",
+                "      - do: uncordon\n        timout: 1m\n",
+            ),
+    );
+    assert_eq!(diags.len(), 2, "{diags:?}");
+    assert!(
+        diags[0].starts_with("13:9: unknown key `onTimout`"),
+        "{diags:?}"
+    );
+    assert!(
+        diags[1].starts_with("17:9: unknown key `timout`"),
+        "{diags:?}"
+    );
+}
