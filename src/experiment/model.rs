@@ -368,6 +368,17 @@ pub struct Step {
 }
 
 impl Step {
+    /// Every action the step does: each of its rolling `sequence`, or its one action. What
+    /// the step needs (transport, access, capabilities) is what all of them need.
+    pub fn actions(&self) -> Vec<&Action> {
+        match &self.roll {
+            Some(roll) if !roll.sequence.is_empty() => {
+                roll.sequence.iter().map(|a| &a.action).collect()
+            }
+            _ => vec![&self.action],
+        }
+    }
+
     /// The nodes this step acts on, from the resolved targets (none when it has no target
     /// or its target matched nothing).
     pub fn nodes<'a>(&self, targets: &'a BTreeMap<String, Vec<String>>) -> &'a [String] {
