@@ -287,3 +287,17 @@ fn every_mistyped_key_of_a_sequence_is_named_at_once() {
         "{diags:?}"
     );
 }
+
+#[test]
+fn a_sequence_of_one_action_is_named_as_a_one_action_roll() {
+    let text = UPGRADE.replace(
+        "      - do: drain\n        onTimeout: continue\n        timeout: 5m\n      - do: reboot\n      - do: uncordon\n",
+        "      - do: reboot\n",
+    );
+    let exp =
+        crate::experiment::parse(&text, Path::new("u.yaml")).unwrap_or_else(|d| panic!("{d}"));
+    let (out, _) = expand(&exp, &targets());
+    let names: Vec<&str> = out.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["upgrade (a)", "upgrade (b)", "after it"]);
+    assert_eq!(out.steps[1].at, ready("workers@a", "upgrade (a)", 30));
+}
