@@ -37,8 +37,8 @@ struct Listed {
 impl Listed {
     fn of(exp: &Experiment) -> Listed {
         let mut faults = Vec::new();
-        for step in &exp.steps {
-            let name = crate::experiment::fault::action_name(&step.action);
+        for action in exp.steps.iter().flat_map(|s| s.actions()) {
+            let name = crate::experiment::fault::action_name(action);
             if !faults.contains(&name) {
                 faults.push(name);
             }

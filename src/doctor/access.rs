@@ -177,17 +177,21 @@ pub(crate) fn needed(experiments: &[Experiment]) -> Vec<Access> {
                 ));
             }
         }
-        for step in &exp.steps {
+        for (step, action) in exp
+            .steps
+            .iter()
+            .flat_map(|s| s.actions().into_iter().map(move |a| (s, a)))
+        {
             let why = format!("step `{}` of {}", step.name, exp.name);
             let removes_finalizers = matches!(
-                step.action,
+                action,
                 Action::DeletePvc {
                     remove_finalizers: true,
                     ..
                 }
             );
-            let namespace = fault::api_namespace(&step.action);
-            for api in fault::info(&step.action).api {
+            let namespace = fault::api_namespace(action);
+            for api in fault::info(action).api {
                 if api.removing_finalizers && !removes_finalizers {
                     continue;
                 }
@@ -256,9 +260,13 @@ pub(crate) fn needed_on_nodes(
     targets: &std::collections::BTreeMap<String, Vec<String>>,
 ) -> Vec<Access> {
     let mut all = Vec::new();
-    for step in &exp.steps {
+    for (step, action) in exp
+        .steps
+        .iter()
+        .flat_map(|s| s.actions().into_iter().map(move |a| (s, a)))
+    {
         let why = format!("step `{}` of {}", step.name, exp.name);
-        for api in fault::info(&step.action).api {
+        for api in fault::info(action).api {
             let access = Access::new(api.verb, api.group, api.resource, None, &why);
             if api.namespaced || api.subresource.is_some() || !grantable_per_node(&access) {
                 continue;

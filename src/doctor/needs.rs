@@ -114,19 +114,20 @@ impl Needs {
     }
 
     fn add_step(&mut self, step: &Step) {
-        let action = &step.action;
-        self.add_action(action);
-        if let Action::Run {
-            undo: Some(undo), ..
-        } = action
-        {
-            self.add_op(NodeOp::Run(undo.clone()));
-        }
-        if let Some(inverse) = fault::inverse(action) {
-            self.add_action(&inverse);
-            // An undo carried out on the node is armed there first.
-            if matches!(fault::info(&inverse).via, Via::Node(_) | Via::StepCommand) {
-                self.self_restore = true;
+        for action in step.actions() {
+            self.add_action(action);
+            if let Action::Run {
+                undo: Some(undo), ..
+            } = action
+            {
+                self.add_op(NodeOp::Run(undo.clone()));
+            }
+            if let Some(inverse) = fault::inverse(action) {
+                self.add_action(&inverse);
+                // An undo carried out on the node is armed there first.
+                if matches!(fault::info(&inverse).via, Via::Node(_) | Via::StepCommand) {
+                    self.self_restore = true;
+                }
             }
         }
     }
@@ -196,6 +197,17 @@ mod tests {
         );
         assert!(n.self_restore, "the run step's undo is armed on the node");
         assert!(!n.touches_kubelet());
+    }
+
+    /// A rolling step's `sequence`: every action of it, not only its first.
+    #[test]
+    fn a_rolling_sequence_needs_each_of_its_actions() {
+        let e = exp(
+            "name: e\ntargets: {v: {role: worker}}\nsteps:\n  - name: up\n    at: 0s\n    target: v\n    roll: {}\n    sequence:\n      - do: drain\n      - do: kubelet-restart\n      - do: uncordon\n",
+        );
+        let n = Needs::of(&[e]);
+        assert_eq!(n.ops, [NodeOp::KubeletRestart]);
+        assert!(n.touches_kubelet());
     }
 
     #[test]

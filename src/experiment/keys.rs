@@ -258,6 +258,8 @@ impl Part {
             (Part::Step, "pvc") => Shape::Keys(Part::Pvc),
             (Part::Step, "taint") => Shape::Keys(Part::Taint),
             (Part::Step, "roll") => Shape::Keys(Part::Roll),
+            // A rolling step's actions, each written as a step's action is.
+            (Part::Step, "sequence") => Shape::List(Part::Step),
             (Part::Condition, "is")
             | (Part::Expectation, "becomes" | "stays" | "never" | "eventually") => {
                 Shape::Keys(Part::State)

@@ -367,42 +367,18 @@ pub struct Step {
     pub roll: Option<Roll>,
 }
 
-/// How a rolling step goes through its target's nodes: one at a time, in `order`, the
-/// next node's step issued once the previous node is seen Ready again and `settle` has
-/// passed; a node not Ready within `timeout` of its step stops the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Roll {
-    /// In which order the nodes are taken.
-    pub order: RollOrder,
-    /// How long after a node is seen Ready again the next node's step is issued.
-    pub settle: Bound,
-    /// How long a node may take to be Ready again, from its step's issue, before the run
-    /// stops instead of taking the next node down.
-    pub timeout: Duration,
-}
-
-/// The order of a rolling step's nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RollOrder {
-    /// By node name.
-    Name,
-    /// Zones interleaved (`topology.kubernetes.io/zone`), by name within a zone: two
-    /// nodes one after the other are in different zones whenever the zones allow it.
-    Zone,
-}
-
-impl RollOrder {
-    /// The word an experiment writes: `name`, `zone`.
-    pub fn word(self) -> &'static str {
-        match self {
-            RollOrder::Name => "name",
-            RollOrder::Zone => "zone",
+impl Step {
+    /// Every action the step does: each of its rolling `sequence`, or its one action. What
+    /// the step needs (transport, access, capabilities) is what all of them need.
+    pub fn actions(&self) -> Vec<&Action> {
+        match &self.roll {
+            Some(roll) if !roll.sequence.is_empty() => {
+                roll.sequence.iter().map(|a| &a.action).collect()
+            }
+            _ => vec![&self.action],
         }
     }
-}
 
-impl Step {
     /// The nodes this step acts on, from the resolved targets (none when it has no target
     /// or its target matched nothing).
     pub fn nodes<'a>(&self, targets: &'a BTreeMap<String, Vec<String>>) -> &'a [String] {
@@ -980,3 +956,6 @@ impl std::fmt::Display for Bound {
 }
 
 pub use super::cluster_timers::ClusterTimers;
+
+mod roll;
+pub use roll::{Roll, RollAction, RollOrder};

@@ -252,6 +252,9 @@ pub(super) struct RawStep {
     pub on_timeout: Option<S<String>>,
     pub taint: Option<S<RawTaint>>,
     pub roll: Option<S<RawRoll>>,
+    /// `sequence:` of a rolling step: its actions, each written as a step's action is
+    /// (`do:` and the keys it takes), in place of the step's own `do:`.
+    pub sequence: Option<S<Vec<S<RawStep>>>>,
 }
 
 /// `roll:` of a rolling step.
@@ -262,6 +265,7 @@ pub(super) struct RawRoll {
     pub settle: Option<S<String>>,
     pub timeout: Option<S<String>>,
     pub max_unavailable: Option<S<i64>>,
+    pub same_zone: Option<S<String>>,
 }
 
 /// `when:` of a step: a subject and the state that triggers it.

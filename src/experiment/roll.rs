@@ -1,12 +1,17 @@
-//! Rolling steps (`roll:`): one step that does its action to every node of its target in
-//! turn, expanded, once the target is resolved to nodes, into one step per node.
+//! Rolling steps (`roll:`): one step that does its action (or each action of its
+//! `sequence:`) to every node of its target in turn, `maxUnavailable` nodes at a time,
+//! expanded, once the target is resolved to nodes, into one step per batch (per action).
 //!
-//! Node `i + 1`'s step is gated on node `i`: `when: {node: <node i>, is: Ready, since: <node
-//! i's step>}` with the roll's `settle` as `delay` and its `timeout` as the step's timeout,
-//! the form a roll written by hand takes (`experiments/rolling-reboot.yaml`). So the loop,
-//! the run-time interlock (which holds a step until the node before it is seen back), the
-//! journal, the undo and the reports see ordinary steps. Each node gets a target of its
-//! own, `<target>@<node>`: a name no experiment can write (targets are DNS-1123 labels).
+//! Batch `i + 1`'s first step is gated on batch `i`: `when: {node: <batch i>, is: Ready,
+//! since: <batch i's last step>}` with the roll's `settle` as `delay` and its `timeout` as
+//! the step's timeout, the form a roll written by hand takes
+//! (`experiments/rolling-reboot.yaml`); a node target is Ready once every node of it is, so
+//! a batch waits for the slowest of the one before. Within a batch each action of a
+//! sequence comes `after:` the one before, or once the batch is Ready again after a reboot
+//! ([`sequence`]). So the loop, the run-time interlock (which holds a step until the nodes
+//! it waits on are seen back), the journal, the undo and the reports see ordinary steps.
+//! Each batch gets a target of its own, `<target>@<node>` (`<target>@<n1>,<n2>` for more
+//! than one node): a name no experiment can write (targets are DNS-1123 labels).
 //!
 //! The expansion is done where the targets are known: by the run after resolving them
 //! (`run::preflight::prepare::resolve`, which orders them first, see [`order_nodes`]), by
@@ -30,17 +35,22 @@ pub(crate) fn node_step(step: &str, node: &str) -> String {
     format!("{step} ({node})")
 }
 
-/// The roll and node a step of an expanded roll stands for, `(roll, node)`: a step named
-/// `<roll> (<node>)` ([`node_step`]) on the target `<target>@<node>` ([`node_target`]), a
-/// pairing no experiment can write by hand. Reports group a record's steps by it.
-pub(crate) fn roll_member(step: &Step) -> Option<(&str, &str)> {
-    let (_, node) = step.target.as_deref()?.split_once('@')?;
-    let roll = step
-        .name
-        .strip_suffix(')')?
-        .strip_suffix(node)?
-        .strip_suffix(" (")?;
-    (!roll.is_empty() && !node.is_empty()).then_some((roll, node))
+/// The roll and nodes a step of an expanded roll stands for, `(roll, nodes)`: a step
+/// named `<roll> (<nodes>)` ([`node_step`]; a sequence's steps go on with ` <action>`) on
+/// the target `<target>@<nodes>` ([`node_target`]), the nodes one, or a batch of
+/// `maxUnavailable` joined by `,` in the target and `, ` in the name: a pairing no
+/// experiment can write by hand. Reports group a record's steps by it.
+pub(crate) fn roll_member(step: &Step) -> Option<(&str, Vec<&str>)> {
+    let (_, batch) = step.target.as_deref()?.split_once('@')?;
+    let nodes: Vec<&str> = batch.split(',').collect();
+    if nodes.iter().any(|n| n.is_empty()) {
+        return None;
+    }
+    let written = format!(" ({})", nodes.join(", "));
+    let at = step.name.rfind(&written)?;
+    let rest = &step.name[at + written.len()..];
+    let roll = &step.name[..at];
+    (!roll.is_empty() && (rest.is_empty() || rest.starts_with(' '))).then_some((roll, nodes))
 }
 
 /// Whether the experiment has a rolling step.
@@ -107,58 +117,73 @@ pub(crate) fn roll_nodes(roll: &Roll, nodes: &[String]) -> Vec<String> {
     nodes
 }
 
-/// The experiment with every rolling step whose target `targets` resolves expanded into
-/// one step per node (module doc), and `targets` with each node's own target added. A
-/// rolling step whose target is not resolved (an offline check that cannot resolve it)
-/// stays one step. References to a rolling step are to its first node's step for the
-/// moment it is issued (`since`, `until`, a `when:`'s `since`) and to its last node's for
-/// the moment it finished (`after`). An experiment without rolling steps comes back as it is.
+/// The experiment with every rolling step whose target `targets` resolves expanded (module
+/// doc), the zones not known (batches cut by count alone, or as `targets` already holds
+/// them: see [`batch::batches`]). See [`expand_in_zones`].
 pub(crate) fn expand(
     exp: &Experiment,
     targets: &BTreeMap<String, Vec<String>>,
 ) -> (Experiment, BTreeMap<String, Vec<String>>) {
+    expand_in_zones(exp, targets, None)
+}
+
+/// The experiment with every rolling step whose target `targets` resolves expanded into
+/// its steps, batch by batch ([`batch::batches`], with `zones`), action by action (module
+/// doc), and `targets` with each batch's own target added. A rolling step whose target is
+/// not resolved (an offline check that cannot resolve it) stays one step. References to a
+/// rolling step are to its first step for the moment it is issued (`since`, `until`, a
+/// `when:`'s `since`) and to its last for the moment it finished (`after`). An experiment
+/// without rolling steps comes back as it is.
+pub(crate) fn expand_in_zones(
+    exp: &Experiment,
+    targets: &BTreeMap<String, Vec<String>>,
+    zones: batch::Zones<'_>,
+) -> (Experiment, BTreeMap<String, Vec<String>>) {
+    let given = targets;
     let mut targets = targets.clone();
     if !has_rolls(exp) {
         return (exp.clone(), targets);
     }
     let mut out = exp.clone();
     out.steps.clear();
-    // Roll name → (first node's step, last node's step).
+    // Roll name → (its first step, its last step).
     let mut renamed: BTreeMap<String, (String, String)> = BTreeMap::new();
     for step in &exp.steps {
         let mut step = step.clone();
         rename_step_refs(&mut step, &renamed);
-        let nodes = match (&step.roll, &step.target) {
-            (Some(roll), Some(target)) => targets
+        let batches = match (&step.roll, &step.target) {
+            (Some(roll), Some(target)) => given
                 .get(target)
                 .map(|nodes| roll_nodes(roll, nodes))
-                .filter(|n| !n.is_empty()),
+                .filter(|n| !n.is_empty())
+                .map(|nodes| batch::batches(roll, target, &nodes, given, zones)),
             _ => None,
         };
-        let (Some(roll), Some(target), Some(nodes)) =
-            (step.roll.clone(), step.target.clone(), nodes)
+        let (Some(roll), Some(target), Some(batches)) =
+            (step.roll.clone(), step.target.clone(), batches)
         else {
             // Not a roll, or one whose nodes are not known here: it stays as written.
             out.steps.push(step);
             continue;
         };
+        let actions = sequence::actions(&step, &roll);
         let mut previous: Option<(String, String)> = None;
-        for node in &nodes {
-            let name = node_step(&step.name, node);
-            let own = node_target(&target, node);
-            targets.insert(own.clone(), vec![node.clone()]);
+        let mut first: Option<String> = None;
+        for nodes in &batches {
+            let own = node_target(&target, &nodes.join(","));
+            targets.insert(own.clone(), nodes.clone());
             if !out.targets.iter().any(|t| t.name == own) {
                 out.targets.push(TargetSpec {
                     name: own.clone(),
                     selector: NodeSelector {
-                        names: vec![node.clone()],
+                        names: nodes.clone(),
                         ..NodeSelector::default()
                     },
-                    count: Some(1),
+                    count: Some(u32::try_from(nodes.len()).unwrap_or(u32::MAX)),
                 });
             }
             let (at, timeout) = match &previous {
-                None => (step.at.clone(), step.timeout),
+                None => (step.at.clone(), None),
                 Some((prev_step, prev_target)) => (
                     StepTime::When {
                         subject: Subject::Node {
@@ -168,22 +193,19 @@ pub(crate) fn expand(
                         delay: roll.settle.clone(),
                         since: Some(prev_step.clone()),
                     },
-                    roll.timeout,
+                    Some(roll.timeout),
                 ),
             };
-            out.steps.push(Step {
-                name: name.clone(),
-                at,
-                action: step.action.clone(),
-                target: Some(own.clone()),
-                timeout,
-                roll: None,
-            });
-            previous = Some((name, own));
+            let base = node_step(&step.name, &nodes.join(", "));
+            let steps = sequence::steps(&base, &own, &actions, at, timeout, &roll);
+            first.get_or_insert_with(|| steps[0].name.clone());
+            let last = steps[steps.len() - 1].name.clone();
+            out.steps.extend(steps);
+            previous = Some((last, own));
         }
-        let first = node_step(&step.name, &nodes[0]);
-        let last = node_step(&step.name, &nodes[nodes.len() - 1]);
-        renamed.insert(step.name.clone(), (first, last));
+        if let (Some(first), Some((last, _))) = (first, previous) {
+            renamed.insert(step.name.clone(), (first, last));
+        }
     }
     for e in &mut out.expectations {
         if let Some((first, _)) = renamed.get(&e.since) {
@@ -228,19 +250,40 @@ fn rename_step_refs(step: &mut Step, renamed: &BTreeMap<String, (String, String)
 /// not known): "rolls through `workers` one node at a time, by name; the next node once
 /// the one before is Ready again + 30s, giving up after 10m".
 pub(crate) fn describe(roll: &Roll, target: &str) -> String {
+    let zones = match (roll.order, roll.same_zone) {
+        (RollOrder::Zone, false) if roll.max_unavailable > 1 => {
+            " (zones interleaved, never two nodes of one zone at once)"
+        }
+        (RollOrder::Zone, _) => " (zones interleaved)",
+        (RollOrder::Name, _) => "",
+    };
+    let sequence = if roll.sequence.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = roll
+            .sequence
+            .iter()
+            .map(|a| super::fault::action_name(&a.action))
+            .collect();
+        format!(", doing {} to each", names.join(" → "))
+    };
+    let (at_a_time, next) = match roll.max_unavailable {
+        1 => ("one node at a time".to_string(), "node once the one"),
+        n => (format!("{n} nodes at a time"), "nodes once every one"),
+    };
     format!(
-        "rolls through `{target}` one node at a time, by {}{}; the next node once the one \
+        "rolls through `{target}` {at_a_time}, by {}{zones}{sequence}; the next {next} \
          before is Ready again + {}, giving up after {}",
         roll.order.word(),
-        if roll.order == RollOrder::Zone {
-            " (zones interleaved)"
-        } else {
-            ""
-        },
         roll.settle,
         super::model::format_secs(roll.timeout),
     )
 }
 
+mod batch;
+mod sequence;
+
+#[cfg(test)]
+mod sequence_tests;
 #[cfg(test)]
 mod tests;

@@ -117,16 +117,27 @@ impl RollNode {
     }
 }
 
-/// Groups an expanded experiment's steps by roll: `(roll, [(node, step)])` in step order.
+/// Groups an expanded experiment's steps by roll: `(roll, [(node, step)])` in step order,
+/// each node with its first step (a batch's nodes share theirs; a sequence's later actions
+/// are measured from its first).
 fn rolls_of(exp: &Experiment) -> Vec<(&str, Vec<(&str, &Step)>)> {
     let mut rolls: Vec<(&str, Vec<(&str, &Step)>)> = Vec::new();
     for step in &exp.steps {
-        let Some((roll, node)) = roll_member(step) else {
+        let Some((roll, nodes)) = roll_member(step) else {
             continue;
         };
-        match rolls.iter_mut().find(|(r, _)| *r == roll) {
-            Some((_, members)) => members.push((node, step)),
-            None => rolls.push((roll, vec![(node, step)])),
+        let at = match rolls.iter().position(|(r, _)| *r == roll) {
+            Some(at) => at,
+            None => {
+                rolls.push((roll, Vec::new()));
+                rolls.len() - 1
+            }
+        };
+        let members = &mut rolls[at].1;
+        for node in nodes {
+            if !members.iter().any(|(n, _)| *n == node) {
+                members.push((node, step));
+            }
         }
     }
     rolls
@@ -148,8 +159,14 @@ pub fn roll_figures_of(exp: &Experiment, index: &TimelineIndex) -> Vec<RollFigur
                 .iter()
                 .enumerate()
                 .map(|(i, (node, step))| {
-                    // A node's window closes at the next node's issue.
-                    let next = issued[i + 1..].iter().flatten().copied().min();
+                    // A node's window closes at the next batch's issue (a node of its own
+                    // batch is issued with it).
+                    let next = issued[i + 1..]
+                        .iter()
+                        .flatten()
+                        .copied()
+                        .filter(|t| issued[i].is_none_or(|own| *t > own))
+                        .min();
                     node_figures(index, node, &step.name, issued[i], next.unwrap_or(end))
                 })
                 .collect();

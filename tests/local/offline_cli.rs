@@ -309,3 +309,87 @@ fn a_rolling_step_is_accepted_offline_where_the_same_step_without_roll_is_refuse
         "{stdout}"
     );
 }
+
+/// Issue 46, item 1: a rolling step with a `sequence:` (drain, reboot, uncordon each
+/// worker) is accepted by `validate` and an offline `plan` under `safety.maxNodesDown: 1`:
+/// the blast-radius check expands it per node, each node's drain held until its own
+/// uncordon and the next node gated on it. The same sequence without the uncordon is
+/// refused at the drain's line and column; so is a second worker stopped while the first
+/// is drained.
+#[test]
+fn a_rolling_sequence_is_accepted_offline_and_its_unrepaired_drain_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = inventory(dir.path());
+    let file = "fixtures/experiments/valid/rolling-upgrade-sequence.yaml";
+
+    let out = faultline(&["validate", file], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+
+    let out = faultline(
+        &["plan", file, "-i", inv.to_str().expect("utf-8")],
+        dir.path(),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    println!("{stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("refused"), "{stderr}");
+    assert!(stdout.contains("OFFLINE:"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "rolls through `workers` one node at a time, by name, doing drain → reboot → \
+             uncordon to each; the next node once the one before is Ready again + 30s, giving \
+             up after 600s"
+        ),
+        "{stdout}"
+    );
+
+    let text = std::fs::read_to_string(file).expect("fixture");
+    let unrepaired = dir.path().join("unrepaired.yaml");
+    std::fs::write(&unrepaired, text.replace("      - do: uncordon\n", "")).expect("write");
+    let out = faultline(
+        &["validate", unrepaired.to_str().expect("utf-8")],
+        dir.path(),
+    );
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains(
+            "unrepaired.yaml:17:13: `do: drain` keeps its node down until `uncordon`, and no \
+             later action of the sequence does that"
+        ),
+        "{all}"
+    );
+
+    let overlapping = dir.path().join("overlapping.yaml");
+    std::fs::write(
+        &overlapping,
+        text.replace(
+            "  - name: cordon after the roll\n",
+            "  - {name: stop w2, at: 1m, do: kubelet-stop, target: other}\n  - name: cordon after the roll\n",
+        )
+        .replace("  workers: {names: [w2, w1]}\n", "  workers: {names: [w1]}\n  other: {names: [w2]}\n"),
+    )
+    .expect("write");
+    let out = faultline(
+        &["validate", overlapping.to_str().expect("utf-8")],
+        dir.path(),
+    );
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("would have 2 nodes down at once (w1, w2)"),
+        "{all}"
+    );
+}

@@ -8,6 +8,7 @@ const ROLL: &str = "name: roll
 description: d
 targets:
   workers: {role: worker}
+safety: {maxNodesDown: 3}
 steps:
   - name: roll reboots
     at: 10s
@@ -215,4 +216,190 @@ fn plan_words_say_the_order_and_the_bounds() {
         "rolls through `workers` one node at a time, by zone (zones interleaved); the next \
          node once the one before is Ready again + 30s, giving up after 600s"
     );
+}
+
+fn names(exp: &Experiment) -> Vec<&str> {
+    exp.steps.iter().map(|s| s.name.as_str()).collect()
+}
+
+fn gate(target: &str, since: &str, settle: u64) -> StepTime {
+    StepTime::When {
+        subject: Subject::Node {
+            target: target.to_string(),
+        },
+        state: StateMatch::Node(NodeStateMatch::Ready),
+        delay: Bound::fixed(Duration::from_secs(settle)),
+        since: Some(since.to_string()),
+    }
+}
+
+#[test]
+fn max_unavailable_takes_batches_each_gated_on_every_node_of_the_one_before() {
+    let exp = parsed("{maxUnavailable: 2, settle: 30s, timeout: 12m}");
+    assert_eq!(
+        exp.steps[0].roll.as_ref().map(|r| r.max_unavailable),
+        Some(2)
+    );
+    let (out, resolved) = expand(&exp, &targets(&["w5", "w3", "w1", "w4", "w2"]));
+    assert_eq!(
+        names(&out),
+        [
+            "roll reboots (w1, w2)",
+            "roll reboots (w3, w4)",
+            "roll reboots (w5)",
+            "after the roll",
+            "when the roll began"
+        ]
+    );
+    // One step per batch, on a target of the batch's nodes: its nodes go down together.
+    assert_eq!(out.steps[0].target.as_deref(), Some("workers@w1,w2"));
+    assert_eq!(resolved["workers@w1,w2"], ["w1", "w2"]);
+    assert_eq!(resolved["workers@w5"], ["w5"]);
+    let spec = out
+        .targets
+        .iter()
+        .find(|t| t.name == "workers@w3,w4")
+        .expect("the batch's target");
+    assert_eq!(spec.selector.names, ["w3", "w4"]);
+    assert_eq!(spec.count, Some(2));
+    // The next batch waits for the whole batch before it (a node target is Ready once
+    // every node of it is), from that batch's step, then settles.
+    assert_eq!(out.steps[0].at, exp.steps[0].at);
+    assert_eq!(
+        out.steps[1].at,
+        gate("workers@w1,w2", "roll reboots (w1, w2)", 30)
+    );
+    assert_eq!(
+        out.steps[2].at,
+        gate("workers@w3,w4", "roll reboots (w3, w4)", 30)
+    );
+    assert_eq!(out.steps[2].timeout, Duration::from_secs(720));
+    // `after:` the roll: after its last batch.
+    assert!(matches!(
+        &out.steps[3].at,
+        StepTime::AfterStep { step, .. } if step == "roll reboots (w5)"
+    ));
+}
+
+#[test]
+fn more_unavailable_than_nodes_is_one_batch() {
+    let exp = parsed("{maxUnavailable: 3}");
+    let (out, resolved) = expand(&exp, &targets(&["b", "a"]));
+    assert_eq!(names(&out)[0], "roll reboots (a, b)");
+    assert_eq!(out.steps[0].at, exp.steps[0].at);
+    assert_eq!(resolved["workers@a,b"], ["a", "b"]);
+    assert_eq!(out.steps.len(), 3);
+}
+
+fn zones_of(zones: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    move |n: &str| {
+        zones
+            .iter()
+            .find(|(node, _)| *node == n)
+            .map(|(_, z)| z.to_string())
+    }
+}
+
+/// The roll's nodes by batch, as its steps' targets say.
+fn batches_of(out: &Experiment, resolved: &BTreeMap<String, Vec<String>>) -> Vec<Vec<String>> {
+    out.steps
+        .iter()
+        .filter(|s| s.name.starts_with("roll reboots ("))
+        .map(|s| s.nodes(resolved).to_vec())
+        .collect()
+}
+
+#[test]
+fn a_zone_roll_never_takes_two_nodes_of_one_zone_at_once_unless_allowed() {
+    const ZONES: &[(&str, &str)] = &[
+        ("a1", "zone-a"),
+        ("a2", "zone-a"),
+        ("a3", "zone-a"),
+        ("b1", "zone-b"),
+        ("c1", "zone-c"),
+    ];
+    let zone_of = zones_of(ZONES);
+    let run = |roll: &str| {
+        let exp = parsed(roll);
+        let mut t = targets(&["a3", "c1", "a1", "b1", "a2"]);
+        order_nodes(&exp, &mut t, &zone_of);
+        let (out, resolved) = expand_in_zones(&exp, &t, Some(&zone_of));
+        (exp, t, out, resolved)
+    };
+    // Interleaved a1 b1 c1 a2 a3: three at a time, but a2 and a3 share a zone.
+    let (exp, given, out, resolved) = run("{order: zone, maxUnavailable: 3}");
+    assert_eq!(
+        batches_of(&out, &resolved),
+        [vec!["a1", "b1", "c1"], vec!["a2"], vec!["a3"]]
+    );
+    // Rehearsed on the record (its targets hold the run's batches), the zones not known:
+    // the same batches.
+    let mut record = given.clone();
+    record.extend(resolved.clone());
+    let (again, _) = expand(&exp, &record);
+    assert_eq!(again, out);
+    // Zones not known and no batches given: by count alone.
+    let (by_count, resolved) = expand(&exp, &given);
+    assert_eq!(
+        batches_of(&by_count, &resolved),
+        [vec!["a1", "b1", "c1"], vec!["a2", "a3"]]
+    );
+    // Two at a time: a batch ends at a zone it already has.
+    let (_, _, out, resolved) = run("{order: zone, maxUnavailable: 2}");
+    assert_eq!(
+        batches_of(&out, &resolved),
+        [vec!["a1", "b1"], vec!["c1", "a2"], vec!["a3"]]
+    );
+    // `sameZone: allow`: by count.
+    let (_, _, out, resolved) = run("{order: zone, maxUnavailable: 3, sameZone: allow}");
+    assert_eq!(
+        batches_of(&out, &resolved),
+        [vec!["a1", "b1", "c1"], vec!["a2", "a3"]]
+    );
+    // Nodes without a zone count as one zone.
+    let none = |_: &str| None;
+    let exp = parsed("{order: zone, maxUnavailable: 2}");
+    let (out, resolved) = expand_in_zones(&exp, &targets(&["x", "y"]), Some(&none));
+    assert_eq!(batches_of(&out, &resolved), [vec!["x"], vec!["y"]]);
+}
+
+#[test]
+fn plan_words_say_how_many_at_a_time() {
+    let exp = parsed("{order: zone, maxUnavailable: 2}");
+    let roll = exp.steps[0].roll.as_ref().expect("a roll");
+    assert_eq!(
+        describe(roll, "workers"),
+        "rolls through `workers` 2 nodes at a time, by zone (zones interleaved, never two \
+         nodes of one zone at once); the next nodes once every one before is Ready again + \
+         0s, giving up after 600s"
+    );
+}
+
+#[test]
+fn max_unavailable_above_max_nodes_down_is_refused_where_it_is_written() {
+    let text = ROLL
+        .replace("{ROLL}", "{maxUnavailable: 4}")
+        .replace("maxNodesDown: 3", "maxNodesDown: 2");
+    let diags = crate::experiment::parse(&text, Path::new("roll.yaml")).expect_err("refused");
+    let d = &diags.0[0];
+    assert_eq!((d.line, d.column), (11, 28), "{d}");
+    assert!(
+        d.message.contains(
+            "`maxUnavailable: 4` takes 4 nodes down at once; `safety.maxNodesDown` allows 2"
+        ),
+        "{d}"
+    );
+    assert!(
+        d.hint
+            .as_deref()
+            .is_some_and(|h| h.contains("raise `safety.maxNodesDown` to at least 4")),
+        "{d}"
+    );
+    // Without `safety`, one node may be down: two at a time is refused too.
+    let text = ROLL
+        .replace("{ROLL}", "{maxUnavailable: 2}")
+        .replace("safety: {maxNodesDown: 3}\n", "");
+    assert!(crate::experiment::parse(&text, Path::new("roll.yaml")).is_err());
+    let text = ROLL.replace("{ROLL}", "{maxUnavailable: 3}");
+    assert!(crate::experiment::parse(&text, Path::new("roll.yaml")).is_ok());
 }

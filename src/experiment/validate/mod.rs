@@ -19,6 +19,7 @@ use super::suggest::closest;
 mod abort;
 mod expectations;
 mod probes;
+mod roll;
 mod setup_workloads;
 mod steps;
 mod targets;
@@ -41,6 +42,8 @@ pub(crate) struct Validator<'a> {
     namespace: String,
     /// False when `targets` is missing: every reference would be "unknown", which is noise.
     check_target_refs: bool,
+    /// `safety.maxNodesDown` (1 when not given), which a roll's `maxUnavailable` may not pass.
+    max_nodes_down: u32,
 }
 
 fn at<T>(s: &S<T>) -> Location {
@@ -84,6 +87,7 @@ impl<'a> Validator<'a> {
             probe_names: Vec::new(),
             namespace: "default".into(),
             check_target_refs: true,
+            max_nodes_down: 1,
         }
     }
 
@@ -194,6 +198,7 @@ impl<'a> Validator<'a> {
         let setup = self.setup(raw);
         let observe = self.observe(raw);
         let safety = self.safety(raw);
+        self.max_nodes_down = safety.max_nodes_down.unwrap_or(1);
         let steps = self.steps(raw);
         let expectations = self.expectations(raw);
         let abort = self.abort(raw);

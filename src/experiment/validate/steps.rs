@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_saphyr::Location;
 
-use super::{DEFAULT_ROLL_TIMEOUT, DEFAULT_TIMEOUT, is_dns_subdomain};
+use super::{DEFAULT_TIMEOUT, is_dns_subdomain};
 use super::{TOP, Validator, at, pos};
 use crate::experiment::fault::{self, ActionKind};
 use crate::experiment::model::*;
@@ -86,70 +86,41 @@ impl Validator<'_> {
     ) -> Option<Step> {
         let s = &step.value;
         let time = self.step_time(step, name, earlier, later);
-        let actions = fault::names();
-        let Some(do_) = &s.do_ else {
-            if let Some(t) = &s.target {
+        if let Some(sequence) = &s.sequence {
+            return self.sequence_step(step, sequence, name, time);
+        }
+        let (kind, action) = self.step_action(step);
+        let target = match (&s.target, kind) {
+            (Some(t), None) => {
                 self.target_ref(t);
+                None
             }
-            self.err(
-                step,
-                "step has no `do`",
-                Some(&format!("actions: {}", actions.join(", "))),
-            );
-            return None;
-        };
-        let action_name = do_.value.as_str();
-        let Some(kind) = ActionKind::named(action_name) else {
-            let hint = match closest(action_name, &actions) {
-                Some(a) => format!("did you mean `{a}`?"),
-                None => format!("actions: {}", actions.join(", ")),
-            };
-            self.report(
-                pos(at(do_)),
-                format!("unknown action `{action_name}`"),
-                Some(hint),
-            );
-            if let Some(t) = &s.target {
-                self.target_ref(t);
-            }
-            return None;
-        };
-        let target = match (&s.target, kind.info().via.needs_target()) {
-            (Some(t), true) => Some(self.target_ref(t)),
-            (None, true) => {
+            (Some(t), Some(kind)) if kind.info().via.needs_target() => Some(self.target_ref(t)),
+            (None, Some(kind)) if kind.info().via.needs_target() => {
+                let do_ = s.do_.as_ref()?;
                 self.err(
                     do_,
-                    format!("`{action_name}` acts on nodes and needs a `target`"),
+                    format!("`{}` acts on nodes and needs a `target`", do_.value),
                     None,
                 );
                 None
             }
-            (Some(t), false) => {
+            (Some(t), Some(_)) => {
                 self.err(
                     t,
-                    format!("`{action_name}` goes through the API and takes no `target`"),
+                    format!(
+                        "`{}` goes through the API and takes no `target`",
+                        s.do_.as_ref().map_or("", |d| d.value.as_str())
+                    ),
                     Some("to limit pods to a target's nodes use `pods: {on: <target>}`"),
                 );
                 None
             }
-            (None, false) => None,
+            (None, _) => None,
         };
-        self.only_for(&s.command, "command", action_name, &["run"]);
-        self.only_for(&s.undo, "undo", action_name, &["run"]);
-        self.only_for(&s.pods, "pods", action_name, &["delete-pods"]);
-        self.only_for(&s.force, "force", action_name, &["delete-pods"]);
-        self.only_for(&s.pvc, "pvc", action_name, &["delete-pvc"]);
-        self.only_for(
-            &s.remove_finalizers,
-            "removeFinalizers",
-            action_name,
-            &["delete-pvc"],
-        );
-        self.only_for(&s.taint, "taint", action_name, &["taint", "untaint"]);
-        self.only_for(&s.on_timeout, "onTimeout", action_name, &["drain"]);
-        let action = self.action(step, do_, kind)?;
+        let action = action?;
         let roll = match &s.roll {
-            Some(r) => Some(self.roll(r, &action)?),
+            Some(r) => Some(self.roll(r, std::slice::from_ref(&(action.clone(), None)))?),
             None => None,
         };
         let timeout = match &s.timeout {
@@ -166,93 +137,49 @@ impl Validator<'_> {
         })
     }
 
-    /// `roll:` of a step: only for an action on nodes that brings its node back by itself
-    /// (a fault held until a later step undoes it would keep the roll waiting for ever),
-    /// one node at a time.
-    fn roll(&mut self, roll: &S<RawRoll>, action: &Action) -> Option<Roll> {
-        let r = &roll.value;
-        let name = fault::action_name(action);
-        if !fault::info(action).via.needs_target() {
+    /// The action a step (or an entry of a `sequence:`) does: its `do:` and the keys that
+    /// action takes. The kind is known even when its keys are wrong (`None` action).
+    pub(super) fn step_action(
+        &mut self,
+        step: &S<RawStep>,
+    ) -> (Option<ActionKind>, Option<Action>) {
+        let s = &step.value;
+        let actions = fault::names();
+        let Some(do_) = &s.do_ else {
             self.err(
-                roll,
-                format!(
-                    "`roll` goes through the nodes of a target one at a time; `do: {name}` acts \
-                     through the API on no node"
-                ),
-                Some("a rolling step does a node fault: reboot, kubelet-restart, …"),
+                step,
+                "step has no `do`",
+                Some(&format!("actions: {}", actions.join(", "))),
             );
-            return None;
-        }
-        if fault::counts_as_down(action)
-            && let Some(undo) = fault::inverse(action)
-        {
-            self.err(
-                roll,
-                format!(
-                    "`roll` waits for each node to be Ready again before the next; `do: {name}` \
-                     keeps its node down until `{}`, so the roll would never go on",
-                    fault::action_name(&undo)
-                ),
-                Some(
-                    "roll a fault that ends by itself (reboot, kubelet-restart), or write one step \
-                     per node with its undo, the next gated `when: {node: <it>, is: Ready}`",
-                ),
+            return (None, None);
+        };
+        let action_name = do_.value.as_str();
+        let Some(kind) = ActionKind::named(action_name) else {
+            let hint = match closest(action_name, &actions) {
+                Some(a) => format!("did you mean `{a}`?"),
+                None => format!("actions: {}", actions.join(", ")),
+            };
+            self.report(
+                pos(at(do_)),
+                format!("unknown action `{action_name}`"),
+                Some(hint),
             );
-            return None;
-        }
-        let mut ok = true;
-        if let Some(m) = &r.max_unavailable {
-            if m.value < 1 {
-                self.err(m, "`maxUnavailable` is at least 1", None);
-                ok = false;
-            } else if m.value > 1 {
-                self.err(
-                    m,
-                    format!(
-                        "`maxUnavailable: {}`: a roll takes one node at a time; more at once is \
-                         not supported",
-                        m.value
-                    ),
-                    Some("leave `maxUnavailable` out (or write 1)"),
-                );
-                ok = false;
-            }
-        }
-        let order = match &r.order {
-            None => Some(RollOrder::Name),
-            Some(o) => match o.value.as_str() {
-                "name" => Some(RollOrder::Name),
-                "zone" => Some(RollOrder::Zone),
-                other => {
-                    let hint = match closest(other, &["name", "zone"]) {
-                        Some(c) => format!("did you mean `{c}`?"),
-                        None => "orders: name (the default), zone".to_string(),
-                    };
-                    self.report(
-                        pos(at(o)),
-                        format!("unknown roll order `{other}`"),
-                        Some(hint),
-                    );
-                    None
-                }
-            },
+            return (None, None);
         };
-        let settle = match &r.settle {
-            Some(b) => self.bound(b, true),
-            None => Some(Bound::fixed(Duration::ZERO)),
-        };
-        let timeout = match &r.timeout {
-            Some(t) => self.plain(t),
-            None => Some(DEFAULT_ROLL_TIMEOUT),
-        };
-        if !ok {
-            return None;
-        }
-        Some(Roll {
-            order: order?,
-            settle: settle?,
-            timeout: timeout?,
-        })
+        self.only_for(&s.command, "command", action_name, &["run"]);
+        self.only_for(&s.undo, "undo", action_name, &["run"]);
+        self.only_for(&s.pods, "pods", action_name, &["delete-pods"]);
+        self.only_for(&s.force, "force", action_name, &["delete-pods"]);
+        self.only_for(&s.pvc, "pvc", action_name, &["delete-pvc"]);
+        self.only_for(
+            &s.remove_finalizers,
+            "removeFinalizers",
+            action_name,
+            &["delete-pvc"],
+        );
+        self.only_for(&s.taint, "taint", action_name, &["taint", "untaint"]);
+        self.only_for(&s.on_timeout, "onTimeout", action_name, &["drain"]);
+        (Some(kind), self.action(step, do_, kind))
     }
 
     pub(super) fn only_for<T>(

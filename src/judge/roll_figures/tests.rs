@@ -119,11 +119,26 @@ fn a_roll_member_is_known_by_its_step_and_its_target() {
     assert_eq!(
         members,
         [
-            ("roll reboots", "w1"),
-            ("roll reboots", "w2"),
-            ("roll reboots", "w3")
+            ("roll reboots", vec!["w1"]),
+            ("roll reboots", vec!["w2"]),
+            ("roll reboots", vec!["w3"])
         ]
     );
+    // A batch of two, and a sequence's action of it.
+    let mut batch = exp.steps[0].clone();
+    batch.name = "roll reboots (w1, w2)".into();
+    batch.target = Some("workers@w1,w2".into());
+    assert_eq!(
+        roll_member(&batch),
+        Some(("roll reboots", vec!["w1", "w2"]))
+    );
+    batch.name = "roll reboots (w1, w2) drain".into();
+    assert_eq!(
+        roll_member(&batch),
+        Some(("roll reboots", vec!["w1", "w2"]))
+    );
+    batch.name = "roll reboots (w1, w2)x".into();
+    assert_eq!(roll_member(&batch), None);
     // A step named like a member on a target of another node, or on an ordinary target,
     // is not one.
     let mut other = exp.steps[0].clone();

@@ -17,7 +17,10 @@
 //! it did), saying which nodes are down and why. A held step gated on a node being Ready
 //! again (`when: {node: N, is: Ready}`, a rolling step's next node) goes its `delay` after
 //! it fits, not at once: its gate may have been met by the node's Ready from before its
-//! fault, and the node it waited on has only just come back.
+//! fault, and the node it waited on has only just come back. For the same reason a step
+//! gated on nodes being Ready again, whatever its action (a roll's next batch, an
+//! `uncordon` after a reboot in a roll's sequence), waits until none of them is seen down
+//! or on its way back from a reboot or power-on this run issued.
 //!
 //! The static check (`crate::run::preflight::safety`) still refuses what the plan alone
 //! shows to overlap (steps at fixed offsets); this one is what makes a step gated on a
@@ -116,6 +119,44 @@ struct Outstanding {
     /// finished at this offset: from then on, the node is back once seen turning Ready,
     /// or seen Ready with its heartbeat renewed since.
     returning_since: Option<i64>,
+    /// A fault held until its undo that this one came on top of (a drain, then a reboot:
+    /// a roll's sequence): the node still counts down for it once back from this one.
+    under: Option<Box<Outstanding>>,
+}
+
+/// Forgets the held fault under `o` that `action` undoes (an `uncordon` issued while the
+/// node is still on its way back from the reboot that followed its drain).
+fn drop_undone(
+    mut o: &mut Outstanding,
+    action: &crate::experiment::model::Action,
+    exp: &Experiment,
+) {
+    loop {
+        let undone = o
+            .under
+            .as_ref()
+            .is_some_and(|u| faults::undoes(action, &exp.steps[u.fault].action));
+        if undone {
+            if let Some(u) = o.under.take() {
+                o.under = u.under;
+            }
+            return;
+        }
+        match o.under.as_deref_mut() {
+            Some(u) => o = u,
+            None => return,
+        }
+    }
+}
+
+/// `node`'s outstanding fault once it is back from its reboot or power-on: the held fault
+/// under it, if any, else none.
+fn back_from(outstanding: &mut BTreeMap<String, Outstanding>, node: &str) {
+    if let Some(o) = outstanding.remove(node)
+        && let Some(under) = o.under
+    {
+        outstanding.insert(node.to_string(), *under);
+    }
 }
 
 /// A step kept waiting.
@@ -159,9 +200,25 @@ impl<'a> Interlock<'a> {
         }
     }
 
-    /// Whether step `index` is checked: its action takes its nodes down (or is counted so).
+    /// Whether step `index` is checked: its action takes its nodes down (or is counted so),
+    /// or it is gated on nodes being Ready again ([`Self::gate_nodes`]).
     pub(super) fn applies(&self, index: usize) -> bool {
-        faults::counts_as_down(&self.exp.steps[index].action)
+        faults::counts_as_down(&self.exp.steps[index].action) || !self.gate_nodes(index).is_empty()
+    }
+
+    /// The nodes step `index` waits for to be Ready again (`when: {node: T, is: Ready}`: a
+    /// roll's next batch, the action after a reboot in a roll's sequence): its gate may
+    /// have been met by their Ready from before a reboot this run issued, so the step also
+    /// waits until none of them is seen down or on its way back.
+    fn gate_nodes(&self, index: usize) -> &'a [String] {
+        match &self.exp.steps[index].at {
+            StepTime::When {
+                subject: Subject::Node { target },
+                state: StateMatch::Node(NodeStateMatch::Ready),
+                ..
+            } => self.targets.get(target).map_or(&[], Vec::as_slice),
+            _ => &[],
+        }
     }
 
     /// The nodes on their way back by themselves, each with the offset its reboot or
@@ -188,25 +245,59 @@ impl<'a> Interlock<'a> {
             return Admit::Go;
         }
         // A returning node seen Ready whose new kubelet renewed its heartbeat is back.
-        self.outstanding.retain(|node, o| {
-            o.returning_since.is_none()
-                || !renewed.contains(node)
-                || seen.iter().any(|d| d.node == *node)
-        });
+        let back: Vec<String> = self
+            .outstanding
+            .iter()
+            .filter(|(node, o)| {
+                o.returning_since.is_some()
+                    && renewed.contains(*node)
+                    && !seen.iter().any(|d| d.node == **node)
+            })
+            .map(|(node, _)| node.clone())
+            .collect();
+        for node in back {
+            back_from(&mut self.outstanding, &node);
+        }
         self.refresh(timeline);
         let step = &self.exp.steps[index];
         let mut down: BTreeMap<String, String> = BTreeMap::new();
+        let seen_down: BTreeSet<String> = seen.iter().map(|d| d.node.clone()).collect();
         for d in seen {
             down.entry(d.node).or_insert(d.why);
         }
         for (node, o) in &self.outstanding {
             down.entry(node.clone()).or_insert_with(|| o.why.clone());
         }
-        for node in step.nodes(self.targets) {
-            down.entry(node.clone())
-                .or_insert_with(|| DownNode::OWN.to_string());
+        let not_back: Vec<&str> = self
+            .gate_nodes(index)
+            .iter()
+            .filter(|n| {
+                seen_down.contains(*n)
+                    || self
+                        .outstanding
+                        .get(*n)
+                        .is_some_and(|o| o.returning_since.is_some())
+            })
+            .map(String::as_str)
+            .collect();
+        let fault = faults::counts_as_down(&step.action);
+        if fault {
+            for node in step.nodes(self.targets) {
+                down.entry(node.clone())
+                    .or_insert_with(|| DownNode::OWN.to_string());
+            }
         }
-        let Some(rule) = self.broken_rule(&down) else {
+        let rule = if !not_back.is_empty() {
+            Some(format!(
+                "the nodes its `when:` waits for are not back yet ({})",
+                not_back.join(", ")
+            ))
+        } else if fault {
+            self.broken_rule(&down)
+        } else {
+            None
+        };
+        let Some(rule) = rule else {
             let settle = self.settle(index);
             let Some(w) = self.waiting.get_mut(&index) else {
                 return Admit::Go;
@@ -341,17 +432,26 @@ impl<'a> Interlock<'a> {
                         None,
                     )
                 };
+                let under = self
+                    .outstanding
+                    .remove(node)
+                    .filter(|o| o.returning_since.is_none())
+                    .map(Box::new);
                 self.outstanding.insert(
                     node.clone(),
                     Outstanding {
                         fault: index,
                         why,
                         returning_since,
+                        under,
                     },
                 );
             } else if info.brings_node_back
                 && let Some(o) = self.outstanding.get_mut(node)
             {
+                // It may undo a held fault under this one (an `uncordon` after a drain and
+                // a reboot).
+                drop_undone(o, &step.action, self.exp);
                 let fault = &self.exp.steps[o.fault].action;
                 if faults::inverse(fault).is_some() && !faults::undoes(&step.action, fault) {
                     continue;
@@ -363,8 +463,9 @@ impl<'a> Interlock<'a> {
                     );
                     o.returning_since = Some(finished_ms.max(issued_ms));
                 } else {
-                    // The observer's view of the node takes over.
-                    self.outstanding.remove(node);
+                    // The observer's view of the node takes over (but for a fault held
+                    // under this one).
+                    back_from(&mut self.outstanding, node);
                 }
             }
         }
@@ -374,10 +475,17 @@ impl<'a> Interlock<'a> {
     fn refresh(&mut self, timeline: &SharedTimeline) {
         let outstanding = &mut self.outstanding;
         timeline.judge_view(|index| {
-            outstanding.retain(|node, o| {
-                o.returning_since
-                    .is_none_or(|since| !index.node_ready_anew_since(node, since))
-            });
+            let back: Vec<String> = outstanding
+                .iter()
+                .filter(|(node, o)| {
+                    o.returning_since
+                        .is_some_and(|since| index.node_ready_anew_since(node, since))
+                })
+                .map(|(node, _)| node.clone())
+                .collect();
+            for node in back {
+                back_from(outstanding, &node);
+            }
         });
     }
 }

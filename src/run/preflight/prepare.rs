@@ -254,8 +254,9 @@ pub(crate) async fn resolve(
             ))
         })
         .collect();
-    roll::order_nodes(exp, &mut targets, &|n| zones.get(n).cloned());
-    let (expanded, targets) = roll::expand(exp, &targets);
+    let zone_of = |n: &str| zones.get(n).cloned();
+    roll::order_nodes(exp, &mut targets, &zone_of);
+    let (expanded, targets) = roll::expand_in_zones(exp, &targets, Some(&zone_of));
     let exp = &expanded;
     let control_plane: BTreeSet<String> = nodes
         .iter()

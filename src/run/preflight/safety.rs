@@ -663,9 +663,10 @@ fn down_at(outages: &[Outage], at: Moment) -> Vec<&Outage> {
 }
 
 /// The steps issued only once `node` is seen back from the fault of step `f` (see
-/// [`Outage::back_before`]): a step whose `when:` waits for a target of that one node to
-/// be Ready, judged from `f` or from a step that brings the node back from `f` (and
-/// comes certainly after it), and every step that follows such a step.
+/// [`Outage::back_before`]): a step whose `when:` waits for a target holding that node to
+/// be Ready (every node of it is, then: that one node, or a roll's batch), judged from `f`
+/// or from a step that brings the node back from `f` (and comes certainly after it), and
+/// every step that follows such a step.
 ///
 /// Judged from another step, Ready may already hold before the fault took the node out
 /// (a state holding when it is judged from counts), so that gate is counted at its worst,
@@ -701,7 +702,9 @@ fn gated_on_return(
                 since: Some(since),
                 ..
             } => {
-                targets.get(target).is_some_and(|n| n.as_slice() == [node])
+                targets
+                    .get(target)
+                    .is_some_and(|n| n.iter().any(|n| n == node))
                     && judged_from_return(since)
             }
             _ => false,

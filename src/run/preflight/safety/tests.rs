@@ -800,3 +800,34 @@ fn a_power_off_gated_on_the_power_on_then_ready_passes() {
         &[],
     );
 }
+
+#[test]
+fn a_roll_two_at_a_time_passes_under_two_nodes_down_and_a_third_is_refused() {
+    // Issue 46: batches of two, the second gated on both nodes of the first being Ready
+    // again: never more than two down at once.
+    let yaml = |extra: &str| {
+        format!(
+            "name: x\ndescription: d\ntargets:\n  workers: {{names: [a, b, c, d]}}\n  other: \
+             {{names: [z]}}\nsafety: {{maxNodesDown: 2}}\nsteps:\n  - {{name: roll, at: 0s, do: \
+             reboot, target: workers, roll: {{maxUnavailable: 2, settle: 30s}}}}\n{extra}expect:\n  \
+             - {{name: back, node: workers, eventually: Ready}}\n"
+        )
+    };
+    let parse = |text: &str| {
+        crate::experiment::parse(text, std::path::Path::new("x.yaml"))
+            .unwrap_or_else(|d| panic!("{d}"))
+    };
+    let targets = targets(&[("workers", &["a", "b", "c", "d"]), ("other", &["z"])]);
+    assert_eq!(check(&parse(&yaml("")), &targets, &cp(&[])), Ok(()));
+    // A kubelet stop at a fixed offset meets the first batch, not yet back: three down.
+    let exp = parse(&yaml(
+        "  - {name: stop z, at: 1m, do: kubelet-stop, target: other}\n",
+    ));
+    let text = check(&exp, &targets, &cp(&[]))
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        text.starts_with("steps `roll (a, b)` and `stop z` would have 3 nodes down at once"),
+        "{text}"
+    );
+}

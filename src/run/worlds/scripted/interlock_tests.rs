@@ -256,3 +256,41 @@ async fn a_reboot_never_seen_not_ready_is_back_once_its_kubelet_renewed_twice() 
         out.errors
     );
 }
+
+/// A drained node rebooted (a roll's sequence) still counts down for its drain once back
+/// from the reboot, until it is uncordoned: a fault due in between is held (and here,
+/// where the uncordon comes after it, never fits: the run stops, as any held step past
+/// its deadline does, rather than take a second node down).
+#[tokio::test(start_paused = true)]
+async fn a_drained_node_back_from_its_reboot_still_counts_down_until_uncordoned() {
+    let h = two_workers(
+        "  - {name: drain a, at: 10s, do: drain, target: first}
+  - {name: reboot a, after: drain a, do: reboot, target: first}
+  - {name: stop b, at: 70s, do: kubelet-stop, target: second, timeout: 120s}
+  - {name: uncordon a, at: 90s, do: uncordon, target: first}",
+    );
+    let mut world = Scripted {
+        initial: both_ready(),
+        later: vec![
+            (20_000, node("a", ConditionStatus::Unknown, 20)),
+            (60_000, node("a", ConditionStatus::True, 60)),
+        ],
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    let Some(End::Interlocked(refusal)) = &out.end else {
+        panic!("{:?} {:?}", out.end, out.errors)
+    };
+    assert_eq!(refusal.step, "stop b");
+    let down: Vec<String> = refusal
+        .down
+        .iter()
+        .map(|d| format!("{} ({})", d.node, d.why))
+        .collect();
+    assert!(
+        down.iter()
+            .any(|d| d.starts_with("a (drain `drain a` issued at +10.0s, not undone")),
+        "{down:?}"
+    );
+    assert_eq!(out.issued_ms[2], None, "b never stopped");
+}

@@ -280,3 +280,146 @@ async fn the_run_measures_each_node_of_the_roll_from_its_own_step() {
         crate::judge::roll_figures(&h.exp, &timeline.until(until))
     );
 }
+
+/// Two at a time: both nodes of a batch rebooted at once, the next batch once the slower
+/// of the two is seen back, then its settle time.
+#[tokio::test(start_paused = true)]
+async fn a_batch_goes_down_together_and_the_next_waits_for_the_slowest_of_it() {
+    let mut h = Harness::new(
+        "
+name: scripted
+description: a scripted roll, two at a time
+targets:
+  workers: {names: [a, b, c]}
+safety: {maxNodesDown: 2}
+steps:
+  - {name: roll, at: 10s, do: reboot, target: workers, roll: {maxUnavailable: 2, settle: 5s, timeout: 5m}}
+expect:
+  - {name: back, node: workers, eventually: Ready}
+",
+    )
+    .with_targets(&[("workers", &["c", "a", "b"])]);
+    let (exp, targets) = crate::experiment::roll::expand(&h.exp, &h.targets);
+    h.exp = exp;
+    h.targets = targets;
+    let names: Vec<&str> = h.exp.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["roll (a, b)", "roll (c)"]);
+    let mut world = Scripted {
+        initial: ["a", "b", "c"]
+            .iter()
+            .map(|n| node(n, ConditionStatus::True, 0))
+            .collect(),
+        later: vec![
+            (20_000, node("a", ConditionStatus::Unknown, 20)),
+            (20_000, node("b", ConditionStatus::Unknown, 20)),
+            (60_000, node("a", ConditionStatus::True, 60)),
+            (90_000, node("b", ConditionStatus::True, 90)),
+        ],
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let ab = issued(&h, &out, "roll (a, b)").expect("a and b rebooted");
+    let c = issued(&h, &out, "roll (c)").expect("c rebooted");
+    assert!((10_000..11_000).contains(&ab), "a, b at +{ab} ms");
+    // Not when a is back (+60 s): when b is too (+90 s), and 5 s later.
+    assert!((95_000..98_000).contains(&c), "c at +{c} ms");
+    let calls = world.calls();
+    let acts: Vec<&String> = calls.iter().filter(|c| c.starts_with("act roll")).collect();
+    assert_eq!(acts.len(), 3, "{calls:#?}");
+    assert!(index_of(&calls, "act roll (a, b) on a") < index_of(&calls, "act roll (c) on c"));
+    assert!(index_of(&calls, "act roll (a, b) on b") < index_of(&calls, "act roll (c) on c"));
+    assert_eq!(h.journaled(), 0);
+    // The roll's figures: every node of the batch measured from the batch's step, each
+    // back at its own time.
+    let roll = out.rolls.first().expect("the roll's figures");
+    let nodes: Vec<&str> = roll.nodes.iter().map(|n| n.node.as_str()).collect();
+    assert_eq!(nodes, ["a", "b", "c"]);
+    assert_eq!(roll.nodes[0].issued_ms, roll.nodes[1].issued_ms);
+    let back = |i: usize| {
+        roll.nodes[i].ready_again_ms.expect("back") + roll.nodes[i].issued_ms.expect("issued")
+    };
+    assert_eq!((back(0), back(1)), (60_000, 90_000));
+}
+
+/// A sequence per node: drain, reboot, uncordon. The uncordon waits for the node to be
+/// back from its reboot (not for its Ready from before it), the next node's drain for the
+/// node before's uncordon, its Ready and the settle time.
+#[tokio::test(start_paused = true)]
+async fn a_sequence_does_each_action_in_turn_and_the_next_node_after_the_last() {
+    let mut h = Harness::new(
+        "
+name: scripted
+description: drain, reboot, uncordon each worker
+targets:
+  workers: {names: [a, b]}
+steps:
+  - name: upgrade
+    at: 10s
+    target: workers
+    roll: {settle: 5s, timeout: 5m}
+    sequence:
+      - do: drain
+      - do: reboot
+      - do: uncordon
+expect:
+  - {name: back, node: workers, eventually: Ready}
+",
+    )
+    .with_targets(&[("workers", &["b", "a"])]);
+    let (exp, targets) = crate::experiment::roll::expand(&h.exp, &h.targets);
+    h.exp = exp;
+    h.targets = targets;
+    let mut world = Scripted {
+        initial: ["a", "b"]
+            .iter()
+            .map(|n| node(n, ConditionStatus::True, 0))
+            .collect(),
+        later: vec![
+            (30_000, node("a", ConditionStatus::Unknown, 30)),
+            (70_000, node("a", ConditionStatus::True, 70)),
+            (90_000, node("b", ConditionStatus::Unknown, 90)),
+            (130_000, node("b", ConditionStatus::True, 130)),
+        ],
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let at = |name: &str| issued(&h, &out, name).unwrap_or_else(|| panic!("{name} issued"));
+    assert!((10_000..11_000).contains(&at("upgrade (a) drain")));
+    assert!(
+        at("upgrade (a) reboot") < 12_000,
+        "{}",
+        at("upgrade (a) reboot")
+    );
+    // Not at once on a's Ready from before its reboot: once a is back at +70 s.
+    let uncordon = at("upgrade (a) uncordon");
+    assert!(
+        (70_000..73_000).contains(&uncordon),
+        "uncordon a at +{uncordon} ms"
+    );
+    let b = at("upgrade (b) drain");
+    assert!((75_000..79_000).contains(&b), "drain b at +{b} ms");
+    let uncordon = at("upgrade (b) uncordon");
+    assert!(
+        (130_000..133_000).contains(&uncordon),
+        "uncordon b at +{uncordon} ms"
+    );
+    let calls = world.calls();
+    let order: Vec<&String> = calls
+        .iter()
+        .filter(|c| c.starts_with("act upgrade"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "act upgrade (a) drain on a",
+            "act upgrade (a) reboot on a",
+            "act upgrade (a) uncordon on a",
+            "act upgrade (b) drain on b",
+            "act upgrade (b) reboot on b",
+            "act upgrade (b) uncordon on b",
+        ],
+        "{calls:#?}"
+    );
+}
