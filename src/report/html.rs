@@ -84,7 +84,7 @@ fn header(h: &mut impl Write, record: &RunRecord) {
         start = record.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
         finish = record.finished_at.format("%H:%M:%S UTC"),
         fv = esc(&record.faultline_version),
-        zero = esc(&crate::report::text::time_zero_line(record)),
+        zero = html_text(&crate::report::text::time_zero_line(record)),
     );
 }
 
