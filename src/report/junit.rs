@@ -403,8 +403,24 @@ mod tests {
                     .descendants()
                     .filter(|n| n.has_tag_name("testsuite"))
                     .collect();
-                assert_eq!(suites.len(), 1, "{}", path.display());
-                let suite = suites[0];
+                // The experiment's own suite, whose counts are the terminal's; beside it a
+                // suite per roll, of the roll's nodes.
+                assert_eq!(suites.len(), 1 + record.rolls.len(), "{}", path.display());
+                let name = record.experiment.name.as_str();
+                let suite = *suites
+                    .iter()
+                    .find(|s| s.attribute("name") == Some(name))
+                    .unwrap_or_else(|| panic!("{}: no suite {name}", path.display()));
+                assert!(
+                    suites
+                        .iter()
+                        .filter(|s| s.attribute("name") != Some(name))
+                        .all(|s| s
+                            .attribute("name")
+                            .is_some_and(|n| n.starts_with(&format!("{name} / roll ")))),
+                    "{}",
+                    path.display()
+                );
                 let attr =
                     |name: &str| -> usize { suite.attribute(name).unwrap_or("0").parse().unwrap() };
                 let tally = super::text::Tally::of(&record);

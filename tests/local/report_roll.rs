@@ -257,3 +257,62 @@ expect:
     }
     assert!(near(rehearsed.nodes[1].ready_again_ms, Some(95_000)));
 }
+
+/// A real roll, recorded on the lab (2026-11-29): `experiments/rolling-upgrade-workers.yaml`
+/// drained, rebooted and uncordoned the three workers in turn. The report's roll table has
+/// them in that order, each issued after the one before was back (and 30 s), each drained
+/// at once; JUnit has a case per worker, all passed; the record's figures are what the
+/// report computes again from its timeline.
+#[test]
+fn a_recorded_sequence_roll_reads_worker_by_worker() {
+    let path = "fixtures/records/rolls/rolling-upgrade-workers.json";
+    let record = RunRecord::load(Path::new(env!("CARGO_MANIFEST_DIR")).join(path).as_path())
+        .expect("the recorded roll");
+    let roll = record.rolls.first().expect("its roll's figures");
+    let nodes: Vec<&str> = roll.nodes.iter().map(|n| n.node.as_str()).collect();
+    assert_eq!(nodes, NODES);
+    let issued: Vec<i64> = roll
+        .nodes
+        .iter()
+        .map(|n| n.issued_ms.expect("issued"))
+        .collect();
+    assert!(
+        issued.windows(2).all(|w| w[1] - w[0] >= 30_000),
+        "each worker 30 s or more after the one before: {issued:?}"
+    );
+    assert!(roll.nodes.iter().all(|n| n.drained_ms.is_some()));
+    assert_eq!(
+        record.rolls,
+        faultline::judge::roll_figures(
+            &record.experiment,
+            &record
+                .timeline
+                .until(record.observed_until_ms.expect("observed"))
+        )
+    );
+    let text = String::from_utf8_lossy(&faultline(&["report", path]).stdout).into_owned();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| NODES.iter().any(|n| l.trim_start().starts_with(n)))
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    let junit =
+        String::from_utf8_lossy(&faultline(&["report", path, "-o", "junit"]).stdout).into_owned();
+    let doc = roxmltree::Document::parse(&junit).expect("JUnit XML");
+    let suite = doc
+        .descendants()
+        .find(|n| {
+            n.has_tag_name("testsuite")
+                && n.attribute("name") == Some("rolling-upgrade-workers / roll upgrade workers")
+        })
+        .expect("the roll's suite");
+    let cases: Vec<_> = suite
+        .children()
+        .filter(|c| c.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(cases.len(), 3);
+    assert!(cases.iter().all(|c| {
+        c.children()
+            .all(|x| !x.has_tag_name("failure") && !x.has_tag_name("skipped"))
+    }));
+}
