@@ -80,7 +80,7 @@ pub(super) fn run(
         if n > 1 && format == RehearseFormat::Text {
             println!("== run {k} of {n}");
         }
-        let rehearsal = rehearse(&exp, record, keep_going).map_err(|e| e.to_string());
+        let rehearsal = rehearse(&exp, record, keep_going);
         let code = match &rehearsal {
             Ok(r) => exit_code(r),
             Err(e) => {
@@ -99,7 +99,7 @@ pub(super) fn run(
                 &exp.name,
                 (k, n),
                 record,
-                rehearsal.as_ref().map_err(String::clone),
+                rehearsal.as_ref(),
                 code,
             )),
         }

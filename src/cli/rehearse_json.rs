@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::judge::Outcome;
 use crate::record::RunRecord;
-use crate::run::rehearse::Rehearsal;
+use crate::run::rehearse::{Rehearsal, RehearseError};
 
 /// One rehearsal against one recorded run.
 #[derive(Debug, Serialize)]
@@ -91,7 +91,7 @@ impl RehearsalDoc {
         name: &str,
         (k, n): (usize, usize),
         record: &RunRecord,
-        rehearsal: Result<&Rehearsal, String>,
+        rehearsal: Result<&Rehearsal, &RehearseError>,
         exit_code: i32,
     ) -> RehearsalDoc {
         let mut doc = RehearsalDoc {
@@ -110,7 +110,7 @@ impl RehearsalDoc {
         let r = match rehearsal {
             Ok(r) => r,
             Err(e) => {
-                doc.error = Some(e);
+                doc.error = Some(e.to_string());
                 return doc;
             }
         };
@@ -162,9 +162,13 @@ mod tests {
     #[test]
     fn a_rehearsal_that_could_not_be_made_says_why_and_nothing_else() {
         let record = record();
-        let doc = RehearsalDoc::of("e", (2, 3), &record, Err("no such target".into()), 2);
+        let err = RehearseError::NothingObserved("no start".into());
+        let doc = RehearsalDoc::of("e", (2, 3), &record, Err(&err), 2);
         let json = serde_json::to_value(&doc).expect("serialises");
-        assert_eq!(json["error"], "no such target");
+        assert_eq!(
+            json["error"],
+            "the record has no observations: its run never started (no start)"
+        );
         assert_eq!(
             (json["run"].as_u64(), json["runs"].as_u64()),
             (Some(2), Some(3))

@@ -243,11 +243,9 @@ fn timeline(h: &mut impl Write, record: &RunRecord, explanation: &crate::explain
 /// Every timeline entry as the terminal writes it, folded; and how many verdicts were decided.
 fn entries(h: &mut impl Write, record: &RunRecord) {
     let _ = h.write_str("<details><summary>timeline entries</summary><pre>");
+    let zero = Some(record.zero_ms());
     for e in &record.timeline.entries {
-        let _ = h.write_str(&esc(&crate::report::text::entry_line(
-            e,
-            Some(record.zero_ms()),
-        )));
+        let _ = h.write_str(&esc(&crate::report::text::entry_line(e, zero)));
         let _ = h.write_str("\n");
     }
     let _ = h.write_str("</pre></details>");

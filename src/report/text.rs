@@ -169,6 +169,7 @@ pub fn tally(record: &RunRecord) -> String {
 pub fn safety_lines(record: &RunRecord) -> Vec<String> {
     use crate::timeline::{Event, StepPhase};
     let mut out = Vec::new();
+    let zero = record.zero_ms();
     if let Some(t) = &record.aborted {
         out.push(format!(
             "ABORTED at {}: {} ({}); every fault was undone at once",
@@ -198,7 +199,7 @@ pub fn safety_lines(record: &RunRecord) -> Vec<String> {
         };
         out.push(format!(
             "{} fault of `{step}`{on} {said}",
-            at_text(record, e.offset_ms)
+            format_offset_ms(e.offset_ms - zero)
         ));
     }
     match &record.restored {
@@ -243,11 +244,13 @@ pub fn figures_text(record: &RunRecord) -> String {
 
 /// The whole timeline as text, one entry per line.
 pub fn timeline_text(record: &RunRecord) -> String {
+    // Found once: the record's zero is a search of its timeline.
+    let zero = Some(record.zero_ms());
     record
         .timeline
         .entries
         .iter()
-        .map(|e| entry_line(e, Some(record.zero_ms())) + "\n")
+        .map(|e| entry_line(e, zero) + "\n")
         .collect()
 }
 
