@@ -22,6 +22,20 @@ pub(super) enum MemberOutcome {
     Error,
 }
 
+impl MemberOutcome {
+    /// The outcome a report gives this member alone.
+    pub(super) fn as_outcome(self) -> crate::outcome::Outcome {
+        use crate::outcome::Outcome;
+        match self {
+            MemberOutcome::Pass => Outcome::Passed,
+            MemberOutcome::Fail => Outcome::Failed,
+            MemberOutcome::Undecidable => Outcome::Undecidable,
+            MemberOutcome::Pending => Outcome::Pending,
+            MemberOutcome::Error => Outcome::Error,
+        }
+    }
+}
+
 /// One member's result with the offset that decided it (relative to `since`).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct MemberEval {

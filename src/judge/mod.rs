@@ -57,7 +57,7 @@ pub mod labels {
 }
 
 use checks::{Candidate, Ctx, HoldEnd, MemberEval, MemberOutcome};
-use members::{Member, UnboundError, member_toleration, state_at};
+use members::{Member, Series, UnboundError, member_toleration, state_at};
 pub use states::state_name;
 use states::{rel, secs, truth};
 
@@ -89,6 +89,15 @@ pub struct MemberResult {
     pub at_ms: Option<i64>,
     /// What happened to it.
     pub note: String,
+    /// How it fared on its own: a `count: all` expectation fails for the whole subject when
+    /// one member fails, and a report per node (a roll's JUnit case per node and
+    /// expectation) needs each member's own outcome. `None` in records written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// The node the member is about: a node itself, a pod's node at `since` (or the first
+    /// it was bound to); `None` for workloads and probes, and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// Judges every expectation of `exp` over `timeline`, in order.
@@ -288,7 +297,7 @@ fn judge_at(
                 format!("{expected}; {what} at `{}`", e.since),
             )
         } else {
-            let mut v = aggregate(e, quantifier, &expected, &[], &[], false);
+            let mut v = aggregate(e, quantifier, &expected, &[], &[], false, t0);
             v.message = format!("{expected}; {what}");
             v
         };
@@ -296,7 +305,7 @@ fn judge_at(
     let evals = evaluate(e, &members, timers, index, &ctx);
     let may_grow = !complete
         && matches!(&e.subject, Subject::Pods(p) if p.generation == PodGeneration::Replacements);
-    aggregate(e, quantifier, &expected, &members, &evals, may_grow)
+    aggregate(e, quantifier, &expected, &members, &evals, may_grow, t0)
 }
 
 fn evaluate(
@@ -442,6 +451,7 @@ fn aggregate(
     members: &[Member],
     evals: &[MemberEval],
     may_grow: bool,
+    t0: i64,
 ) -> Verdict {
     let count = |o: MemberOutcome| evals.iter().filter(|m| m.outcome == o).count();
     let notes = |o: MemberOutcome| {
@@ -535,8 +545,23 @@ fn aggregate(
                 member: m.name.clone(),
                 at_ms: ev.at_ms,
                 note: ev.note.clone(),
+                outcome: Some(ev.outcome.as_outcome()),
+                node: member_node(m, t0),
             })
             .collect(),
+    }
+}
+
+/// The node a member is about: the node itself, or the node a pod was on at `t0` (the
+/// first it was bound to when it was not yet then).
+fn member_node(m: &Member, t0: i64) -> Option<String> {
+    match &m.series {
+        Series::Node(_) => Some(m.name.clone()),
+        Series::Pod(h) => state_at(h, t0)
+            .and_then(|s| s.node.as_deref())
+            .or_else(|| members::first_node(h))
+            .map(str::to_string),
+        Series::Workload(_) | Series::Probe(_) => None,
     }
 }
 

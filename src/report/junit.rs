@@ -48,21 +48,7 @@ pub(crate) fn render_explained(
                 full.push_str(&line);
             }
         }
-        let message = cdata(&full);
-        let none = JDuration::ZERO;
-        let mut case = match v.outcome {
-            Outcome::Passed => TestCase::success(&name, none),
-            Outcome::Failed => TestCase::failure(&name, none, "expectation", &message),
-            Outcome::Undecidable => TestCase::error(&name, none, "undecidable", &message),
-            Outcome::Error => TestCase::error(&name, none, "error", &message),
-            Outcome::Skipped => TestCase::skipped_with_cause(&name, "skipped", &message),
-            Outcome::Pending => TestCase::error(
-                &name,
-                none,
-                "interrupted",
-                &cdata(&format!("interrupted before this was decided: {full}")),
-            ),
-        };
+        let mut case = judged_case(v.outcome, &name, &full);
         let mut out = format!("since `{}`: {full}\n", v.since);
         if let Some(ms) = v.measured_ms {
             out.push_str(&format!(
@@ -171,9 +157,67 @@ pub(crate) fn render_explained(
     with_properties(timed, &all_properties)
 }
 
+/// A judged case: passed, failed (`expectation`), an error (undecidable, not evaluable,
+/// interrupted before it was decided) or skipped, with `full` as its message.
+fn judged_case(outcome: Outcome, name: &str, full: &str) -> TestCase {
+    let message = cdata(full);
+    let none = JDuration::ZERO;
+    match outcome {
+        Outcome::Passed => TestCase::success(name, none),
+        Outcome::Failed => TestCase::failure(name, none, "expectation", &message),
+        Outcome::Undecidable => TestCase::error(name, none, "undecidable", &message),
+        Outcome::Error => TestCase::error(name, none, "error", &message),
+        Outcome::Skipped => TestCase::skipped_with_cause(name, "skipped", &message),
+        Outcome::Pending => TestCase::error(
+            name,
+            none,
+            "interrupted",
+            &cdata(&format!("interrupted before this was decided: {full}")),
+        ),
+    }
+}
+
+/// One case per expectation about `node` (a member on it: the node itself, or a pod on it
+/// at the expectation's `since`), `<node>: <expectation>`: the worst of its members' own
+/// outcomes there, with their notes. An expectation with no member on the node, or from a
+/// record written before members kept their outcome, gives none.
+fn node_expectation_cases(record: &RunRecord, node: &str) -> Vec<(Outcome, String, String)> {
+    let rank = |o: Outcome| match o {
+        Outcome::Failed => 5,
+        Outcome::Error => 4,
+        Outcome::Undecidable => 3,
+        Outcome::Pending => 2,
+        Outcome::Skipped => 1,
+        Outcome::Passed => 0,
+    };
+    record
+        .verdicts
+        .iter()
+        .filter_map(|v| {
+            let on: Vec<_> = v
+                .members
+                .iter()
+                .filter(|m| m.node.as_deref() == Some(node))
+                .filter_map(|m| Some((m.outcome?, m)))
+                .collect();
+            let worst = on.iter().map(|(o, _)| *o).max_by_key(|o| rank(*o))?;
+            let notes: Vec<String> = on
+                .iter()
+                .map(|(o, m)| format!("{}: {} ({})", m.member, m.note, o.word()))
+                .collect();
+            Some((
+                worst,
+                format!("{node}: {}", v.name),
+                format!("since `{}`: {}", v.since, notes.join("; ")),
+            ))
+        })
+        .collect()
+}
+
 /// A roll as a suite of its own, `<experiment> / roll <roll>`: one case per node, passed
 /// when the node was Ready again within the roll's timeout of its step (failed when not,
-/// skipped when its step never ran or observation ended first). Its figures are in the
+/// skipped when its step never ran or observation ended first), then one per expectation
+/// about that node ([`node_expectation_cases`]). Its figures are in the
 /// case's output and the suite's properties (`<node>.<stage>` in seconds after its step),
 /// never as case times.
 fn roll_suite(
@@ -207,6 +251,11 @@ fn roll_suite(
         }
         case.set_system_out(&cdata(&out));
         suite.add_testcase(case);
+        for (outcome, name, full) in node_expectation_cases(record, &n.node) {
+            let mut case = judged_case(outcome, &cdata(&name), &full);
+            case.set_classname(&suite_name);
+            suite.add_testcase(case);
+        }
         for (key, _, value) in n.stages() {
             if let Some(ms) = value {
                 properties.push((

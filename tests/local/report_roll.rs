@@ -316,3 +316,77 @@ fn a_recorded_sequence_roll_reads_worker_by_worker() {
             .all(|x| !x.has_tag_name("failure") && !x.has_tag_name("skipped"))
     }));
 }
+
+/// Issue 46, item 4: one JUnit case per node per expectation. The recorded roll, judged
+/// again (its members now keep their own outcome and node), gives in the roll's suite,
+/// after each worker's "back within the roll's timeout", a case `<worker>: <expectation>`
+/// for every expectation with a member on that worker: the drains' evictions of its web
+/// pods and its agent pod kept. A member failing on one worker fails that worker's case only.
+#[test]
+fn a_roll_has_a_junit_case_per_worker_per_expectation() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut record =
+        RunRecord::load(&repo.join("fixtures/records/rolls/rolling-upgrade-workers.json"))
+            .expect("the recorded roll");
+    let experiment = record.experiment.clone();
+    record.judged_against(experiment.clone());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("rejudged.json");
+    std::fs::write(&path, serde_json::to_string(&record).expect("json")).expect("write");
+    let cases = |path: &Path| {
+        let out = faultline(&["report", path.to_str().expect("utf-8"), "-o", "junit"]);
+        let junit = String::from_utf8_lossy(&out.stdout).into_owned();
+        let doc = roxmltree::Document::parse(&junit).expect("JUnit XML");
+        let suite = doc
+            .descendants()
+            .find(|n| {
+                n.has_tag_name("testsuite")
+                    && n.attribute("name") == Some("rolling-upgrade-workers / roll upgrade workers")
+            })
+            .expect("the roll's suite");
+        suite
+            .children()
+            .filter(|c| c.has_tag_name("testcase"))
+            .map(|c| {
+                let failed = c.children().any(|x| x.has_tag_name("failure"));
+                (c.attribute("name").unwrap_or_default().to_string(), failed)
+            })
+            .collect::<Vec<_>>()
+    };
+    let got = cases(&path);
+    let mut want = Vec::new();
+    for n in NODES {
+        want.push((format!("{n} back within the roll's timeout"), false));
+        for v in &experiment.expectations {
+            want.push((format!("{n}: {}", v.name), false));
+        }
+    }
+    assert_eq!(got, want);
+
+    // The second worker's web pods said to have stayed: its case fails, the others hold.
+    let mut broken = record.clone();
+    let evicted = &mut broken.verdicts[0];
+    let mut failed_one = false;
+    for m in &mut evicted.members {
+        if m.node.as_deref() == Some(NODES[1]) {
+            m.outcome = Some(faultline::judge::Outcome::Failed);
+            failed_one = true;
+        }
+    }
+    assert!(
+        failed_one,
+        "a web pod on {}: {:?}",
+        NODES[1], evicted.members
+    );
+    let path = dir.path().join("broken.json");
+    std::fs::write(&path, serde_json::to_string(&broken).expect("json")).expect("write");
+    let failed: Vec<String> = cases(&path)
+        .into_iter()
+        .filter(|(_, f)| *f)
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        failed,
+        vec![format!("{}: {}", NODES[1], experiment.expectations[0].name)]
+    );
+}
