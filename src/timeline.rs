@@ -92,6 +92,11 @@ pub enum Event {
         up: bool,
         /// Why: exit status, HTTP status or the error (sanitized, short).
         detail: String,
+        /// How many of the probe's tries had failed so far, this one included: the
+        /// failed requests of an outage are the count at the try that ended it less the
+        /// count at the one that began it, plus one. `None` in records written before.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failed: Option<u64>,
     },
     /// A milestone of the run itself.
     Run {

@@ -38,6 +38,8 @@ pub struct TimelineIndex {
     nodes: HashMap<String, History<NodeState>>,
     workloads: HashMap<WorkloadRef, History<WorkloadState>>,
     probes: HashMap<String, History<bool>>,
+    /// Each probe's count of failed tries at its changes, where the record has them.
+    probe_failed: HashMap<String, Vec<(i64, u64)>>,
     /// Every pod's identity and history, in order of first sight; `slots` finds a pod.
     pods: Vec<(PodId, History<PodState>)>,
     slots: HashMap<PodId, usize>,
@@ -100,9 +102,16 @@ impl TimelineIndex {
                 let h = self.workloads.entry(workload.clone()).or_default();
                 insert_sorted(h, at, *after);
             }
-            Event::Probe { name, up, .. } => {
+            Event::Probe {
+                name, up, failed, ..
+            } => {
                 let h = self.probes.entry(name.clone()).or_default();
                 insert_sorted(h, at, Some(*up));
+                if let Some(n) = failed {
+                    let c = self.probe_failed.entry(name.clone()).or_default();
+                    let i = c.partition_point(|(t, _)| *t <= at);
+                    c.insert(i, (at, *n));
+                }
             }
             Event::Api { up, .. } => insert_sorted(&mut self.api, at, Some(*up)),
             Event::Query {
@@ -266,6 +275,12 @@ impl TimelineIndex {
     /// The results of one probe, without copying.
     pub(super) fn probe_history(&self, name: &str) -> Option<&History<bool>> {
         self.probes.get(name)
+    }
+
+    /// One probe's counts of failed tries at its changes, in time order; `None` when the
+    /// record's probe entries carry no count.
+    pub(super) fn probe_failed(&self, name: &str) -> Option<&[(i64, u64)]> {
+        self.probe_failed.get(name).map(Vec::as_slice)
     }
 
     /// faultline's API health checks.

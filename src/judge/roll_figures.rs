@@ -83,6 +83,11 @@ pub struct ProbeAvailability {
     /// The probe was still down when observation ended.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub down_at_end: bool,
+    /// The tries that failed in those outages; for one still under way when observation
+    /// ended, only its first (the probe records a count at its changes): a floor then.
+    /// `None` when the record's probe entries carry no count (written before they did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_requests: Option<u64>,
 }
 
 impl RollNode {
@@ -185,7 +190,9 @@ pub fn roll_figures_of(exp: &Experiment, index: &TimelineIndex) -> Vec<RollFigur
                         .probes
                         .iter()
                         .map(|p| {
-                            availability(&p.name, index.probe_history(&p.name), from, until, end)
+                            let counts = index.probe_failed(&p.name);
+                            let history = index.probe_history(&p.name);
+                            availability(&p.name, history, counts, (from, until), end)
                         })
                         .collect(),
                     _ => Vec::new(),
@@ -294,17 +301,27 @@ fn window_end(nodes: &[RollNode], end: i64) -> i64 {
 fn availability(
     probe: &str,
     history: Option<&History<bool>>,
-    from: i64,
-    until: i64,
+    counts: Option<&[(i64, u64)]>,
+    (from, until): (i64, i64),
     end: i64,
 ) -> ProbeAvailability {
     let mut out = ProbeAvailability {
         probe: probe.to_string(),
+        failed_requests: counts.map(|_| 0),
         ..ProbeAvailability::default()
     };
     let Some(history) = history else { return out };
     let mut down_since: Option<i64> = None;
+    // The count of failed tries at the probe's change at (or last before) `t`.
+    let count_at = |t: i64| {
+        let c = counts?;
+        let i = c.partition_point(|(at, _)| *at <= t);
+        i.checked_sub(1).map(|i| c[i].1)
+    };
     let close = |out: &mut ProbeAvailability, began: i64, ended: i64| {
+        let failed = count_at(ended)
+            .zip(count_at(began))
+            .map(|(e, b)| e.saturating_sub(b) + 1);
         let began = began.max(from);
         if began > until {
             return;
@@ -313,6 +330,7 @@ fn availability(
         out.downtime_ms += length;
         out.longest_ms = out.longest_ms.max(length);
         out.outages += 1;
+        out.failed_requests = out.failed_requests.zip(failed).map(|(a, b)| a + b);
     };
     for (at, up) in history.iter().filter(|(at, _)| *at <= end) {
         match (up, down_since) {

@@ -303,6 +303,7 @@ async fn run_one(spec: ProbeSpec, prober: Prober, sink: ProbeSink, cancel: Cance
     let mut ticker = tokio::time::interval(spec.interval);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut last: Option<bool> = None;
+    let mut failed: u64 = 0;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
@@ -312,12 +313,16 @@ async fn run_one(spec: ProbeSpec, prober: Prober, sink: ProbeSink, cancel: Cance
             _ = cancel.cancelled() => return,
             r = prober.attempt(spec.timeout) => r,
         };
+        if !result.up {
+            failed += 1;
+        }
         if last != Some(result.up) {
             last = Some(result.up);
             sink(Event::Probe {
                 name: spec.name.clone(),
                 up: result.up,
                 detail: result.detail,
+                failed: Some(failed),
             });
         }
     }

@@ -112,6 +112,8 @@ async fn a_local_command_probe_records_only_changes() {
     assert_eq!(results(&seen), vec![(true, "exit 0".to_string())]);
     std::fs::write(&flag, "1").unwrap();
     until_events(&seen, 2).await;
+    // Down for several tries: each failed one is counted, though none is recorded.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     std::fs::write(&flag, "0").unwrap();
     until_events(&seen, 3).await;
     probes.stop().await;
@@ -122,6 +124,21 @@ async fn a_local_command_probe_records_only_changes() {
             (false, "exit 1".to_string()),
             (true, "exit 0".to_string())
         ]
+    );
+    let counts: Vec<Option<u64>> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::Probe { failed, .. } => Some(*failed),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counts[..2], [Some(0), Some(1)]);
+    let spell = counts[2].expect("counted");
+    assert!(
+        spell >= 3,
+        "300 ms down at one try per 40 ms: {spell} failed tries"
     );
 }
 

@@ -188,7 +188,7 @@ fn figures(h: &mut impl Write, record: &RunRecord) {
 /// was back within the roll's timeout; then what the probes saw over the roll.
 fn rolls(h: &mut impl Write, record: &RunRecord) {
     use crate::report::roll_text::{
-        HEADS, PROBES_NOTE, node_verdict, probe_line, row, timeout_text,
+        HEADS, node_verdict, probe_line, probes_note, row, timeout_text,
     };
     for roll in &record.rolls {
         let _ = write!(
@@ -221,7 +221,10 @@ fn rolls(h: &mut impl Write, record: &RunRecord) {
             for p in &roll.probes {
                 let _ = write!(h, "<li>{}</li>", esc(&probe_line(p)));
             }
-            let _ = write!(h, "</ul><p class=\"meta\">{}</p>", esc(PROBES_NOTE));
+            let _ = h.write_str("</ul>");
+            if let Some(note) = probes_note(&roll.probes) {
+                let _ = write!(h, "<p class=\"meta\">{}</p>", esc(note));
+            }
         }
     }
 }

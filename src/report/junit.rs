@@ -265,12 +265,13 @@ fn roll_suite(
             }
         }
     }
-    let probes: String = roll.probes.iter().map(|p| probe_line(p) + "\n").collect();
+    let mut probes: String = roll.probes.iter().map(|p| probe_line(p) + "\n").collect();
+    if let Some(note) = super::roll_text::probes_note(&roll.probes) {
+        probes.push_str(note);
+        probes.push('\n');
+    }
     if !probes.is_empty() {
-        suite.set_system_out(&cdata(&format!(
-            "{probes}{}\n",
-            super::roll_text::PROBES_NOTE
-        )));
+        suite.set_system_out(&cdata(&probes));
     }
     for p in &roll.probes {
         properties.push((
@@ -281,6 +282,9 @@ fn roll_suite(
             format!("probe.{}.longest", p.probe),
             format!("{:.3}", p.longest_ms as f64 / 1000.0),
         ));
+        if let Some(n) = p.failed_requests {
+            properties.push((format!("probe.{}.failed", p.probe), n.to_string()));
+        }
     }
     (suite, properties)
 }

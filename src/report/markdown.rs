@@ -278,7 +278,7 @@ fn figures(m: &mut String, record: &RunRecord) {
 /// Each roll's table: a row per node in roll order, each stage from the node's own step,
 /// then whether each node was back within the roll's timeout and what the probes saw.
 fn rolls(m: &mut String, record: &RunRecord) {
-    use super::roll_text::{HEADS, PROBES_NOTE, node_verdict, probe_line, row, timeout_text};
+    use super::roll_text::{HEADS, node_verdict, probe_line, probes_note, row, timeout_text};
     for roll in &record.rolls {
         let _ = writeln!(
             m,
@@ -302,8 +302,8 @@ fn rolls(m: &mut String, record: &RunRecord) {
         for p in &roll.probes {
             let _ = writeln!(m, "- {}", md(&probe_line(p)));
         }
-        if !roll.probes.is_empty() {
-            let _ = writeln!(m, "- {PROBES_NOTE}");
+        if let Some(note) = probes_note(&roll.probes) {
+            let _ = writeln!(m, "- {note}");
         }
         m.push('\n');
     }

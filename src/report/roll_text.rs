@@ -89,14 +89,20 @@ pub fn node_verdict(roll: &RollFigures, n: &RollNode) -> (Option<bool>, String) 
 }
 
 /// A probe over the roll in words: `probe web: down 6.0s over the roll in 3 outage(s),
-/// the longest 2.0s`. Probes record when they change between Up and Down, not each try:
-/// failed requests are not counted, and the line does not claim them.
+/// the longest 2.0s; 6 requests failed`. The failed requests are the probe's own count
+/// of its failed tries (a floor for an outage still under way at the end); a record
+/// written before probes counted them has none, and the line does not claim any.
 pub fn probe_line(p: &ProbeAvailability) -> String {
     if p.outages == 0 {
         return format!("probe {}: never down over the roll", clean(&p.probe));
     }
+    let failed = match p.failed_requests {
+        Some(n) if p.down_at_end => format!("; at least {n} request(s) failed"),
+        Some(n) => format!("; {n} request(s) failed"),
+        None => String::new(),
+    };
     format!(
-        "probe {}: down {} over the roll in {} outage(s), the longest {}{}",
+        "probe {}: down {} over the roll in {} outage(s), the longest {}{}{failed}",
         clean(&p.probe),
         super::text::duration_text(p.downtime_ms),
         p.outages,
@@ -109,9 +115,14 @@ pub fn probe_line(p: &ProbeAvailability) -> String {
     )
 }
 
-/// What the probes do not count, said once under their lines.
-pub const PROBES_NOTE: &str =
-    "(probes record Up/Down changes, not requests: failed requests are not counted)";
+/// What the probes of an older record do not count, said once under their lines; `None`
+/// when every probe counted its failed requests.
+pub fn probes_note(probes: &[ProbeAvailability]) -> Option<&'static str> {
+    probes
+        .iter()
+        .any(|p| p.failed_requests.is_none())
+        .then_some("(probes of this record kept Up/Down only: failed requests not counted)")
+}
 
 /// Longest node name the terminal's table keeps in its column; a longer one goes on a
 /// line of its own, so the table stays within 80 columns.
@@ -186,11 +197,17 @@ pub fn rolls_text(record: &RunRecord) -> String {
                 timeout_text(roll)
             ));
         }
+        let wrap = textwrap::Options::new(80)
+            .initial_indent("  ")
+            .subsequent_indent("    ");
         for p in &roll.probes {
-            out.push_str(&format!("  {}\n", probe_line(p)));
+            for line in textwrap::wrap(&probe_line(p), &wrap) {
+                out.push_str(&line);
+                out.push('\n');
+            }
         }
-        if !roll.probes.is_empty() {
-            out.push_str(&format!("  {PROBES_NOTE}\n"));
+        if let Some(note) = probes_note(&roll.probes) {
+            out.push_str(&format!("  {note}\n"));
         }
     }
     out

@@ -354,7 +354,9 @@ pub fn entry_line(entry: &Entry, zero_ms: Option<i64>) -> String {
             GapPhase::Began => format!("lost sight of {source}: {reason}"),
             GapPhase::Ended => format!("regained sight of {source} ({reason})"),
         },
-        Event::Probe { name, up, detail } => {
+        Event::Probe {
+            name, up, detail, ..
+        } => {
             format!(
                 "probe {name} {} ({detail})",
                 if *up { "Up" } else { "Down" }

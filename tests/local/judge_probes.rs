@@ -55,6 +55,7 @@ fn probe_timeline_from_observation(results: &[(i64, bool)], end_ms: i64) -> Time
                 name: "web".into(),
                 up,
                 detail: if up { "HTTP 200" } else { "HTTP 503" }.into(),
+                failed: None,
             },
         ));
     }

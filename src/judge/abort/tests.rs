@@ -244,6 +244,7 @@ fn a_probe_down_and_the_api_unreachable_trip_after_their_hold() {
                 name: "web".into(),
                 up,
                 detail: String::new(),
+                failed: None,
             },
         )
     };

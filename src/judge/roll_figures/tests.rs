@@ -73,6 +73,11 @@ pub(crate) fn issued(t: &mut Timeline, at: i64, step: &str, node: &str) {
 }
 
 pub(crate) fn probe(t: &mut Timeline, at: i64, up: bool) {
+    probe_counted(t, at, up, None);
+}
+
+/// A change of the probe `web` carrying its count of failed tries so far.
+fn probe_counted(t: &mut Timeline, at: i64, up: bool, failed: Option<u64>) {
     push(
         t,
         at,
@@ -80,6 +85,7 @@ pub(crate) fn probe(t: &mut Timeline, at: i64, up: bool) {
             name: "web".into(),
             up,
             detail: String::new(),
+            failed,
         },
     );
 }
@@ -264,4 +270,38 @@ fn an_experiment_without_a_roll_has_no_roll_figures() {
         s.target = Some("workers".into());
     }
     assert!(roll_figures(&exp, &roll_timeline([40, 40, 40])).is_empty());
+}
+
+/// Issue 46, item 4: the failed requests over a roll are the probe's own counts at its
+/// changes: each outage's count where it ended less where it began, plus its first try.
+/// One still under way when observation ended counts its first try only (a floor). A
+/// record whose probe entries carry no count has none (the existing roll above).
+#[test]
+fn failed_requests_over_the_roll_come_from_the_probe_s_counts() {
+    let exp = rolled();
+    let counted = |open_at_end: bool| {
+        let mut t = roll_timeline([40, 40, 40]);
+        t.entries
+            .retain(|e| !matches!(e.event, Event::Probe { .. }));
+        probe_counted(&mut t, 0, true, Some(0));
+        let mut failed = 0;
+        let mut at = 1_000;
+        for i in 0..3 {
+            failed += 1;
+            probe_counted(&mut t, at + 21_000, false, Some(failed));
+            failed += 2;
+            if !(open_at_end && i == 2) {
+                probe_counted(&mut t, at + 24_000, true, Some(failed));
+            }
+            at += 45_000;
+        }
+        roll_figures(&exp, &t).remove(0).probes.remove(0)
+    };
+    let closed = counted(false);
+    assert_eq!((closed.outages, closed.failed_requests), (3, Some(9)));
+    let open = counted(true);
+    assert!(open.down_at_end);
+    assert_eq!(open.failed_requests, Some(3 + 3 + 1));
+    let old = roll_figures(&exp, &roll_timeline([40, 40, 40])).remove(0);
+    assert_eq!(old.probes[0].failed_requests, None);
 }

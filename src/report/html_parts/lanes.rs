@@ -192,7 +192,9 @@ pub(super) fn lanes(record: &RunRecord, end: i64) -> Vec<Lane<'_>> {
                 .entry(workload.to_string())
                 .or_default()
                 .push((e.offset_ms, *after)),
-            Event::Probe { name, up, detail } => probes
+            Event::Probe {
+                name, up, detail, ..
+            } => probes
                 .entry(name.clone())
                 .or_default()
                 .push((e.offset_ms, Some((*up, detail.clone())))),
