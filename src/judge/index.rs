@@ -422,6 +422,12 @@ impl TimelineIndex {
         })
     }
 
+    /// Node `name` as last observed: `None` if it was never seen, `Some(None)` if it was
+    /// last seen gone. A fault's proof reads it once a second, so it is a lookup, not a scan.
+    pub(crate) fn last_node(&self, name: &str) -> Option<Option<&NodeState>> {
+        Some(self.nodes.get(name)?.last()?.1.as_ref())
+    }
+
     /// Every node as last observed, without the ones last seen gone.
     pub(crate) fn last_nodes(&self) -> impl Iterator<Item = (&String, &NodeState)> {
         self.nodes

@@ -31,6 +31,17 @@ impl<'a> Latest<'a> {
     /// Whether the observer's state is the cluster's, as far as it can tell: it said that
     /// every source completed its first list, and no source is in an observation gap now.
     pub(crate) fn observer_in_sight(&self) -> bool {
+        self.both().any(TimelineIndex::observer_ready) && self.open_gaps().is_empty()
+    }
+
+    /// Whether the observer's state of one `source` (its name on gap entries) is the
+    /// cluster's: every first list is in, and no gap of that source is open.
+    pub(crate) fn source_in_sight(&self, source: &str) -> bool {
+        self.both().any(TimelineIndex::observer_ready) && !self.open_gaps().contains(&source)
+    }
+
+    /// The sources whose gap is open now.
+    fn open_gaps(&self) -> Vec<&'a str> {
         let mut open: Vec<&str> = Vec::new();
         for (source, phase) in self.both().flat_map(TimelineIndex::gap_phases) {
             match phase {
@@ -38,7 +49,15 @@ impl<'a> Latest<'a> {
                 GapPhase::Ended => open.retain(|s| *s != source),
             }
         }
-        self.both().any(TimelineIndex::observer_ready) && open.is_empty()
+        open
+    }
+
+    /// Node `name` as last observed: `None` if it was never seen, `Some(None)` if it was
+    /// last seen gone (what a fault's proof reads of its Node object).
+    pub(crate) fn node(&self, name: &str) -> Option<Option<&'a NodeState>> {
+        self.after
+            .and_then(|a| a.last_node(name))
+            .or_else(|| self.observed.last_node(name))
     }
 
     /// Every node as last observed, without the ones last seen gone.

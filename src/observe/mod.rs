@@ -14,6 +14,7 @@ pub(crate) mod stream;
 
 pub use crate::cluster::owners::OwnerIndex;
 pub use clock::Clock;
+pub(crate) use recorder::NODES_SOURCE;
 pub use recorder::{ALL_NAMESPACES, Observation, Recorder, Seen};
 pub use reduce::{Workload, node_state, pod_state, workload_state};
 pub use stream::{Namespaces, ObserveMode, Scope, observe, resolve_first_lists};

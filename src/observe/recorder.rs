@@ -54,6 +54,10 @@ pub enum Observation {
 /// the path means all of them). Its gaps are reported as source `pods`.
 pub const ALL_NAMESPACES: &str = "";
 
+/// The name of the Node source on gap entries: a reader of the observer's nodes (a fault's
+/// proof) asks whether this one is in sight.
+pub(crate) const NODES_SOURCE: &str = "nodes";
+
 /// Known states of one source, its pending relist and whether it is in a gap.
 ///
 /// A relist is buffered as reduced states, reduced as each listed object arrives, never as
@@ -175,7 +179,7 @@ impl Recorder {
     pub fn record(&mut self, observation: Observation) -> Vec<Event> {
         match observation {
             Observation::Node(seen) => self.nodes.step(
-                "nodes",
+                NODES_SOURCE,
                 seen,
                 |n: &Node| Some((n.metadata.name.clone()?, node_state(n))),
                 |n: &Node| n.metadata.name.clone(),

@@ -9,11 +9,16 @@
 //! for a fault that lasts it then keeps reading, more slowly, until faultline undoes the
 //! fault itself, and a reading that shows the fault gone is a `reverted` entry. The
 //! scheduler ends the run on either of those (a step error with the evidence).
+//!
+//! The Node-object proofs (cordon, taint, delete) read the run's observer
+//! ([`node_object`]); the heartbeat proof GETs the node's Lease, which the observer does
+//! not watch; the others ask the node or its power driver.
+
+mod node_object;
 
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -22,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::execute::{Executor, NodeOp, PowerState};
 use crate::experiment::fault::{self, PowerKey, Proof};
 use crate::experiment::model::{Action, TaintSpec};
+use crate::observe::ObserveMode;
 use crate::run::shared_timeline::SharedTimeline;
 use crate::run::world::FaultAt;
 use crate::timeline::{Event, StepPhase};
@@ -47,7 +53,7 @@ pub(in crate::run) fn within(proof: Proof) -> Duration {
         Proof::None => Duration::ZERO,
         // `systemctl stop` returns once the unit stopped.
         Proof::KubeletInactive => Duration::from_secs(10),
-        // The API call returned; the object says so at once.
+        // The API call returned; the observer's watch has it at once (`node_object`).
         Proof::Unschedulable | Proof::Tainted | Proof::NodeGone => Duration::from_secs(10),
         // The quiet period is the Lease's half duration; see `Checker::heartbeat`.
         Proof::HeartbeatStopped => Duration::from_secs(120),
@@ -93,9 +99,11 @@ pub(in crate::run) async fn baseline(
 }
 
 /// The proofs under way: one task per node of each fault step.
-#[derive(Default)]
 pub(in crate::run) struct Proofs {
     running: Vec<Running>,
+    /// How the run's observer follows the cluster: a poll gives the proofs that read it
+    /// one interval more.
+    observed: ObserveMode,
 }
 
 /// One node's proof in progress.
@@ -107,6 +115,14 @@ struct Running {
 }
 
 impl Proofs {
+    /// No proof under way yet, on a run whose observer follows the cluster as `observed`.
+    pub(in crate::run) fn new(observed: ObserveMode) -> Self {
+        Proofs {
+            running: Vec::new(),
+            observed,
+        }
+    }
+
     /// Starts proving that `fault` took effect on its node.
     pub(in crate::run) fn start(
         &mut self,
@@ -130,8 +146,10 @@ impl Proofs {
         let checker = Checker {
             executor: executor.clone(),
             client: client.clone(),
+            timeline: timeline.clone(),
             node: node.to_string(),
             proof,
+            bound: within(proof) + node_object::lag(proof, self.observed),
             taint: match action {
                 Action::Taint(t) => Some(t.clone()),
                 _ => None,
@@ -202,7 +220,7 @@ impl Recorder {
 /// Confirms, then (for a fault that lasts) watches; stops at once when told to.
 async fn prove(mut checker: Checker, record: Recorder, stop: CancellationToken) {
     let started = Instant::now();
-    let deadline = started + within(checker.proof);
+    let deadline = started + checker.bound;
     if let Some(Err(e)) = &checker.baseline {
         record.record(StepPhase::NotConfirmed {
             evidence: format!("could not read the node's boot id before the step: {e}"),
@@ -337,8 +355,12 @@ fn heartbeat_reading(
 struct Checker {
     executor: Executor,
     client: kube::Client,
+    /// What the run's observer holds: the Node-object proofs read it.
+    timeline: SharedTimeline,
     node: String,
     proof: Proof,
+    /// How long the fault has to show its evidence after its step.
+    bound: Duration,
     taint: Option<TaintSpec>,
     baseline: Option<Baseline>,
     heartbeat: Option<Heartbeat>,
@@ -353,7 +375,7 @@ impl Checker {
                 Proof::HeartbeatStopped => self.heartbeat().await,
                 Proof::PoweredOff => self.powered_off().await,
                 Proof::BootIdChanged => self.boot_id().await,
-                Proof::NodeGone | Proof::Unschedulable | Proof::Tainted => self.node_object().await,
+                Proof::NodeGone | Proof::Unschedulable | Proof::Tainted => self.node_object(),
             }
         };
         // A reading that hangs (a node's SSH that never answers) is no reading.
@@ -479,46 +501,11 @@ impl Checker {
         }
     }
 
-    async fn node_object(&self) -> Reading {
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        let node = match nodes.get_opt(&self.node).await {
-            Ok(n) => n,
-            Err(e) => return Reading::Unknown(format!("could not read the Node object: {e}")),
-        };
-        let spec = node
-            .as_ref()
-            .and_then(|n| n.spec.clone())
-            .unwrap_or_default();
-        match self.proof {
-            Proof::NodeGone => match node {
-                None => Reading::InEffect("the Node object is gone".into()),
-                Some(n) => Reading::NotInEffect(format!(
-                    "the Node object still exists (uid {})",
-                    n.metadata.uid.unwrap_or_default()
-                )),
-            },
-            Proof::Unschedulable => match (node.is_some(), spec.unschedulable == Some(true)) {
-                (false, _) => Reading::Unknown("the Node object is gone".into()),
-                (true, true) => Reading::InEffect("the node is unschedulable".into()),
-                (true, false) => Reading::NotInEffect("the node is schedulable".into()),
-            },
-            _ => {
-                let Some(want) = &self.taint else {
-                    return Reading::Unknown("no taint to look for".into());
-                };
-                let has = spec
-                    .taints
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|t| t.key == want.key && t.effect == want.effect);
-                let which = format!("{}:{}", want.key, want.effect);
-                match (node.is_some(), has) {
-                    (false, _) => Reading::Unknown("the Node object is gone".into()),
-                    (true, true) => Reading::InEffect(format!("the node carries {which}")),
-                    (true, false) => Reading::NotInEffect(format!("the node lacks {which}")),
-                }
-            }
-        }
+    /// A lookup in what the observer holds of the node (see [`node_object`]).
+    fn node_object(&self) -> Reading {
+        self.timeline.latest_view(|latest| {
+            node_object::reading(latest, &self.node, self.proof, self.taint.as_ref())
+        })
     }
 }
 

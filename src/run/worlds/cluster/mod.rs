@@ -105,7 +105,7 @@ impl<'a> ClusterWorld<'a> {
             before: None,
             addresses: MachineAddresses::default(),
             baselines: BTreeMap::new(),
-            proofs: Proofs::default(),
+            proofs: Proofs::new(settings.observe_mode),
             undo_marks: leases::Marks::new(),
             initial_sync_ms: 0,
             watchers: std::sync::Mutex::new(BTreeMap::new()),
