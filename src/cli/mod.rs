@@ -46,6 +46,7 @@ mod rehearse;
 mod rehearse_json;
 mod report;
 mod restore;
+mod restore_json;
 mod run;
 mod stop_runs;
 mod validate;
@@ -189,6 +190,10 @@ pub enum Command {
         /// changed, a rebuilt lab).
         #[arg(long)]
         insecure_ignore_host_keys: bool,
+        /// Text for people, JSON for tools (one object: the journal's faults, each undo,
+        /// the node-access pods deleted, the comparison with the snapshot, the outcome).
+        #[arg(long, short = 'o', value_enum, default_value_t = RestoreFormat::Text)]
+        output: RestoreFormat,
     },
     /// Write an inventory for a kind or k3d cluster, read from its API and Docker.
     #[command(subcommand)]
@@ -582,6 +587,15 @@ pub enum RehearseFormat {
     Json,
 }
 
+/// How `faultline restore` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RestoreFormat {
+    /// What it found and did, said as it goes, for people.
+    Text,
+    /// One JSON object at the end, progress on stderr (docs/reading-results.md).
+    Json,
+}
+
 /// How `faultline compare` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompareFormat {
@@ -693,7 +707,8 @@ pub async fn main(cli: Cli) -> i32 {
             journal,
             api,
             insecure_ignore_host_keys,
-        } => restore::restore(&inventory, journal, &api, insecure_ignore_host_keys).await,
+            output,
+        } => restore::restore(&inventory, journal, &api, insecure_ignore_host_keys, output).await,
         Command::Doctor {
             paths,
             inventory,

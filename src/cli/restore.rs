@@ -1,22 +1,39 @@
 //! `faultline restore`: undo what a crashed or killed run left behind.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK};
+use super::restore_json::{ComparisonDoc, PodsDoc, RestoreDoc, UndoDoc};
+use super::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, RestoreFormat};
 use crate::cluster::snapshot;
 use crate::execute::{Executor, OpOutcome};
 use crate::experiment::model::Action;
+use crate::inventory::Inventory;
 use crate::journal::{Journal, Location, RetryPolicy, restore_all_with};
 use crate::run::worlds::cluster::act::Actor;
 use crate::run::worlds::cluster::restored;
 
-/// Reads the journal and undoes every fault recorded for the inventory's cluster.
+/// A line of progress for people: on stdout as text; on stderr under `-o json`, where
+/// stdout holds the document alone. A failed write is dropped, as with `say!`.
+macro_rules! tell {
+    ($format:expr, $($arg:tt)*) => {{
+        if $format == RestoreFormat::Json {
+            say_err!($($arg)*);
+        } else {
+            say!($($arg)*);
+        }
+    }};
+}
+
+/// Reads the journal and undoes every fault recorded for the inventory's cluster: said as
+/// it goes, or (`-o json`) one document on stdout at the end; the exit code is the same.
 pub(super) async fn restore(
     inventory: &Path,
     journal: Option<PathBuf>,
     api: &super::ApiArgs,
     insecure_ignore_host_keys: bool,
+    format: RestoreFormat,
 ) -> i32 {
     // Restore is itself the undo: a first Ctrl-C does not stop it (a second one does, and
     // what is left stays in the journal); its output may go nowhere (`say!`).
@@ -34,8 +51,7 @@ pub(super) async fn restore(
             return EXIT_ERROR;
         }
     };
-    let path = location.path.clone();
-    let mut journal = match Journal::open(&path) {
+    let journal = match Journal::open(&location.path) {
         Ok(j) => j,
         Err(e) => {
             fail!("{e}");
@@ -43,14 +59,41 @@ pub(super) async fn restore(
         }
     };
     let cluster = inventory.cluster().name.clone();
+    let mut doc = RestoreDoc::begin(&cluster, &location, &journal.active(&cluster));
+    let code = undo_and_compare(&inventory, journal, &location, format, &mut doc).await;
+    doc.finish(code);
+    if format == RestoreFormat::Json {
+        match serde_json::to_string_pretty(&doc) {
+            Ok(text) => say!("{text}"),
+            Err(e) => {
+                fail!("cannot write the restore as JSON: {e}");
+                return EXIT_ERROR;
+            }
+        }
+    }
+    code
+}
+
+/// The restore itself, phase by phase: each said as it goes and noted in `doc`. Returns
+/// the exit code.
+async fn undo_and_compare(
+    inventory: &Inventory,
+    mut journal: Journal,
+    location: &Location,
+    format: RestoreFormat,
+    doc: &mut RestoreDoc,
+) -> i32 {
+    let path = &location.path;
+    let cluster = inventory.cluster().name.clone();
     // Which file was read, always: a journal looked for in the wrong place (another
     // user's, root's) must not pass for an empty one.
-    say!(
+    tell!(
+        format,
         "{}",
-        journal_line(&location, journal.active(&cluster).len(), &cluster)
+        journal_line(location, journal.active(&cluster).len(), &cluster)
     );
     let executor = Executor::new(inventory.clone());
-    let snapshot_path = snapshot::path_beside(&path, &cluster);
+    let snapshot_path = snapshot::path_beside(path, &cluster);
     let before = match snapshot::load(&snapshot_path) {
         Ok(s) => s,
         Err(e) => {
@@ -58,6 +101,10 @@ pub(super) async fn restore(
                 "{}: cannot read the cluster snapshot: {e}",
                 snapshot_path.display()
             );
+            doc.comparison = Some(ComparisonDoc {
+                error: Some(format!("cannot read the cluster snapshot: {e}")),
+                ..ComparisonDoc::of(&snapshot_path)
+            });
             None
         }
     };
@@ -68,7 +115,8 @@ pub(super) async fn restore(
         .any(|n| n.transport == crate::inventory::TransportKind::Pod);
     // Nothing to undo, nothing to compare, no node-access pod to look for: no cluster asked.
     if nothing && before.is_none() && !through_api {
-        say!(
+        tell!(
+            format,
             "nothing to restore for cluster {cluster} ({})",
             path.display()
         );
@@ -96,6 +144,7 @@ pub(super) async fn restore(
             Ok(lock) => Some(lock),
             Err(e @ crate::cluster::lock::LockError::Held { .. }) => {
                 fail!("{e}");
+                doc.error = Some(e.to_string());
                 return EXIT_ERROR;
             }
             Err(e) => {
@@ -107,32 +156,32 @@ pub(super) async fn restore(
     };
     // Under the lock no run is live: every node-access pod left is a dead run's. Without
     // it, only the pods of the runs this journal names are touched.
-    let journal_runs: std::collections::BTreeSet<String> = journal
-        .active(&cluster)
-        .iter()
-        .map(|e| crate::execute::run_of(&e.id).to_string())
-        .collect();
+    let journal_runs: BTreeSet<String> = doc.journal.runs.iter().cloned().collect();
     let only_runs = lock.is_none().then_some(&journal_runs);
     let code = 'done: {
         if nothing {
             // What a killed run left is removed under the lock; with faults to undo, after
             // them, since an undo watcher may be among them.
-            delete_node_access_pods(&inventory, only_runs).await;
-            say!(
+            doc.node_access_pods = delete_node_access_pods(inventory, only_runs, format).await;
+            tell!(
+                format,
                 "nothing to restore for cluster {cluster} ({})",
                 path.display()
             );
             let Some(before) = before else {
                 break 'done EXIT_OK;
             };
-            break 'done compare(
+            let (code, compared) = compare(
                 &before,
                 client.as_ref().ok(),
                 &executor,
-                &inventory,
+                inventory,
                 &snapshot_path,
+                format,
             )
             .await;
+            doc.comparison = Some(compared);
+            break 'done code;
         }
         let targets = Default::default();
         let api =
@@ -161,11 +210,13 @@ pub(super) async fn restore(
             api,
         )
         .await;
-        delete_node_access_pods(&inventory, only_runs).await;
+        doc.node_access_pods = delete_node_access_pods(inventory, only_runs, format).await;
         let mut failed = 0;
         for o in &outcomes {
+            doc.undos.push(UndoDoc::of(o));
             match &o.error {
-                None => say!(
+                None => tell!(
+                    format,
                     "restored {} on {} ({} attempt(s))",
                     o.fault,
                     o.node,
@@ -173,7 +224,8 @@ pub(super) async fn restore(
                 ),
                 Some(e) => {
                     failed += 1;
-                    say!(
+                    tell!(
+                        format,
                         "NOT restored {} on {}: {e} (it stays in the journal{})",
                         o.fault,
                         o.node,
@@ -186,10 +238,11 @@ pub(super) async fn restore(
                 }
             }
             if let Some(w) = &o.warning {
-                say!("  {} on {}: {w}", o.fault, o.node);
+                tell!(format, "  {} on {}: {w}", o.fault, o.node);
             }
         }
-        say!(
+        tell!(
+            format,
             "{} restored, {} left in {}",
             outcomes.len() - failed,
             failed,
@@ -197,14 +250,16 @@ pub(super) async fn restore(
         );
         let mut code = if failed == 0 { EXIT_OK } else { EXIT_FAILED };
         if let Some(before) = before {
-            let compared = compare(
+            let (compared, found) = compare(
                 &before,
                 client.as_ref().ok(),
                 &executor,
-                &inventory,
+                inventory,
                 &snapshot_path,
+                format,
             )
             .await;
+            doc.comparison = Some(found);
             code = code.max(compared);
         }
 
@@ -231,16 +286,24 @@ fn journal_line(location: &Location, faults: usize, cluster: &str) -> String {
 
 /// Compares the cluster with the snapshot a run took before its first fault, waiting for
 /// it to settle, and says what differs; the snapshot is dropped once nothing does.
+/// Returns the exit code and what was found.
 async fn compare(
     before: &snapshot::Snapshot,
     client: Option<&kube::Client>,
     executor: &Executor,
-    inventory: &crate::inventory::Inventory,
+    inventory: &Inventory,
     snapshot_path: &Path,
-) -> i32 {
+    format: RestoreFormat,
+) -> (i32, ComparisonDoc) {
+    let mut found = ComparisonDoc {
+        taken_at: Some(before.taken_at),
+        ..ComparisonDoc::of(snapshot_path)
+    };
     let Some(client) = client else {
-        fail!("cannot compare the cluster with its snapshot: the API is unreachable");
-        return EXIT_ERROR;
+        let why = "cannot compare the cluster with its snapshot: the API is unreachable";
+        fail!("{why}");
+        found.error = Some(why.to_string());
+        return (EXIT_ERROR, found);
     };
     // The timers the inventory states, upstream defaults for the rest: only the wait's length.
     let timers = crate::timers::TimersInForce::resolve(
@@ -250,52 +313,64 @@ async fn compare(
     )
     .timers;
     let settle = restored::settle_bound(crate::run::DEFAULT_RESTORE_MARGIN, &timers);
-    say!(
+    found.settle_ms = Some(u64::try_from(settle.as_millis()).unwrap_or(u64::MAX));
+    tell!(
+        format,
         "comparing the cluster with its snapshot from before the first fault ({}), waiting up \
          to {}s for it to settle",
         before.taken_at.format("%Y-%m-%d %H:%M:%S UTC"),
         settle.as_secs()
     );
     let check = restored::check(before, client, executor, settle).await;
+    found.ok = check.ok;
+    found.compared = Some(check.compared.clone());
+    found.waited_ms = Some(check.waited_ms);
+    found.differences = check.differences.clone();
     if check.ok {
-        say!(
+        tell!(
+            format,
             "cluster restored: {} (settled after {:.1}s)",
             check.compared,
             check.waited_ms as f64 / 1000.0
         );
         let _ = std::fs::remove_file(snapshot_path);
-        EXIT_OK
+        (EXIT_OK, found)
     } else {
-        say!(
+        tell!(
+            format,
             "cluster NOT restored after {:.1}s:",
             check.waited_ms as f64 / 1000.0
         );
         for d in &check.differences {
-            say!("  {d}");
+            tell!(format, "  {d}");
         }
-        say!(
+        tell!(
+            format,
             "the snapshot stays at {}; fix the differences and run `faultline restore` again",
             snapshot_path.display()
         );
-        EXIT_FAILED
+        (EXIT_FAILED, found)
     }
 }
 
 /// Deletes the node-access pods a killed run left behind, when the inventory reaches any
-/// node through the API (`transport: pod`); says what it deleted, or why it could not.
+/// node through the API (`transport: pod`); says what it deleted, or why it could not, and
+/// returns the same (`None`: no node is reached through the API).
 /// `only_runs`: those of these runs alone (restoring without the cluster lock).
 async fn delete_node_access_pods(
-    inventory: &crate::inventory::Inventory,
-    only_runs: Option<&std::collections::BTreeSet<String>>,
-) {
+    inventory: &Inventory,
+    only_runs: Option<&BTreeSet<String>>,
+    format: RestoreFormat,
+) -> Option<PodsDoc> {
     use crate::inventory::TransportKind;
     if !inventory
         .nodes()
         .iter()
         .any(|n| n.transport == TransportKind::Pod)
     {
-        return;
+        return None;
     }
+    let mut found = PodsDoc::default();
     let client = match crate::cluster::connect_with_failover(
         inventory.kubeconfig(),
         inventory.context(),
@@ -305,23 +380,35 @@ async fn delete_node_access_pods(
     {
         Ok(c) => c.client,
         Err(e) => {
-            say_err!("cannot look for node-access pods left behind: {e}");
-            return;
+            let why = format!("cannot look for node-access pods left behind: {e}");
+            say_err!("{why}");
+            found.error = Some(why);
+            return Some(found);
         }
     };
     if only_runs.is_some_and(|r| r.is_empty()) {
-        say!(
-            "node-access pods left behind are not looked for without the cluster lock: a live run's would be among them"
-        );
-        return;
+        let why = "node-access pods left behind are not looked for without the cluster lock: \
+                   a live run's would be among them";
+        tell!(format, "{why}");
+        found.skipped = Some(why.to_string());
+        return Some(found);
     }
     match crate::execute::pod::delete_leftovers(&client, only_runs).await {
         Ok(gone) if gone.is_empty() => {}
-        Ok(gone) => say!(
-            "deleted {} node-access pod(s) left behind: {}",
-            gone.len(),
-            gone.join(", ")
-        ),
-        Err(e) => say_err!("cannot delete the node-access pods left behind: {e}"),
+        Ok(gone) => {
+            tell!(
+                format,
+                "deleted {} node-access pod(s) left behind: {}",
+                gone.len(),
+                gone.join(", ")
+            );
+            found.deleted = gone;
+        }
+        Err(e) => {
+            let why = format!("cannot delete the node-access pods left behind: {e}");
+            say_err!("{why}");
+            found.error = Some(why);
+        }
     }
+    Some(found)
 }

@@ -44,6 +44,7 @@ mod report_markdown;
 mod report_roll;
 mod report_terminal;
 mod report_timers;
+mod restore_json;
 mod time_zero;
 mod tour;
 mod validate_one_pass;
