@@ -222,3 +222,42 @@ fn plan_words_say_the_role_and_list_orders() {
          once the one before is Ready again + 0s, giving up after 600s"
     );
 }
+
+#[test]
+fn a_list_naming_a_node_a_named_target_cannot_have_is_refused_offline() {
+    let named = ROLL.replace(
+        "all: {labels: {kubernetes.io/os: linux}}",
+        "all: {names: [w1, w2]}",
+    );
+    let text = named.replace("{ROLL}", "{order: [w2, w9, w1]}");
+    let diags = crate::experiment::parse(&text, Path::new("roll.yaml")).expect_err("w9");
+    let said: Vec<String> = diags
+        .0
+        .iter()
+        .map(|d| format!("{}:{}: {}", d.line, d.column, d.message))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "11:24: `order` lists node `w9`, which target `all` cannot resolve to: it names only \
+          w1, w2"
+        ]
+    );
+    // The named nodes in any order pass; so does a list leaving one out, which only the
+    // run can refuse (the named node may not be in the cluster).
+    for ok in ["{order: [w2, w1]}", "{order: [w2]}"] {
+        let text = named.replace("{ROLL}", ok);
+        assert!(
+            crate::experiment::parse(&text, Path::new("roll.yaml")).is_ok(),
+            "{ok}"
+        );
+    }
+    // A target selected by labels cannot be checked offline.
+    assert!(
+        crate::experiment::parse(
+            &ROLL.replace("{ROLL}", "{order: [w9]}"),
+            Path::new("roll.yaml")
+        )
+        .is_ok()
+    );
+}

@@ -219,6 +219,51 @@ impl Validator<'_> {
         ok.then(|| RollOrder::List(list.iter().map(|n| n.value.clone()).collect()))
     }
 
+    /// A roll's `order:` list against a target that names its nodes (`names:`): the run
+    /// resolves such a target to some of those names, so a node listed that is not one of
+    /// them is refused here, where it is written. Whether the list names every node the
+    /// target resolves to is known only once it is resolved (`roll::order_nodes`).
+    pub(super) fn roll_orders_fit_named_targets(
+        &mut self,
+        raw: &RawExperiment,
+        targets: &[TargetSpec],
+    ) {
+        let Some(steps) = &raw.steps else {
+            return;
+        };
+        for step in &steps.value {
+            let s = &step.value;
+            let (Some(target), Some(roll)) = (&s.target, &s.roll) else {
+                continue;
+            };
+            let Some(RawOrder::List(list)) = roll.value.order.as_ref().map(|o| &o.value) else {
+                continue;
+            };
+            let Some(spec) = targets.iter().find(|t| t.name == target.value) else {
+                continue;
+            };
+            let names = &spec.selector.names;
+            if names.is_empty() {
+                continue;
+            }
+            for node in list {
+                if !names.contains(&node.value) {
+                    self.err(
+                        node,
+                        format!(
+                            "`order` lists node `{}`, which target `{}` cannot resolve to: it \
+                             names only {}",
+                            node.value,
+                            target.value,
+                            names.join(", ")
+                        ),
+                        Some("list only the target's nodes, each once"),
+                    );
+                }
+            }
+        }
+    }
+
     /// A step with `sequence:`: a rolling step doing each action of the list to each node
     /// in turn. The step takes no `do:` (nor the keys of one): each entry is written as a
     /// step's action is, with its own `timeout` (the step's when absent).
