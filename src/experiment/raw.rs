@@ -261,11 +261,50 @@ pub(super) struct RawStep {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct RawRoll {
-    pub order: Option<S<String>>,
+    pub order: Option<S<RawOrder>>,
     pub settle: Option<S<String>>,
     pub timeout: Option<S<String>>,
     pub max_unavailable: Option<S<i64>>,
     pub same_zone: Option<S<String>>,
+}
+
+/// `roll.order` as written: a word (`name`, `zone`, `role`) or a list of node names.
+#[derive(Debug)]
+pub(super) enum RawOrder {
+    Word(String),
+    List(Vec<S<String>>),
+}
+
+impl<'de> Deserialize<'de> for RawOrder {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OrderVisitor;
+        impl<'de> Visitor<'de> for OrderVisitor {
+            type Value = RawOrder;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("`name`, `zone`, `role` or a list of node names")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawOrder, E> {
+                Ok(RawOrder::Word(v.to_owned()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawOrder, E> {
+                Ok(RawOrder::Word(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawOrder, E> {
+                Ok(RawOrder::Word(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawOrder, E> {
+                Ok(RawOrder::Word(v.to_string()))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawOrder, A::Error> {
+                let mut out = Vec::new();
+                while let Some(node) = seq.next_element::<S<String>>()? {
+                    out.push(node);
+                }
+                Ok(RawOrder::List(out))
+            }
+        }
+        deserializer.deserialize_any(OrderVisitor)
+    }
 }
 
 /// `when:` of a step: a subject and the state that triggers it.

@@ -24,6 +24,9 @@ use super::model::{
     Experiment, NodeSelector, NodeStateMatch, Roll, RollOrder, StateMatch, Step, StepTime, Subject,
     TargetSpec, Until,
 };
+#[cfg(test)]
+use order::interleave_zones;
+pub(crate) use order::{NodeFacts, OrderError, order_nodes, roll_nodes};
 
 /// The one-node target a rolling step's expansion gives `node` of `target`.
 pub(crate) fn node_target(target: &str, node: &str) -> String {
@@ -56,65 +59,6 @@ pub(crate) fn roll_member(step: &Step) -> Option<(&str, Vec<&str>)> {
 /// Whether the experiment has a rolling step.
 pub(crate) fn has_rolls(exp: &Experiment) -> bool {
     exp.steps.iter().any(|s| s.roll.is_some())
-}
-
-/// Puts the nodes of each target a rolling step with `order: zone` goes through in that
-/// order: zones taken in turn (by zone name), nodes by name within a zone, so two nodes one
-/// after the other are in different zones whenever another zone still has nodes left.
-/// `zone_of` gives a node's zone (none: the nodes without a zone make one group). Targets
-/// of `order: name` rolls are left as they are: [`expand`] sorts those itself.
-pub(crate) fn order_nodes(
-    exp: &Experiment,
-    targets: &mut BTreeMap<String, Vec<String>>,
-    zone_of: &dyn Fn(&str) -> Option<String>,
-) {
-    for step in &exp.steps {
-        let (Some(roll), Some(target)) = (&step.roll, &step.target) else {
-            continue;
-        };
-        if roll.order != RollOrder::Zone {
-            continue;
-        }
-        if let Some(nodes) = targets.get_mut(target) {
-            *nodes = interleave_zones(nodes, zone_of);
-        }
-    }
-}
-
-/// `nodes` with the zones interleaved, as [`order_nodes`] describes.
-fn interleave_zones(nodes: &[String], zone_of: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
-    let mut by_zone: BTreeMap<Option<String>, Vec<String>> = BTreeMap::new();
-    for n in nodes {
-        by_zone.entry(zone_of(n)).or_default().push(n.clone());
-    }
-    let mut queues: Vec<std::collections::VecDeque<String>> = by_zone
-        .into_values()
-        .map(|mut v| {
-            v.sort();
-            v.dedup();
-            v.into()
-        })
-        .collect();
-    let mut out = Vec::with_capacity(nodes.len());
-    while queues.iter().any(|q| !q.is_empty()) {
-        for q in &mut queues {
-            if let Some(n) = q.pop_front() {
-                out.push(n);
-            }
-        }
-    }
-    out
-}
-
-/// The nodes a rolling step goes through, in order: its target's, by name for `order:
-/// name`, as given (ordered by [`order_nodes`]) for `order: zone`.
-pub(crate) fn roll_nodes(roll: &Roll, nodes: &[String]) -> Vec<String> {
-    let mut nodes = nodes.to_vec();
-    if roll.order == RollOrder::Name {
-        nodes.sort();
-        nodes.dedup();
-    }
-    nodes
 }
 
 /// The experiment with every rolling step whose target `targets` resolves expanded (module
@@ -250,12 +194,16 @@ fn rename_step_refs(step: &mut Step, renamed: &BTreeMap<String, (String, String)
 /// not known): "rolls through `workers` one node at a time, by name; the next node once
 /// the one before is Ready again + 30s, giving up after 10m".
 pub(crate) fn describe(roll: &Roll, target: &str) -> String {
-    let zones = match (roll.order, roll.same_zone) {
+    let order = match (&roll.order, roll.same_zone) {
         (RollOrder::Zone, false) if roll.max_unavailable > 1 => {
-            " (zones interleaved, never two nodes of one zone at once)"
+            "by zone (zones interleaved, never two nodes of one zone at once)".to_string()
         }
-        (RollOrder::Zone, _) => " (zones interleaved)",
-        (RollOrder::Name, _) => "",
+        (RollOrder::Zone, _) => "by zone (zones interleaved)".to_string(),
+        (RollOrder::Name, _) => "by name".to_string(),
+        (RollOrder::Role, _) => {
+            "by role (workers first, then the control plane, by name within each)".to_string()
+        }
+        (RollOrder::List(list), _) => format!("in the order listed ({})", list.join(", ")),
     };
     let sequence = if roll.sequence.is_empty() {
         String::new()
@@ -272,17 +220,19 @@ pub(crate) fn describe(roll: &Roll, target: &str) -> String {
         n => (format!("{n} nodes at a time"), "nodes once every one"),
     };
     format!(
-        "rolls through `{target}` {at_a_time}, by {}{zones}{sequence}; the next {next} \
+        "rolls through `{target}` {at_a_time}, {order}{sequence}; the next {next} \
          before is Ready again + {}, giving up after {}",
-        roll.order.word(),
         roll.settle,
         super::model::format_secs(roll.timeout),
     )
 }
 
 mod batch;
+mod order;
 mod sequence;
 
+#[cfg(test)]
+mod order_tests;
 #[cfg(test)]
 mod sequence_tests;
 #[cfg(test)]

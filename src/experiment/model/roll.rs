@@ -53,7 +53,7 @@ pub struct RollAction {
 }
 
 /// The order of a rolling step's nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RollOrder {
     /// By node name.
@@ -61,14 +61,23 @@ pub enum RollOrder {
     /// Zones interleaved (`topology.kubernetes.io/zone`), by name within a zone: two
     /// nodes one after the other are in different zones whenever the zones allow it.
     Zone,
+    /// Worker nodes first, then control-plane nodes (`node-role.kubernetes.io/control-plane`
+    /// or `master` label), by name within each group: the order an upgrade that does the
+    /// workers before the control plane takes.
+    Role,
+    /// The nodes in the order the experiment lists them; the list must name every node
+    /// of the target, each once (checked where the target is resolved).
+    List(Vec<String>),
 }
 
 impl RollOrder {
-    /// The word an experiment writes: `name`, `zone`.
-    pub fn word(self) -> &'static str {
+    /// The word an experiment writes: `name`, `zone`, `role`; `list` for a list of nodes.
+    pub fn word(&self) -> &'static str {
         match self {
             RollOrder::Name => "name",
             RollOrder::Zone => "zone",
+            RollOrder::Role => "role",
+            RollOrder::List(_) => "list",
         }
     }
 }

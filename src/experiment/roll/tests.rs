@@ -46,6 +46,19 @@ fn targets(nodes: &[&str]) -> BTreeMap<String, Vec<String>> {
     )])
 }
 
+/// [`order_nodes`] knowing only the zones (no control-plane node).
+fn order_by_zone(
+    exp: &Experiment,
+    targets: &mut BTreeMap<String, Vec<String>>,
+    zone_of: &dyn Fn(&str) -> Option<String>,
+) {
+    let facts = NodeFacts {
+        zone_of,
+        is_control_plane: &|_| false,
+    };
+    order_nodes(exp, targets, &facts).expect("a zone or name order always fits");
+}
+
 #[test]
 fn roll_keys_are_read_with_their_defaults() {
     let exp = parsed("{}");
@@ -166,7 +179,7 @@ fn zone_order_interleaves_zones_and_name_order_sorts() {
     let zone_of = |n: &str| zones.get(n).map(|z| z.to_string());
     let exp = parsed("{order: zone}");
     let mut t = targets(&["b2", "a3", "c1", "a1", "b1", "a2"]);
-    order_nodes(&exp, &mut t, &zone_of);
+    order_by_zone(&exp, &mut t, &zone_of);
     assert_eq!(t["workers"], ["a1", "b1", "c1", "a2", "b2", "a3"]);
     let (out, _) = expand(&exp, &t);
     let order: Vec<&str> = out.steps[..6]
@@ -188,7 +201,7 @@ fn zone_order_interleaves_zones_and_name_order_sorts() {
     // A name roll leaves the order to `expand`, which sorts by name.
     let exp = parsed("{order: name}");
     let mut t = targets(&["b2", "a3", "c1"]);
-    order_nodes(&exp, &mut t, &zone_of);
+    order_by_zone(&exp, &mut t, &zone_of);
     assert_eq!(t["workers"], ["b2", "a3", "c1"]);
     let (out, _) = expand(&exp, &t);
     assert_eq!(out.steps[0].name, "roll reboots (a3)");
@@ -322,7 +335,7 @@ fn a_zone_roll_never_takes_two_nodes_of_one_zone_at_once_unless_allowed() {
     let run = |roll: &str| {
         let exp = parsed(roll);
         let mut t = targets(&["a3", "c1", "a1", "b1", "a2"]);
-        order_nodes(&exp, &mut t, &zone_of);
+        order_by_zone(&exp, &mut t, &zone_of);
         let (out, resolved) = expand_in_zones(&exp, &t, Some(&zone_of));
         (exp, t, out, resolved)
     };

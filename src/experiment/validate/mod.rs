@@ -200,6 +200,7 @@ impl<'a> Validator<'a> {
         let safety = self.safety(raw);
         self.max_nodes_down = safety.max_nodes_down.unwrap_or(1);
         let steps = self.steps(raw);
+        self.roll_orders_fit_named_targets(raw, &targets);
         let expectations = self.expectations(raw);
         let abort = self.abort(raw);
         if !self.diags.is_empty() {

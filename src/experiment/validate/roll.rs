@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{DEFAULT_ROLL_TIMEOUT, DEFAULT_TIMEOUT};
-use super::{Validator, at, pos};
+use super::{Validator, at, is_dns_subdomain, pos};
 use crate::experiment::fault;
 use crate::experiment::model::*;
 use crate::experiment::raw::*;
@@ -105,25 +105,7 @@ impl Validator<'_> {
                 }
             },
         };
-        let order = match &r.order {
-            None => Some(RollOrder::Name),
-            Some(o) => match o.value.as_str() {
-                "name" => Some(RollOrder::Name),
-                "zone" => Some(RollOrder::Zone),
-                other => {
-                    let hint = match closest(other, &["name", "zone"]) {
-                        Some(c) => format!("did you mean `{c}`?"),
-                        None => "orders: name (the default), zone".to_string(),
-                    };
-                    self.report(
-                        pos(at(o)),
-                        format!("unknown roll order `{other}`"),
-                        Some(hint),
-                    );
-                    None
-                }
-            },
-        };
+        let order = self.roll_order(r.order.as_ref());
         let same_zone = match &r.same_zone {
             None => Some(false),
             Some(z) => match z.value.as_str() {
@@ -142,7 +124,9 @@ impl Validator<'_> {
                 }
             },
         };
-        if let (Some(z), Some(RollOrder::Name)) = (&r.same_zone, order) {
+        if let (Some(z), Some(o)) = (&r.same_zone, &order)
+            && *o != RollOrder::Zone
+        {
             self.err(
                 z,
                 "`sameZone` only applies to `order: zone`",
@@ -169,6 +153,115 @@ impl Validator<'_> {
             same_zone: same_zone?,
             sequence: Vec::new(),
         })
+    }
+
+    /// `order:` of a roll: a word (`name`, the default, `zone`, `role`) or a list of node
+    /// names, each a node name and listed once. Whether the list names exactly the
+    /// target's nodes is known once the target is resolved (`roll::order_nodes`).
+    fn roll_order(&mut self, order: Option<&S<RawOrder>>) -> Option<RollOrder> {
+        let Some(o) = order else {
+            return Some(RollOrder::Name);
+        };
+        let list = match &o.value {
+            RawOrder::Word(w) => {
+                return match w.as_str() {
+                    "name" => Some(RollOrder::Name),
+                    "zone" => Some(RollOrder::Zone),
+                    "role" => Some(RollOrder::Role),
+                    other => {
+                        let hint = match closest(other, &["name", "zone", "role"]) {
+                            Some(c) => format!("did you mean `{c}`?"),
+                            None => "orders: name (the default), zone, role, or a list of the \
+                                     target's nodes"
+                                .to_string(),
+                        };
+                        self.report(
+                            pos(at(o)),
+                            format!("unknown roll order `{other}`"),
+                            Some(hint),
+                        );
+                        None
+                    }
+                };
+            }
+            RawOrder::List(list) => list,
+        };
+        if list.is_empty() {
+            self.err(
+                o,
+                "`order` lists no node",
+                Some("list every node of the target, in the order to take them, or write `order: name`"),
+            );
+            return None;
+        }
+        let mut ok = true;
+        for (i, node) in list.iter().enumerate() {
+            if !is_dns_subdomain(&node.value) {
+                self.err(
+                    node,
+                    format!("`{}` in `order` is not a valid Kubernetes node name", node.value),
+                    Some("node names are DNS-1123 subdomains: dot-separated parts of a-z, 0-9 and -, each starting and ending with a letter or digit, at most 253 characters"),
+                );
+                ok = false;
+            } else if let Some(first) = list[..i].iter().find(|n| n.value == node.value) {
+                let (line, column) = pos(at(first));
+                self.err(
+                    node,
+                    format!(
+                        "`order` lists node `{}` twice (first at {line}:{column})",
+                        node.value
+                    ),
+                    Some("a roll takes each node once: list it once, where it goes"),
+                );
+                ok = false;
+            }
+        }
+        ok.then(|| RollOrder::List(list.iter().map(|n| n.value.clone()).collect()))
+    }
+
+    /// A roll's `order:` list against a target that names its nodes (`names:`): the run
+    /// resolves such a target to some of those names, so a node listed that is not one of
+    /// them is refused here, where it is written. Whether the list names every node the
+    /// target resolves to is known only once it is resolved (`roll::order_nodes`).
+    pub(super) fn roll_orders_fit_named_targets(
+        &mut self,
+        raw: &RawExperiment,
+        targets: &[TargetSpec],
+    ) {
+        let Some(steps) = &raw.steps else {
+            return;
+        };
+        for step in &steps.value {
+            let s = &step.value;
+            let (Some(target), Some(roll)) = (&s.target, &s.roll) else {
+                continue;
+            };
+            let Some(RawOrder::List(list)) = roll.value.order.as_ref().map(|o| &o.value) else {
+                continue;
+            };
+            let Some(spec) = targets.iter().find(|t| t.name == target.value) else {
+                continue;
+            };
+            let names = &spec.selector.names;
+            if names.is_empty() {
+                continue;
+            }
+            for node in list {
+                if !names.contains(&node.value) {
+                    self.err(
+                        node,
+                        format!(
+                            "`order` lists node `{}`, which target `{}` cannot resolve to: it \
+                             names only {}",
+                            node.value,
+                            target.value,
+                            names.join(", ")
+                        ),
+                        Some("list only the target's nodes, each once"),
+                    );
+                }
+            }
+        }
     }
 
     /// A step with `sequence:`: a rolling step doing each action of the list to each node

@@ -64,6 +64,10 @@ pub(crate) enum RunError {
     /// the node it must spare is unknown.
     #[error(transparent)]
     OwnPod(super::own_feet::OwnPodError),
+    /// A rolling step's order does not fit its target's nodes (a list naming another node,
+    /// or leaving one out).
+    #[error(transparent)]
+    RollOrder(#[from] roll::OrderError),
     /// A step acts on a node the inventory does not describe.
     #[error(
         "step `{step}` acts on node `{node}` (target `{target}`), which is not in the inventory {inventory}; \
@@ -255,14 +259,19 @@ pub(crate) async fn resolve(
         })
         .collect();
     let zone_of = |n: &str| zones.get(n).cloned();
-    roll::order_nodes(exp, &mut targets, &zone_of);
-    let (expanded, targets) = roll::expand_in_zones(exp, &targets, Some(&zone_of));
-    let exp = &expanded;
     let control_plane: BTreeSet<String> = nodes
         .iter()
         .filter(|n| cluster::targets::is_control_plane(n))
         .filter_map(|n| n.metadata.name.clone())
         .collect();
+    let is_control_plane = |n: &str| control_plane.contains(n);
+    let facts = roll::NodeFacts {
+        zone_of: &zone_of,
+        is_control_plane: &is_control_plane,
+    };
+    roll::order_nodes(exp, &mut targets, &facts)?;
+    let (expanded, targets) = roll::expand_in_zones(exp, &targets, Some(&zone_of));
+    let exp = &expanded;
     safety::check_blast_radius(exp, &targets, &control_plane, &prepared.cluster.timers)?;
     prepared.control_plane = control_plane.clone();
     check_acted_on_nodes_healthy(exp, &targets, &nodes)?;
