@@ -313,3 +313,7 @@ impl RollPredicted {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "plan_roll_predicted_tests.rs"]
+mod tests;
