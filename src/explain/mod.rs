@@ -16,6 +16,8 @@ mod observed;
 mod related;
 mod roll;
 #[cfg(test)]
+mod roll_tests;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;

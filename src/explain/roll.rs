@@ -132,7 +132,10 @@ fn back(
                     .iter()
                     .find_map(|n| issued(entries, &s.name, n))
                     .filter(|t| *t > since)?;
-                Some(when.saturating_sub(delay.resolve(&ctx).ok()?))
+                // Back by the time the wait ended; a delay longer than the wait says
+                // nothing of this return.
+                when.checked_sub(delay.resolve(&ctx).ok()?)
+                    .filter(|b| *b >= since)
             }
             _ => None,
         })
