@@ -39,6 +39,7 @@ mod plan;
 mod plan_flags;
 mod plan_json;
 mod plan_predicted;
+mod plan_roll_predicted;
 mod plan_verdict;
 mod preflight;
 mod rbac;

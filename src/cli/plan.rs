@@ -590,6 +590,7 @@ fn render(exp: &Experiment, v: &View<'_>) -> Rendered {
         out.push_str(&p.section());
         doc.predictions = p.predictions.clone();
         doc.prediction_assumptions = p.assumed.clone();
+        doc.roll_predictions = p.rolls.clone();
     }
     if !exp.expectations.is_empty() {
         out.push_str("expectations:\n");

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::place::Place;
+use super::plan_roll_predicted::RollPredicted;
 use super::plan_verdict::{self, Problem};
 use super::{EXIT_ERROR, EXIT_OK, PlanFormat};
 use crate::experiment::model::Experiment;
@@ -49,6 +50,10 @@ pub(super) struct PlanDoc {
     pub predictions: Vec<Prediction>,
     /// What the predictions took for granted (lease assumed, one zone, ...).
     pub prediction_assumptions: Vec<String>,
+    /// Each roll, node by node in roll order: when each node's step is predicted to be
+    /// issued and its windows counted from it. Absent when the experiment has no roll.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub roll_predictions: Vec<RollPredicted>,
     /// The expectations, each with the model's word when it says it cannot hold.
     pub expectations: Vec<ExpectationDoc>,
     /// When observation ends at the latest, in ms from the start, when the schedule alone
@@ -228,6 +233,7 @@ impl PlanDoc {
             steps: Vec::new(),
             predictions: Vec::new(),
             prediction_assumptions: Vec::new(),
+            roll_predictions: Vec::new(),
             expectations: Vec::new(),
             observation_ends_ms: None,
             warnings: Vec::new(),

@@ -20,6 +20,8 @@ use crate::failure_model::{
 };
 use crate::run::floor::schedule::Projected;
 
+use super::plan_roll_predicted::{RollPredicted, in_a_roll};
+
 /// The node standing for the nodes the plan does not know of, assumed Ready.
 const REST_OF_CLUSTER: &str = "(the rest of the cluster)";
 
@@ -57,7 +59,9 @@ fn outages(
     let at = |i: usize| step_offset(projected, i);
     let mut out = Vec::new();
     for (i, step) in exp.steps.iter().enumerate() {
-        let Some(from) = at(i).filter(|_| fault::silences_node(&step.action)) else {
+        // A roll's steps are predicted node by node (`plan_roll_predicted`).
+        let Some(from) = at(i).filter(|_| fault::silences_node(&step.action) && !in_a_roll(step))
+        else {
             continue;
         };
         for node in modelled_nodes(step.nodes(targets), resolved) {
@@ -113,6 +117,8 @@ pub(super) struct Predicted {
     /// Each OS shutdown at a known offset, by node: its kubelet may end its pods first,
     /// for as long as its own `shutdownGracePeriod`, which no plan knows.
     pub shutdowns: Vec<(String, Duration)>,
+    /// Each roll, node by node in roll order (its steps are in none of the above).
+    pub rolls: Vec<RollPredicted>,
 }
 
 /// The steps the schedule decides whose action `kind` picks, on each of their nodes (the
@@ -125,7 +131,7 @@ fn steps_at(
 ) -> Vec<(String, Duration)> {
     let mut out = Vec::new();
     for (i, step) in exp.steps.iter().enumerate() {
-        if !kind(&step.action) {
+        if !kind(&step.action) || in_a_roll(step) {
             continue;
         }
         let Some(at) = step_offset(projected, i) else {
@@ -156,7 +162,8 @@ pub(super) fn predicted(
     let shutdowns = steps_at(exp, (targets, resolved), projected, |a| {
         fault::info(a).kubelet_ends_pods
     });
-    if outages.is_empty() && reboots.is_empty() && shutdowns.is_empty() {
+    let singles = !(outages.is_empty() && reboots.is_empty() && shutdowns.is_empty());
+    if !singles && !exp.steps.iter().any(in_a_roll) {
         return None;
     }
     let defaults = ControllerSettings::default();
@@ -200,7 +207,7 @@ pub(super) fn predicted(
             nodes.to_vec()
         }
     };
-    if !resolved && !stand_ins {
+    if !resolved && !stand_ins && singles {
         assumed.push("for the first candidate of each target".to_string());
     }
     let pods: Vec<ModelPod> = outages
@@ -214,12 +221,23 @@ pub(super) fn predicted(
         })
         .collect();
     let predictions = predict(&settings, &model_nodes, &pods, &outages);
+    let rolls = super::plan_roll_predicted::predicted(
+        exp,
+        (targets, resolved),
+        &|i| step_offset(projected, i),
+        (timers, &settings),
+        (model_nodes.as_slice(), stand_ins),
+    );
+    if !singles && rolls.is_empty() {
+        return None;
+    }
     Some(Predicted {
         settings,
         assumed,
         predictions,
         reboots,
         shutdowns,
+        rolls,
     })
 }
 
@@ -290,6 +308,9 @@ impl Predicted {
                 crate::failure_model::words::offset(*at),
                 crate::failure_model::words::offset(*at + quiet)
             ));
+        }
+        for roll in &self.rolls {
+            out.push_str(&roll.table());
         }
         out
     }

@@ -14,6 +14,9 @@ mod failed;
 mod inputs;
 mod observed;
 mod related;
+mod roll;
+#[cfg(test)]
+mod roll_tests;
 #[cfg(test)]
 mod tests;
 
@@ -32,6 +35,8 @@ use crate::timeline::{Entry, Event, StepPhase};
 
 pub use related::related;
 pub(crate) use related::transitions_of;
+pub use roll::RollExplained;
+pub(crate) use roll::roll_fault;
 
 /// How far an observation may fall outside its window and still count inside it: the
 /// stop command returns a moment after the kubelet stopped, and the observer sees a change
@@ -46,6 +51,11 @@ pub struct Explanation {
     /// Every predicted transition, in the model's order (per outage: the node, then its
     /// pods).
     pub items: Vec<Explained>,
+    /// Each roll of the run, node by node in roll order, each node's windows counted from
+    /// its own issue (its Unknown and taint where no outage above has them). Absent from
+    /// the JSON when the run had no roll.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rolls: Vec<RollExplained>,
 }
 
 /// One predicted transition beside what was observed.
@@ -249,16 +259,33 @@ pub fn explain(record: &RunRecord) -> Explanation {
             });
         }
     }
+    let covered = |node: &str, t: Transition| {
+        items
+            .iter()
+            .any(|i| i.prediction.subject == node && i.prediction.transition == t)
+    };
+    let mut rolls = roll::explain_rolls(record, &settings, &nodes, &covered);
     for i in 0..items.len() {
         if items[i].fit.deviates() {
             let why = cause::of(record, &settings, &items, &items[i]);
             items[i].cause = Some(why);
         }
     }
+    for r in &mut rolls {
+        for i in 0..r.items.len() {
+            if r.items[i].fit.deviates() {
+                let why = cause::of(record, &settings, &r.items, &r.items[i]);
+                r.items[i].cause = Some(why);
+            }
+        }
+    }
     // The model worked on the timeline's offsets; every report counts from time zero, the
     // experiment's start.
     let zero = inputs::at(record.zero_ms());
-    for i in &mut items {
+    for i in items
+        .iter_mut()
+        .chain(rolls.iter_mut().flat_map(|r| r.items.iter_mut()))
+    {
         i.prediction.window = i.prediction.window.counted_from(zero);
         i.observed = i.observed.map(|t| t.saturating_sub(zero));
         i.until = i.until.map(|t| t.saturating_sub(zero));
@@ -270,10 +297,14 @@ pub fn explain(record: &RunRecord) -> Explanation {
             settings.node_lease_duration.as_secs()
         ));
     }
-    if !items.is_empty() && nodes.iter().all(|n| n.zone.is_empty()) {
+    if !(items.is_empty() && rolls.is_empty()) && nodes.iter().all(|n| n.zone.is_empty()) {
         assumed.push("one zone (no node seen in the run has zone labels)".to_string());
     }
-    Explanation { assumed, items }
+    Explanation {
+        assumed,
+        items,
+        rolls,
+    }
 }
 
 /// Whether two outages were under way at the same time (one without an end lasts).
@@ -301,12 +332,19 @@ impl Explained {
 impl Explanation {
     /// The deviations the model cannot explain.
     pub fn unexplained(&self) -> impl Iterator<Item = &Explained> {
-        self.items.iter().filter(|i| {
+        self.every().filter(|i| {
             i.fit.deviates()
                 && i.cause
                     .as_deref()
                     .is_none_or(|c| c.starts_with(cause::OUTSIDE))
         })
+    }
+
+    /// Every item: the outages', then each roll's.
+    fn every(&self) -> impl Iterator<Item = &Explained> {
+        self.items
+            .iter()
+            .chain(self.rolls.iter().flat_map(|r| r.items.iter()))
     }
 
     /// The explanation as `faultline explain` prints it.
@@ -315,7 +353,7 @@ impl Explanation {
             "{} on cluster {} (run {}): the node failure model against what was observed\n",
             record.experiment.name, record.cluster.name, record.run_id
         );
-        if self.items.is_empty() {
+        if self.items.is_empty() && self.rolls.is_empty() {
             let shutdowns = record
                 .experiment
                 .steps
@@ -340,12 +378,17 @@ impl Explanation {
         for item in &self.items {
             out.push_str(&format!("  {}\n", item.line()));
         }
-        let deviations = self.items.iter().filter(|i| i.fit.deviates()).count();
-        let decided = self
-            .items
-            .iter()
-            .filter(|i| i.fit != Fit::Undecided)
-            .count();
+        for roll in &self.rolls {
+            out.push_str(&format!(
+                "  roll `{}`, node by node (each node's windows from its own issue):\n",
+                roll.roll
+            ));
+            for item in &roll.items {
+                out.push_str(&format!("    {}\n", item.line()));
+            }
+        }
+        let deviations = self.every().filter(|i| i.fit.deviates()).count();
+        let decided = self.every().filter(|i| i.fit != Fit::Undecided).count();
         out.push_str(&format!(
             "  {} of {decided} decided transition(s) inside their window; {deviations} deviation(s)\n",
             decided - deviations

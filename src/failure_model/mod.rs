@@ -45,6 +45,9 @@
 mod predict;
 #[cfg(test)]
 mod properties;
+mod roll;
+#[cfg(test)]
+mod roll_tests;
 #[cfg(test)]
 mod tests;
 pub mod words;
@@ -54,6 +57,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use predict::predict;
+pub use roll::{RollFault, RollInput, RollNode, back_at_the_earliest, predict_roll};
 
 /// Durations written to JSON as whole milliseconds, as the timeline writes its offsets.
 pub(crate) mod json_ms {
@@ -225,6 +229,8 @@ pub enum Transition {
     PodTerminating,
     /// Its controller creates a replacement elsewhere.
     PodReplaced,
+    /// A roll's step is issued on the node (the one before back, plus `settle`).
+    RollIssued,
 }
 
 /// When a transition should happen: between two offsets, or never within the experiment.
@@ -310,6 +316,22 @@ pub enum Rule {
     NotReplaced,
     /// The node posts Ready once it answers again.
     Answers,
+    /// A roll's action that leaves the node Ready (a kubelet restart, a cordon, a drain):
+    /// nothing goes Unknown, and the roll goes on at once.
+    StaysReady,
+    /// A roll's action silences the node and nothing in the roll brings it back: the roll
+    /// stops at it (its timeout).
+    NotBroughtBack,
+    /// A node that comes back by itself (a reboot) counts as back once its kubelet renewed
+    /// its Lease twice after the step or it is seen turning Ready; how long it boots is not
+    /// modelled.
+    BackAfterRenewals,
+    /// A roll's node is taken once the one before is back, plus the roll's `settle`.
+    RollGate {
+        /// The roll's `settle`.
+        #[serde(rename = "settle_ms", serialize_with = "json_ms::one")]
+        settle: Duration,
+    },
 }
 
 /// One prediction: what, for which node or pod, when, and why.

@@ -35,6 +35,7 @@ impl fmt::Display for Transition {
             Transition::PodNotReady => "not Ready",
             Transition::PodTerminating => "Terminating (evicted)",
             Transition::PodReplaced => "replaced",
+            Transition::RollIssued => "its roll step issued",
         })
     }
 }
@@ -93,6 +94,19 @@ impl fmt::Display for Rule {
             Rule::Answers => {
                 f.write_str("once it answers again (how fast it starts is not modelled)")
             }
+            Rule::StaysReady => f.write_str("the roll's action leaves the node Ready"),
+            Rule::NotBroughtBack => {
+                f.write_str("silenced and nothing in the roll brings it back: the roll stops")
+            }
+            Rule::BackAfterRenewals => f.write_str(
+                "back once its kubelet renewed its lease twice after the step (how long it \
+                 boots is not modelled)",
+            ),
+            Rule::RollGate { settle } => write!(
+                f,
+                "the node before back, plus the roll's settle ({}s)",
+                settle.as_secs_f64()
+            ),
         }
     }
 }

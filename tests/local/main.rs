@@ -35,6 +35,7 @@ mod judge_verdicts;
 mod observe_gap;
 mod offline_cli;
 mod plan_rehearse_json;
+mod plan_roll_model;
 mod rehearse_records;
 mod report_html;
 mod report_html_glance;
