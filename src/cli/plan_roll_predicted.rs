@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::experiment::model::RollOrder;
 use crate::experiment::model::{Action, BoundContext, ClusterTimers, Experiment, StepTime};
-use crate::experiment::roll::{order_nodes, roll_member, roll_nodes};
+use crate::experiment::roll::{NodeFacts, order_nodes, roll_member, roll_nodes};
 use crate::failure_model::{
     ControllerSettings, ModelNode, ModelPod, Owner, RollFault, RollInput, RollNode, Toleration,
     Transition, Window, predict_roll,
@@ -62,11 +62,19 @@ fn found(
         monitor_period: timers.node_monitor_period,
         toleration: None,
     };
-    // Offline no node's zone is known: a roll by zones takes them as one zone, by name,
-    // as the run would (`roll::order_nodes`); resolved targets are in the run's order.
+    // Offline no node's zone or role is known: a roll by zones takes them as one zone, a
+    // roll by role as workers, by name, as the run would (`roll::order_nodes`); a listed
+    // order that does not fit the nodes known offline is the run's to refuse, and the
+    // prediction goes on with them as they are. Resolved targets are in the run's order.
     let mut ordered = targets.clone();
     if !resolved {
-        order_nodes(exp, &mut ordered, &|_| None);
+        let facts = NodeFacts {
+            zone_of: &|_| None,
+            is_control_plane: &|_| false,
+        };
+        if order_nodes(exp, &mut ordered, &facts).is_err() {
+            ordered = targets.clone();
+        }
     }
     let targets = &ordered;
     let mut out: Vec<Found> = Vec::new();
