@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::plan_predicted::{Predicted, typical_pod};
+use super::plan_predicted::Predicted;
+use super::plan_roll_predicted::typical_pod;
 use crate::experiment::model::{
     Bound, Check, ClusterTimers, Expectation, Experiment, Subject, Until, Window as Within,
     WorkloadKind,

@@ -20,13 +20,10 @@ use crate::failure_model::{
 };
 use crate::run::floor::schedule::Projected;
 
-use super::plan_roll_predicted::{RollPredicted, in_a_roll};
+use super::plan_roll_predicted::{RollPredicted, in_a_roll, typical_pod};
 
 /// The node standing for the nodes the plan does not know of, assumed Ready.
 const REST_OF_CLUSTER: &str = "(the rest of the cluster)";
-
-/// The subject standing for the pods of a node in the plan.
-const TYPICAL_POD: &str = "its pods (default toleration, ReplicaSet)";
 
 /// The offset of step `i` when the schedule alone decides it.
 fn step_offset(projected: &[Projected], i: usize) -> Option<Duration> {
@@ -258,11 +255,6 @@ fn inventory_nodes(names: &[String], outages: &[Outage]) -> Vec<ModelNode> {
             ready: true,
         })
         .collect()
-}
-
-/// The subject standing for the pods on `node`.
-pub(super) fn typical_pod(node: &str) -> String {
-    format!("{node} {TYPICAL_POD}")
 }
 
 impl Predicted {

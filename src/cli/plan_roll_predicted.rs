@@ -171,7 +171,7 @@ pub(super) fn predicted(
                 .iter()
                 .flatten()
                 .map(|n| ModelPod {
-                    name: super::plan_predicted::typical_pod(n),
+                    name: typical_pod(n),
                     node: n.clone(),
                     owner: Owner::ReplicaSet,
                     toleration: Toleration::Default,
@@ -320,6 +320,14 @@ impl RollPredicted {
         }
         out
     }
+}
+
+/// The subject standing for the pods of a node in the plan.
+const TYPICAL_POD: &str = "its pods (default toleration, ReplicaSet)";
+
+/// The subject standing for the pods on `node`.
+pub(super) fn typical_pod(node: &str) -> String {
+    format!("{node} {TYPICAL_POD}")
 }
 
 #[cfg(test)]
