@@ -191,7 +191,8 @@ fn compare_names_the_node_and_stage_that_got_slower_in_text_and_json() {
 /// the record's nodes, issues each node's step when the record's node came back, and the
 /// rehearsal measures its roll as a run does (the figures of its own timeline), close to
 /// what the record holds: each step issued within the rehearsal's tick of the recorded one
-/// (for the nodes the next node's step closed: it stops observing once all is decided).
+/// (for the nodes the next node's step closed); the last node measured too, as observation
+/// waits for it to be back once all is decided.
 #[test]
 fn a_rehearsal_of_the_roll_measures_the_nodes_as_the_record() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -214,6 +215,7 @@ fn a_rehearsal_of_the_roll_measures_the_nodes_as_the_record() {
 description: the roll rehearsed
 targets:
   workers: {{names: [{}]}}
+observe: {{for: 1m}}
 steps:
   - {{name: roll reboots, at: 1s, do: reboot, target: workers, roll: {{settle: 5s, timeout: 5m}}}}
 expect:
@@ -235,13 +237,24 @@ expect:
     assert_eq!(r.rolls.len(), 1, "{issued:?} {}", r.ended);
     let (rehearsed, recorded) = (&r.rolls[0], &record.rolls[0]);
     assert_eq!(rehearsed.roll, "roll reboots");
-    // The same measure as a report's of the rehearsed timeline.
+    // The same measure as a report's of the rehearsed timeline; where the last node's
+    // window closes (observation ended a tick, 100 ms, after it was seen back: its
+    // timeline has no entry there), within that tick.
     let expanded: Vec<_> = r.steps.iter().map(|s| s.name.clone()).collect();
     let mut as_run = record.experiment.clone();
     as_run.steps.retain(|s| expanded.contains(&s.name));
-    assert_eq!(
-        r.rolls,
-        faultline::judge::roll_figures(&as_run, &r.timeline.until(r.observed_until_ms))
+    let again = faultline::judge::roll_figures(&as_run, &r.timeline.until(r.observed_until_ms));
+    assert_eq!(r.rolls.len(), again.len());
+    let tick = |a: Option<i64>, b: Option<i64>| a.zip(b).is_some_and(|(a, b)| (a - b).abs() <= 100);
+    for (x, y) in r.rolls[0].nodes.iter().zip(&again[0].nodes) {
+        assert_eq!((&x.node, x.issued_ms), (&y.node, y.issued_ms));
+        assert_eq!(x.stages(), y.stages(), "{x:?} vs {y:?}");
+        assert!(tick(x.watched_ms, y.watched_ms), "{x:?} vs {y:?}");
+    }
+    assert!(
+        tick(r.rolls[0].until_ms, again[0].until_ms),
+        "{:?}",
+        r.rolls
     );
     // Close to the record: each stage within the rehearsal's tick (100 ms) of the run's.
     let near = |a: Option<i64>, b: Option<i64>| match (a, b) {
@@ -256,6 +269,13 @@ expect:
         assert!(near(x.issued_ms, y.issued_ms), "{issued:?}");
     }
     assert!(near(rehearsed.nodes[1].ready_again_ms, Some(95_000)));
+    // The last node too: observation waited for it to be back (within `observe.for`).
+    assert!(
+        rehearsed.nodes[2].ready_again_ms.is_some(),
+        "{:?} {}",
+        rehearsed.nodes[2],
+        r.ended
+    );
 }
 
 /// A real roll, recorded on the lab (2026-11-29): `experiments/rolling-upgrade-workers.yaml`

@@ -252,8 +252,46 @@ impl<'a> Run<'a> {
                 continue;
             }
             let restore_after = || restore_at.saturating_duration_since(Instant::now());
-            // A fault step due that the interlock holds back: the offset it gives up at.
+            // A fault step due that the interlock holds back: the offset it gives up at; or
+            // a roll's last node observation waits to see back: when to ask again.
             let mut held_until = None;
+            let awaited = scheduler.awaits_back(now, &tick);
+            if !awaited.is_empty() {
+                // A world that shows nothing past an offset (a rehearsal's record) ends the
+                // wait there, as observation of the run it replays ended no later.
+                if let Some(until) = world.observable_until_ms() {
+                    if now >= until {
+                        return End::Observed { all_decided: true };
+                    }
+                    held_until = Some(until);
+                }
+                let view = self.back_view(world).await;
+                let not_back = self
+                    .interlock
+                    .not_back(&awaited, (view.0, &view.1), &self.timeline);
+                let back: Vec<String> = awaited
+                    .into_iter()
+                    .filter(|n| !not_back.contains(n))
+                    .collect();
+                if !back.is_empty() {
+                    scheduler.seen_back(back);
+                    continue;
+                }
+                // A node on its way back is back once its kubelet renewed its heartbeat,
+                // which is not on the timeline: asked again soon. One seen down is back
+                // when seen Ready, which wakes the loop.
+                let returning = self.interlock.returning();
+                if not_back
+                    .iter()
+                    .any(|n| returning.iter().any(|(r, _)| r == n))
+                {
+                    let poll = self
+                        .timeline
+                        .offset_ms()
+                        .saturating_add(interlock::HELD_POLL_MS);
+                    held_until = Some(held_until.map_or(poll, |h: i64| h.min(poll)));
+                }
+            }
             if !tick.due.is_empty() {
                 let mut issued_any = false;
                 // Steps take time: ask again as soon as they are done.
@@ -262,17 +300,7 @@ impl<'a> Run<'a> {
                         break;
                     }
                     if self.interlock.applies(index) {
-                        let seen = world.nodes_seen_down(&self.timeline);
-                        let mut renewed = BTreeSet::new();
-                        for (node, since) in self.interlock.returning() {
-                            if world
-                                .renewals_since(&node, since)
-                                .await
-                                .is_some_and(|n| n >= interlock::RENEWALS_FOR_BACK)
-                            {
-                                renewed.insert(node);
-                            }
-                        }
+                        let (seen, renewed) = self.back_view(world).await;
                         let now = self.timeline.offset_ms();
                         match self
                             .interlock
@@ -353,6 +381,27 @@ impl<'a> Run<'a> {
                 }
             }
         }
+    }
+
+    /// What the interlock needs to tell a node back: the nodes the world sees down, and the
+    /// nodes on their way back whose kubelet renewed its heartbeat
+    /// [`interlock::RENEWALS_FOR_BACK`] times since.
+    async fn back_view<W: World>(
+        &self,
+        world: &mut W,
+    ) -> (Vec<crate::timeline::DownNode>, BTreeSet<String>) {
+        let seen = world.nodes_seen_down(&self.timeline);
+        let mut renewed = BTreeSet::new();
+        for (node, since) in self.interlock.returning() {
+            if world
+                .renewals_since(&node, since)
+                .await
+                .is_some_and(|n| n >= interlock::RENEWALS_FOR_BACK)
+            {
+                renewed.insert(node);
+            }
+        }
+        (seen, renewed)
     }
 
     /// Puts how the run ended on the timeline and in the record: why it stopped early, a

@@ -244,21 +244,7 @@ impl<'a> Interlock<'a> {
         if !self.applies(index) {
             return Admit::Go;
         }
-        // A returning node seen Ready whose new kubelet renewed its heartbeat is back.
-        let back: Vec<String> = self
-            .outstanding
-            .iter()
-            .filter(|(node, o)| {
-                o.returning_since.is_some()
-                    && renewed.contains(*node)
-                    && !seen.iter().any(|d| d.node == **node)
-            })
-            .map(|(node, _)| node.clone())
-            .collect();
-        for node in back {
-            back_from(&mut self.outstanding, &node);
-        }
-        self.refresh(timeline);
+        self.forget_back(&seen, renewed, timeline);
         let step = &self.exp.steps[index];
         let mut down: BTreeMap<String, String> = BTreeMap::new();
         let seen_down: BTreeSet<String> = seen.iter().map(|d| d.node.clone()).collect();
@@ -469,6 +455,55 @@ impl<'a> Interlock<'a> {
                 }
             }
         }
+    }
+
+    /// Of `nodes`, those not back yet as a step gated on them being Ready again sees them
+    /// ([`Self::admit`], same `seen` and `renewed`): seen down, or on their way back from a
+    /// reboot or power-on this run issued. Observation waits this way for a roll's last
+    /// batch before it ends (`super::schedule::Scheduler::awaits_back`).
+    pub(super) fn not_back(
+        &mut self,
+        nodes: &[String],
+        (seen, renewed): (Vec<DownNode>, &BTreeSet<String>),
+        timeline: &SharedTimeline,
+    ) -> Vec<String> {
+        self.forget_back(&seen, renewed, timeline);
+        nodes
+            .iter()
+            .filter(|n| {
+                seen.iter().any(|d| d.node == **n)
+                    || self
+                        .outstanding
+                        .get(*n)
+                        .is_some_and(|o| o.returning_since.is_some())
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Forgets the nodes back from their reboot or power-on: a returning node seen Ready
+    /// (not in `seen`) whose new kubelet renewed its heartbeat (`renewed`), or seen turning
+    /// Ready since.
+    fn forget_back(
+        &mut self,
+        seen: &[DownNode],
+        renewed: &BTreeSet<String>,
+        timeline: &SharedTimeline,
+    ) {
+        let back: Vec<String> = self
+            .outstanding
+            .iter()
+            .filter(|(node, o)| {
+                o.returning_since.is_some()
+                    && renewed.contains(*node)
+                    && !seen.iter().any(|d| d.node == **node)
+            })
+            .map(|(node, _)| node.clone())
+            .collect();
+        for node in back {
+            back_from(&mut self.outstanding, &node);
+        }
+        self.refresh(timeline);
     }
 
     /// Forgets the nodes on their way back that were seen turning Ready since.

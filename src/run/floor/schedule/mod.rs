@@ -11,7 +11,7 @@
 //! Times are milliseconds on the run's timeline. The experiment's start (where `at: 0s`
 //! falls) is `start_ms`, the moment the observer had synced.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::interlock::InterlockRefusal;
@@ -203,7 +203,7 @@ pub(crate) fn on_node(node: Option<&str>) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum End {
     /// Every step ran and observation reached its planned end (or every expectation was
-    /// decided before it).
+    /// decided before it, and the last batch of every roll was back or out of time).
     Observed {
         /// Observation ended early because nothing was left to decide.
         all_decided: bool,
@@ -362,6 +362,10 @@ pub(crate) struct Scheduler<'a> {
     /// The condition of each `when:` step, as an expectation the judge decides.
     conditions: Vec<Option<Expectation>>,
     cancelled: bool,
+    /// The last batch of every roll, which observation waits for ([`roll_end`]).
+    last_batches: Vec<roll_end::LastBatch>,
+    /// The nodes of those batches the runner saw back.
+    back: BTreeSet<String>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -392,6 +396,8 @@ impl<'a> Scheduler<'a> {
             start_ms,
             conditions,
             cancelled: false,
+            last_batches: roll_end::last_batches(plan.exp),
+            back: BTreeSet::new(),
         }
     }
 
@@ -422,6 +428,11 @@ impl<'a> Scheduler<'a> {
         } else {
             Slot::Failed { issued_ms }
         };
+    }
+
+    /// The runner saw these nodes of a roll's last batch back ([`Self::awaits_back`]).
+    pub(crate) fn seen_back(&mut self, nodes: impl IntoIterator<Item = String>) {
+        self.back.extend(nodes);
     }
 
     /// A signal arrived: the run ends at the next question.
@@ -560,13 +571,49 @@ impl<'a> Scheduler<'a> {
         if all_ran {
             let all_decided = tick.verdicts.iter().all(|v| v.outcome != Outcome::Pending);
             let end_ms = self.observation_end_ms();
-            if all_decided || now_ms >= end_ms {
-                tick.end = Some(End::Observed { all_decided });
-            } else {
-                tick.wake_at_ms = earliest(tick.wake_at_ms, Some(end_ms));
+            // Decided, it still waits for the last nodes of its rolls, up to their timeout.
+            match self.rolls_awaited(now_ms, all_decided) {
+                _ if now_ms >= end_ms => tick.end = Some(End::Observed { all_decided }),
+                None if all_decided => tick.end = Some(End::Observed { all_decided }),
+                None => tick.wake_at_ms = earliest(tick.wake_at_ms, Some(end_ms)),
+                Some((_, until)) => {
+                    let until = until.map_or(end_ms, |u| u.min(end_ms));
+                    tick.wake_at_ms = earliest(tick.wake_at_ms, Some(until));
+                }
             }
         }
         tick
+    }
+
+    /// The nodes of a roll's last batch observation waits to see back at `now_ms`, once
+    /// every step ran and every expectation is decided (`tick`, this moment's answer, did
+    /// not end the run): the runner asks the interlock and tells [`Self::seen_back`] those
+    /// that are ([`roll_end`]). Empty otherwise.
+    pub(crate) fn awaits_back(&self, now_ms: i64, tick: &Tick) -> Vec<String> {
+        let all_ran = self
+            .slots
+            .iter()
+            .all(|s| matches!(s, Slot::Finished { .. }));
+        let all_decided = tick.verdicts.iter().all(|v| v.outcome != Outcome::Pending);
+        if tick.end.is_some() || !all_ran {
+            return Vec::new();
+        }
+        self.rolls_awaited(now_ms, all_decided)
+            .map(|(nodes, _)| nodes)
+            .unwrap_or_default()
+    }
+
+    /// [`roll_end::awaited`] for this run, when every expectation is decided.
+    fn rolls_awaited(&self, now_ms: i64, all_decided: bool) -> Option<(Vec<String>, Option<i64>)> {
+        if !all_decided {
+            return None;
+        }
+        roll_end::awaited(
+            &self.last_batches,
+            |i| self.slots[i].issued_ms(),
+            &self.back,
+            now_ms,
+        )
     }
 
     /// The next moment after `now_ms` at which an undecided expectation's bound passes
@@ -891,6 +938,8 @@ pub(crate) fn project(plan: Plan<'_>) -> (Vec<Projected>, Option<i64>) {
     let end = (at.len() == plan.exp.steps.len()).then(|| s.observation_end_ms());
     (steps, end)
 }
+
+mod roll_end;
 
 #[cfg(test)]
 mod tests;

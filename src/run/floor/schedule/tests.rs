@@ -590,3 +590,48 @@ fn a_fault_that_did_not_take_effect_ends_the_run_as_a_step_error() {
          kubelet status: `running` (exit 0)"
     );
 }
+
+/// Every step ran and every expectation is decided: a run with a roll still waits for the
+/// roll's last node to be back, woken at the roll's timeout from that node's step (sooner
+/// than the end of observation), and ends once the runner saw the node back, or then.
+#[test]
+fn a_decided_run_waits_for_the_last_node_of_its_roll() {
+    let mut b = Bench::new(
+        "  one: {names: [node-1]}
+observe: {for: 5m}
+steps:
+  - {name: roll, at: 0s, do: reboot, target: victim, roll: {timeout: 30s}}
+expect:
+  - {name: up, node: one, eventually: Ready}
+",
+    );
+    b.targets
+        .insert("victim".into(), vec![N.into(), "node-2".into()]);
+    b.targets.insert("one".into(), vec![N.into()]);
+    let (exp, targets) = crate::experiment::roll::expand(&b.exp, &b.targets);
+    b.exp = exp;
+    b.targets = targets;
+    let mut t = timeline();
+    node(&mut t, 0, ConditionStatus::True);
+    issued(&mut t, 0, "roll (node-1)");
+    issued(&mut t, 10_000, "roll (node-2)");
+    let mut s = Scheduler::new(b.plan(false), 0);
+    for (i, at) in [(0, 0), (1, 10_000)] {
+        s.started(i, at);
+        s.finished(i, at + 100, true);
+    }
+    let index = TimelineIndex::of(&t);
+    let tick = s.poll(11_000, &index);
+    assert!(tick.verdicts.iter().all(|v| v.outcome == Outcome::Passed));
+    assert_eq!(tick.end, None);
+    assert_eq!(tick.wake_at_ms, Some(40_000));
+    assert_eq!(s.awaits_back(11_000, &tick), ["node-2"]);
+    assert_eq!(
+        s.poll(40_000, &index).end,
+        Some(End::Observed { all_decided: true })
+    );
+    s.seen_back(["node-2".to_string()]);
+    let tick = s.poll(12_000, &index);
+    assert_eq!(tick.end, Some(End::Observed { all_decided: true }));
+    assert!(s.awaits_back(12_000, &tick).is_empty());
+}

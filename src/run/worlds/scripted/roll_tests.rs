@@ -238,14 +238,15 @@ async fn the_run_measures_each_node_of_the_roll_from_its_own_step() {
     let h = rolled("reboot", "{settle: 5s, timeout: 5m}", false);
     let mut world = Scripted {
         initial: all_ready(),
-        // a back 60 s after going down, b 110 s after, c 30 s after.
+        // a back 60 s after going down, b 110 s after, c 10 s after (within the 20 s
+        // observation goes on after its step).
         later: vec![
             (20_000, node("a", ConditionStatus::Unknown, 20)),
             (80_000, node("a", ConditionStatus::True, 80)),
             (100_000, node("b", ConditionStatus::Unknown, 100)),
             (210_000, node("b", ConditionStatus::True, 210)),
-            (230_000, node("c", ConditionStatus::Unknown, 230)),
-            (260_000, node("c", ConditionStatus::True, 260)),
+            (222_000, node("c", ConditionStatus::Unknown, 222)),
+            (232_000, node("c", ConditionStatus::True, 232)),
         ],
         ..Scripted::default()
     };
@@ -261,20 +262,25 @@ async fn the_run_measures_each_node_of_the_roll_from_its_own_step() {
         .map(|n| n.ready_again_ms.expect("back") - n.not_ready_ms.expect("down"))
         .collect();
     assert_eq!(down, [60_000, 110_000]);
-    // The expectation was decided by then: observation ended as c's step was issued, so
-    // nothing of c is claimed, not even that it stayed Ready.
+    // The expectation was decided before c's step: observation still waited for c, the
+    // roll's last node, to be back, and ended then.
     let c = &roll.nodes[2];
-    assert!(c.issued_ms.is_some());
-    assert_eq!(c.watched_ms, Some(0));
-    assert!(!c.stayed_ready && c.not_ready_ms.is_none() && c.ready_again_ms.is_none());
-    assert_eq!(c.back_in_time(roll.timeout_ms), None);
+    let c_issued = c.issued_ms.expect("c issued");
+    assert_eq!(
+        c.ready_again_ms.map(|ms| ms + c_issued),
+        Some(232_000),
+        "{c:?}"
+    );
+    assert_eq!(c.back_in_time(roll.timeout_ms), Some(true));
+    assert_eq!(out.end, Some(End::Observed { all_decided: true }));
+    let until = out.observed_until.expect("observed");
+    assert!((232_000..233_000).contains(&until), "ended at {until}");
     let slowest = roll
         .nodes
         .iter()
         .max_by_key(|n| n.ready_again_ms)
         .expect("nodes");
     assert_eq!(slowest.node, "b");
-    let until = out.observed_until.expect("observed");
     assert_eq!(
         out.rolls,
         crate::judge::roll_figures(&h.exp, &timeline.until(until))
@@ -422,4 +428,95 @@ expect:
         ],
         "{calls:#?}"
     );
+}
+
+/// Every expectation decided before the roll's last node: observation waits for that node
+/// to be back, up to the roll's timeout from its step, or the planned end of observation,
+/// whichever comes first; never for ever.
+#[tokio::test(start_paused = true)]
+async fn observation_waits_for_the_last_node_of_a_roll_up_to_its_timeout_or_its_end() {
+    let world = || Scripted {
+        initial: all_ready(),
+        // a and b go down and come back; c, rebooted last, is never seen again.
+        later: vec![
+            (20_000, node("a", ConditionStatus::Unknown, 20)),
+            (40_000, node("a", ConditionStatus::True, 40)),
+            (50_000, node("b", ConditionStatus::Unknown, 50)),
+            (70_000, node("b", ConditionStatus::True, 70)),
+        ],
+        ..Scripted::default()
+    };
+    // Planned end: 20 s after c's step (no `observe.for`); the roll's timeout is longer.
+    let h = rolled("reboot", "{settle: 5s, timeout: 2m}", false);
+    let (out, _) = h.run_kept(&mut world()).await;
+    assert_eq!(
+        out.end,
+        Some(End::Observed { all_decided: true }),
+        "{:?}",
+        out.errors
+    );
+    let c = out.issued_ms[2].expect("c rebooted");
+    let waited = out.observed_until.expect("observed") - c;
+    assert!((20_000..21_000).contains(&waited), "waited {waited} ms");
+    let last = &out.rolls[0].nodes[2];
+    // Watched up to the end, not seen back (never seen down either: the figures' own
+    // reading of that is `stayed_ready`, which the interlock does not take as back).
+    assert_eq!((last.node.as_str(), last.ready_again_ms), ("c", None));
+    assert_eq!(last.watched_ms, Some(waited), "{last:?}");
+
+    // With a longer observation, the roll's timeout (30 s from c's step) ends it.
+    let mut h = Harness::new(
+        "
+name: scripted
+description: a scripted roll observed long
+targets:
+  workers: {names: [a, b, c]}
+observe: {for: 5m}
+steps:
+  - {name: roll, at: 10s, do: reboot, target: workers, roll: {settle: 5s, timeout: 30s}}
+expect:
+  - {name: back, node: workers, eventually: Ready}
+",
+    )
+    .with_targets(&[("workers", &["c", "a", "b"])]);
+    let (exp, targets) = crate::experiment::roll::expand(&h.exp, &h.targets);
+    h.exp = exp;
+    h.targets = targets;
+    let (out, _) = h.run_kept(&mut world()).await;
+    assert_eq!(
+        out.end,
+        Some(End::Observed { all_decided: true }),
+        "{:?}",
+        out.errors
+    );
+    let c = out.issued_ms[2].expect("c rebooted");
+    let waited = out.observed_until.expect("observed") - c;
+    assert!((30_000..31_000).contains(&waited), "waited {waited} ms");
+}
+
+/// A last node rebooted quicker than the grace period is never seen NotReady: observation
+/// ends once its new kubelet renewed its heartbeat (as the interlock counts it back), and
+/// its figures say it stayed Ready.
+#[tokio::test(start_paused = true)]
+async fn observation_ends_once_a_last_node_never_seen_not_ready_is_back() {
+    let h = rolled("reboot", "{settle: 5s, timeout: 5m}", false);
+    let mut world = Scripted {
+        initial: all_ready(),
+        heartbeat_every: Some(Duration::from_secs(4)),
+        ..Scripted::default()
+    };
+    let (out, _) = h.run_kept(&mut world).await;
+    assert_eq!(
+        out.end,
+        Some(End::Observed { all_decided: true }),
+        "{:?}",
+        out.errors
+    );
+    let c = out.issued_ms[2].expect("c rebooted");
+    // Two renewals 4 s apart: back 8 s after its step, seen within the 2 s it is asked.
+    let waited = out.observed_until.expect("observed") - c;
+    assert!((8_000..11_000).contains(&waited), "waited {waited} ms");
+    let last = &out.rolls[0].nodes[2];
+    assert_eq!(last.node, "c");
+    assert!(last.stayed_ready, "{last:?}");
 }
