@@ -398,21 +398,9 @@ async fn shipped_reboot_takes_ssh_away_briefly_and_keeps_the_pods() {
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn shipped_rolling_reboot_one_worker_at_a_time() {
-    use faultline::timeline::StepPhase;
     let record = shipped_experiment_holds("rolling-reboot").await;
     let t = &record.timeline;
-    let first_done = t
-        .entries
-        .iter()
-        .find_map(|e| match &e.event {
-            Event::Step {
-                step,
-                phase: StepPhase::Finished { .. },
-                ..
-            } if step == "reboot first" => Some(e.offset_ms),
-            _ => None,
-        })
-        .expect("the first reboot finished");
+    let first_done = step_finished_ms(&record, "reboot first").expect("the first reboot finished");
     let second = t
         .step_issued_ms("reboot second")
         .expect("the second reboot was issued");
@@ -425,11 +413,11 @@ async fn shipped_rolling_reboot_one_worker_at_a_time() {
 /// Issue 46, item 1: every worker rebooted by one rolling step under `maxNodesDown: 1`. The
 /// record holds the roll expanded, one reboot per worker in name order, and each worker's
 /// reboot is issued only after the one before finished and was seen back, and not before
-/// its settle time (30 s) after the one before was issued.
+/// its settle time (30 s) after the one before was issued; the timeline never shows two
+/// workers out of service (cordoned or not Ready) at once.
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn shipped_rolling_reboot_every_worker_in_turn() {
-    use faultline::timeline::StepPhase;
     let record = shipped_experiment_holds("rolling-reboot-workers").await;
     let mut workers = record.targets["workers"].clone();
     workers.sort();
@@ -446,16 +434,7 @@ async fn shipped_rolling_reboot_every_worker_in_turn() {
         .collect();
     assert_eq!(names, steps);
     let t = &record.timeline;
-    let finished = |step: &str| {
-        t.entries.iter().find_map(|e| match &e.event {
-            Event::Step {
-                step: s,
-                phase: StepPhase::Finished { .. },
-                ..
-            } if s == step => Some(e.offset_ms),
-            _ => None,
-        })
-    };
+    let finished = |step: &str| step_finished_ms(&record, step);
     for pair in steps.windows(2) {
         let done = finished(&pair[0]).unwrap_or_else(|| panic!("{} finished", pair[0]));
         let next = t
@@ -469,6 +448,20 @@ async fn shipped_rolling_reboot_every_worker_in_turn() {
             pair[0]
         );
     }
+    never_two_out_at_once(&record, &workers);
+}
+
+/// The offset at which `step` first finished on the record's timeline.
+fn step_finished_ms(record: &faultline::record::RunRecord, step: &str) -> Option<i64> {
+    use faultline::timeline::StepPhase;
+    record.timeline.entries.iter().find_map(|e| match &e.event {
+        Event::Step {
+            step: s,
+            phase: StepPhase::Finished { .. },
+            ..
+        } if s == step => Some(e.offset_ms),
+        _ => None,
+    })
 }
 
 /// The intervals `[from, to)` (ms from the record's start) in which `node` was seen out of
@@ -527,7 +520,6 @@ fn never_two_out_at_once(record: &faultline::record::RunRecord, workers: &[Strin
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn shipped_rolling_upgrade_drains_reboots_and_uncordons_each_worker_in_turn() {
-    use faultline::timeline::StepPhase;
     let record = shipped_experiment_holds("rolling-upgrade-workers").await;
     let workers = record.targets["workers"].clone();
     assert!(workers.len() >= 2, "{workers:?}");
@@ -547,16 +539,7 @@ async fn shipped_rolling_upgrade_drains_reboots_and_uncordons_each_worker_in_tur
         .collect();
     assert_eq!(names, expected, "the roll expanded worker by worker");
     let t = &record.timeline;
-    let finished = |step: &str| {
-        t.entries.iter().find_map(|e| match &e.event {
-            Event::Step {
-                step: s,
-                phase: StepPhase::Finished { .. },
-                ..
-            } if s == step => Some(e.offset_ms),
-            _ => None,
-        })
-    };
+    let finished = |step: &str| step_finished_ms(&record, step);
     for triple in expected.chunks(3) {
         let issued: Vec<i64> = triple
             .iter()
@@ -640,7 +623,6 @@ async fn a_rolling_reboot_two_at_a_time_takes_the_workers_in_batches() {
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn shipped_rolling_kubelet_restart_every_worker_in_turn() {
-    use faultline::timeline::StepPhase;
     let record = shipped_experiment_holds("rolling-kubelet-restart").await;
     let mut workers = record.targets["workers"].clone();
     workers.sort();
@@ -651,18 +633,8 @@ async fn shipped_rolling_kubelet_restart_every_worker_in_turn() {
         .map(|w| format!("restart kubelets ({w})"))
         .collect();
     for pair in steps.windows(2) {
-        let done = t
-            .entries
-            .iter()
-            .find_map(|e| match &e.event {
-                Event::Step {
-                    step: s,
-                    phase: StepPhase::Finished { .. },
-                    ..
-                } if *s == pair[0] => Some(e.offset_ms),
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("{} finished", pair[0]));
+        let done =
+            step_finished_ms(&record, &pair[0]).unwrap_or_else(|| panic!("{} finished", pair[0]));
         let issued = t.step_issued_ms(&pair[0]).expect("issued");
         let next = t
             .step_issued_ms(&pair[1])
