@@ -426,12 +426,7 @@ async fn shipped_rolling_reboot_every_worker_in_turn() {
         .iter()
         .map(|w| format!("reboot workers ({w})"))
         .collect();
-    let names: Vec<&str> = record
-        .experiment
-        .steps
-        .iter()
-        .map(|s| s.name.as_str())
-        .collect();
+    let names = step_names(&record);
     assert_eq!(names, steps);
     let t = &record.timeline;
     let finished = |step: &str| step_finished_ms(&record, step);
@@ -449,6 +444,16 @@ async fn shipped_rolling_reboot_every_worker_in_turn() {
         );
     }
     never_two_out_at_once(&record, &workers);
+}
+
+/// The names of the record's steps, in the experiment's order (a roll expanded).
+fn step_names(record: &faultline::record::RunRecord) -> Vec<&str> {
+    record
+        .experiment
+        .steps
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect()
 }
 
 /// The offset at which `step` first finished on the record's timeline.
@@ -523,12 +528,7 @@ async fn shipped_rolling_upgrade_drains_reboots_and_uncordons_each_worker_in_tur
     let record = shipped_experiment_holds("rolling-upgrade-workers").await;
     let workers = record.targets["workers"].clone();
     assert!(workers.len() >= 2, "{workers:?}");
-    let names: Vec<&str> = record
-        .experiment
-        .steps
-        .iter()
-        .map(|s| s.name.as_str())
-        .collect();
+    let names = step_names(&record);
     let expected: Vec<String> = record
         .rolls
         .iter()
@@ -596,12 +596,7 @@ async fn a_rolling_reboot_two_at_a_time_takes_the_workers_in_batches() {
         .iter()
         .map(|b| format!("reboot workers ({})", b.join(", ")))
         .collect();
-    let steps: Vec<&str> = record
-        .experiment
-        .steps
-        .iter()
-        .map(|s| s.name.as_str())
-        .collect();
+    let steps = step_names(&record);
     assert_eq!(steps, names);
     let t = &record.timeline;
     for pair in names.windows(2) {

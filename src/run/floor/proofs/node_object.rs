@@ -397,10 +397,9 @@ mod tests {
         }
         // The recorded delete (kind), taint (kind, out of service) and the roll's three
         // drains. A watch slower than the proof's cadence would fail here: the figure
-        // (`--nocapture`) was at most 1 ms after the step's end on every one.
+        // was at most 1 ms after the step's end on every one.
         assert!(proven.len() >= 5, "{proven:?}");
         for (what, after_end_ms) in &proven {
-            eprintln!("{what}: the observer held it {after_end_ms:?} ms after the step's end");
             assert!(
                 after_end_ms.is_some_and(|ms| ms < second),
                 "{what}: the observer held the fault {after_end_ms:?} ms after the step's end"
