@@ -494,6 +494,35 @@ expect:
     assert!((30_000..31_000).contains(&waited), "waited {waited} ms");
 }
 
+/// Cancelled while observation waits for the roll's last node to be back: the run ends
+/// at once as cancelled, not when the node comes back or the wait runs out.
+#[tokio::test(start_paused = true)]
+async fn cancelled_while_waiting_for_the_last_node_of_a_roll_it_ends_at_once() {
+    let world = || Scripted {
+        initial: all_ready(),
+        later: vec![
+            (20_000, node("a", ConditionStatus::Unknown, 20)),
+            (40_000, node("a", ConditionStatus::True, 40)),
+            (50_000, node("b", ConditionStatus::Unknown, 50)),
+            (70_000, node("b", ConditionStatus::True, 70)),
+        ],
+        ..Scripted::default()
+    };
+    let h = rolled("reboot", "{settle: 5s, timeout: 2m}", false);
+    let (waiting, _) = h.run_kept(&mut world()).await;
+    let c = waiting.issued_ms[2].expect("c rebooted");
+    // Cancelled 5 s into the last node's wait (which would run 20 s).
+    let at = u64::try_from(c / 1000 + 5).expect("positive");
+    let out = h.run_cancelled_at(&mut world(), at).await;
+    assert_eq!(out.end, Some(End::Cancelled), "{:?}", out.errors);
+    let until = out.observed_until.expect("observed");
+    assert!(
+        until < c + 10_000,
+        "observed until +{until} ms, c issued +{c} ms"
+    );
+    assert_eq!(h.journaled(), 0);
+}
+
 /// A last node rebooted quicker than the grace period is never seen NotReady: observation
 /// ends once its new kubelet renewed its heartbeat (as the interlock counts it back), and
 /// its figures say it stayed Ready.
