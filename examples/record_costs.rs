@@ -4,6 +4,9 @@
 //! Printed, one `figure <name><suffix> <value> <unit>` line each:
 //! - `run_initial_sync_ms`: the observer's start to its first lists complete;
 //! - `run_tick_p50_us`, `run_tick_p99_us`, `run_ticks`: the live judgements;
+//! - `run_tick_cpu_p50_us`, `run_tick_cpu_p99_us`: their CPU time (the wait for a core left out);
+//! - `run_pods_listed`, `run_pods_left_out`: pods of the first lists, and those the record
+//!   counts instead of listing;
 //! - `run_entries`: the timeline's length when observation ended;
 //! - `run_pods_first_seen_after_start`: pods whose first entry comes after the experiment
 //!   started (within WINDOW seconds of it, when given; or, as `@EPOCH`, before that wall
@@ -64,6 +67,18 @@ fn main() -> ExitCode {
         figure("run_ticks", costs.ticks.to_string(), "ticks");
         figure("run_tick_p50_us", costs.tick_p50_us.to_string(), "us");
         figure("run_tick_p99_us", costs.tick_p99_us.to_string(), "us");
+        figure(
+            "run_tick_cpu_p50_us",
+            costs.tick_cpu_p50_us.to_string(),
+            "us",
+        );
+        figure(
+            "run_tick_cpu_p99_us",
+            costs.tick_cpu_p99_us.to_string(),
+            "us",
+        );
+        figure("run_pods_listed", costs.pods_listed.to_string(), "pods");
+        figure("run_pods_left_out", costs.pods_left_out.to_string(), "pods");
         figure("run_entries", costs.entries.to_string(), "entries");
     }
     if let Some(start) = record.start_ms {

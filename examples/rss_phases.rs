@@ -17,7 +17,9 @@
 //!
 //! Printed, one `figure rss_<phase>_max<SUFFIX> <MB> MB` line per phase (the highest RSS
 //! sampled in it) and `figure rss_<phase>_end<SUFFIX> <MB> MB` (the RSS at its end), then
-//! `figure rss_hwm<SUFFIX>` (the last VmHWM sampled).
+//! `figure rss_hwm<SUFFIX>` (the last VmHWM sampled), and `figure reports_written_s<SUFFIX>`:
+//! from the run's `ended` entry to the last sample, the time the record and the reports
+//! took to be written (within the 100 ms between samples).
 
 use std::process::ExitCode;
 
@@ -139,7 +141,17 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let mut from = f64::NEG_INFINITY;
-    for (phase, end) in boundaries(&record) {
+    let phases = boundaries(&record);
+    // The record and the reports are written after the run's `ended` entry; the process is
+    // gone at most one sampling interval (100 ms) after its last sample.
+    let ended = phases
+        .iter()
+        .find(|(phase, _)| *phase == "teardown")
+        .and_then(|(_, end)| *end);
+    if let (Some(ended), Some(last)) = (ended, samples.last()) {
+        println!("figure reports_written_s{suffix} {:.2} s", last.at - ended);
+    }
+    for (phase, end) in phases {
         let Some(end) = end else {
             eprintln!("rss_phases: the record has no end for phase {phase}; skipped");
             continue;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use crate::explain::Explanation;
+use crate::focus::Focus;
 use crate::record::RunRecord;
 use crate::series::Series;
 use crate::timeline::Entry;
@@ -33,6 +34,17 @@ pub enum RunEvent {
         run: Option<u32>,
         /// How many runs the repeat asks for.
         of: u32,
+    },
+    /// What of the cluster the run's experiment touches, known once its targets are
+    /// resolved, before its timeline opens: the terminal lists the first lists' pods it
+    /// touches and counts the others.
+    Focus {
+        /// The experiment's name.
+        experiment: String,
+        /// Which run of a `--repeat`; `None` when not repeated.
+        run: Option<u32>,
+        /// What the experiment touches.
+        focus: Arc<Focus>,
     },
     /// An entry landed on the run's timeline.
     Entry {
@@ -164,6 +176,18 @@ impl RunEvents {
             experiment: self.experiment.clone(),
             run: self.run,
             entry: entry.clone(),
+        });
+    }
+
+    /// Sends what the run's experiment touches.
+    pub(crate) fn focus(&self, focus: &Arc<Focus>) {
+        if self.sink.queues.is_empty() {
+            return;
+        }
+        self.sink.send(RunEvent::Focus {
+            experiment: self.experiment.clone(),
+            run: self.run,
+            focus: Arc::clone(focus),
         });
     }
 

@@ -26,6 +26,7 @@ pub mod failure_model;
 pub(crate) mod file_names;
 #[cfg(test)]
 mod fixtures;
+pub mod focus;
 #[cfg(feature = "heap-samples")]
 pub mod heap_samples;
 pub mod inventory;

@@ -101,24 +101,54 @@ pub struct RunCosts {
     pub tick_p99_us: u64,
     /// Longest, µs.
     pub tick_max_us: u64,
+    /// Median CPU time one live judgement took, µs: its cost to faultline, apart from the
+    /// wait for a core that a busy machine adds to the wall time above.
+    #[serde(default)]
+    pub tick_cpu_p50_us: u64,
+    /// 99th percentile of the CPU time, µs.
+    #[serde(default)]
+    pub tick_cpu_p99_us: u64,
+    /// Longest CPU time, µs.
+    #[serde(default)]
+    pub tick_cpu_max_us: u64,
     /// Entries on the timeline when observation ended.
     pub entries: u64,
+    /// Pods the observer's first lists showed.
+    #[serde(default)]
+    pub pods_listed: u64,
+    /// Of those, pods the record counts instead of listing: not touched by the experiment
+    /// and unchanged through the run (a note on the timeline says so).
+    #[serde(default)]
+    pub pods_left_out: u64,
 }
 
 impl RunCosts {
     /// Fills the tick figures from each tick's duration, µs (any order).
-    pub fn with_ticks(mut self, mut micros: Vec<u64>) -> Self {
-        micros.sort_unstable();
-        let at = |q: f64| {
-            let i = ((micros.len() as f64 * q).ceil() as usize).saturating_sub(1);
-            micros.get(i).copied().unwrap_or(0)
-        };
+    pub fn with_ticks(mut self, micros: Vec<u64>) -> Self {
         self.ticks = micros.len() as u64;
-        self.tick_p50_us = at(0.50);
-        self.tick_p99_us = at(0.99);
-        self.tick_max_us = micros.last().copied().unwrap_or(0);
+        [self.tick_p50_us, self.tick_p99_us, self.tick_max_us] = quantiles(micros);
         self
     }
+
+    /// Fills the tick CPU figures from each tick's CPU time, µs (any order).
+    pub fn with_tick_cpu(mut self, micros: Vec<u64>) -> Self {
+        [
+            self.tick_cpu_p50_us,
+            self.tick_cpu_p99_us,
+            self.tick_cpu_max_us,
+        ] = quantiles(micros);
+        self
+    }
+}
+
+/// Median, 99th percentile and largest of `micros` (0 for none).
+fn quantiles(mut micros: Vec<u64>) -> [u64; 3] {
+    micros.sort_unstable();
+    let at = |q: f64| {
+        let i = ((micros.len() as f64 * q).ceil() as usize).saturating_sub(1);
+        micros.get(i).copied().unwrap_or(0)
+    };
+    [at(0.50), at(0.99), micros.last().copied().unwrap_or(0)]
 }
 
 /// The cluster a run was made against.

@@ -5,6 +5,7 @@ pub(crate) mod colour;
 pub mod compare;
 pub mod events_file;
 mod files;
+mod first_lists;
 pub mod html;
 mod html_parts;
 pub mod json;

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
+use super::first_lists::Admit;
 use crate::events::{EventSink, RunEvent};
 
 /// Something that shows or keeps what a run does.
@@ -172,6 +173,7 @@ pub struct Terminal<W: Write + Send + 'static> {
     live: super::progress::Live,
     clock: Clock,
     overview: Vec<super::overview::Row>,
+    first_lists: super::first_lists::FirstLists,
 }
 
 impl<W: Write + Send + 'static> Terminal<W> {
@@ -215,6 +217,7 @@ impl<W: Write + Send + 'static> Terminal<W> {
             live: super::progress::Live::new(display, target, now),
             clock,
             overview: Vec::new(),
+            first_lists: Default::default(),
         }
     }
 
@@ -246,6 +249,7 @@ impl<W: Write + Send + 'static> Reporter for Terminal<W> {
                 of,
             } => {
                 self.status.begin();
+                self.first_lists.begin();
                 self.print(format!(
                     "== {experiment} (run {i} of {of}; {})\n",
                     source.display()
@@ -255,12 +259,22 @@ impl<W: Write + Send + 'static> Reporter for Terminal<W> {
                 experiment, source, ..
             } => {
                 self.status.begin();
+                self.first_lists.begin();
                 self.print(format!("== {experiment} ({})\n", source.display()))?;
             }
+            RunEvent::Focus { focus, .. } => self.first_lists.focus(Arc::clone(focus)),
             RunEvent::Entry { entry, .. } => {
                 self.status.entry(entry, now);
-                let line = super::text::entry_line(entry, self.status.zero_ms());
-                self.print(format!("  {line}\n"))?;
+                match self.first_lists.admit(entry) {
+                    Admit::Hide => {}
+                    admit => {
+                        if let Admit::SummaryFirst(summary) = admit {
+                            self.print(format!("  {summary}\n"))?;
+                        }
+                        let line = super::text::entry_line(entry, self.status.zero_ms());
+                        self.print(format!("  {line}\n"))?;
+                    }
+                }
             }
             RunEvent::Progress { progress, .. } => self.status.progress(progress.clone()),
             RunEvent::RunFinished(record) => {

@@ -17,6 +17,7 @@
 
 pub(crate) mod floor;
 pub(crate) mod preflight;
+mod record_focus;
 mod settings;
 pub(crate) mod shared_timeline;
 pub(crate) mod signals;
@@ -195,6 +196,8 @@ async fn locked(
             );
         }
     }
+    let focus = std::sync::Arc::new(crate::focus::Focus::of(exp, prepared.targets.values()));
+    events.focus(&focus);
     let timeline = SharedTimeline::start(events);
     for note in timer_notes(&prepared.cluster.timer_sources, &prepared.timer_misses)
         .into_iter()
@@ -238,7 +241,9 @@ async fn locked(
         },
     });
     // At 30,000 pods a copy of the timeline costs tens of MB: the record's is moved out.
-    let snapshot = timeline.into_timeline();
+    let mut snapshot = timeline.into_timeline();
+    // The record keeps what the experiment touches of the first lists; the rest is counted.
+    let left_out = record_focus::leave_out_untouched(&mut snapshot, &focus);
     RunRecord {
         faultline_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id,
@@ -262,9 +267,12 @@ async fn locked(
             RunCosts {
                 initial_sync_ms,
                 entries,
+                pods_listed: left_out.listed,
+                pods_left_out: left_out.pods,
                 ..RunCosts::default()
             }
-            .with_ticks(done.tick_micros),
+            .with_ticks(done.tick_micros)
+            .with_tick_cpu(done.tick_cpu_micros),
         ),
     }
 }

@@ -93,6 +93,8 @@ pub(crate) struct LoopOutcome {
     pub cancelled: bool,
     /// Each tick's judging time, µs.
     pub tick_micros: Vec<u64>,
+    /// Each tick's judging time on the CPU, µs (its wall time less any wait for a core).
+    pub tick_cpu_micros: Vec<u64>,
     /// When each step was issued (offset), by index; `None`: never.
     pub issued_ms: Vec<Option<i64>>,
     /// The final verdicts.
@@ -239,7 +241,11 @@ impl<'a> Run<'a> {
                 return End::OutOfObservations { at_ms: until };
             }
             let judging = std::time::Instant::now();
+            let judging_cpu = super::thread_cpu::now_micros();
             let tick = self.timeline.judge_view(|index| scheduler.poll(now, index));
+            self.out
+                .tick_cpu_micros
+                .push(super::thread_cpu::now_micros().saturating_sub(judging_cpu));
             self.out
                 .tick_micros
                 .push(u64::try_from(judging.elapsed().as_micros()).unwrap_or(u64::MAX));

@@ -12,3 +12,4 @@ pub(crate) mod ledger;
 pub(super) mod proofs;
 pub(crate) mod schedule;
 mod steps;
+mod thread_cpu;
