@@ -9,6 +9,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use super::gate_input::GateInput;
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail_async};
 
 /// How a local process ended.
@@ -136,7 +137,7 @@ async fn finish(
 /// its node deadline ends the wait in any case.
 pub(super) struct PrimedLocal {
     child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
+    stdin: GateInput<tokio::process::ChildStdin>,
     group: GroupKill,
 }
 
@@ -156,14 +157,18 @@ impl PrimedLocal {
             .ok_or_else(|| std::io::Error::other("no standard input to hold"))?;
         Ok(PrimedLocal {
             child,
-            stdin,
+            stdin: GateInput::new(Some(stdin)),
             group,
         })
     }
 
     /// `self` while its client still runs (a node that was powered off or restarted ended
-    /// it); `None` after ending it, for the command to go the ordinary way.
+    /// it); `None` after ending it, for the command to go the ordinary way. A released
+    /// one is kept unasked: it may have run and ended already, and must not run again.
     pub(super) fn alive(mut self) -> Option<PrimedLocal> {
+        if self.stdin.released_at().is_some() {
+            return Some(self);
+        }
         match self.child.try_wait() {
             Ok(None) => Some(self),
             _ => {
@@ -173,18 +178,27 @@ impl PrimedLocal {
         }
     }
 
-    /// Sends the word and end-of-file, then hears the command out as [`run`] does. A
-    /// client that went away before the word reached it ends with whatever it says then.
+    /// Sends the word now, ahead of the call that hears the command out: a step's
+    /// commands are released on all of its nodes in one pass
+    /// ([`super::Executor::release`]). Once only.
+    pub(super) async fn release(&mut self) {
+        self.stdin.release().await;
+    }
+
+    /// Whether its word was sent ([`PrimedLocal::release`]).
+    pub(super) fn released(&self) -> bool {
+        self.stdin.released_at().is_some()
+    }
+
+    /// Sends the word (unless it was released already) and end-of-file, then hears the
+    /// command out as [`run`] does. A client that went away before the word reached it
+    /// ends with whatever it says then.
     pub(super) async fn start(
         mut self,
         timeout: Duration,
         grace: Duration,
     ) -> std::io::Result<LocalEnd> {
-        use tokio::io::AsyncWriteExt;
-        let word = format!("{}\n", super::ssh::GO);
-        if let Err(e) = self.stdin.write_all(word.as_bytes()).await {
-            tracing::debug!("the word did not reach a primed local command: {e}");
-        }
+        self.stdin.release().await;
         drop(self.stdin);
         finish(self.child, self.group, timeout, grace).await
     }

@@ -32,14 +32,16 @@
 //! Reboots and power-offs are the exception: their session dropping, or their command
 //! hanging past the limit once sent, is the expected outcome and counts as success.
 //!
-//! A timed step's SSH commands can be sent ahead ([`Executor::prime`]) to wait on the
-//! node behind a gate until the step is due; the `primed` module says how that keeps
-//! these rules.
+//! A timed step's commands can be sent ahead ([`Executor::prime`]) to wait on the node
+//! behind a gate until the step is due, and are then released on all of the step's nodes
+//! in one pass ([`Executor::release`]); the `primed` module says how that keeps these
+//! rules.
 
 mod carry;
 mod deadline;
 mod error;
 mod executor;
+mod gate_input;
 mod jump_channel;
 mod local;
 mod outcome;

@@ -6,12 +6,15 @@
 //! A step due at a known offset is armed a few seconds early; its commands are then sent
 //! too, each wrapped in a gate ([`gated`]) that reads one line from standard input and
 //! runs the command only if that line is [`super::ssh::GO`]. When the step is due,
-//! [`super::Executor::perform`] finds the waiting command here and sends the line, so a
-//! step's commands start on every node within a packet of their offset instead of a
-//! channel, a fork and a login shell later over SSH, or a client process and the engine's
-//! exec setup later through `docker exec`, or a pod's start and an exec later through the
-//! API (issue 26, item 7). A local client is primed only when the inventory gives one that
-//! passes standard input on (`execWithStdin`).
+//! [`super::Executor::release`] sends the line to the commands waiting on all of its
+//! nodes in one pass ([`PrimedCommands::release`]), whatever carries them, and each
+//! node's [`super::Executor::perform`] then finds its command here and hears it out (or
+//! sends the line itself, when nothing released it). A step's commands so start on every
+//! node within a packet of their offset instead of a channel, a fork and a login shell
+//! later over SSH, or a client process and the engine's exec setup later through `docker
+//! exec`, or a pod's start and an exec later through the API (issue 26, item 7). A local
+//! client is primed only when the inventory gives one that passes standard input on
+//! (`execWithStdin`).
 //!
 //! The node's deadline is armed with the command: it counts from when the command was
 //! sent, so it is rendered just before sending, as the time left until the step is due
@@ -38,6 +41,10 @@ pub(super) const PRIMED_LATE: Duration = Duration::from_millis(250);
 /// How early before when it was due a waiting command may be started (the loop's offsets
 /// and this process's monotonic clock can differ by a few milliseconds).
 pub(super) const PRIMED_EARLY: Duration = Duration::from_millis(50);
+
+/// How long sending the word to one waiting command may take when it is released: a
+/// few bytes on an established connection or an open stream, never worth a stalled loop.
+pub(super) const RELEASE_LIMIT: Duration = Duration::from_millis(500);
 
 /// How much later than an ordinary command's a started primed command's node deadline
 /// can fall: the whole second its deadline is rounded up to, [`PRIMED_LATE`] and
@@ -69,7 +76,11 @@ impl Sent {
     /// Whether its word was sent already ([`PrimedCommands::release`]): it runs, and only
     /// [`PrimedCommands::take`] may end its life here.
     fn released(&self) -> bool {
-        matches!(self, Sent::Ssh(p) if p.released_at().is_some())
+        match self {
+            Sent::Ssh(p) => p.released_at().is_some(),
+            Sent::Local(p) => p.released(),
+            Sent::Pod(p) => p.released(),
+        }
     }
 }
 
@@ -144,6 +155,7 @@ impl PrimedCommands {
 
     /// Closes every command waiting on `node`: it was powered off, rebooted or its
     /// connection dropped, and a connection that died without a word still looks open.
+    /// A released one runs already and is left to its call, which hears how it ended.
     pub(super) fn forget_node(&self, node: &str) {
         let gone = match self.waiting.lock() {
             Ok(mut all) => {
@@ -151,7 +163,7 @@ impl PrimedCommands {
                 for list in all.values_mut() {
                     let (on_node, keep): (Vec<_>, Vec<_>) = std::mem::take(list)
                         .into_iter()
-                        .partition(|w| w.node == node);
+                        .partition(|w| w.node == node && !w.primed.released());
                     gone.extend(on_node);
                     *list = keep;
                 }
@@ -189,49 +201,77 @@ impl PrimedCommands {
 }
 
 impl PrimedCommands {
-    /// Sends the word now to the SSH commands waiting under `keys` whose window holds
-    /// this moment, all from one thread in one pass, and keeps them for
-    /// [`PrimedCommands::take`], which then only hears them out. A step's commands so
-    /// start on all of its nodes within a few packets of each other: started one by one
-    /// from each node's own call, the first nodes' commands and their shells took this
-    /// machine's CPU from the calls still to come (issue 26, item 7). Commands through a
-    /// local client or the API are left to their calls.
+    /// Sends the word now to the commands waiting under `keys` whose window holds this
+    /// moment, all in one pass, and keeps them for [`PrimedCommands::take`], which then
+    /// only hears them out. A step's commands so start on all of its nodes within a few
+    /// packets of each other: started one by one from each node's own call, the first
+    /// nodes' commands and their shells took this machine's CPU from the calls still to
+    /// come (issue 26, item 7). SSH channels block: their words are written from one
+    /// thread, while this task writes those of local clients and API streams (a pipe or
+    /// an in-memory stream each, which do not wait). One already released is not sent a
+    /// second word.
     pub(super) async fn release(&self, keys: Vec<String>) {
-        let now = Instant::now();
-        let mut out: Vec<(String, Waiting)> = Vec::new();
+        let (ssh, mut streams): (Vec<_>, Vec<_>) = self
+            .take_due(keys, Instant::now())
+            .into_iter()
+            .partition(|(_, w)| matches!(w.primed, Sent::Ssh(_)));
+        let blocking = (!ssh.is_empty()).then(|| {
+            tokio::task::spawn_blocking(move || {
+                let mut ssh = ssh;
+                for (_, waiting) in &mut ssh {
+                    if let Sent::Ssh(primed) = &mut waiting.primed {
+                        primed.release();
+                    }
+                }
+                ssh
+            })
+        });
+        for (_, waiting) in &mut streams {
+            match &mut waiting.primed {
+                Sent::Local(primed) => primed.release().await,
+                Sent::Pod(primed) => primed.release().await,
+                Sent::Ssh(_) => {}
+            }
+        }
+        if let Some(blocking) = blocking {
+            match blocking.await {
+                Ok(ssh) => streams.extend(ssh),
+                Err(_) => tracing::warn!("primed SSH commands lost while being released"),
+            }
+        }
+        self.put_back(streams);
+    }
+
+    /// The commands under `keys` whose window holds `now` and that were not released yet,
+    /// taken out with their keys.
+    fn take_due(&self, keys: Vec<String>, now: Instant) -> Vec<(String, Waiting)> {
+        let mut out = Vec::new();
         if let Ok(mut all) = self.waiting.lock() {
             for key in keys {
                 let Some(list) = all.get_mut(&key) else {
                     continue;
                 };
-                let found = pick(list, now).filter(|&i| {
-                    matches!(list[i].primed, Sent::Ssh(_)) && !list[i].primed.released()
-                });
-                if let Some(index) = found {
+                if let Some(index) = pick(list, now).filter(|&i| !list[i].primed.released()) {
                     out.push((key, list.swap_remove(index)));
                 }
             }
             all.retain(|_, list| !list.is_empty());
         }
-        if out.is_empty() {
-            return;
-        }
-        let released = tokio::task::spawn_blocking(move || {
-            for (_, waiting) in &mut out {
-                if let Sent::Ssh(primed) = &mut waiting.primed {
-                    primed.release();
-                }
-            }
-            out
-        })
-        .await;
-        match (released, self.waiting.lock()) {
-            (Ok(out), Ok(mut all)) => {
-                for (key, waiting) in out {
+        out
+    }
+
+    /// Keeps `released` again, each under its key.
+    fn put_back(&self, released: Vec<(String, Waiting)>) {
+        match self.waiting.lock() {
+            Ok(mut all) => {
+                for (key, waiting) in released {
                     all.entry(key).or_default().push(waiting);
                 }
             }
-            _ => tracing::warn!("primed commands lost while being released"),
+            Err(_) => {
+                tracing::warn!("primed commands lost while being released");
+                close(released.into_iter().map(|(_, w)| w).collect());
+            }
         }
     }
 }
@@ -286,6 +326,93 @@ fn drain_stale(waiting: &mut HashMap<String, Vec<Waiting>>, now: Instant) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::FutureExt;
+    use tokio::io::{AsyncReadExt, ReadHalf, SimplexStream};
+
+    /// What an API stream standing in for a node-access pod's exec has heard so far,
+    /// without waiting.
+    fn heard(stream: &mut ReadHalf<SimplexStream>) -> String {
+        let mut buf = [0u8; 64];
+        match stream.read(&mut buf).now_or_never() {
+            Some(Ok(n)) => String::from_utf8_lossy(&buf[..n]).into_owned(),
+            _ => String::new(),
+        }
+    }
+
+    /// A step due now on three nodes through the API and two through a local client: one
+    /// call writes the word to all five before any node's call takes its command, once,
+    /// and what it released is never closed as stale, however late its call comes.
+    #[tokio::test]
+    async fn a_steps_commands_through_the_api_and_local_clients_are_released_in_one_pass() {
+        let commands = PrimedCommands::default();
+        let due = Instant::now();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut streams = Vec::new();
+        let mut keys = Vec::new();
+        for node in ["a", "b", "c"] {
+            let (read, stdin) = tokio::io::simplex(64);
+            let pod = PrimedPod::standing_in(stdin, false);
+            commands.put(format!("pod {node}"), node, Sent::Pod(Box::new(pod)), due);
+            streams.push(read);
+            keys.push(format!("pod {node}"));
+        }
+        for node in ["d", "e"] {
+            let file = dir.path().join(node);
+            let script = format!("IFS= read -r w; echo \"$w\" > {}; sleep 30", file.display());
+            let argv = ["sh".to_string(), "-c".to_string(), script];
+            let local = PrimedLocal::spawn(&argv).expect("sh");
+            commands.put(format!("exec {node}"), node, Sent::Local(local), due);
+            keys.push(format!("exec {node}"));
+        }
+        assert!(
+            streams.iter_mut().all(|s| heard(s).is_empty()),
+            "a word before the release"
+        );
+        commands.release(keys.clone()).await;
+        for (stream, node) in streams.iter_mut().zip(["a", "b", "c"]) {
+            assert_eq!(
+                heard(stream),
+                "go\n",
+                "node {node}: not released in the pass"
+            );
+        }
+        let said = |node: &str| std::fs::read_to_string(dir.path().join(node)).unwrap_or_default();
+        let limit = Instant::now() + Duration::from_secs(10);
+        while (said("d").is_empty() || said("e").is_empty()) && Instant::now() < limit {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!((said("d"), said("e")), ("go\n".into(), "go\n".into()));
+        commands.release(keys.clone()).await;
+        for stream in &mut streams {
+            assert_eq!(heard(stream), "", "a command was released twice");
+        }
+        let late = Instant::now() + PRIMED_LATE + Duration::from_secs(1);
+        for key in &keys {
+            let taken = commands.take(key, late);
+            assert!(
+                taken.as_ref().is_some_and(Sent::released),
+                "{key}: its released command was not kept for its call"
+            );
+        }
+    }
+
+    /// What is not released stays to its window: one released under another key is not
+    /// this one, and a waiting command past its window is closed as before.
+    #[tokio::test]
+    async fn only_the_keys_named_are_released_and_the_rest_still_go_stale() {
+        let commands = PrimedCommands::default();
+        let due = Instant::now();
+        let (mut stream, stdin) = tokio::io::simplex(64);
+        let pod = PrimedPod::standing_in(stdin, false);
+        commands.put("pod a".into(), "a", Sent::Pod(Box::new(pod)), due);
+        commands.release(vec!["pod b".into()]).await;
+        assert_eq!(heard(&mut stream), "");
+        let late = Instant::now() + PRIMED_LATE + Duration::from_secs(1);
+        assert!(
+            commands.take("pod a", late).is_none(),
+            "a stale command was taken"
+        );
+    }
 
     #[test]
     fn a_command_is_started_only_near_when_it_was_due() {

@@ -32,14 +32,16 @@ fn primed_node_limit(due: Instant, timeout: Duration) -> Option<Duration> {
     )
 }
 
-/// What a command sent ahead by a local client is found by, beside its text and limit.
-fn local_via(node: &str) -> String {
-    format!("exec {node}")
-}
-
-/// What a command sent ahead through the API is found by, beside its text and limit.
-fn pod_via(node: &str) -> String {
-    format!("pod {node}")
+/// What a command sent ahead to `access`'s node is found by ([`primed::key`]): the way
+/// it was sent (the SSH login, or the node of a local client or of the API's pod), its
+/// text and its limit. Priming, releasing and taking it all ask here.
+fn waiting_key(access: &NodeAccess, command: &str, timeout: Duration) -> String {
+    let via = match access.transport {
+        TransportKind::Ssh => ssh_target(access).pool_key(),
+        TransportKind::Exec => format!("exec {}", access.name),
+        TransportKind::Pod => format!("pod {}", access.name),
+    };
+    primed::key(&via, command, timeout)
 }
 
 impl Executor {
@@ -72,7 +74,7 @@ impl Executor {
             _ => return Ok(false),
         }
         let target = ssh_target(&access);
-        let key = primed::key(&target.pool_key(), &command, timeout);
+        let key = waiting_key(&access, &command, timeout);
         // Checked now (the deadline would not render) and rendered again just before it
         // is sent: the node's deadline counts from then.
         plan(&access, primed::gated(&command), Some(timeout))?;
@@ -98,22 +100,18 @@ impl Executor {
         Ok(true)
     }
 
-    /// Starts now the commands of `op` sent ahead to `nodes` over SSH
-    /// ([`Executor::prime`]), all in one pass, for the calls to [`Executor::perform`] that
-    /// follow at once to hear them out: the loop releases a step's nodes together when
-    /// the step is due. A node with no such command waiting (another transport, not
-    /// primed, its window missed) is left to its call.
+    /// Starts now the commands of `op` sent ahead to `nodes` ([`Executor::prime`]: over
+    /// SSH, through a local client such as `docker exec -i`, or through the API), all in
+    /// one pass, for the calls to [`Executor::perform`] that follow at once to hear them
+    /// out: the loop releases a step's nodes together when the step is due. A node with
+    /// no such command waiting (not primed, its window missed) is left to its call.
     pub async fn release(&self, nodes: &[&str], op: &NodeOp, timeout: Duration) {
         let keys = nodes
             .iter()
             .filter_map(|node| {
                 let access = self.access(node).ok()?;
-                if access.transport != TransportKind::Ssh {
-                    return None;
-                }
                 let command = command_text(&access, op, self.run.as_deref()).ok()?;
-                let target = ssh_target(&access);
-                Some(primed::key(&target.pool_key(), &command, timeout))
+                Some(waiting_key(&access, &command, timeout))
             })
             .collect();
         self.primed.release(keys).await;
@@ -128,28 +126,19 @@ impl Executor {
         timeout: Duration,
         plan: &mut Plan,
     ) {
-        match plan {
-            Plan::Ssh { target, primed, .. } => {
-                let key = primed::key(&target.pool_key(), command, timeout);
-                if let Some(primed::Sent::Ssh(waiting)) = self.primed.take(&key, Instant::now()) {
-                    *primed = Some(waiting);
-                }
+        if matches!(plan, Plan::Local { to_node: false, .. }) {
+            return;
+        }
+        let key = waiting_key(access, command, timeout);
+        match (plan, self.primed.take(&key, Instant::now())) {
+            (Plan::Ssh { primed, .. }, Some(primed::Sent::Ssh(waiting))) => {
+                *primed = Some(waiting);
             }
-            Plan::Local {
-                primed,
-                to_node: true,
-                ..
-            } => {
-                let key = primed::key(&local_via(&access.name), command, timeout);
-                if let Some(primed::Sent::Local(waiting)) = self.primed.take(&key, Instant::now()) {
-                    *primed = waiting.alive();
-                }
+            (Plan::Local { primed, .. }, Some(primed::Sent::Local(waiting))) => {
+                *primed = waiting.alive();
             }
-            Plan::Pod { primed, .. } => {
-                let key = primed::key(&pod_via(&access.name), command, timeout);
-                if let Some(primed::Sent::Pod(waiting)) = self.primed.take(&key, Instant::now()) {
-                    *primed = (*waiting).alive().map(Box::new);
-                }
+            (Plan::Pod { primed, .. }, Some(primed::Sent::Pod(waiting))) => {
+                *primed = (*waiting).alive().map(Box::new);
             }
             _ => {}
         }
@@ -180,7 +169,7 @@ impl Executor {
             program: argv.first().cloned().unwrap_or_default(),
             source,
         })?;
-        let key = primed::key(&local_via(&access.name), command, timeout);
+        let key = waiting_key(access, command, timeout);
         self.primed
             .put(key, &access.name, primed::Sent::Local(waiting), due);
         Ok(true)
@@ -235,7 +224,7 @@ impl Executor {
         let Some(waiting) = waiting else {
             return Ok(false);
         };
-        let key = primed::key(&pod_via(&node), &command, timeout);
+        let key = waiting_key(&access, &command, timeout);
         self.primed
             .put(key, &node, primed::Sent::Pod(Box::new(waiting)), due);
         Ok(true)

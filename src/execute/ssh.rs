@@ -798,9 +798,6 @@ pub(super) struct Primed {
     released: Option<Released>,
 }
 
-/// How long sending the word ahead may block ([`Primed::release`]), in milliseconds.
-const RELEASE_LIMIT_MS: u32 = 500;
-
 /// The word sent ahead of the call that hears the command out ([`Primed::release`]).
 #[derive(Debug, Clone, Copy)]
 struct Released {
@@ -910,7 +907,10 @@ impl Primed {
     pub(super) fn release(&mut self) {
         if self.released.is_none() && self.waiting() {
             // Three bytes on an established connection: never worth a stalled loop.
-            self.connection.session.set_timeout(RELEASE_LIMIT_MS);
+            let limit = super::primed::RELEASE_LIMIT.as_millis();
+            self.connection
+                .session
+                .set_timeout(u32::try_from(limit).unwrap_or(u32::MAX));
             let at = Instant::now();
             let written = self.send_word();
             self.released = Some(Released { at, written });

@@ -12,9 +12,10 @@ use futures::FutureExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::Client;
 use kube::api::AttachedProcess;
-use tokio::io::{AsyncWriteExt, SimplexStream, WriteHalf};
+use tokio::io::{SimplexStream, WriteHalf};
 
 use super::{AccessPod, LIFETIME_MARGIN, PodEnd, PodError};
+use crate::execute::gate_input::GateInput;
 use crate::inventory::PodSettings;
 
 /// The end of an exec stream, taken from it when it was opened, so that whether it has
@@ -30,7 +31,7 @@ pub(crate) struct PrimedPod {
     process: Option<AttachedProcess>,
     /// Held open until the command is over: closing it would, on an API server without
     /// the stream-close signal (before the v5 exec protocol), close the whole stream.
-    stdin: Option<WriteHalf<SimplexStream>>,
+    stdin: GateInput<WriteHalf<SimplexStream>>,
     end: Option<StreamEnd>,
 }
 
@@ -68,7 +69,7 @@ pub(crate) async fn prime(
             return other.map(|_| None);
         }
     };
-    let stdin = process.stdin();
+    let stdin = GateInput::new(process.stdin());
     let end = process.take_status().map(|s| Box::pin(s) as StreamEnd);
     Ok(Some(PrimedPod {
         pod: Some(pod),
@@ -81,40 +82,48 @@ pub(crate) async fn prime(
 impl PrimedPod {
     /// `self` while its stream is open (a pod whose node went away, or that its deadline
     /// ended, has closed it); `None` after deleting it, for the command to go the
-    /// ordinary way.
+    /// ordinary way. A released one is kept unasked: its stream may have ended because
+    /// it ran, and it must not run again.
     pub(crate) fn alive(mut self) -> Option<PrimedPod> {
+        if self.released() {
+            return Some(self);
+        }
         let ended = match self.end.as_mut() {
             Some(end) => end.now_or_never().is_some(),
             None => true,
         };
-        if ended || self.stdin.is_none() {
+        if ended || !self.stdin.is_open() {
             tracing::debug!("a primed node-access pod's stream had ended before it was due");
             return None;
         }
         Some(self)
     }
 
-    /// Writes the word, then hears the command out as an ordinary exec, and deletes the
-    /// pod. `limit` and `grace` as for [`super::run`].
+    /// Writes the word into the open stream now, ahead of the call that hears the
+    /// command out: a step's commands are released on all of its nodes in one pass
+    /// ([`crate::execute::Executor::release`]). Once only.
+    pub(crate) async fn release(&mut self) {
+        self.stdin.release().await;
+    }
+
+    /// Whether its word was written ([`PrimedPod::release`]).
+    pub(crate) fn released(&self) -> bool {
+        self.stdin.released_at().is_some()
+    }
+
+    /// Writes the word (unless it was released already), then hears the command out as
+    /// an ordinary exec, and deletes the pod. `limit` and `grace` as for [`super::run`].
     pub(crate) async fn start(
         mut self,
         limit: Duration,
         grace: Duration,
     ) -> Result<PodEnd, PodError> {
         let (Some(pod), Some(process)) = (self.pod.take(), self.process.take()) else {
-            return Ok(PodEnd::TimedOut { sent: false });
+            return Ok(PodEnd::TimedOut {
+                sent: self.released(),
+            });
         };
-        let word = format!("{}\n", crate::execute::ssh::GO);
-        let written = match self.stdin.as_mut() {
-            Some(stdin) => match stdin.write_all(word.as_bytes()).await {
-                Ok(()) => stdin.flush().await,
-                Err(e) => Err(e),
-            },
-            None => Err(std::io::Error::other("no standard input")),
-        };
-        if let Err(e) = written {
-            tracing::debug!("the word did not reach a primed node-access pod: {e}");
-        }
+        self.stdin.release().await;
         let ended = pod.hear_out(process, self.end.take(), limit, grace).await;
         pod.delete().await;
         ended
@@ -125,8 +134,48 @@ impl Drop for PrimedPod {
     fn drop(&mut self) {
         // Cut the stream first: the gate reads end-of-file and runs nothing.
         drop(self.process.take());
-        drop(self.stdin.take());
+        drop(std::mem::replace(&mut self.stdin, GateInput::new(None)));
         // Then the pod, which deletes itself when dropped.
         drop(self.pod.take());
+    }
+}
+
+#[cfg(test)]
+impl PrimedPod {
+    /// A command waiting behind `stdin` with no pod or exec behind it, for tests of how
+    /// waiting commands are released and kept; `ended`: its stream has ended.
+    pub(crate) fn standing_in(stdin: WriteHalf<SimplexStream>, ended: bool) -> PrimedPod {
+        let end: StreamEnd = if ended {
+            Box::pin(std::future::ready(None))
+        } else {
+            Box::pin(std::future::pending())
+        };
+        PrimedPod {
+            pod: None,
+            process: None,
+            stdin: GateInput::new(Some(stdin)),
+            end: Some(end),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A released command's stream may have ended because it ran: its call must hear it
+    /// out, not take it for one that had gone and send it anew.
+    #[tokio::test]
+    async fn a_released_command_whose_stream_ended_is_kept_for_its_call() {
+        let (_read, stdin) = tokio::io::simplex(64);
+        let mut released = PrimedPod::standing_in(stdin, true);
+        released.release().await;
+        assert!(released.alive().is_some(), "a released command was dropped");
+        let (_read, stdin) = tokio::io::simplex(64);
+        let waiting = PrimedPod::standing_in(stdin, true);
+        assert!(
+            waiting.alive().is_none(),
+            "a waiting command whose stream ended was kept"
+        );
     }
 }
