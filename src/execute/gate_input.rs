@@ -1,15 +1,19 @@
 //! The standard input of a command sent ahead through an async stream (a local client's
-//! pipe, an API exec stream), where the word that starts it ([`super::ssh::GO`]) is
+//! pipe, an API exec stream), where the word that starts it ([`GO`]) is
 //! written once: by the pass that releases a step's nodes together
 //! ([`super::primed::PrimedCommands::release`]), or else by the call that hears it out.
 //! (Over SSH the word goes through a blocking channel: [`super::ssh::Primed`].)
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-use super::primed::RELEASE_LIMIT;
-use super::ssh::GO;
+/// The word a primed command waits for on its standard input before it runs.
+pub(super) const GO: &str = "go";
+
+/// How long sending the word to one waiting command may take when it is released: a
+/// few bytes on an established connection or an open stream, never worth a stalled loop.
+pub(super) const RELEASE_LIMIT: Duration = Duration::from_millis(500);
 
 /// A waiting command's input, and when the word was written to it. Dropped, the input
 /// closes: the gate of one not yet released reads end-of-file and runs nothing.

@@ -131,7 +131,7 @@ async fn finish(
 
 /// A command carried to its node by a local client (`transport: exec` with
 /// `execWithStdin`), started ahead of its step behind the gate of
-/// [`super::primed::gated`] and waiting there for [`super::ssh::GO`] on its standard
+/// [`super::primed::gated`] and waiting there for [`super::gate_input::GO`] on its standard
 /// input. Dropped without being started (the run stopped first, or the step went the
 /// ordinary way), its client is killed, the node side reads end-of-file and runs nothing;
 /// its node deadline ends the wait in any case.

@@ -5,7 +5,7 @@
 //!
 //! A step due at a known offset is armed a few seconds early; its commands are then sent
 //! too, each wrapped in a gate ([`gated`]) that reads one line from standard input and
-//! runs the command only if that line is [`super::ssh::GO`]. When the step is due,
+//! runs the command only if that line is [`super::gate_input::GO`]. When the step is due,
 //! [`super::Executor::release`] sends the line to the commands waiting on all of its
 //! nodes in one pass ([`PrimedCommands::release`]), whatever carries them, and each
 //! node's [`super::Executor::perform`] then finds its command here and hears it out (or
@@ -30,9 +30,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::gate_input::GO;
 use super::local::PrimedLocal;
 use super::pod::primed::PrimedPod;
-use super::ssh::{GO, Primed};
+use super::ssh::Primed;
 
 /// How late after when it was due a waiting command may still be started; its node
 /// deadline adds as much, so that it is never ended before its limit.
@@ -41,10 +42,6 @@ pub(super) const PRIMED_LATE: Duration = Duration::from_millis(250);
 /// How early before when it was due a waiting command may be started (the loop's offsets
 /// and this process's monotonic clock can differ by a few milliseconds).
 pub(super) const PRIMED_EARLY: Duration = Duration::from_millis(50);
-
-/// How long sending the word to one waiting command may take when it is released: a
-/// few bytes on an established connection or an open stream, never worth a stalled loop.
-pub(super) const RELEASE_LIMIT: Duration = Duration::from_millis(500);
 
 /// How much later than an ordinary command's a started primed command's node deadline
 /// can fall: the whole second its deadline is rounded up to, [`PRIMED_LATE`] and

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use ssh2::{CheckResult, ExtendedData, KnownHostFileKind, Session};
 
+use super::gate_input::GO;
 use super::jump_channel::Bridge;
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail};
 use super::ssh_pool;
@@ -782,9 +783,6 @@ fn agent_auth(session: &Session, user: &str, socket: Option<&Path>, what: &str) 
     }
 }
 
-/// The word a primed command waits for on its standard input before it runs.
-pub(super) const GO: &str = "go";
-
 /// A command sent to its node ahead of its step, waiting there for [`GO`] on its standard
 /// input: when the step is due, only that one line crosses the network, and the node's
 /// shell runs the command at once, with no channel to open, no session to fork and no
@@ -907,7 +905,7 @@ impl Primed {
     pub(super) fn release(&mut self) {
         if self.released.is_none() && self.waiting() {
             // Three bytes on an established connection: never worth a stalled loop.
-            let limit = super::primed::RELEASE_LIMIT.as_millis();
+            let limit = super::gate_input::RELEASE_LIMIT.as_millis();
             self.connection
                 .session
                 .set_timeout(u32::try_from(limit).unwrap_or(u32::MAX));
