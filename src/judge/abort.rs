@@ -106,7 +106,7 @@ fn bad_states(
 ) -> Vec<Bad> {
     match &condition.kind {
         AbortKind::NodeNotReady => index
-            .all_nodes()
+            .nodes_not_ready()
             .filter(|(name, _)| !targeted.contains(name.as_str()))
             .filter_map(|(name, history)| node_left_ready(name, history, start_ms))
             .collect(),

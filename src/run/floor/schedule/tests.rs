@@ -635,3 +635,58 @@ expect:
     assert_eq!(tick.end, Some(End::Observed { all_decided: true }));
     assert!(s.awaits_back(12_000, &tick).is_empty());
 }
+
+/// What one tick costs over a recorded run (`FAULTLINE_TICK_RECORD=RUN.json`): the whole
+/// poll, and its parts. A measurement to run by hand (`--ignored --nocapture`), not a test.
+#[test]
+#[ignore = "needs FAULTLINE_TICK_RECORD"]
+fn tick_cost_over_a_recorded_run() {
+    let Ok(path) = std::env::var("FAULTLINE_TICK_RECORD") else {
+        panic!("FAULTLINE_TICK_RECORD=RUN.json");
+    };
+    let record = crate::record::RunRecord::load(Path::new(&path)).expect("a run record");
+    let index = TimelineIndex::of(&record.timeline);
+    let plan = Plan {
+        exp: &record.experiment,
+        targets: &record.targets,
+        timers: &record.cluster.timers,
+        capabilities: &record.cluster.capabilities,
+        keep_going: false,
+    };
+    let start = record.start_ms.unwrap_or(0);
+    let s = Scheduler::new(plan, start);
+    let now = start + 3_000;
+    let time = |label: &str, f: &dyn Fn()| {
+        let t0 = std::time::Instant::now();
+        for _ in 0..200 {
+            f();
+        }
+        println!(
+            "{label}: {:.0} us",
+            t0.elapsed().as_secs_f64() * 1e6 / 200.0
+        );
+    };
+    time("poll", &|| {
+        std::hint::black_box(s.poll(now, &index));
+    });
+    time("judge_index", &|| {
+        std::hint::black_box(judge::judge_index(
+            plan.exp,
+            plan.targets,
+            plan.timers,
+            plan.capabilities,
+            &index,
+            settled(now),
+        ));
+    });
+    time("check_aborts", &|| {
+        std::hint::black_box(judge::check_aborts(
+            &plan.exp.abort,
+            plan.targets,
+            plan.timers,
+            &index,
+            start,
+            now,
+        ));
+    });
+}
