@@ -11,10 +11,11 @@ use crate::run::preflight::prepare::Prepared;
 use crate::run::shared_timeline::SharedTimeline;
 use crate::timeline::{Event, RunPhase};
 
-/// Longest wait for the observer's first lists before the first step: twice what 30,000
-/// pods took on a loaded 2-CPU machine (about 30 s), a bound for a source that keeps
-/// failing (its gap is on the timeline) or a cluster far bigger than that.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest wait for the observer's first lists before the first step: about five times
+/// what 150,000 pods on 5,000 nodes took on a loaded 2-CPU machine (54-60 s, where a
+/// bound of 60 s started one run before its lists were in), a bound for a source that
+/// keeps failing (its gap is on the timeline) or a cluster far bigger than that.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Starts the experiment's probes, recording their changes on the run's timeline; `None`
 /// when it has none.
