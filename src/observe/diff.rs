@@ -44,7 +44,6 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
         self.states.len()
     }
 
-    #[cfg(test)]
     /// Whether no object is known.
     pub(crate) fn is_empty(&self) -> bool {
         self.states.is_empty()

@@ -62,10 +62,15 @@ pub(crate) const NODES_SOURCE: &str = "nodes";
 ///
 /// A relist is buffered as reduced states, reduced as each listed object arrives, never as
 /// the objects themselves: with every pod of a big cluster in one list, holding the API
-/// objects until the list ends would be the observer's peak memory.
+/// objects until the list ends would be the observer's peak memory. A first list, with
+/// nothing known before it, is not buffered at all: each object is first seen as it
+/// arrives (nothing can have vanished), so 150,000 pods are never held twice and turned
+/// into entries all at once when the list ends.
 struct Tracked<K, S> {
     known: Known<K, S>,
     buffer: Option<Vec<(K, S)>>,
+    /// The list under way started with nothing known: its objects go straight through.
+    streaming: bool,
     gap: bool,
 }
 
@@ -74,6 +79,7 @@ impl<K, S> Default for Tracked<K, S> {
         Tracked {
             known: Known::default(),
             buffer: None,
+            streaming: false,
             gap: false,
         }
     }
@@ -113,19 +119,30 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Tracked<K, S> {
                     out.extend(self.known.delete(&k).map(&to_event));
                 }
             }
-            Seen::Init => self.buffer = Some(Vec::new()),
+            Seen::Init => {
+                self.streaming = self.known.is_empty();
+                self.buffer = (!self.streaming).then(Vec::new);
+            }
             Seen::InitApply(obj) => {
-                if let Some(reduced) = reduce(&obj) {
-                    self.buffer.get_or_insert_with(Vec::new).push(reduced);
+                if let Some((k, s)) = reduce(&obj) {
+                    if self.streaming {
+                        out.extend(self.known.apply(k, s).map(&to_event));
+                    } else {
+                        self.buffer.get_or_insert_with(Vec::new).push((k, s));
+                    }
                 }
             }
             Seen::InitDone => {
-                let listed = self.buffer.take().unwrap_or_default();
-                let changes = self.known.relist(listed);
-                out.extend(changes.into_iter().map(&to_event));
+                if !std::mem::take(&mut self.streaming) {
+                    let listed = self.buffer.take().unwrap_or_default();
+                    let changes = self.known.relist(listed);
+                    out.extend(changes.into_iter().map(&to_event));
+                }
                 self.close_gap(source, crate::timeline::GAP_RELISTED, &mut out);
             }
             Seen::Failed(reason) => {
+                // A list that failed half-way streamed what it had: the next one diffs.
+                self.streaming = false;
                 self.buffer = None;
                 if !self.gap {
                     self.gap = true;
@@ -281,19 +298,30 @@ mod tests {
     }
 
     #[test]
-    fn initial_list_emits_first_seen_entries_only_at_init_done() {
+    fn a_first_list_emits_each_object_as_it_arrives_a_relist_at_its_end() {
         let mut r = Recorder::new();
         assert!(r.record(pods(Seen::Init)).is_empty());
-        assert!(
-            r.record(pods(Seen::InitApply(load("pod-db-statefulset.json"))))
-                .is_empty()
-        );
-        let out = r.record(pods(Seen::InitDone));
-        assert_eq!(out.len(), 1);
+        let out = r.record(pods(Seen::InitApply(load("pod-db-statefulset.json"))));
+        assert_eq!(out.len(), 1, "nothing known before: first seen at once");
         let (name, before, after) = pod_change(&out[0]);
         assert_eq!(name, "db-0");
         assert_eq!(before, None);
         assert_eq!(after.map(|s| s.phase).as_deref(), Some("Running"));
+        assert!(r.record(pods(Seen::InitDone)).is_empty());
+        // After a failure the next list is compared with what was known, at its end.
+        r.record(pods(Seen::Failed("reset".into())));
+        assert!(r.record(pods(Seen::Init)).is_empty());
+        let mut restarted: Pod = load("pod-db-statefulset.json");
+        restarted.metadata.uid = Some("another-uid".into());
+        assert!(r.record(pods(Seen::InitApply(restarted))).is_empty());
+        let out = r.record(pods(Seen::InitDone));
+        assert!(
+            out.iter()
+                .filter(|e| matches!(e, Event::Pod { .. }))
+                .count()
+                == 2,
+            "the old pod gone, the new one seen, at the list's end: {out:?}"
+        );
     }
 
     #[test]
@@ -465,9 +493,9 @@ mod tests {
         let mut elsewhere: Pod = load("pod-agent-daemonset.json");
         elsewhere.metadata.namespace = Some("other".to_string());
         assert!(r.record(all(Seen::Init)).is_empty());
-        r.record(all(Seen::InitApply(db.clone())));
-        r.record(all(Seen::InitApply(elsewhere.clone())));
-        let out = r.record(all(Seen::InitDone));
+        let mut out = r.record(all(Seen::InitApply(db.clone())));
+        out.extend(r.record(all(Seen::InitApply(elsewhere.clone()))));
+        out.extend(r.record(all(Seen::InitDone)));
         let mut namespaces: Vec<String> = out
             .iter()
             .map(|e| match e {
