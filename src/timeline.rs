@@ -404,6 +404,25 @@ pub struct PodState {
     pub tolerates_unreachable_forever: bool,
 }
 
+#[cfg(test)]
+impl PodState {
+    /// A Running, Ready pod on `node` and nothing else known: what tests start from.
+    pub(crate) fn running_on(node: Option<&str>) -> PodState {
+        PodState {
+            phase: "Running".into(),
+            ready: true,
+            ready_since: None,
+            terminating: false,
+            node: node.map(str::to_string),
+            restarts: 0,
+            owner: None,
+            created: None,
+            unreachable_toleration_secs: None,
+            tolerates_unreachable_forever: false,
+        }
+    }
+}
+
 /// Replica counts of a workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkloadState {

@@ -99,18 +99,7 @@ mod tests {
                     uid: name.into(),
                 },
                 before: None,
-                after: Some(PodState {
-                    phase: "Running".into(),
-                    ready: true,
-                    ready_since: None,
-                    terminating: false,
-                    node: Some(node.into()),
-                    restarts: 0,
-                    owner: None,
-                    created: None,
-                    unreachable_toleration_secs: None,
-                    tolerates_unreachable_forever: false,
-                }),
+                after: Some(PodState::running_on(Some(node))),
             },
         }
     }

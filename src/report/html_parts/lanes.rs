@@ -297,18 +297,7 @@ mod tests {
     use super::*;
 
     fn pod_on(node: Option<&str>) -> PodState {
-        PodState {
-            phase: "Running".into(),
-            ready: true,
-            ready_since: None,
-            terminating: false,
-            node: node.map(str::to_string),
-            restarts: 0,
-            owner: None,
-            created: None,
-            unreachable_toleration_secs: None,
-            tolerates_unreachable_forever: false,
-        }
+        PodState::running_on(node)
     }
 
     #[test]

@@ -79,20 +79,12 @@ fn pod(namespace: &str, name: &str, node: &str, owner: Option<&str>) -> (PodId, 
         uid: format!("uid-{name}"),
     };
     let state = PodState {
-        phase: "Running".into(),
-        ready: true,
-        ready_since: None,
-        terminating: false,
-        node: Some(node.into()),
-        restarts: 0,
         owner: owner.map(|d| WorkloadRef {
             kind: crate::experiment::model::WorkloadKind::Deployment,
             namespace: namespace.into(),
             name: d.into(),
         }),
-        created: None,
-        unreachable_toleration_secs: None,
-        tolerates_unreachable_forever: false,
+        ..PodState::running_on(Some(node))
     };
     (id, state)
 }
