@@ -21,6 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::Utc;
@@ -189,8 +190,8 @@ fn node_state(ready: ConditionStatus, unreachable: bool) -> NodeState {
     }
 }
 
-fn pod_state(node: &str, owner: &WorkloadRef, ready: bool, terminating: bool) -> PodState {
-    PodState {
+fn pod_state(node: &str, owner: &WorkloadRef, ready: bool, terminating: bool) -> Arc<PodState> {
+    Arc::new(PodState {
         phase: "Running".into(),
         ready,
         ready_since: None,
@@ -201,7 +202,7 @@ fn pod_state(node: &str, owner: &WorkloadRef, ready: bool, terminating: bool) ->
         created: None,
         unreachable_toleration_secs: (owner.kind != WorkloadKind::DaemonSet).then_some(30),
         tolerates_unreachable_forever: owner.kind == WorkloadKind::DaemonSet,
-    }
+    })
 }
 
 /// A deterministic synthetic timeline: the eviction story on node-0, churn elsewhere.

@@ -5,6 +5,8 @@
 //! appends steps), the judge (which reads) and the reporters (which render). States are
 //! reduced to what the judge can ask about, so metadata churn never becomes an entry.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -33,8 +35,6 @@ pub struct Entry {
 /// The kinds of thing a timeline records.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
-// Entries are stored once and read many times; boxing pod states would only add indirection.
-#[allow(clippy::large_enum_variant)]
 pub enum Event {
     /// A node's reduced state changed (`None` = object absent).
     Node {
@@ -46,13 +46,18 @@ pub enum Event {
         after: Option<NodeState>,
     },
     /// A pod's reduced state changed.
+    ///
+    /// The states are shared, not copied: the observer's last known state, this entry's
+    /// `after`, the next entry's `before` and the judge's history of the pod are one
+    /// allocation. At 150,000 pods, two inline states made every entry of every kind
+    /// about 440 bytes; shared, an entry is a few pointers (see `docs/performance.md`).
     Pod {
         /// Which pod.
         pod: PodId,
         /// State before.
-        before: Option<PodState>,
+        before: Option<Arc<PodState>>,
         /// State after.
-        after: Option<PodState>,
+        after: Option<Arc<PodState>>,
     },
     /// A workload's replica counts changed.
     Workload {
@@ -569,5 +574,30 @@ mod tests {
         assert_eq!(cut.end_ms(), 20);
         assert_eq!(cut.zero, t.zero);
         assert!(t.until(-1).entries.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// At 150,000 pods the timeline holds a few hundred thousand entries; each byte of an
+    /// entry is then a few hundred kilobytes. Pod states are shared (`Arc`), so no variant
+    /// holds a state inline; this fails when one starts to.
+    #[test]
+    fn an_entry_holds_no_pod_state_inline() {
+        let entry = std::mem::size_of::<Entry>();
+        let state = std::mem::size_of::<PodState>();
+        eprintln!(
+            "Entry {entry} B, Event {} B, PodState {state} B",
+            std::mem::size_of::<Event>()
+        );
+        assert!(
+            entry < state + 32,
+            "an entry is {entry} B, a pod state {state} B"
+        );
+        // 176 B today (a node's two states are the largest variant); 440 B with pod
+        // states inline.
+        assert!(entry <= 176, "an entry is {entry} B");
     }
 }

@@ -92,7 +92,7 @@ async fn wait_for(
 
 fn pod_after(e: &Entry) -> Option<&PodState> {
     match &e.event {
-        Event::Pod { after, .. } => after.as_ref(),
+        Event::Pod { after, .. } => after.as_deref(),
         _ => None,
     }
 }

@@ -55,7 +55,7 @@ fn pod_shows(e: &Entry, subject: &str, transition: Transition) -> bool {
     if format!("{}/{}", pod.namespace, pod.name) != subject {
         return false;
     }
-    let was = |test: &dyn Fn(&PodState) -> bool| before.as_ref().is_some_and(test);
+    let was = |test: &dyn Fn(&PodState) -> bool| before.as_deref().is_some_and(test);
     match (transition, after) {
         (Transition::PodNotReady, Some(after)) => !after.ready && was(&|b| b.ready),
         (Transition::PodTerminating, Some(after)) => after.terminating && !was(&|b| b.terminating),

@@ -321,7 +321,9 @@ fn a_pod_removed_outright_counts_as_terminating_when_it_goes() {
                 pod,
                 after: Some(state),
                 ..
-            } if pod.name == "store-0" && !state.terminating => Some((pod.clone(), state.clone())),
+            } if pod.name == "store-0" && !state.terminating => {
+                Some((pod.clone(), PodState::clone(state)))
+            }
             _ => None,
         })
         .expect("the store pod, running");
@@ -330,7 +332,7 @@ fn a_pod_removed_outright_counts_as_terminating_when_it_goes() {
         wall: r.started_at,
         event: Event::Pod {
             pod: pod.clone(),
-            before: Some(before),
+            before: Some(before.into()),
             after: None,
         },
     };

@@ -6,6 +6,7 @@ use super::members::{Member, Series, last_known, state_at};
 use super::states::{pod_label, rel, secs};
 use super::truth::{Gap, Truth, gap_hiding, gap_overlapping};
 use crate::timeline::PodState;
+use std::sync::Arc;
 
 /// What one member's evaluation came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -361,7 +362,10 @@ pub(super) fn never(ctx: &Ctx, name: &str, state: &str, truth: &Truth, end: Hold
     )
 }
 
-fn pod_history<'a>(member: &'a Member, check: &str) -> Result<&'a History<PodState>, MemberEval> {
+fn pod_history<'a>(
+    member: &'a Member,
+    check: &str,
+) -> Result<&'a History<Arc<PodState>>, MemberEval> {
     match &member.series {
         Series::Pod(h) => Ok(h),
         _ => Err(MemberEval::error(format!(
@@ -454,7 +458,10 @@ pub(super) fn replaced(
         (None, false) if ctx.complete => MemberEval::new(
             Pass,
             None,
-            format!("{name} kept uid {uid} ({})", pod_label(last_known(history))),
+            format!(
+                "{name} kept uid {uid} ({})",
+                pod_label(last_known(history).map(Arc::as_ref))
+            ),
         ),
         (None, false) => MemberEval::new(Pending, None, format!("{name} still has uid {uid}")),
         (None, true) if ctx.complete => MemberEval::new(
@@ -462,7 +469,7 @@ pub(super) fn replaced(
             None,
             format!(
                 "{name} (uid {uid}) still existed when observation ended ({})",
-                pod_label(last_known(history))
+                pod_label(last_known(history).map(Arc::as_ref))
             ),
         ),
         (None, true) => MemberEval::new(

@@ -93,6 +93,7 @@ mod tests {
     use super::*;
     use crate::timeline::{ConditionStatus, NodeState, PodState};
     use chrono::{DateTime, Utc};
+    use std::sync::Arc;
 
     fn at(secs: i64) -> Option<DateTime<Utc>> {
         DateTime::from_timestamp(1_800_000_000 + secs, 0)
@@ -109,12 +110,12 @@ mod tests {
         }
     }
 
-    fn pod(terminating: bool) -> PodState {
+    fn pod(terminating: bool) -> Arc<PodState> {
         in_phase("Running", 0, terminating)
     }
 
-    fn in_phase(phase: &str, restarts: i32, terminating: bool) -> PodState {
-        PodState {
+    fn in_phase(phase: &str, restarts: i32, terminating: bool) -> Arc<PodState> {
+        Arc::new(PodState {
             phase: phase.to_string(),
             ready: true,
             ready_since: at(0),
@@ -125,7 +126,7 @@ mod tests {
             created: at(0),
             unreachable_toleration_secs: Some(300),
             tolerates_unreachable_forever: false,
-        }
+        })
     }
 
     fn gap(closed: bool) -> Gap {

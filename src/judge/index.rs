@@ -13,6 +13,7 @@
 //! ([`TimelineIndex::of`]); `tests/local/judge_incremental.rs` checks it tick by tick.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use crate::experiment::model::WorkloadRef;
 use crate::timeline::{
@@ -44,7 +45,7 @@ pub struct TimelineIndex {
     /// Each probe's count of failed tries at its changes, where the record has them.
     probe_failed: HashMap<String, Vec<(i64, u64)>>,
     /// Every pod's identity and history, in order of first sight; `slots` finds a pod.
-    pods: Vec<(PodId, History<PodState>)>,
+    pods: Vec<(PodId, History<Arc<PodState>>)>,
     slots: HashMap<PodId, usize>,
     /// Pods that ever had each workload as owner, in [`PodId`] order.
     owned: HashMap<WorkloadRef, BTreeMap<PodId, usize>>,
@@ -186,7 +187,7 @@ impl TimelineIndex {
         }
     }
 
-    fn insert_pod(&mut self, pod: &PodId, at: i64, after: Option<&PodState>) {
+    fn insert_pod(&mut self, pod: &PodId, at: i64, after: Option<&Arc<PodState>>) {
         let slot = match self.slots.get(pod) {
             Some(&slot) => slot,
             None => {
@@ -332,7 +333,7 @@ impl TimelineIndex {
     pub(super) fn pods_of<'a>(
         &'a self,
         w: &WorkloadRef,
-    ) -> impl Iterator<Item = (&'a PodId, &'a History<PodState>)> + 'a {
+    ) -> impl Iterator<Item = (&'a PodId, &'a History<Arc<PodState>>)> + 'a {
         self.owned
             .get(w)
             .into_iter()
@@ -346,7 +347,7 @@ impl TimelineIndex {
         &'a self,
         w: &WorkloadRef,
         nodes: &[String],
-    ) -> Vec<(&'a PodId, &'a History<PodState>)> {
+    ) -> Vec<(&'a PodId, &'a History<Arc<PodState>>)> {
         let mut slots: Vec<usize> = nodes
             .iter()
             .filter_map(|n| self.owned_on.get(&(w.clone(), n.clone())))
@@ -363,7 +364,7 @@ impl TimelineIndex {
         &'a self,
         w: &WorkloadRef,
         t0: i64,
-    ) -> Vec<(&'a PodId, &'a History<PodState>)> {
+    ) -> Vec<(&'a PodId, &'a History<Arc<PodState>>)> {
         let slots = self
             .first_seen
             .get(w)
@@ -376,7 +377,7 @@ impl TimelineIndex {
         self.in_pod_order(slots)
     }
 
-    fn in_pod_order(&self, slots: Vec<usize>) -> Vec<(&PodId, &History<PodState>)> {
+    fn in_pod_order(&self, slots: Vec<usize>) -> Vec<(&PodId, &History<Arc<PodState>>)> {
         let mut out: Vec<_> = slots
             .into_iter()
             .map(|slot| (&self.pods[slot].0, &self.pods[slot].1))
@@ -454,11 +455,11 @@ impl TimelineIndex {
     pub(crate) fn last_pods(&self) -> impl Iterator<Item = (&PodId, &PodState)> {
         self.pods
             .iter()
-            .filter_map(|(pod, h)| Some((pod, h.last()?.1.as_ref()?)))
+            .filter_map(|(pod, h)| Some((pod, h.last()?.1.as_deref()?)))
     }
 
     /// Every pod's history, in order of first sight.
-    pub(super) fn pods(&self) -> impl Iterator<Item = &History<PodState>> {
+    pub(super) fn pods(&self) -> impl Iterator<Item = &History<Arc<PodState>>> {
         self.pods.iter().map(|(_, h)| h)
     }
 

@@ -2,6 +2,7 @@
 //! pods, each with its state history replayed from the timeline.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::index::{History, TimelineIndex};
@@ -14,7 +15,7 @@ pub(super) enum Series {
     /// A node.
     Node(History<NodeState>),
     /// A pod.
-    Pod(History<PodState>),
+    Pod(History<Arc<PodState>>),
     /// A workload.
     Workload(History<WorkloadState>),
     /// A probe: `Some(true)` = Up.
@@ -94,7 +95,7 @@ pub(super) fn last_known<S>(history: &History<S>) -> Option<&S> {
 }
 
 /// The first node a pod was ever bound to.
-pub(super) fn first_node(history: &History<PodState>) -> Option<&str> {
+pub(super) fn first_node(history: &History<Arc<PodState>>) -> Option<&str> {
     history
         .iter()
         .find_map(|(_, s)| s.as_ref().and_then(|s| s.node.as_deref()))
@@ -191,7 +192,9 @@ pub(super) fn member_toleration(
     let Series::Pod(history) = &member.series else {
         return Ok(None);
     };
-    let state = state_at(history, t0).or_else(|| last_known(history));
+    let state = state_at(history, t0)
+        .or_else(|| last_known(history))
+        .map(Arc::as_ref);
     match state {
         Some(s) if s.tolerates_unreachable_forever => Err(UnboundError::ToleratesForever {
             member: member.name.clone(),

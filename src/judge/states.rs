@@ -5,6 +5,7 @@ use crate::experiment::model::{
     NodeStateMatch, PodStateMatch, ProbeStateMatch, StateMatch, WorkloadStateMatch,
 };
 use crate::timeline::{ConditionStatus, NodeState, PodState, WorkloadState};
+use std::sync::Arc;
 
 use super::index::History;
 use super::members::Series;
@@ -24,7 +25,11 @@ pub(super) struct KindMismatch {
 pub(super) fn truth(series: &Series, state: &StateMatch) -> Result<Truth, KindMismatch> {
     match (series, state) {
         (Series::Node(h), StateMatch::Node(m)) => Ok(reduce(h, |s| node_holds(m, s), node_label)),
-        (Series::Pod(h), StateMatch::Pod(m)) => Ok(reduce(h, |s| pod_holds(*m, s), pod_label)),
+        (Series::Pod(h), StateMatch::Pod(m)) => Ok(reduce(
+            h,
+            |s| pod_holds(*m, s.map(Arc::as_ref)),
+            |s| pod_label(s.map(Arc::as_ref)),
+        )),
         (Series::Workload(h), StateMatch::Workload(m)) => {
             Ok(reduce(h, |s| workload_holds(*m, s), workload_label))
         }

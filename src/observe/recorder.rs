@@ -5,6 +5,7 @@
 //! so the gap and relist rules are tested by feeding it recorded objects.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -166,7 +167,7 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Tracked<K, S> {
 #[derive(Default)]
 pub struct Recorder {
     nodes: Tracked<String, NodeState>,
-    pods: BTreeMap<String, Tracked<PodId, PodState>>,
+    pods: BTreeMap<String, Tracked<PodId, Arc<PodState>>>,
     workloads: BTreeMap<WorkloadRef, Tracked<WorkloadRef, WorkloadState>>,
     replica_sets: BTreeMap<String, Option<Vec<ReplicaSet>>>,
     owners: OwnerIndex,
@@ -216,7 +217,7 @@ impl Recorder {
                 self.pods.entry(ns).or_default().step(
                     &source,
                     seen,
-                    |p: &Pod| Some((pod_id(p)?, pod_state(p, owners))),
+                    |p: &Pod| Some((pod_id(p)?, Arc::new(pod_state(p, owners)))),
                     pod_id,
                     |(pod, before, after)| Event::Pod { pod, before, after },
                 )
@@ -292,7 +293,11 @@ mod tests {
 
     fn pod_change(e: &Event) -> (String, Option<PodState>, Option<PodState>) {
         match e {
-            Event::Pod { pod, before, after } => (pod.name.clone(), before.clone(), after.clone()),
+            Event::Pod { pod, before, after } => (
+                pod.name.clone(),
+                before.as_deref().cloned(),
+                after.as_deref().cloned(),
+            ),
             other => panic!("expected a pod entry, got {other:?}"),
         }
     }

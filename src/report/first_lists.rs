@@ -99,7 +99,7 @@ mod tests {
                     uid: name.into(),
                 },
                 before: None,
-                after: Some(PodState::running_on(Some(node))),
+                after: Some(PodState::running_on(Some(node)).into()),
             },
         }
     }

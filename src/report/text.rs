@@ -277,7 +277,7 @@ pub fn entry_line(entry: &Entry, zero_ms: Option<i64>) -> String {
             "pod {}/{} {}",
             pod.namespace,
             pod.name,
-            pod_change(before.as_ref(), after.as_ref())
+            pod_change(before.as_deref(), after.as_deref())
         ),
         Event::Workload {
             workload,

@@ -243,7 +243,7 @@ fn generated(seed: u64) -> Vec<(i64, Entry)> {
                 Event::Pod {
                     pod: id,
                     before: None,
-                    after,
+                    after: after.map(Into::into),
                 }
             }
             7 => Event::Workload {

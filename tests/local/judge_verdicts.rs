@@ -940,7 +940,7 @@ fn a_replacement_created_after_a_hold_ended_is_not_part_of_the_hold() {
             faultline::timeline::Event::Pod { after: Some(s), .. }
                 if s.owner.as_ref().is_some_and(|o| o.name == "web") =>
             {
-                Some(s.clone())
+                Some(faultline::timeline::PodState::clone(s))
             }
             _ => None,
         })
@@ -964,7 +964,7 @@ fn a_replacement_created_after_a_hold_ended_is_not_part_of_the_hold() {
                 uid: "u-web-late".into(),
             },
             before: None,
-            after: Some(late),
+            after: Some(late.into()),
         },
     });
     t.entries.sort_by_key(|e| e.offset_ms);

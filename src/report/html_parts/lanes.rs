@@ -184,7 +184,7 @@ pub(super) fn lanes(record: &RunRecord, end: i64) -> Vec<Lane<'_>> {
                 }
                 pods.entry(pod)
                     .or_default()
-                    .push((e.offset_ms, after.as_ref()));
+                    .push((e.offset_ms, after.as_deref()));
             }
             Event::Workload {
                 workload, after, ..

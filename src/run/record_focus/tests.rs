@@ -103,7 +103,7 @@ fn seen((pod, state): &(PodId, PodState), offset_ms: i64) -> Entry {
         Event::Pod {
             pod: pod.clone(),
             before: None,
-            after: Some(state.clone()),
+            after: Some(state.clone().into()),
         },
     )
 }
@@ -147,8 +147,8 @@ fn the_record_keeps_what_the_experiment_touches_and_what_changed_and_counts_the_
         2_000,
         Event::Pod {
             pod: changes.0.clone(),
-            before: Some(changes.1.clone()),
-            after: Some(moved),
+            before: Some(changes.1.clone().into()),
+            after: Some(moved.into()),
         },
     ));
     let focus = Focus::of(&experiment(), [&vec!["w1".to_string()]]);

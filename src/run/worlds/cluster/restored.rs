@@ -312,18 +312,13 @@ mod tests {
                 uid: format!("u-{name}"),
             },
             before: None,
-            after: Some(PodState {
-                phase: "Running".into(),
-                ready: true,
-                ready_since: None,
-                terminating,
-                node: Some("w1".into()),
-                restarts: 0,
-                owner: None,
-                created: None,
-                unreachable_toleration_secs: None,
-                tolerates_unreachable_forever: false,
-            }),
+            after: Some(
+                PodState {
+                    terminating,
+                    ..PodState::running_on(Some("w1"))
+                }
+                .into(),
+            ),
         }
     }
 
