@@ -239,11 +239,11 @@ fn synthetic(nodes: usize, per_node: usize, minutes: i64) -> Timeline {
                 WorkloadKind::StatefulSet if n == 0 && p == 2 => "db-0".to_string(),
                 _ => format!("{}-{n}-{p}", owner.name),
             };
-            let id = PodId {
+            let id = Arc::new(PodId {
                 namespace: "faultline-lab".into(),
                 name,
                 uid: format!("uid-{n}-{p}"),
-            };
+            });
             push(
                 0,
                 Event::Pod {
@@ -290,11 +290,11 @@ fn synthetic(nodes: usize, per_node: usize, minutes: i64) -> Timeline {
         .filter(|(_, n, o)| n == "node-0" && o.kind == WorkloadKind::Deployment)
         .enumerate()
     {
-        let id = PodId {
+        let id = Arc::new(PodId {
             namespace: "faultline-lab".into(),
             name: format!("web-new-{i}"),
             uid: format!("new-{i}"),
-        };
+        });
         push(
             52_000,
             Event::Pod {
@@ -334,10 +334,10 @@ fn synthetic(nodes: usize, per_node: usize, minutes: i64) -> Timeline {
             },
         );
         if owner.kind == WorkloadKind::StatefulSet && id.name == "db-0" {
-            let new = PodId {
+            let new = Arc::new(PodId {
                 uid: "db-0-new".into(),
-                ..id.clone()
-            };
+                ..PodId::clone(&id)
+            });
             push(
                 83_000,
                 Event::Pod {

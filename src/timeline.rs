@@ -49,11 +49,12 @@ pub enum Event {
     ///
     /// The states are shared, not copied: the observer's last known state, this entry's
     /// `after`, the next entry's `before` and the judge's history of the pod are one
-    /// allocation. At 150,000 pods, two inline states made every entry of every kind
-    /// about 440 bytes; shared, an entry is a few pointers (see `docs/performance.md`).
+    /// allocation, and so is the pod's identity. At 150,000 pods, two inline states made
+    /// every entry of every kind about 440 bytes, and five copies of each identity (three
+    /// strings each) were another 100 MB; shared, they are pointers.
     Pod {
-        /// Which pod.
-        pod: PodId,
+        /// Which pod (shared, like its states, with the observer and the judge).
+        pod: Arc<PodId>,
         /// State before.
         before: Option<Arc<PodState>>,
         /// State after.

@@ -45,10 +45,10 @@ pub struct TimelineIndex {
     /// Each probe's count of failed tries at its changes, where the record has them.
     probe_failed: HashMap<String, Vec<(i64, u64)>>,
     /// Every pod's identity and history, in order of first sight; `slots` finds a pod.
-    pods: Vec<(PodId, History<Arc<PodState>>)>,
-    slots: HashMap<PodId, usize>,
+    pods: Vec<(Arc<PodId>, History<Arc<PodState>>)>,
+    slots: HashMap<Arc<PodId>, usize>,
     /// Pods that ever had each workload as owner, in [`PodId`] order.
-    owned: HashMap<WorkloadRef, BTreeMap<PodId, usize>>,
+    owned: HashMap<WorkloadRef, BTreeMap<Arc<PodId>, usize>>,
     /// Pods that were ever on a node while owned by a workload: who can be an existing pod
     /// of the workload `on` that node.
     owned_on: HashMap<(WorkloadRef, String), Vec<usize>>,
@@ -187,7 +187,7 @@ impl TimelineIndex {
         }
     }
 
-    fn insert_pod(&mut self, pod: &PodId, at: i64, after: Option<&Arc<PodState>>) {
+    fn insert_pod(&mut self, pod: &Arc<PodId>, at: i64, after: Option<&Arc<PodState>>) {
         let slot = match self.slots.get(pod) {
             Some(&slot) => slot,
             None => {
@@ -338,7 +338,7 @@ impl TimelineIndex {
             .get(w)
             .into_iter()
             .flat_map(|m| m.values())
-            .map(|&slot| (&self.pods[slot].0, &self.pods[slot].1))
+            .map(|&slot| (&*self.pods[slot].0, &self.pods[slot].1))
     }
 
     /// Pods of `w` that were ever on one of `nodes` while owned by it (a superset of its
@@ -380,7 +380,7 @@ impl TimelineIndex {
     fn in_pod_order(&self, slots: Vec<usize>) -> Vec<(&PodId, &History<Arc<PodState>>)> {
         let mut out: Vec<_> = slots
             .into_iter()
-            .map(|slot| (&self.pods[slot].0, &self.pods[slot].1))
+            .map(|slot| (&*self.pods[slot].0, &self.pods[slot].1))
             .collect();
         out.sort_by(|a, b| a.0.cmp(b.0));
         out
@@ -455,7 +455,7 @@ impl TimelineIndex {
     pub(crate) fn last_pods(&self) -> impl Iterator<Item = (&PodId, &PodState)> {
         self.pods
             .iter()
-            .filter_map(|(pod, h)| Some((pod, h.last()?.1.as_deref()?)))
+            .filter_map(|(pod, h)| Some((&**pod, h.last()?.1.as_deref()?)))
     }
 
     /// Every pod's history, in order of first sight.

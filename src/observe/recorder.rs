@@ -167,7 +167,7 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Tracked<K, S> {
 #[derive(Default)]
 pub struct Recorder {
     nodes: Tracked<String, NodeState>,
-    pods: BTreeMap<String, Tracked<PodId, Arc<PodState>>>,
+    pods: BTreeMap<String, Tracked<Arc<PodId>, Arc<PodState>>>,
     workloads: BTreeMap<WorkloadRef, Tracked<WorkloadRef, WorkloadState>>,
     replica_sets: BTreeMap<String, Option<Vec<ReplicaSet>>>,
     owners: OwnerIndex,
@@ -217,8 +217,8 @@ impl Recorder {
                 self.pods.entry(ns).or_default().step(
                     &source,
                     seen,
-                    |p: &Pod| Some((pod_id(p)?, Arc::new(pod_state(p, owners)))),
-                    pod_id,
+                    |p: &Pod| Some((Arc::new(pod_id(p)?), Arc::new(pod_state(p, owners)))),
+                    |p: &Pod| pod_id(p).map(Arc::new),
                     |(pod, before, after)| Event::Pod { pod, before, after },
                 )
             }

@@ -93,11 +93,11 @@ mod tests {
             offset_ms: -5,
             wall: chrono::DateTime::UNIX_EPOCH,
             event: Event::Pod {
-                pod: PodId {
+                pod: Arc::new(PodId {
                     namespace: format!("ns-{name}"),
                     name: name.into(),
                     uid: name.into(),
-                },
+                }),
                 before: None,
                 after: Some(PodState::running_on(Some(node)).into()),
             },

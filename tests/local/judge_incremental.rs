@@ -241,7 +241,7 @@ fn generated(seed: u64) -> Vec<(i64, Entry)> {
                     tolerates_unreachable_forever: false,
                 });
                 Event::Pod {
-                    pod: id,
+                    pod: id.into(),
                     before: None,
                     after: after.map(Into::into),
                 }

@@ -962,7 +962,8 @@ fn a_replacement_created_after_a_hold_ended_is_not_part_of_the_hold() {
                 namespace: NS.into(),
                 name: "web-late".into(),
                 uid: "u-web-late".into(),
-            },
+            }
+            .into(),
             before: None,
             after: Some(late.into()),
         },

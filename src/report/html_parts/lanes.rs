@@ -179,6 +179,7 @@ pub(super) fn lanes(record: &RunRecord, end: i64) -> Vec<Lane<'_>> {
                 .or_default()
                 .push((e.offset_ms, after.as_ref())),
             Event::Pod { pod, after, .. } => {
+                let pod: &PodId = pod;
                 if !pods.contains_key(pod) {
                     pod_order.push(pod);
                 }

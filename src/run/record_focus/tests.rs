@@ -101,7 +101,7 @@ fn seen((pod, state): &(PodId, PodState), offset_ms: i64) -> Entry {
     at(
         offset_ms,
         Event::Pod {
-            pod: pod.clone(),
+            pod: pod.clone().into(),
             before: None,
             after: Some(state.clone().into()),
         },
@@ -146,7 +146,7 @@ fn the_record_keeps_what_the_experiment_touches_and_what_changed_and_counts_the_
     timeline.entries.push(at(
         2_000,
         Event::Pod {
-            pod: changes.0.clone(),
+            pod: changes.0.clone().into(),
             before: Some(changes.1.clone().into()),
             after: Some(moved.into()),
         },

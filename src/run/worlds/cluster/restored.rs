@@ -306,11 +306,11 @@ mod tests {
 
     fn pod(name: &str, terminating: bool) -> Event {
         Event::Pod {
-            pod: PodId {
+            pod: std::sync::Arc::new(PodId {
                 namespace: "ns".into(),
                 name: name.into(),
                 uid: format!("u-{name}"),
-            },
+            }),
             before: None,
             after: Some(
                 PodState {
@@ -361,11 +361,11 @@ mod tests {
         assert_eq!(terminating, BTreeSet::from(["ns/old u-old".to_string()]));
         // A pod seen gone is not there any more.
         timeline.record(Event::Pod {
-            pod: PodId {
+            pod: std::sync::Arc::new(PodId {
                 namespace: "ns".into(),
                 name: "old".into(),
                 uid: "u-old".into(),
-            },
+            }),
             before: None,
             after: None,
         });
