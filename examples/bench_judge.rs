@@ -336,7 +336,7 @@ fn synthetic(nodes: usize, per_node: usize, minutes: i64) -> Timeline {
         if owner.kind == WorkloadKind::StatefulSet && id.name == "db-0" {
             let new = Arc::new(PodId {
                 uid: "db-0-new".into(),
-                ..PodId::clone(&id)
+                ..PodId::clone(id)
             });
             push(
                 83_000,
