@@ -48,7 +48,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Parser;
 use faultline::observe::{Clock, Namespaces, ObserveMode, Scope, observe};
-use faultline::timeline::Event;
+use faultline::timeline::{Event, RunPhase};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount, Taint};
 use kube::api::{
@@ -358,15 +358,18 @@ async fn collect(
     seen: Seen,
     ready: tokio::sync::watch::Sender<bool>,
 ) {
-    let (mut nodes, mut pods) = (false, false);
     while let Some(entry) = entries.next().await {
         let at = Instant::now();
-        match &entry.event {
-            Event::Node { .. } => nodes = true,
-            Event::Pod { pod, .. } if pod.namespace == NAMESPACE => pods = true,
-            _ => {}
-        }
-        if nodes && pods && !*ready.borrow() {
+        // Synced once every first list is in. Not at the first node and the first bench pod
+        // seen: a streamed first list delivers each object as it arrives, and changes made
+        // while the rest of 150,000 pods still stream in would be timed behind the list.
+        if matches!(
+            entry.event,
+            Event::Run {
+                phase: RunPhase::ObserverReady { .. }
+            }
+        ) && !*ready.borrow()
+        {
             let _ = ready.send(true);
         }
         if let Ok(mut s) = seen.lock() {
