@@ -10,6 +10,7 @@ pub(crate) mod endpoints;
 pub(crate) mod error;
 pub(crate) mod failover;
 pub(crate) mod kubeconfig;
+pub(crate) mod lean;
 pub(crate) mod leases;
 pub mod lock;
 pub(crate) mod manifests;

@@ -9,6 +9,7 @@ use kube::api::{Api, ListParams};
 
 use super::actions::owner_index;
 use super::error::ClusterError;
+use super::lean::Lean;
 use super::owners::{OwnerIndex, pod_owner};
 use crate::experiment::model::{NodeRole, TargetSpec, WorkloadRef};
 
@@ -209,6 +210,19 @@ pub(crate) fn resolve_with(
     Ok(resolved)
 }
 
+/// Every node, decoded only as far as faultline reads a node ([`Lean`]): a full list of
+/// 5,000 nodes held about 100 MB (managed fields, image lists) where this holds a few.
+pub(crate) async fn list_nodes_lean(client: &Client) -> Result<Vec<Node>, ClusterError> {
+    Ok(Api::<Lean<Node>>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(ClusterError::api("listing nodes"))?
+        .items
+        .into_iter()
+        .map(|n| n.0)
+        .collect())
+}
+
 /// Resolves the experiment's targets against the live cluster: names, labels, role,
 /// nodes running a workload's pods, exclusion of earlier targets, then the first `count`
 /// by name (deterministic). A target that matches too few nodes is an error naming it.
@@ -216,11 +230,7 @@ pub async fn resolve_targets(
     client: &Client,
     specs: &[TargetSpec],
 ) -> Result<ResolvedTargets, ClusterError> {
-    let nodes = Api::<Node>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(ClusterError::api("listing nodes"))?
-        .items;
+    let nodes = list_nodes_lean(client).await?;
     let mut running = BTreeMap::new();
     for w in specs
         .iter()

@@ -6,11 +6,13 @@
 
 pub(crate) mod clock;
 pub(crate) mod diff;
-pub(crate) mod lean;
 pub(crate) mod ready;
 pub(crate) mod recorder;
 pub(crate) mod reduce;
 pub(crate) mod stream;
+
+#[cfg(test)]
+mod lean_tests;
 
 pub use crate::cluster::owners::OwnerIndex;
 pub use clock::Clock;

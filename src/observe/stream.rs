@@ -15,11 +15,11 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::clock::Clock;
-use super::lean::Lean;
 use super::ready::FirstLists;
 use super::recorder::{ALL_NAMESPACES, Observation, Recorder, Seen};
 use super::reduce::Workload;
 use crate::cluster::failover::silent_since;
+use crate::cluster::lean::Lean;
 use crate::experiment::model::{Action, Experiment, StepTime, Subject, WorkloadKind, WorkloadRef};
 use crate::timeline::Entry;
 

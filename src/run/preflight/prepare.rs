@@ -8,7 +8,6 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
-use kube::api::{Api, ListParams};
 
 use super::own_feet;
 use super::safety::{self, SafetyError};
@@ -244,11 +243,7 @@ pub(crate) async fn resolve(
     inv: &Inventory,
 ) -> Result<Experiment, RunError> {
     let mut targets = cluster::resolve_targets(&prepared.client, &exp.targets).await?;
-    let nodes = Api::<Node>::all(prepared.client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(ClusterError::api("listing nodes"))?
-        .items;
+    let nodes = cluster::targets::list_nodes_lean(&prepared.client).await?;
     let zones: BTreeMap<String, String> = nodes
         .iter()
         .filter_map(|n| {

@@ -1,4 +1,5 @@
-//! A lean decode reduces to exactly what a full decode does, on recorded API objects.
+//! A lean decode (`crate::cluster::lean`) reduces to exactly what a full decode does, on
+//! recorded API objects: the observer's reducers and the preflight's node reads.
 
 use std::path::{Path, PathBuf};
 
@@ -6,7 +7,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::Value;
 
-use super::Lean;
+use crate::cluster::lean::Lean;
 use crate::cluster::owners::{OwnerIndex, pod_owner};
 use crate::observe::recorder::pod_id;
 use crate::observe::reduce::{node_state, pod_state};
@@ -75,6 +76,23 @@ fn a_lean_node_reduces_as_the_full_one_does() {
         assert_eq!(
             lean.0.metadata.resource_version,
             full.metadata.resource_version
+        );
+        // What the preflight reads of a node (targets, zones, control plane, addresses).
+        use crate::cluster::targets::{health_problem, internal_ips, is_control_plane};
+        assert_eq!(health_problem(&lean.0), health_problem(&full));
+        assert_eq!(is_control_plane(&lean.0), is_control_plane(&full));
+        assert_eq!(
+            lean.0.metadata.labels, full.metadata.labels,
+            "zones are labels"
+        );
+        let ips = internal_ips(std::slice::from_ref(&full));
+        assert_eq!(internal_ips(std::slice::from_ref(&lean.0)), ips);
+        assert!(
+            full.status
+                .as_ref()
+                .and_then(|s| s.addresses.as_ref())
+                .is_none()
+                || !ips.is_empty()
         );
     }
 }

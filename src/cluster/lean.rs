@@ -1,19 +1,22 @@
-//! Pods and nodes decoded only as far as the observer reads them.
+//! Pods and nodes decoded only as far as faultline reads them.
 //!
 //! At 30,000 pods most of what a watch or a list sends is what the reducers never look at:
 //! managed fields (each a JSON tree, decoded into `serde_json::Value`), container specs,
-//! volumes, a node's image list, a ReplicaSet's pod template. [`Lean`] decodes an object into the same k8s-openapi type
-//! with only the fields [`super::reduce`] and the owner index read (the rest stays at its
-//! default); serde skips everything else without building it. Issue 29: what faultline
-//! spends per event beside the API server's own share.
+//! volumes, a node's image list, a ReplicaSet's pod template. [`Lean`] decodes an object
+//! into the same k8s-openapi type with only the fields the observer's reducers
+//! (`crate::observe::reduce`), the owner index and the preflight's node reads (targets,
+//! zones, control plane, internal addresses) use; the rest stays at its default and serde
+//! skips it without building it. Issue 29: what faultline spends per event beside the API
+//! server's own share; issue 48: on 5,000 nodes the preflight's two full node lists held
+//! about 100 MB at once.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{
-    ContainerStatus, Node, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition, PodSpec,
-    PodStatus, Taint, Toleration,
+    ContainerStatus, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Pod, PodCondition,
+    PodSpec, PodStatus, Taint, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
@@ -157,6 +160,8 @@ struct LeanNodeSpec {
 #[serde(rename_all = "camelCase", default)]
 struct LeanNodeStatus {
     conditions: Option<Vec<NodeCondition>>,
+    /// Where a NodePort probe reaches the node (`cluster::targets::internal_ips`).
+    addresses: Option<Vec<NodeAddress>>,
 }
 
 impl<'de> Deserialize<'de> for Lean<Node> {
@@ -171,6 +176,7 @@ impl<'de> Deserialize<'de> for Lean<Node> {
             }),
             status: n.status.map(|s| NodeStatus {
                 conditions: s.conditions,
+                addresses: s.addresses,
                 ..NodeStatus::default()
             }),
         }))
@@ -195,5 +201,4 @@ impl<'de> Deserialize<'de> for Lean<ReplicaSet> {
     }
 }
 
-#[cfg(test)]
-mod tests;
+// Tested in `crate::observe` (lean_tests.rs): a lean object reduces as the full one does.
