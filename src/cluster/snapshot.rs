@@ -343,6 +343,11 @@ fn healed_when_lost(taint: &str) -> bool {
     CONDITION_TAINTS.contains(&key)
 }
 
+/// How many pods stuck Terminating are named one by one; the rest are counted. On a lab
+/// of 150,000 pods whose kubelets fell behind, naming each made one report line of
+/// thousands of pods (2026-11-30).
+const STUCK_NAMED: usize = 5;
+
 /// What differs between the cluster `before` the first fault and `after` the last undo,
 /// one line each, in a stable order; empty: restored.
 pub fn differences(before: &Snapshot, after: &Snapshot) -> Vec<String> {
@@ -381,9 +386,16 @@ pub fn differences(before: &Snapshot, after: &Snapshot) -> Vec<String> {
             Some(_) => {}
         }
     }
-    for pod in after.terminating.difference(&before.terminating) {
+    let stuck: Vec<&String> = after.terminating.difference(&before.terminating).collect();
+    for pod in stuck.iter().take(STUCK_NAMED) {
         let (name, _uid) = pod.split_once(' ').unwrap_or((pod, ""));
         out.push(format!("pod {name} is stuck Terminating"));
+    }
+    if stuck.len() > STUCK_NAMED {
+        out.push(format!(
+            "and {} more pods are stuck Terminating",
+            stuck.len() - STUCK_NAMED
+        ));
     }
     for (node, b) in &before.kubelets {
         match after.kubelets.get(node) {
@@ -573,6 +585,19 @@ mod tests {
                 "kubelet on w1 is not running (kubelet status `stopped` (exit 3))",
             ]
         );
+    }
+
+    #[test]
+    fn many_pods_stuck_terminating_are_named_up_to_five_and_counted() {
+        let before = empty("c", None);
+        let mut after = empty("c", None);
+        for i in 0..1000 {
+            after.terminating.insert(format!("ns/p-{i:04} u{i}"));
+        }
+        let said = differences(&before, &after);
+        assert_eq!(said.len(), STUCK_NAMED + 1, "{said:?}");
+        assert_eq!(said[0], "pod ns/p-0000 is stuck Terminating");
+        assert_eq!(said[STUCK_NAMED], "and 995 more pods are stuck Terminating");
     }
 
     #[test]
