@@ -72,9 +72,10 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("connecting with {}", args.kubeconfig.display()))?;
     if streamed {
         let t0 = Instant::now();
-        let mut retries = 0;
-        let nodes = read_streamed_again(&client, "/api/v1/nodes", &mut retries).await?;
-        let pods = read_streamed_again(&client, "/api/v1/pods", &mut retries).await?;
+        let (mut nodes_retries, mut pods_retries) = (0, 0);
+        let nodes = read_streamed_again(&client, "/api/v1/nodes", &mut nodes_retries).await?;
+        let pods = read_streamed_again(&client, "/api/v1/pods", &mut pods_retries).await?;
+        let retries = nodes_retries + pods_retries;
         println!(
             "figure bare_sync_streamed_{} {:.2} s",
             args.label,
@@ -104,7 +105,7 @@ async fn main() -> anyhow::Result<()> {
 /// server ends the stream before its initial events are over, as it did for the 5,000
 /// nodes of a 100,000-pod lab under load (2026-11-30). A client that syncs does the same
 /// (kube's watcher starts over), so the time of the failed tries stays in the floor;
-/// `retries` counts them.
+/// `retries` counts them (one counter per read: each read has its own tries).
 async fn read_streamed_again(
     client: &kube::Client,
     path: &str,

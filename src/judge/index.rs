@@ -218,7 +218,7 @@ impl TimelineIndex {
             self.owned
                 .entry(owner.clone())
                 .or_default()
-                .insert(pod.clone(), slot);
+                .insert(self.pods[slot].0.clone(), slot);
             self.first_seen
                 .entry(owner.clone())
                 .or_default()

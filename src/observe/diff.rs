@@ -50,27 +50,41 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
     }
 
     /// An object was added or modified; a change only if its reduced state differs.
+    ///
+    /// The change carries the key already known, not the one given: with shared keys (a
+    /// pod's `Arc<PodId>`) every entry of one object then holds one identity, not a copy
+    /// per change.
     pub(crate) fn apply(&mut self, key: K, state: S) -> Option<Change<K, S>> {
-        match self.states.get(&key) {
-            Some(old) if *old == state => None,
-            _ => {
-                let before = self.states.insert(key.clone(), state.clone());
-                Some((key, before, Some(state)))
-            }
-        }
+        let key = match self.states.get_key_value(&key) {
+            Some((_, old)) if *old == state => return None,
+            Some((known, _)) => known.clone(),
+            None => key,
+        };
+        let before = self.states.insert(key.clone(), state.clone());
+        Some((key, before, Some(state)))
     }
 
-    /// An object was deleted; a change only if it was known.
+    /// An object was deleted; a change only if it was known (with the key known, as above).
     pub(crate) fn delete(&mut self, key: &K) -> Option<Change<K, S>> {
         self.states
-            .remove(key)
-            .map(|before| (key.clone(), Some(before), None))
+            .remove_entry(key)
+            .map(|(known, before)| (known, Some(before), None))
     }
 
     /// A complete list of the source's objects replaces what was known: changed and new
     /// objects, then objects that vanished (deleted while nobody was looking), each in key order.
     pub(crate) fn relist(&mut self, listed: impl IntoIterator<Item = (K, S)>) -> Vec<Change<K, S>> {
-        let fresh: BTreeMap<K, S> = listed.into_iter().collect();
+        // Objects already known keep the key known (see `apply`).
+        let fresh: BTreeMap<K, S> = listed
+            .into_iter()
+            .map(|(key, state)| {
+                let key = self
+                    .states
+                    .get_key_value(&key)
+                    .map_or(key, |(known, _)| known.clone());
+                (key, state)
+            })
+            .collect();
         let mut changes = Vec::new();
         for (key, state) in &fresh {
             match self.states.get(key) {
@@ -91,6 +105,20 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changes_of_a_known_object_carry_the_key_first_seen() {
+        use std::sync::Arc;
+        let mut k: Known<Arc<str>, i32> = Known::new();
+        let first: Arc<str> = Arc::from("pod");
+        k.apply(first.clone(), 1);
+        let changed = k.apply(Arc::from("pod"), 2).expect("a change");
+        assert!(Arc::ptr_eq(&changed.0, &first), "apply: the known key");
+        let relisted = k.relist([(Arc::from("pod"), 3)]);
+        assert!(Arc::ptr_eq(&relisted[0].0, &first), "relist: the known key");
+        let gone = k.delete(&Arc::from("pod")).expect("a deletion");
+        assert!(Arc::ptr_eq(&gone.0, &first), "delete: the known key");
+    }
 
     fn known(items: &[(&str, i32)]) -> Known<String, i32> {
         let mut k = Known::new();
