@@ -42,6 +42,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -215,13 +216,31 @@ async fn main() -> anyhow::Result<()> {
     // clients differ is the floor under "beyond the reference" (the API server serves each
     // watch connection in turn, and this process schedules each on a shared runtime).
     let twin_seen: Arc<Mutex<Deliveries>> = Arc::default();
+    let reference_restarts: Arc<AtomicUsize> = Arc::default();
+    let twin_restarts: Arc<AtomicUsize> = Arc::default();
     if run_watch {
         let pods_path = match args.scope.as_str() {
             "bench" => format!("/api/v1/namespaces/{NAMESPACE}/pods"),
             _ => "/api/v1/pods".to_string(),
         };
-        tasks.push(start_reference(connect().await?, &pods_path, reference_seen.clone()).await?);
-        tasks.push(start_reference(connect().await?, &pods_path, twin_seen.clone()).await?);
+        tasks.extend(
+            start_reference(
+                connect().await?,
+                &pods_path,
+                reference_seen.clone(),
+                reference_restarts.clone(),
+            )
+            .await?,
+        );
+        tasks.extend(
+            start_reference(
+                connect().await?,
+                &pods_path,
+                twin_seen.clone(),
+                twin_restarts.clone(),
+            )
+            .await?,
+        );
     }
     // A short pause so the initial state is behind us.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -315,10 +334,35 @@ async fn main() -> anyhow::Result<()> {
         let name = format!("latency_reference_{}", args.label);
         print_spread(&name, values);
         println!("figure {name}_missed {missed} count");
-        let twin = twin_seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        println!(
+            "figure {name}_restarts {} count",
+            reference_restarts.load(Ordering::Relaxed)
+        );
+        println!(
+            "figure latency_twin_{}_restarts {} count",
+            args.label,
+            twin_restarts.load(Ordering::Relaxed)
+        );
+    }
+    let twin = twin_seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+    // "Beyond the reference" of faultline and of the twin over the same changes: those
+    // the reference, the twin and faultline's watch all delivered.
+    let watch_delivered = if run_watch {
+        deliveries(&watch_seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?)
+    } else {
+        Deliveries::default()
+    };
+    let common: Vec<(Change, Instant)> = made
+        .iter()
+        .filter(|(c, _)| {
+            reference.of(c).is_some() && twin.of(c).is_some() && watch_delivered.of(c).is_some()
+        })
+        .cloned()
+        .collect();
+    if run_watch {
         print_spread(
             &format!("latency_twin_beyond_reference_{}", args.label),
-            beyond(&made, &twin, &reference),
+            beyond(&common, &twin, &reference),
         );
     }
     for (mode, seen, ran) in [
@@ -337,7 +381,7 @@ async fn main() -> anyhow::Result<()> {
         if mode == "watch" {
             print_spread(
                 &format!("latency_watch_beyond_reference_{}", args.label),
-                beyond(&made, &delivered, &reference),
+                beyond(&common, &delivered, &reference),
             );
         }
     }
@@ -465,6 +509,8 @@ struct BareMeta {
     namespace: Option<String>,
     #[serde(default)]
     deletion_timestamp: Option<String>,
+    #[serde(default)]
+    resource_version: Option<String>,
 }
 
 #[derive(Clone, Deserialize)]
@@ -492,30 +538,73 @@ where
 }
 
 /// Opens the reference's two watches (nodes, and pods of `pods_path`) from the current
-/// resource version; returns once both are established, with the task reading them.
+/// resource version; returns once both are established, with the tasks reading them. The
+/// API server closes a watcher it finds slow to read ("Forcing watcher close due to
+/// unresponsiveness", seen on two shared cores under churn): each watch then opens again from
+/// the last version it read, as any client does, and `restarts` counts how often. Before,
+/// a closed reference stopped delivering, and "beyond the reference" compared faultline's
+/// observer (which reopens) with a twin over fewer changes.
 async fn start_reference(
     client: Client,
     pods_path: &str,
     into: Arc<Mutex<Deliveries>>,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    restarts: Arc<AtomicUsize>,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
     let node_rv = current_version(Api::<Node>::all(client.clone())).await?;
     let pod_rv = current_version(Api::<Pod>::all(client.clone())).await?;
-    let params = WatchParams::default();
-    let nodes = client
-        .request_events::<Bare>(kube::core::Request::new("/api/v1/nodes").watch(&params, &node_rv)?)
-        .await?;
-    let pods = client
-        .request_events::<Bare>(kube::core::Request::new(pods_path).watch(&params, &pod_rv)?)
-        .await?;
-    let mut events = futures::stream::select(Box::pin(nodes), Box::pin(pods));
-    Ok(tokio::spawn(async move {
+    let mut tasks = Vec::new();
+    for (path, rv) in [
+        ("/api/v1/nodes".to_string(), node_rv),
+        (pods_path.to_string(), pod_rv),
+    ] {
+        let first = open_bare(&client, &path, &rv).await?;
+        tasks.push(tokio::spawn(follow_bare(
+            client.clone(),
+            path,
+            rv,
+            first,
+            into.clone(),
+            restarts.clone(),
+        )));
+    }
+    Ok(tasks)
+}
+
+type BareEvents = futures::stream::BoxStream<'static, Result<WatchEvent<Bare>, kube::Error>>;
+
+/// A bare watch of `path` from resource version `rv`.
+async fn open_bare(client: &Client, path: &str, rv: &str) -> anyhow::Result<BareEvents> {
+    let request = kube::core::Request::new(path).watch(&WatchParams::default(), rv)?;
+    Ok(client.request_events::<Bare>(request).await?.boxed())
+}
+
+/// Reads `events` into `into`, and opens the watch again from the last version read
+/// whenever it ends; stops when it cannot be resumed (the version is gone: 410) or when
+/// aborted.
+async fn follow_bare(
+    client: Client,
+    path: String,
+    mut rv: String,
+    mut events: BareEvents,
+    into: Arc<Mutex<Deliveries>>,
+    restarts: Arc<AtomicUsize>,
+) {
+    loop {
         while let Some(Ok(event)) = events.next().await {
             let at = Instant::now();
             let (obj, deleted) = match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => (o, false),
                 WatchEvent::Deleted(o) => (o, true),
-                WatchEvent::Bookmark(_) | WatchEvent::Error(_) => continue,
+                WatchEvent::Bookmark(b) => {
+                    rv = b.metadata.resource_version;
+                    continue;
+                }
+                WatchEvent::Error(e) if e.code == 410 => return,
+                WatchEvent::Error(_) => continue,
             };
+            if let Some(v) = &obj.metadata.resource_version {
+                rv.clone_from(v);
+            }
             let Ok(mut d) = into.lock() else { return };
             match obj.metadata.namespace.as_deref() {
                 None => {
@@ -529,7 +618,14 @@ async fn start_reference(
                 Some(_) => {}
             }
         }
-    }))
+        restarts.fetch_add(1, Ordering::Relaxed);
+        events = loop {
+            match open_bare(&client, &path, &rv).await {
+                Ok(e) => break e,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        };
+    }
 }
 
 /// The first `n` nodes by name; their taints get changed.
