@@ -19,7 +19,9 @@ use k8s_openapi::api::core::v1::{
     PodSpec, PodStatus, Taint, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
+use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 /// `K` decoded leanly: only what the observer reads is filled in.
@@ -85,12 +87,76 @@ impl From<Meta> for ObjectMeta {
     }
 }
 
+/// A pod's metadata: [`Meta`], but of its labels only the one the owner resolution reads
+/// (`pod-template-hash`, `crate::cluster::owners`); every other label is skipped unbuilt.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
-struct LeanPod {
-    metadata: Meta,
+struct PodMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    creation_timestamp: Option<Time>,
+    deletion_timestamp: Option<Time>,
+    owner_references: Option<Vec<OwnerReference>>,
+    #[serde(deserialize_with = "template_hash_only")]
+    labels: Option<BTreeMap<String, String>>,
+}
+
+/// The label the owner resolution reads of a pod.
+const TEMPLATE_HASH: &str = "pod-template-hash";
+
+/// A pod's labels with only [`TEMPLATE_HASH`] kept; the others are read past, never built.
+fn template_hash_only<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    struct Labels;
+    impl<'de> Visitor<'de> for Labels {
+        type Value = Option<BTreeMap<String, String>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map of labels")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut kept = BTreeMap::new();
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if key == TEMPLATE_HASH {
+                    kept.insert(key.into_owned(), map.next_value::<String>()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(Some(kept))
+        }
+    }
+    deserializer.deserialize_any(Labels)
+}
+
+impl From<PodMeta> for ObjectMeta {
+    fn from(m: PodMeta) -> ObjectMeta {
+        ObjectMeta {
+            name: m.name,
+            namespace: m.namespace,
+            uid: m.uid,
+            resource_version: m.resource_version,
+            creation_timestamp: m.creation_timestamp,
+            deletion_timestamp: m.deletion_timestamp,
+            owner_references: m.owner_references,
+            labels: m.labels,
+            ..ObjectMeta::default()
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LeanPod<'a> {
+    metadata: PodMeta,
     spec: Option<LeanPodSpec>,
-    status: Option<LeanPodStatus>,
+    #[serde(borrow)]
+    status: Option<LeanPodStatus<'a>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -102,10 +168,45 @@ struct LeanPodSpec {
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
-struct LeanPodStatus {
+struct LeanPodStatus<'a> {
     phase: Option<String>,
-    conditions: Option<Vec<PodCondition>>,
+    #[serde(borrow)]
+    conditions: Option<Vec<LeanPodCondition<'a>>>,
     container_statuses: Option<Vec<LeanContainerStatus>>,
+}
+
+/// A pod condition as it arrives: its type and status borrowed from the event's text and
+/// its transition time unparsed. Only the `Ready` condition is kept, and only its time is
+/// parsed (`crate::observe::reduce::pod_state` reads nothing else of the conditions).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LeanPodCondition<'a> {
+    #[serde(rename = "type", borrow)]
+    type_: Cow<'a, str>,
+    #[serde(borrow)]
+    status: Cow<'a, str>,
+    #[serde(borrow)]
+    last_transition_time: Option<Cow<'a, str>>,
+}
+
+/// The condition the observer reads.
+const READY: &str = "Ready";
+
+impl LeanPodCondition<'_> {
+    /// The `Ready` condition as k8s-openapi has it; a time that does not parse is an error,
+    /// as it would be in a full decode.
+    fn ready<E: serde::de::Error>(self) -> Result<PodCondition, E> {
+        let last_transition_time = self
+            .last_transition_time
+            .map(|t| t.parse::<Timestamp>().map(Time).map_err(E::custom))
+            .transpose()?;
+        Ok(PodCondition {
+            type_: READY.to_string(),
+            status: self.status.into_owned(),
+            last_transition_time,
+            ..PodCondition::default()
+        })
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -117,16 +218,19 @@ struct LeanContainerStatus {
 impl<'de> Deserialize<'de> for Lean<Pod> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let p = LeanPod::deserialize(deserializer)?;
-        Ok(Lean(Pod {
-            metadata: p.metadata.into(),
-            spec: p.spec.map(|s| PodSpec {
-                node_name: s.node_name,
-                tolerations: s.tolerations,
-                ..PodSpec::default()
-            }),
-            status: p.status.map(|s| PodStatus {
+        let status = match p.status {
+            None => None,
+            Some(s) => Some(PodStatus {
                 phase: s.phase,
-                conditions: s.conditions,
+                conditions: s
+                    .conditions
+                    .map(|cs| {
+                        cs.into_iter()
+                            .filter(|c| c.type_ == READY)
+                            .map(LeanPodCondition::ready)
+                            .collect::<Result<Vec<_>, D::Error>>()
+                    })
+                    .transpose()?,
                 container_statuses: s.container_statuses.map(|cs| {
                     cs.into_iter()
                         .map(|c| ContainerStatus {
@@ -137,6 +241,15 @@ impl<'de> Deserialize<'de> for Lean<Pod> {
                 }),
                 ..PodStatus::default()
             }),
+        };
+        Ok(Lean(Pod {
+            metadata: p.metadata.into(),
+            spec: p.spec.map(|s| PodSpec {
+                node_name: s.node_name,
+                tolerations: s.tolerations,
+                ..PodSpec::default()
+            }),
+            status,
         }))
     }
 }

@@ -5,27 +5,35 @@
 //! "emit only when the reduced state changed; a relist reveals deletions" lives in one place
 //! and is tested without a cluster.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::hash::Hash;
 
 /// One change of one object: `(key, before, after)`; `before: None` = first seen,
 /// `after: None` = gone.
 pub(crate) type Change<K, S> = (K, Option<S>, Option<S>);
 
 /// Last known reduced states of one source (e.g. the pods of one namespace).
+///
+/// Hashed, not ordered: a pod's key is an `Arc<PodId>`, and in a tree of 150,000 of them
+/// each of the some 17 comparisons of a look-up follows two pointers to strings elsewhere
+/// in memory; a look-up took about 2 µs per watch event at 30,000 pods, more than decoding
+/// the event did. A hash look-up compares one key. Order matters only for what a relist
+/// reports, which is sorted there.
 #[derive(Debug, Clone)]
 pub(crate) struct Known<K, S> {
-    states: BTreeMap<K, S>,
+    states: HashMap<K, S>,
 }
 
 impl<K, S> Default for Known<K, S> {
     fn default() -> Self {
         Known {
-            states: BTreeMap::new(),
+            states: HashMap::new(),
         }
     }
 }
 
-impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
+impl<K: Ord + Hash + Clone, S: PartialEq + Clone> Known<K, S> {
     #[cfg(test)]
     /// Nothing known yet: the first relist reports every object as first seen.
     pub(crate) fn new() -> Self {
@@ -54,14 +62,23 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
     /// The change carries the key already known, not the one given: with shared keys (a
     /// pod's `Arc<PodId>`) every entry of one object then holds one identity, not a copy
     /// per change.
+    /// One look-up per event (an entry, not a look-up and then an insert).
     pub(crate) fn apply(&mut self, key: K, state: S) -> Option<Change<K, S>> {
-        let key = match self.states.get_key_value(&key) {
-            Some((_, old)) if *old == state => return None,
-            Some((known, _)) => known.clone(),
-            None => key,
-        };
-        let before = self.states.insert(key.clone(), state.clone());
-        Some((key, before, Some(state)))
+        match self.states.entry(key) {
+            Entry::Occupied(mut known) => {
+                if *known.get() == state {
+                    return None;
+                }
+                let key = known.key().clone();
+                let before = known.insert(state.clone());
+                Some((key, Some(before), Some(state)))
+            }
+            Entry::Vacant(new) => {
+                let key = new.key().clone();
+                new.insert(state.clone());
+                Some((key, None, Some(state)))
+            }
+        }
     }
 
     /// An object was deleted; a change only if it was known (with the key known, as above).
@@ -75,7 +92,7 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
     /// objects, then objects that vanished (deleted while nobody was looking), each in key order.
     pub(crate) fn relist(&mut self, listed: impl IntoIterator<Item = (K, S)>) -> Vec<Change<K, S>> {
         // Objects already known keep the key known (see `apply`).
-        let fresh: BTreeMap<K, S> = listed
+        let fresh: HashMap<K, S> = listed
             .into_iter()
             .map(|(key, state)| {
                 let key = self
@@ -92,11 +109,15 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Known<K, S> {
                 old => changes.push((key.clone(), old.cloned(), Some(state.clone()))),
             }
         }
+        changes.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut vanished = Vec::new();
         for (key, old) in &self.states {
             if !fresh.contains_key(key) {
-                changes.push((key.clone(), Some(old.clone()), None));
+                vanished.push((key.clone(), Some(old.clone()), None));
             }
         }
+        vanished.sort_by(|a, b| a.0.cmp(&b.0));
+        changes.extend(vanished);
         self.states = fresh;
         changes
     }

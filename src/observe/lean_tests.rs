@@ -140,3 +140,46 @@ fn what_the_observer_never_reads_is_skipped_not_kept() {
     assert_eq!(spec.node_name.as_deref(), Some("n1"));
     assert_eq!(pod_state(&pod, &OwnerIndex::default()).restarts, 3);
 }
+
+#[test]
+fn of_a_pods_conditions_and_labels_only_what_is_read_is_built() {
+    let value = serde_json::json!({
+        "metadata": {
+            "name": "web-5d9c-x", "namespace": "lab",
+            "labels": {"app": "web", "pod-template-hash": "5d9c", "tier": "front"}
+        },
+        "status": {"conditions": [
+            {"type": "Initialized", "status": "True", "lastTransitionTime": "2026-11-30T06:00:00Z",
+             "message": "all good"},
+            {"type": "Ready", "status": "False", "lastTransitionTime": "2026-11-30T06:00:05Z",
+             "reason": "ContainersNotReady"},
+            {"type": "PodScheduled", "status": "True"}
+        ]}
+    });
+    let Lean(pod) = serde_json::from_value::<Lean<Pod>>(value.clone()).expect("a lean pod");
+    let labels = pod.metadata.labels.as_ref().expect("labels");
+    assert_eq!(labels.len(), 1, "{labels:?}");
+    assert_eq!(labels["pod-template-hash"], "5d9c");
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let [ready] = conditions.expect("conditions").as_slice() else {
+        panic!("only Ready is kept: {conditions:?}");
+    };
+    assert_eq!(
+        (ready.type_.as_str(), ready.status.as_str()),
+        ("Ready", "False")
+    );
+    let full: Pod = serde_json::from_value(value).expect("a pod");
+    let owners = OwnerIndex::default();
+    assert_eq!(pod_state(&pod, &owners), pod_state(&full, &owners));
+    assert!(pod_state(&pod, &owners).ready_since.is_some());
+}
+
+#[test]
+fn a_ready_time_that_does_not_parse_is_refused_as_a_full_decode_refuses_it() {
+    let value = serde_json::json!({
+        "metadata": {"name": "p", "namespace": "lab"},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "soon"}]}
+    });
+    assert!(serde_json::from_value::<Pod>(value.clone()).is_err());
+    assert!(serde_json::from_value::<Lean<Pod>>(value).is_err());
+}

@@ -86,19 +86,20 @@ impl<K, S> Default for Tracked<K, S> {
     }
 }
 
-fn gap(source: &str, phase: GapPhase, reason: &str) -> Event {
+fn gap(source: &dyn Fn() -> String, phase: GapPhase, reason: &str) -> Event {
     Event::Gap {
-        source: source.to_string(),
+        source: source(),
         phase,
         reason: reason.to_string(),
     }
 }
 
-impl<K: Ord + Clone, S: PartialEq + Clone> Tracked<K, S> {
+impl<K: Ord + std::hash::Hash + Clone, S: PartialEq + Clone> Tracked<K, S> {
     /// Folds one report; `reduce` gives key and state, `key` the key of a deleted object.
+    /// `source` names the source on a gap entry; it is only called for one (not per event).
     fn step<T>(
         &mut self,
-        source: &str,
+        source: &dyn Fn() -> String,
         seen: Seen<T>,
         reduce: impl Fn(&T) -> Option<(K, S)>,
         key: impl Fn(&T) -> Option<K>,
@@ -154,7 +155,7 @@ impl<K: Ord + Clone, S: PartialEq + Clone> Tracked<K, S> {
         out
     }
 
-    fn close_gap(&mut self, source: &str, how: &str, out: &mut Vec<Event>) {
+    fn close_gap(&mut self, source: &dyn Fn() -> String, how: &str, out: &mut Vec<Event>) {
         if self.gap {
             self.gap = false;
             out.push(gap(source, GapPhase::Ended, how));
@@ -197,7 +198,7 @@ impl Recorder {
     pub fn record(&mut self, observation: Observation) -> Vec<Event> {
         match observation {
             Observation::Node(seen) => self.nodes.step(
-                NODES_SOURCE,
+                &|| NODES_SOURCE.to_string(),
                 seen,
                 |n: &Node| Some((n.metadata.name.clone()?, node_state(n))),
                 |n: &Node| n.metadata.name.clone(),
@@ -209,12 +210,21 @@ impl Recorder {
             ),
             Observation::Pod(ns, seen) => {
                 let owners = &self.owners;
-                let source = if ns == ALL_NAMESPACES {
-                    "pods".to_string()
-                } else {
-                    format!("pods/{ns}")
+                let source = || {
+                    if ns == ALL_NAMESPACES {
+                        "pods".to_string()
+                    } else {
+                        format!("pods/{ns}")
+                    }
                 };
-                self.pods.entry(ns).or_default().step(
+                // The namespace is copied into the map once, not per event.
+                if !self.pods.contains_key(&ns) {
+                    self.pods.insert(ns.clone(), Tracked::default());
+                }
+                let Some(tracked) = self.pods.get_mut(&ns) else {
+                    return Vec::new();
+                };
+                tracked.step(
                     &source,
                     seen,
                     |p: &Pod| Some((Arc::new(pod_id(p)?), Arc::new(pod_state(p, owners)))),
@@ -223,10 +233,10 @@ impl Recorder {
                 )
             }
             Observation::Workload(wref, seen) => {
-                let source = wref.to_string();
+                let source = || wref.to_string();
                 let key = wref.clone();
                 let key2 = wref.clone();
-                self.workloads.entry(wref).or_default().step(
+                self.workloads.entry(wref.clone()).or_default().step(
                     &source,
                     seen,
                     move |w: &Workload| Some((key.clone(), workload_state(w))),
