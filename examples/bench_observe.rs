@@ -383,6 +383,26 @@ async fn main() -> anyhow::Result<()> {
                 &format!("latency_watch_beyond_reference_{}", args.label),
                 beyond(&common, &delivered, &reference),
             );
+            // The same split by what changed (a node's taint, a pod's deletion): each
+            // arrives on its own watch, so a tail on one side only says which.
+            for (kind, is_kind) in [
+                (
+                    "taints",
+                    (|c: &Change| matches!(c, Change::Taint { .. })) as fn(&Change) -> bool,
+                ),
+                ("pods", |c: &Change| matches!(c, Change::PodDelete { .. })),
+            ] {
+                let of_kind: Vec<(Change, Instant)> =
+                    common.iter().filter(|(c, _)| is_kind(c)).cloned().collect();
+                print_spread(
+                    &format!("latency_twin_beyond_reference_{kind}_{}", args.label),
+                    beyond(&of_kind, &twin, &reference),
+                );
+                print_spread(
+                    &format!("latency_watch_beyond_reference_{kind}_{}", args.label),
+                    beyond(&of_kind, &delivered, &reference),
+                );
+            }
         }
     }
     Ok(())
