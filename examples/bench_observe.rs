@@ -91,6 +91,17 @@ struct Args {
     /// alone (as a run has one).
     #[arg(long, default_value = "both")]
     observers: String,
+    /// Each watching client (faultline's observer, the reference, the twin) on a runtime
+    /// and a thread of its own, as if each were its own process; by default all three
+    /// share this program's one runtime (two workers on two cores) with the writer.
+    #[arg(long)]
+    isolated: bool,
+    /// The twin's kind: `bare` (the reference's own watch on a third connection) or
+    /// `watcher`: kube-runtime's `watcher` with k8s-openapi's full decode, what a client
+    /// built on kube-runtime gets, faultline's observer included. Its spread beyond the
+    /// reference against the bare twin's is what that layer adds before faultline's own.
+    #[arg(long, default_value = "bare")]
+    twin: String,
 }
 
 const NAMESPACE: &str = "bench-observe";
@@ -153,6 +164,12 @@ async fn main() -> anyhow::Result<()> {
         "bench" => Namespaces::Only(vec![NAMESPACE.to_string()]),
         other => bail!("--scope is `all` or `bench`, not `{other}`"),
     };
+    if !matches!(args.twin.as_str(), "bare" | "watcher") {
+        bail!("--twin is `bare` or `watcher`, not `{}`", args.twin);
+    }
+    if args.twin == "watcher" && args.isolated {
+        bail!("--twin watcher runs on the shared runtime: not with --isolated");
+    }
     let (run_watch, run_poll) = match args.observers.as_str() {
         "both" => (true, true),
         "watch" => (true, false),
@@ -179,7 +196,23 @@ async fn main() -> anyhow::Result<()> {
     let (watch_ready, mut watch_ready_rx) = tokio::sync::watch::channel(!run_watch);
     let (poll_ready, mut poll_ready_rx) = tokio::sync::watch::channel(!run_poll);
     let mut tasks = Vec::new();
-    if run_watch {
+    if run_watch && args.isolated {
+        let (kubeconfig, scope, seen) =
+            (args.kubeconfig.clone(), scope.clone(), watch_seen.clone());
+        on_own_thread(move || async move {
+            match faultline::cluster::connect(Some(&kubeconfig), None).await {
+                Ok(client) => {
+                    collect(
+                        observe(client, &scope, clock, ObserveMode::Watch),
+                        seen,
+                        watch_ready,
+                    )
+                    .await
+                }
+                Err(e) => eprintln!("bench_observe: connecting faultline's observer: {e}"),
+            }
+        });
+    } else if run_watch {
         tasks.push(tokio::spawn(collect(
             observe(connect().await?, &scope, clock, ObserveMode::Watch),
             watch_seen.clone(),
@@ -223,24 +256,41 @@ async fn main() -> anyhow::Result<()> {
             "bench" => format!("/api/v1/namespaces/{NAMESPACE}/pods"),
             _ => "/api/v1/pods".to_string(),
         };
-        tasks.extend(
-            start_reference(
-                connect().await?,
-                &pods_path,
-                reference_seen.clone(),
-                reference_restarts.clone(),
-            )
-            .await?,
-        );
-        tasks.extend(
-            start_reference(
-                connect().await?,
-                &pods_path,
-                twin_seen.clone(),
-                twin_restarts.clone(),
-            )
-            .await?,
-        );
+        for (seen, restarts) in [
+            (&reference_seen, &reference_restarts),
+            (&twin_seen, &twin_restarts),
+        ] {
+            if args.twin == "watcher" && Arc::ptr_eq(seen, &twin_seen) {
+                tasks.extend(start_watcher_twin(connect().await?, seen.clone()).await);
+            } else if args.isolated {
+                let (kubeconfig, path) = (args.kubeconfig.clone(), pods_path.clone());
+                let (seen, restarts) = (seen.clone(), restarts.clone());
+                let (started, established) = tokio::sync::oneshot::channel();
+                on_own_thread(move || async move {
+                    let opened = async {
+                        let client = faultline::cluster::connect(Some(&kubeconfig), None).await?;
+                        start_reference(client, &path, seen, restarts).await
+                    };
+                    match opened.await {
+                        Ok(watches) => {
+                            let _ = started.send(Ok(()));
+                            for watch in watches {
+                                let _ = watch.await;
+                            }
+                        }
+                        Err(e) => {
+                            let _ = started.send(Err(e));
+                        }
+                    }
+                });
+                established.await??;
+            } else {
+                tasks.extend(
+                    start_reference(connect().await?, &pods_path, seen.clone(), restarts.clone())
+                        .await?,
+                );
+            }
+        }
     }
     // A short pause so the initial state is behind us.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -555,6 +605,84 @@ where
         .metadata
         .resource_version
         .unwrap_or_default())
+}
+
+/// The twin as kube-runtime's `watcher` over every node and pod (`--twin watcher`), fully
+/// decoded; returns once its first lists are in, so it is watching before the first change.
+async fn start_watcher_twin(
+    client: Client,
+    into: Arc<Mutex<Deliveries>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    use kube::runtime::watcher;
+    let (nodes_in, nodes_ready) = tokio::sync::oneshot::channel::<()>();
+    let (pods_in, pods_ready) = tokio::sync::oneshot::channel::<()>();
+    let nodes_into = into.clone();
+    let mut nodes = watcher(Api::<Node>::all(client.clone()), watcher::Config::default()).boxed();
+    let mut pods = watcher(Api::<Pod>::all(client), watcher::Config::default()).boxed();
+    let tasks = vec![
+        tokio::spawn(async move {
+            let mut ready = Some(nodes_in);
+            while let Some(Ok(event)) = nodes.next().await {
+                let at = Instant::now();
+                match event {
+                    watcher::Event::InitDone => {
+                        ready.take().map(|r| r.send(()));
+                    }
+                    watcher::Event::Apply(n) => {
+                        let Ok(mut d) = nodes_into.lock() else { return };
+                        let name = n.metadata.name.unwrap_or_default();
+                        for t in n.spec.and_then(|s| s.taints).unwrap_or_default() {
+                            d.taint(&name, &t.key, at);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }),
+        tokio::spawn(async move {
+            let mut ready = Some(pods_in);
+            while let Some(Ok(event)) = pods.next().await {
+                let at = Instant::now();
+                let (pod, deleted) = match event {
+                    watcher::Event::InitDone => {
+                        ready.take().map(|r| r.send(()));
+                        continue;
+                    }
+                    watcher::Event::Apply(p) => (p, false),
+                    watcher::Event::Delete(p) => (p, true),
+                    _ => continue,
+                };
+                if pod.metadata.namespace.as_deref() == Some(NAMESPACE)
+                    && (deleted || pod.metadata.deletion_timestamp.is_some())
+                {
+                    let Ok(mut d) = into.lock() else { return };
+                    d.pod_gone(pod.metadata.name.as_deref().unwrap_or_default(), at);
+                }
+            }
+        }),
+    ];
+    let _ = nodes_ready.await;
+    let _ = pods_ready.await;
+    tasks
+}
+
+/// Runs what `work` makes on a runtime of its own, on a thread of its own (`--isolated`):
+/// a watching client scheduled apart from the others, as in a process of its own. The
+/// thread ends with the program.
+fn on_own_thread<F, Fut>(work: F)
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    std::thread::spawn(move || {
+        match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime.block_on(work()),
+            Err(e) => eprintln!("bench_observe: a runtime of its own: {e}"),
+        }
+    });
 }
 
 /// Opens the reference's two watches (nodes, and pods of `pods_path`) from the current
