@@ -56,11 +56,11 @@ impl<K: Resource> Resource for Lean<K> {
 }
 
 /// The metadata the observer reads: identity, the resource version the watcher resumes
-/// from, the timestamps, the owners and the labels (a pod's `pod-template-hash`, a
-/// node's zone).
+/// from, the timestamps, the owners and the labels: all of them (`L` = [`AllLabels`], a
+/// node's zone) or only a pod's `pod-template-hash` ([`TemplateHashOnly`]).
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
-struct Meta {
+struct Meta<L = AllLabels> {
     name: Option<String>,
     namespace: Option<String>,
     uid: Option<String>,
@@ -68,74 +68,55 @@ struct Meta {
     creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
     owner_references: Option<Vec<OwnerReference>>,
-    labels: Option<BTreeMap<String, String>>,
+    labels: L,
 }
 
-impl From<Meta> for ObjectMeta {
-    fn from(m: Meta) -> ObjectMeta {
-        ObjectMeta {
-            name: m.name,
-            namespace: m.namespace,
-            uid: m.uid,
-            resource_version: m.resource_version,
-            creation_timestamp: m.creation_timestamp,
-            deletion_timestamp: m.deletion_timestamp,
-            owner_references: m.owner_references,
-            labels: m.labels,
-            ..ObjectMeta::default()
-        }
-    }
-}
+/// Every label of the object.
+type AllLabels = Option<BTreeMap<String, String>>;
 
-/// A pod's metadata: [`Meta`], but of its labels only the one the owner resolution reads
-/// (`pod-template-hash`, `crate::cluster::owners`); every other label is skipped unbuilt.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", default)]
-struct PodMeta {
-    name: Option<String>,
-    namespace: Option<String>,
-    uid: Option<String>,
-    resource_version: Option<String>,
-    creation_timestamp: Option<Time>,
-    deletion_timestamp: Option<Time>,
-    owner_references: Option<Vec<OwnerReference>>,
-    #[serde(deserialize_with = "template_hash_only")]
-    labels: Option<BTreeMap<String, String>>,
-}
+/// Of a pod's labels only the one the owner resolution reads (`crate::cluster::owners`);
+/// every other label is read past, never built.
+#[derive(Default)]
+struct TemplateHashOnly(AllLabels);
 
-/// The label the owner resolution reads of a pod.
+/// The label [`TemplateHashOnly`] keeps.
 const TEMPLATE_HASH: &str = "pod-template-hash";
 
-/// A pod's labels with only [`TEMPLATE_HASH`] kept; the others are read past, never built.
-fn template_hash_only<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<BTreeMap<String, String>>, D::Error> {
-    struct Labels;
-    impl<'de> Visitor<'de> for Labels {
-        type Value = Option<BTreeMap<String, String>>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a map of labels")
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut kept = BTreeMap::new();
-            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                if key == TEMPLATE_HASH {
-                    kept.insert(key.into_owned(), map.next_value::<String>()?);
-                } else {
-                    map.next_value::<IgnoredAny>()?;
-                }
+impl<'de> Deserialize<'de> for TemplateHashOnly {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Labels;
+        impl<'de> Visitor<'de> for Labels {
+            type Value = TemplateHashOnly;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of labels")
             }
-            Ok(Some(kept))
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(TemplateHashOnly(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut kept = BTreeMap::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if key == TEMPLATE_HASH {
+                        kept.insert(key.into_owned(), map.next_value::<String>()?);
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(TemplateHashOnly(Some(kept)))
+            }
         }
+        deserializer.deserialize_any(Labels)
     }
-    deserializer.deserialize_any(Labels)
 }
 
-impl From<PodMeta> for ObjectMeta {
-    fn from(m: PodMeta) -> ObjectMeta {
+impl From<TemplateHashOnly> for AllLabels {
+    fn from(l: TemplateHashOnly) -> AllLabels {
+        l.0
+    }
+}
+
+impl<L: Into<AllLabels>> From<Meta<L>> for ObjectMeta {
+    fn from(m: Meta<L>) -> ObjectMeta {
         ObjectMeta {
             name: m.name,
             namespace: m.namespace,
@@ -144,7 +125,7 @@ impl From<PodMeta> for ObjectMeta {
             creation_timestamp: m.creation_timestamp,
             deletion_timestamp: m.deletion_timestamp,
             owner_references: m.owner_references,
-            labels: m.labels,
+            labels: m.labels.into(),
             ..ObjectMeta::default()
         }
     }
@@ -153,7 +134,7 @@ impl From<PodMeta> for ObjectMeta {
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
 struct LeanPod<'a> {
-    metadata: PodMeta,
+    metadata: Meta<TemplateHashOnly>,
     spec: Option<LeanPodSpec>,
     #[serde(borrow)]
     status: Option<LeanPodStatus<'a>>,
