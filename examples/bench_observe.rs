@@ -100,6 +100,8 @@ struct Args {
     /// `watcher`: kube-runtime's `watcher` with k8s-openapi's full decode, what a client
     /// built on kube-runtime gets, faultline's observer included. Its spread beyond the
     /// reference against the bare twin's is what that layer adds before faultline's own.
+    /// `watcher-bare`: the same `watcher` with the bare decode, to tell the layer from
+    /// the decoding.
     #[arg(long, default_value = "bare")]
     twin: String,
 }
@@ -164,10 +166,13 @@ async fn main() -> anyhow::Result<()> {
         "bench" => Namespaces::Only(vec![NAMESPACE.to_string()]),
         other => bail!("--scope is `all` or `bench`, not `{other}`"),
     };
-    if !matches!(args.twin.as_str(), "bare" | "watcher") {
-        bail!("--twin is `bare` or `watcher`, not `{}`", args.twin);
+    if !matches!(args.twin.as_str(), "bare" | "watcher" | "watcher-bare") {
+        bail!(
+            "--twin is `bare`, `watcher` or `watcher-bare`, not `{}`",
+            args.twin
+        );
     }
-    if args.twin == "watcher" && args.isolated {
+    if args.twin != "bare" && args.isolated {
         bail!("--twin watcher runs on the shared runtime: not with --isolated");
     }
     let (run_watch, run_poll) = match args.observers.as_str() {
@@ -261,7 +266,12 @@ async fn main() -> anyhow::Result<()> {
             (&twin_seen, &twin_restarts),
         ] {
             if args.twin == "watcher" && Arc::ptr_eq(seen, &twin_seen) {
-                tasks.extend(start_watcher_twin(connect().await?, seen.clone()).await);
+                let client = connect().await?;
+                tasks.extend(start_watcher_twin::<Node, Pod>(client, seen.clone()).await);
+            } else if args.twin == "watcher-bare" && Arc::ptr_eq(seen, &twin_seen) {
+                let client = connect().await?;
+                let twin = start_watcher_twin::<Thin<Node>, Thin<Pod>>(client, seen.clone());
+                tasks.extend(twin.await);
             } else if args.isolated {
                 let (kubeconfig, path) = (args.kubeconfig.clone(), pods_path.clone());
                 let (seen, restarts) = (seen.clone(), restarts.clone());
@@ -607,9 +617,112 @@ where
         .unwrap_or_default())
 }
 
-/// The twin as kube-runtime's `watcher` over every node and pod (`--twin watcher`), fully
-/// decoded; returns once its first lists are in, so it is watching before the first change.
-async fn start_watcher_twin(
+/// What the watcher twin reads of a node or a pod, decoded fully (k8s-openapi's types) or
+/// as a bare client does ([`Thin`]).
+trait Watched:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// The keys of a node's taints.
+    fn taint_keys(&self) -> Vec<String>;
+}
+
+impl Watched for Node {
+    fn taint_keys(&self) -> Vec<String> {
+        let taints = self.spec.as_ref().and_then(|s| s.taints.as_ref());
+        taints
+            .map(|ts| ts.iter().map(|t| t.key.clone()).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Watched for Pod {
+    fn taint_keys(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// `K` decoded as the bare reference decodes it (name, namespace, version, deletion mark,
+/// taint keys), but as a `kube::Resource`, so kube-runtime's `watcher` can follow it
+/// (`--twin watcher-bare`): the watcher layer's cost without a full decode.
+#[derive(Clone, Debug)]
+struct Thin<K> {
+    meta: ObjectMeta,
+    taints: Vec<String>,
+    kind: std::marker::PhantomData<K>,
+}
+
+impl<K: kube::Resource<DynamicType = ()>> kube::Resource for Thin<K> {
+    type DynamicType = ();
+    type Scope = K::Scope;
+    fn kind(dt: &()) -> std::borrow::Cow<'_, str> {
+        K::kind(dt)
+    }
+    fn group(dt: &()) -> std::borrow::Cow<'_, str> {
+        K::group(dt)
+    }
+    fn version(dt: &()) -> std::borrow::Cow<'_, str> {
+        K::version(dt)
+    }
+    fn plural(dt: &()) -> std::borrow::Cow<'_, str> {
+        K::plural(dt)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.meta
+    }
+}
+
+impl<'de, K> Deserialize<'de> for Thin<K> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bare = Bare::deserialize(deserializer)?;
+        let deletion_timestamp = bare
+            .metadata
+            .deletion_timestamp
+            .map(|t| {
+                t.parse()
+                    .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time)
+            })
+            .transpose()
+            .map_err(serde::de::Error::custom)?;
+        Ok(Thin {
+            meta: ObjectMeta {
+                name: Some(bare.metadata.name),
+                namespace: bare.metadata.namespace,
+                resource_version: bare.metadata.resource_version,
+                deletion_timestamp,
+                ..ObjectMeta::default()
+            },
+            taints: bare
+                .spec
+                .and_then(|s| s.taints)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t.key)
+                .collect(),
+            kind: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static> Watched
+    for Thin<K>
+{
+    fn taint_keys(&self) -> Vec<String> {
+        self.taints.clone()
+    }
+}
+
+/// The twin as kube-runtime's `watcher` over every node (`N`) and pod (`P`); returns once
+/// its first lists are in, so it is watching before the first change.
+async fn start_watcher_twin<N: Watched, P: Watched>(
     client: Client,
     into: Arc<Mutex<Deliveries>>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
@@ -617,8 +730,8 @@ async fn start_watcher_twin(
     let (nodes_in, nodes_ready) = tokio::sync::oneshot::channel::<()>();
     let (pods_in, pods_ready) = tokio::sync::oneshot::channel::<()>();
     let nodes_into = into.clone();
-    let mut nodes = watcher(Api::<Node>::all(client.clone()), watcher::Config::default()).boxed();
-    let mut pods = watcher(Api::<Pod>::all(client), watcher::Config::default()).boxed();
+    let mut nodes = watcher(Api::<N>::all(client.clone()), watcher::Config::default()).boxed();
+    let mut pods = watcher(Api::<P>::all(client), watcher::Config::default()).boxed();
     let tasks = vec![
         tokio::spawn(async move {
             let mut ready = Some(nodes_in);
@@ -630,9 +743,9 @@ async fn start_watcher_twin(
                     }
                     watcher::Event::Apply(n) => {
                         let Ok(mut d) = nodes_into.lock() else { return };
-                        let name = n.metadata.name.unwrap_or_default();
-                        for t in n.spec.and_then(|s| s.taints).unwrap_or_default() {
-                            d.taint(&name, &t.key, at);
+                        let name = n.meta().name.clone().unwrap_or_default();
+                        for key in n.taint_keys() {
+                            d.taint(&name, &key, at);
                         }
                     }
                     _ => {}
@@ -652,11 +765,12 @@ async fn start_watcher_twin(
                     watcher::Event::Delete(p) => (p, true),
                     _ => continue,
                 };
-                if pod.metadata.namespace.as_deref() == Some(NAMESPACE)
-                    && (deleted || pod.metadata.deletion_timestamp.is_some())
+                let meta = pod.meta();
+                if meta.namespace.as_deref() == Some(NAMESPACE)
+                    && (deleted || meta.deletion_timestamp.is_some())
                 {
                     let Ok(mut d) = into.lock() else { return };
-                    d.pod_gone(pod.metadata.name.as_deref().unwrap_or_default(), at);
+                    d.pod_gone(meta.name.as_deref().unwrap_or_default(), at);
                 }
             }
         }),
