@@ -62,6 +62,7 @@ impl<K: Ord + Hash + Clone, S: PartialEq + Clone> Known<K, S> {
     /// The change carries the key already known, not the one given: with shared keys (a
     /// pod's `Arc<PodId>`) every entry of one object then holds one identity, not a copy
     /// per change.
+    ///
     /// One look-up per event (an entry, not a look-up and then an insert).
     pub(crate) fn apply(&mut self, key: K, state: S) -> Option<Change<K, S>> {
         match self.states.entry(key) {
@@ -109,14 +110,15 @@ impl<K: Ord + Hash + Clone, S: PartialEq + Clone> Known<K, S> {
                 old => changes.push((key.clone(), old.cloned(), Some(state.clone()))),
             }
         }
-        changes.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut vanished = Vec::new();
-        for (key, old) in &self.states {
-            if !fresh.contains_key(key) {
-                vanished.push((key.clone(), Some(old.clone()), None));
-            }
-        }
-        vanished.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut vanished: Vec<Change<K, S>> = self
+            .states
+            .iter()
+            .filter(|(key, _)| !fresh.contains_key(*key))
+            .map(|(key, old)| (key.clone(), Some(old.clone()), None))
+            .collect();
+        // Each group in key order, as the ordered map gave them before.
+        changes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        vanished.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         changes.extend(vanished);
         self.states = fresh;
         changes
