@@ -53,6 +53,15 @@ node_image_tag() {
 }
 
 kind_cmd() { "$KIND_BIN" "$@"; }
+# Whether kind lists the faultline cluster. The list is read whole before it is searched: a
+# `grep -q` that stops at its match can end kind with SIGPIPE while it still writes, and
+# under pipefail that reads as "no such cluster".
+kind_cluster_listed() {
+  local clusters
+  [[ -x "$KIND_BIN" ]] || return 1
+  clusters="$("$KIND_BIN" get clusters 2>/dev/null)" || return 1
+  grep -qx "$KIND_CLUSTER_NAME" <<<"$clusters"
+}
 # kind itself, built from its Go module and cached by version; needed whether or not the node
 # image is (a node image already in Docker's store says nothing about this cache).
 ensure_kind_bin() {
