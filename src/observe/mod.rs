@@ -1,11 +1,13 @@
 //! The observer: Kubernetes API watches (or polls) → a stream of timeline entries.
 //!
-//! Built kube-rs style: one `watcher` (or poll loop) per source, merged into one stream and
-//! folded by a pure [`Recorder`] that emits only reduced-state changes and brackets lost
-//! sight with `Gap` entries. Nothing here acts on the cluster.
+//! Built kube-rs style: one follower (a list, then a watch; `follow`) or poll loop per
+//! source, merged into one stream and folded by a pure [`Recorder`] that emits only
+//! reduced-state changes and brackets lost sight with `Gap` entries. Nothing here acts on
+//! the cluster.
 
 pub(crate) mod clock;
 pub(crate) mod diff;
+pub(crate) mod follow;
 pub(crate) mod ready;
 pub(crate) mod recorder;
 pub(crate) mod reduce;

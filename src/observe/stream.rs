@@ -8,17 +8,16 @@ use futures::stream::{self, BoxStream, StreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::ListParams;
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use tokio::time::Instant;
 
 use super::clock::Clock;
+use super::follow::follow;
 use super::ready::FirstLists;
 use super::recorder::{ALL_NAMESPACES, Observation, Recorder, Seen};
 use super::reduce::Workload;
-use crate::cluster::failover::silent_since;
 use crate::cluster::lean::Lean;
 use crate::experiment::model::{Action, Experiment, StepTime, Subject, WorkloadKind, WorkloadRef};
 use crate::timeline::Entry;
@@ -288,85 +287,16 @@ where
     F: Fn(Seen<K>) -> Observation + Send + 'static,
 {
     match mode {
-        ObserveMode::Watch | ObserveMode::WatchPaged => watch(api, field_selector, false)
+        ObserveMode::Watch | ObserveMode::WatchPaged => follow(api, field_selector, false)
             .map(move |(seen, since)| (wrap(seen), since))
             .boxed(),
-        ObserveMode::WatchStreamed => watch(api, field_selector, true)
+        ObserveMode::WatchStreamed => follow(api, field_selector, true)
             .map(move |(seen, since)| (wrap(seen), since))
             .boxed(),
         ObserveMode::Poll { interval } => poll(api, field_selector, interval)
             .map(move |seen| (wrap(seen), None))
             .boxed(),
     }
-}
-
-/// A `kube::runtime::watcher` with the default backoff; errors become `Seen::Failed`, with
-/// the moment the endpoint went silent when the error is a failover's abandonment.
-///
-/// After an error on an established watch, the watcher is replaced by a fresh one, so
-/// recovery always goes through a full relist (`Init` … `InitDone`). A resumed watch would
-/// replay the missed events after the gap, stamped with the wrong time; a relist diff puts
-/// them inside the gap, where they belong. Errors during a list are retried by the
-/// watcher's own backoff.
-pub(crate) fn watch<K>(
-    api: Api<K>,
-    field_selector: Option<String>,
-    streamed: bool,
-) -> impl futures::Stream<Item = (Seen<K>, Option<Instant>)> + Send + 'static
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let mut config = watcher::Config::default();
-    if streamed {
-        config = config.streaming_lists();
-    }
-    if let Some(f) = field_selector {
-        config = config.fields(&f);
-    }
-    let inner = fresh_watcher(&api, &config);
-    // `listed`: the current watcher has completed a list, so an error now means a watch broke.
-    stream::unfold(
-        (api, config, inner, false),
-        |(api, config, mut inner, mut listed)| async move {
-            let mut blind_since = None;
-            let seen = match inner.next().await {
-                Some(Ok(watcher::Event::Apply(o))) => Seen::Applied(o),
-                Some(Ok(watcher::Event::Delete(o))) => Seen::Deleted(o),
-                Some(Ok(watcher::Event::Init)) => Seen::Init,
-                Some(Ok(watcher::Event::InitApply(o))) => Seen::InitApply(o),
-                Some(Ok(watcher::Event::InitDone)) => {
-                    listed = true;
-                    Seen::InitDone
-                }
-                Some(Err(e)) => {
-                    if listed {
-                        inner = fresh_watcher(&api, &config);
-                        listed = false;
-                    }
-                    blind_since = silent_since(&e);
-                    Seen::Failed(e.to_string())
-                }
-                // A watcher never ends on its own; if it does, start over with a relist.
-                None => {
-                    inner = fresh_watcher(&api, &config);
-                    listed = false;
-                    Seen::Failed("watch stream ended".to_string())
-                }
-            };
-            Some(((seen, blind_since), (api, config, inner, listed)))
-        },
-    )
-}
-
-type WatchStream<K> = BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>;
-
-fn fresh_watcher<K>(api: &Api<K>, config: &watcher::Config) -> WatchStream<K>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    watcher(api.clone(), config.clone())
-        .default_backoff()
-        .boxed()
 }
 
 /// Lists every `interval` (the first list at once); each list is reported as a relist.
