@@ -86,17 +86,18 @@ enum Phase<K> {
 /// What one event of a watch means for the follower.
 #[derive(Debug)]
 pub(crate) enum Meaning<K> {
-    /// Hand this on, still at `version` (a live event), or on the first list.
+    /// Hand this on: a change of the live watch, or an object of the first list.
     Yield(Seen<K>),
     /// Nothing to hand on (a bookmark in the middle, a deletion during a first list).
     Nothing,
-    /// The streamed first list is complete at this version.
+    /// The streamed first list is complete at this version ([`initial_event`] only).
     ListedAt(String),
     /// The server reported an error on the watch: sight is lost.
     Lost(kube::Error),
 }
 
-/// What an event of the live watch means; `version` becomes the last version read.
+/// What an event of the live watch means (never [`Meaning::ListedAt`]); `version` becomes
+/// the last version read.
 pub(crate) fn live_event<K: Resource>(event: WatchEvent<K>, version: &mut String) -> Meaning<K> {
     match event {
         WatchEvent::Added(o) | WatchEvent::Modified(o) => {
@@ -299,6 +300,7 @@ where
                             self.phase = Phase::Live { version, events };
                             return (seen, None);
                         }
+                        // `ListedAt` ends a streamed first list; a live watch has none.
                         Meaning::Nothing | Meaning::ListedAt(_) => {
                             self.phase = Phase::Live { version, events };
                         }
