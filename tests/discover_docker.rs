@@ -1,4 +1,5 @@
-//! The Docker side of `faultline inventory k3d|kind`, for real: containers created with
+//! The Docker side of `faultline inventory k3d|kind`, and of a primed `docker exec -i`, for
+//! real: containers created with
 //! exactly k3d's (and kind's) names and labels, read back through the real `docker` CLI,
 //! turned into an inventory that `faultline run` parses. k3s itself cannot run here, so
 //! each "node" is a busybox shell whose PID 1 command line carries k3s's flags.
@@ -16,7 +17,8 @@ use faultline::inventory::Inventory;
 use faultline::inventory::discover::live::docker_side;
 use faultline::inventory::discover::{self, ApiNode, ClusterFacts, Tool};
 
-const IMAGE: &str = "faultline-test/busybox:latest";
+/// Tagged by what it holds: `timeout` joined for the node deadline of a primed command.
+const IMAGE: &str = "faultline-test/busybox:sh-sleep-cat-timeout";
 /// The node "process": a shell that stays up and leaves on `docker stop` at once.
 const KEEP_RUNNING: &str = "trap 'exit 0' TERM; while :; do sleep 1; done";
 
@@ -77,7 +79,7 @@ fn ensure_image() {
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::create_dir_all(root.path().join("proc")).unwrap();
     std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
-    for applet in ["sh", "sleep", "cat"] {
+    for applet in ["sh", "sleep", "cat", "timeout"] {
         std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
     }
     let tar = root.path().join("rootfs.tar");
@@ -334,4 +336,124 @@ fn docker_no_such_cluster_is_a_one_line_error_naming_the_label() {
          cluster `fltest-no-such-cluster` running? (`k3d cluster list` lists them; pass --name)"
     );
     assert!(!err.contains('\n'));
+}
+
+/// Lines in `file` inside `container` (0 when there is none).
+fn lines_in(container: &str, file: &str) -> usize {
+    docker(&[
+        "exec",
+        container,
+        "sh",
+        "-c",
+        &format!("cat {file} 2>/dev/null || true"),
+    ])
+    .lines()
+    .count()
+}
+
+/// Whether a `docker exec -i` client into `container` runs on this machine.
+fn client_into(container: &str) -> bool {
+    Command::new("pgrep")
+        .args(["-f", &format!("docker exec -i {container} ")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A step sent ahead by kind's and k3d's `execWithStdin` (`docker exec -i`) is made
+/// through dockerd's API, with no client process (issue 48, item 3): performed when due it
+/// runs once, its output and exit code heard whole; released in one pass first, its call
+/// hears it out without sending it again; sent ahead and never performed, it runs nothing
+/// and leaves nothing waiting in the container.
+#[test]
+#[ignore = "needs a Docker engine: cargo test --test discover_docker -- --ignored"]
+fn docker_a_primed_docker_exec_goes_through_the_engine_and_runs_once_when_performed() {
+    use faultline::execute::{Executor, NodeOp};
+    use std::time::{Duration, Instant};
+    if !prerequisites() {
+        return;
+    }
+    ensure_image();
+    let node = format!("fltest{}-primed", std::process::id());
+    let mut created = Created(Vec::new());
+    created.run(&node, &[], &[]);
+    let text = format!(
+        "cluster: {{name: fltest}}\ntransport: exec\n\
+         exec: [docker, exec, \"{{node}}\", sh, -c, \"{{command}}\"]\n\
+         execWithStdin: [docker, exec, -i, \"{{node}}\", sh, -c, \"{{command}}\"]\n\
+         nodes: [{{name: {node}}}]\n"
+    );
+    let inventory = Inventory::parse(&text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let file = "/ran";
+    // `faultline_go` is set only by the gate of a command sent ahead: its output says
+    // which command ran.
+    let op = NodeOp::Run(format!(
+        "echo x >> {file}; echo \"word=$faultline_go\"; echo said >&2"
+    ));
+    let limit = Duration::from_secs(20);
+    let ahead = Duration::from_secs(3);
+    runtime().block_on(async {
+        let executor = Executor::new(inventory.clone());
+        let due = Instant::now() + ahead;
+        let primed = executor
+            .prime(&node, &op, limit, due, ahead)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(primed, "docker exec -i is sent ahead");
+        assert!(!client_into(&node), "a docker client carries the command");
+        tokio::time::sleep_until(due.into()).await;
+        assert_eq!(lines_in(&node, file), 0, "it ran before it was performed");
+        let out = executor
+            .perform(&node, &op, limit)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out.exit_status, Some(0), "{out:?}");
+        assert!(
+            out.output.contains("word=go") && out.output.contains("said"),
+            "{out:?}"
+        );
+        assert_eq!(lines_in(&node, file), 1);
+
+        let due = Instant::now() + ahead;
+        let primed = executor.prime(&node, &op, limit, due, ahead).await;
+        assert!(primed.unwrap_or_else(|e| panic!("{e}")));
+        tokio::time::sleep_until(due.into()).await;
+        executor.release(&[node.as_str()], &op, limit).await;
+        let mut ran = false;
+        for _ in 0..100 {
+            ran = lines_in(&node, file) == 2;
+            if ran {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(ran, "the release did not start it before its call");
+        let out = executor
+            .perform(&node, &op, limit)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            out.output.contains("word=go"),
+            "not the released command: {out:?}"
+        );
+        assert_eq!(
+            lines_in(&node, file),
+            2,
+            "a released command was sent again"
+        );
+
+        let executor = Executor::new(inventory);
+        let primed = executor
+            .prime(&node, &op, limit, Instant::now() + ahead, ahead)
+            .await;
+        assert!(primed.unwrap_or_else(|e| panic!("{e}")));
+        drop(executor);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    });
+    assert_eq!(
+        lines_in(&node, file),
+        2,
+        "a command sent ahead ran without being performed"
+    );
+    let left = docker(&["top", &node, "-o", "pid,args"]);
+    assert!(!left.contains("faultline_go"), "a gate still waits: {left}");
 }

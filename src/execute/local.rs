@@ -9,6 +9,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use super::engine_exec::{EngineExec, EngineInput};
 use super::gate_input::GateInput;
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail_async};
 
@@ -133,22 +134,51 @@ async fn finish(
 /// `execWithStdin`), started ahead of its step behind the gate of
 /// [`super::primed::gated`] and waiting there for [`super::gate_input::GO`] on its standard
 /// input. Dropped without being started (the run stopped first, or the step went the
-/// ordinary way), its client is killed, the node side reads end-of-file and runs nothing;
-/// its node deadline ends the wait in any case.
+/// ordinary way), its client is killed (or its engine stream closed), the node side reads
+/// end-of-file and runs nothing; its node deadline ends the wait in any case.
 pub(super) struct PrimedLocal {
-    child: tokio::process::Child,
-    stdin: GateInput<tokio::process::ChildStdin>,
-    group: GroupKill,
+    carrier: Carrier,
+    stdin: GateInput<EngineInput>,
+}
+
+/// What carries a primed command's input to its node.
+enum Carrier {
+    /// The client process of the argv.
+    Client {
+        child: tokio::process::Child,
+        group: GroupKill,
+    },
+    /// The engine's API, for a plain `docker exec -i` ([`super::engine_exec`]).
+    Engine(EngineExec),
 }
 
 impl std::fmt::Debug for PrimedLocal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PrimedLocal(..)")
+        f.write_str(match self.carrier {
+            Carrier::Client { .. } => "PrimedLocal(client)",
+            Carrier::Engine(_) => "PrimedLocal(engine)",
+        })
     }
 }
 
 impl PrimedLocal {
-    /// Starts `argv` (its command already gated), its standard input held open.
+    /// Starts `argv` (its command already gated), its standard input held open: through
+    /// the engine's API when `argv` is a plain `docker exec -i` and the engine makes the
+    /// exec, else by starting the client.
+    pub(super) async fn prime(argv: &[String]) -> std::io::Result<PrimedLocal> {
+        if let Some((container, command)) = super::engine_exec::docker_exec_i(argv)
+            && let Some((exec, input)) = EngineExec::start(container, command).await
+        {
+            return Ok(PrimedLocal {
+                carrier: Carrier::Engine(exec),
+                stdin: GateInput::new(Some(input)),
+            });
+        }
+        PrimedLocal::spawn(argv)
+    }
+
+    /// Starts the client of `argv` (its command already gated), its standard input held
+    /// open.
     pub(super) fn spawn(argv: &[String]) -> std::io::Result<PrimedLocal> {
         let (mut child, group) = spawn(argv, Stdio::piped())?;
         let stdin = child
@@ -156,25 +186,28 @@ impl PrimedLocal {
             .take()
             .ok_or_else(|| std::io::Error::other("no standard input to hold"))?;
         Ok(PrimedLocal {
-            child,
-            stdin: GateInput::new(Some(stdin)),
-            group,
+            carrier: Carrier::Client { child, group },
+            stdin: GateInput::new(Some(Box::pin(stdin))),
         })
     }
 
-    /// `self` while its client still runs (a node that was powered off or restarted ended
-    /// it); `None` after ending it, for the command to go the ordinary way. A released
-    /// one is kept unasked: it may have run and ended already, and must not run again.
+    /// `self` while its client still runs (or its engine stream is open: a node that was
+    /// powered off or restarted ended it); `None` after ending it, for the command to go
+    /// the ordinary way. A released one is kept unasked: it may have run and ended
+    /// already, and must not run again.
     pub(super) fn alive(mut self) -> Option<PrimedLocal> {
         if self.stdin.released_at().is_some() {
             return Some(self);
         }
-        match self.child.try_wait() {
-            Ok(None) => Some(self),
-            _ => {
-                tracing::debug!("a primed local command had ended before it was due");
-                None
-            }
+        let running = match &mut self.carrier {
+            Carrier::Client { child, .. } => matches!(child.try_wait(), Ok(None)),
+            Carrier::Engine(exec) => exec.is_open(),
+        };
+        if running {
+            Some(self)
+        } else {
+            tracing::debug!("a primed local command had ended before it was due");
+            None
         }
     }
 
@@ -200,7 +233,10 @@ impl PrimedLocal {
     ) -> std::io::Result<LocalEnd> {
         self.stdin.release().await;
         drop(self.stdin);
-        finish(self.child, self.group, timeout, grace).await
+        match self.carrier {
+            Carrier::Client { child, group } => finish(child, group, timeout, grace).await,
+            Carrier::Engine(exec) => Ok(exec.finish(timeout, grace).await),
+        }
     }
 }
 

@@ -39,6 +39,7 @@
 
 mod carry;
 mod deadline;
+mod engine_exec;
 mod error;
 mod executor;
 mod gate_input;

@@ -52,7 +52,8 @@ impl Executor {
     /// ahead. Primed are SSH without a sudo password (the password would share the
     /// command's standard input) and `transport: exec` with an `execWithStdin` client;
     /// `Ok(false)` says it was not, and `perform` then sends the command the ordinary way.
-    /// Priming over SSH gives up at `within`; a local client starts at once.
+    /// Priming over SSH gives up at `within`; a local client starts at once (through
+    /// the engine's API, a plain `docker exec -i` gives up after 5 s).
     pub async fn prime(
         &self,
         node: &str,
@@ -66,7 +67,7 @@ impl Executor {
         match access.transport {
             TransportKind::Ssh if access.ssh.sudo_password_env.is_none() => {}
             TransportKind::Exec if access.exec_with_stdin.is_some() => {
-                return self.prime_local(&access, &command, timeout, due);
+                return self.prime_local(&access, &command, timeout, due).await;
             }
             TransportKind::Pod => {
                 return self.prime_pod(access, command, timeout, due, within).await;
@@ -145,8 +146,9 @@ impl Executor {
     }
 
     /// [`Executor::prime`] through a local client that passes its standard input on
-    /// (`execWithStdin`): the client is started now, the gated command behind it.
-    fn prime_local(
+    /// (`execWithStdin`): the client is started now, the gated command behind it (a plain
+    /// `docker exec -i` is made through the engine's API instead: `engine_exec`).
+    async fn prime_local(
         &self,
         access: &NodeAccess,
         command: &str,
@@ -165,10 +167,12 @@ impl Executor {
         };
         let gated = with_node_deadline(&primed::gated(command), node_limit).map_err(render_err)?;
         let argv = exec_argv(access, template, &gated).map_err(render_err)?;
-        let waiting = PrimedLocal::spawn(&argv).map_err(|source| ExecError::Spawn {
-            program: argv.first().cloned().unwrap_or_default(),
-            source,
-        })?;
+        let waiting = PrimedLocal::prime(&argv)
+            .await
+            .map_err(|source| ExecError::Spawn {
+                program: argv.first().cloned().unwrap_or_default(),
+                source,
+            })?;
         let key = waiting_key(access, command, timeout);
         self.primed
             .put(key, &access.name, primed::Sent::Local(waiting), due);
