@@ -29,7 +29,8 @@ use tokio::io::AsyncWrite;
 use super::local::LocalEnd;
 use super::output::{MAX_OUTPUT, Tail, bounded};
 
-/// How long creating and starting one exec may take before the client way is used.
+/// How long creating and starting one exec may take at most before the client way is
+/// used (less when its step is due sooner: [`EngineExec::start`]).
 const SET_UP_LIMIT: Duration = Duration::from_secs(5);
 
 /// How long to ask after the exit code of an exec whose stream has ended (the engine
@@ -106,13 +107,23 @@ pub(super) struct EngineExec {
 
 impl EngineExec {
     /// Creates `command` as an exec in `container` with its standard input attached and
-    /// starts it; `None` (said at debug level) when the engine does not, within
-    /// [`SET_UP_LIMIT`].
+    /// starts it; `None` (said at debug level) when the engine does not within `within`
+    /// (at most [`SET_UP_LIMIT`]): a stalled engine leaves the client the rest of the lead.
     pub(super) async fn start(
         container: &str,
         command: &[String],
+        within: Duration,
     ) -> Option<(EngineExec, EngineInput)> {
-        let docker = engine()?;
+        EngineExec::start_on(engine()?, container, command, within).await
+    }
+
+    /// [`EngineExec::start`] on `docker`.
+    async fn start_on(
+        docker: Docker,
+        container: &str,
+        command: &[String],
+        within: Duration,
+    ) -> Option<(EngineExec, EngineInput)> {
         let set_up = async {
             let options = CreateExecOptions {
                 attach_stdin: Some(true),
@@ -127,7 +138,7 @@ impl EngineExec {
                 .await?;
             Ok::<_, bollard::errors::Error>((created.id, started))
         };
-        let (id, started) = match tokio::time::timeout(SET_UP_LIMIT, set_up).await {
+        let (id, started) = match tokio::time::timeout(within.min(SET_UP_LIMIT), set_up).await {
             Ok(Ok(made)) => made,
             Ok(Err(e)) => {
                 tracing::debug!(container, "the engine did not make the exec: {e}");
@@ -255,5 +266,37 @@ mod tests {
         ] {
             assert_eq!(docker_exec_i(&other), None, "{other:?}");
         }
+    }
+
+    /// An engine that takes the connection and never answers gives the exec up within
+    /// the time it was given: the client way still has the rest of the step's lead.
+    #[tokio::test]
+    async fn a_stalled_engine_is_given_up_within_the_time_given() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("stalled.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+        let held = std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            for conn in listener.incoming().take(1) {
+                kept.push(conn);
+                std::thread::sleep(Duration::from_secs(3));
+            }
+        });
+        let docker = Docker::connect_with_unix(
+            socket.to_str().expect("utf-8 path"),
+            120,
+            bollard::API_DEFAULT_VERSION,
+        )
+        .expect("client");
+        let asked = std::time::Instant::now();
+        let command = argv(&["sh", "-c", "true"]);
+        let made = EngineExec::start_on(docker, "n", &command, Duration::from_millis(300)).await;
+        let took = asked.elapsed();
+        assert!(made.is_none(), "a stalled engine made an exec");
+        assert!(
+            took < Duration::from_secs(2),
+            "given 300 ms, it waited {took:?}"
+        );
+        drop(held);
     }
 }

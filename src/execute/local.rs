@@ -164,10 +164,10 @@ impl std::fmt::Debug for PrimedLocal {
 impl PrimedLocal {
     /// Starts `argv` (its command already gated), its standard input held open: through
     /// the engine's API when `argv` is a plain `docker exec -i` and the engine makes the
-    /// exec, else by starting the client.
-    pub(super) async fn prime(argv: &[String]) -> std::io::Result<PrimedLocal> {
+    /// exec within `within`, else by starting the client.
+    pub(super) async fn prime(argv: &[String], within: Duration) -> std::io::Result<PrimedLocal> {
         if let Some((container, command)) = super::engine_exec::docker_exec_i(argv)
-            && let Some((exec, input)) = EngineExec::start(container, command).await
+            && let Some((exec, input)) = EngineExec::start(container, command, within).await
         {
             return Ok(PrimedLocal {
                 carrier: Carrier::Engine(exec),

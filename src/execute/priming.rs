@@ -53,7 +53,7 @@ impl Executor {
     /// command's standard input) and `transport: exec` with an `execWithStdin` client;
     /// `Ok(false)` says it was not, and `perform` then sends the command the ordinary way.
     /// Priming over SSH gives up at `within`; a local client starts at once (through
-    /// the engine's API, a plain `docker exec -i` gives up after 5 s).
+    /// the engine's API, a plain `docker exec -i` gives up at half the lead, 5 s at most).
     pub async fn prime(
         &self,
         node: &str,
@@ -167,12 +167,15 @@ impl Executor {
         };
         let gated = with_node_deadline(&primed::gated(command), node_limit).map_err(render_err)?;
         let argv = exec_argv(access, template, &gated).map_err(render_err)?;
-        let waiting = PrimedLocal::prime(&argv)
-            .await
-            .map_err(|source| ExecError::Spawn {
-                program: argv.first().cloned().unwrap_or_default(),
-                source,
-            })?;
+        // Half the lead at most, as over SSH: a stalled engine leaves the client the rest.
+        let within = due.saturating_duration_since(Instant::now()) / 2;
+        let waiting =
+            PrimedLocal::prime(&argv, within)
+                .await
+                .map_err(|source| ExecError::Spawn {
+                    program: argv.first().cloned().unwrap_or_default(),
+                    source,
+                })?;
         let key = waiting_key(access, command, timeout);
         self.primed
             .put(key, &access.name, primed::Sent::Local(waiting), due);
