@@ -24,9 +24,9 @@ use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use futures::{FutureExt, Stream, StreamExt};
-use tokio::io::AsyncWrite;
 
-use super::local::LocalEnd;
+use super::gate_input::BoxedInput;
+use super::local_end::LocalEnd;
 use super::output::{MAX_OUTPUT, Tail, bounded};
 
 /// How long creating and starting one exec may take at most before the client way is
@@ -36,9 +36,6 @@ const SET_UP_LIMIT: Duration = Duration::from_secs(5);
 /// How long to ask after the exit code of an exec whose stream has ended (the engine
 /// records the code a moment after it closes the stream).
 const EXIT_CODE_LIMIT: Duration = Duration::from_secs(2);
-
-/// The exec's hijacked stream, as input to write the word to.
-pub(super) type EngineInput = Pin<Box<dyn AsyncWrite + Send>>;
 
 type Output = Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;
 
@@ -72,8 +69,14 @@ fn engine() -> Option<Docker> {
 
 /// Whether the `docker` client would use a context other than the default one:
 /// `DOCKER_CONTEXT`, else `currentContext` in its configuration (`DOCKER_CONFIG`, else
-/// `~/.docker`).
+/// `~/.docker`). Read once: the client's configuration does not change during a run, and priming asks
+/// for every node of every step.
 fn context_chosen() -> bool {
+    static CHOSEN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CHOSEN.get_or_init(read_context_chosen)
+}
+
+fn read_context_chosen() -> bool {
     let chosen = |name: &str| !name.is_empty() && name != "default";
     if let Ok(name) = std::env::var("DOCKER_CONTEXT") {
         return chosen(&name);
@@ -113,7 +116,7 @@ impl EngineExec {
         container: &str,
         command: &[String],
         within: Duration,
-    ) -> Option<(EngineExec, EngineInput)> {
+    ) -> Option<(EngineExec, BoxedInput)> {
         EngineExec::start_on(engine()?, container, command, within).await
     }
 
@@ -123,7 +126,7 @@ impl EngineExec {
         container: &str,
         command: &[String],
         within: Duration,
-    ) -> Option<(EngineExec, EngineInput)> {
+    ) -> Option<(EngineExec, BoxedInput)> {
         let set_up = async {
             let options = CreateExecOptions {
                 attach_stdin: Some(true),

@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
+/// A waiting command's input, whatever carries it (a client's pipe, an engine's exec
+/// stream), as one type.
+pub(super) type BoxedInput = std::pin::Pin<Box<dyn AsyncWrite + Send>>;
+
 /// The word a primed command waits for on its standard input before it runs.
 pub(super) const GO: &str = "go";
 

@@ -9,34 +9,10 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::engine_exec::{EngineExec, EngineInput};
-use super::gate_input::GateInput;
+use super::engine_exec::EngineExec;
+use super::gate_input::{BoxedInput, GateInput};
+pub(super) use super::local_end::LocalEnd;
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail_async};
-
-/// How a local process ended.
-#[derive(Debug)]
-pub(super) enum LocalEnd {
-    /// It exited within the time limit; `code` is `None` when a signal ended it.
-    Exited {
-        /// Exit code.
-        code: Option<i32>,
-        /// Bounded stdout+stderr.
-        output: String,
-    },
-    /// The time limit passed, then it exited by itself within the grace given (the node's
-    /// own deadline ended the command, or it just finished).
-    Late {
-        /// Exit code; `None` for a signal.
-        code: Option<i32>,
-        /// Bounded stdout+stderr.
-        output: String,
-    },
-    /// The time limit (and grace) passed; its process group was killed.
-    TimedOut {
-        /// Whether the killed process was seen to end (reaped) within a few seconds.
-        reaped: bool,
-    },
-}
 
 /// Kills a process group with SIGKILL when dropped, unless defused: a dropped run (its
 /// caller's future dropped) takes its whole group with it, not only the direct child.
@@ -138,7 +114,7 @@ async fn finish(
 /// end-of-file and runs nothing; its node deadline ends the wait in any case.
 pub(super) struct PrimedLocal {
     carrier: Carrier,
-    stdin: GateInput<EngineInput>,
+    stdin: GateInput<BoxedInput>,
 }
 
 /// What carries a primed command's input to its node.

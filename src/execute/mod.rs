@@ -45,6 +45,7 @@ mod executor;
 mod gate_input;
 mod jump_channel;
 mod local;
+mod local_end;
 mod outcome;
 mod output;
 mod perform;
