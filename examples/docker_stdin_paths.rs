@@ -1,14 +1,21 @@
 //! Where a primed `docker exec` command's start goes late: one line of standard input sent
-//! at once to a waiting shell in each of many containers, by three paths, and when each
+//! at once to a waiting shell in each of many containers, by four paths, and when each
 //! shell started (issue 48, item 3). `ci/bench-docker-stdin` starts the containers and
 //! calls this.
 //!
-//! - `cli`: what faultline does (`execWithStdin` of the kind and k3d profiles): one
-//!   `docker exec -i` client per container, the line written to each client's standard
+//! - `cli`: what faultline did before `e357402` (`execWithStdin` of the kind and k3d
+//!   profiles), and still does with a Docker context chosen: one `docker exec -i` client
+//!   per container, the line written to each client's standard
 //!   input. The line goes client → dockerd → the container's shim → the shell.
 //! - `api`: the same exec made through dockerd's API on its Unix socket, no client process:
 //!   an exec created, started with its stream hijacked, the line written to that stream.
-//!   The line goes dockerd → shim → shell.
+//!   The line goes dockerd → shim → shell. What faultline does now.
+//! - `api-pipe`: the exec made through the API as in `api`, the line written straight into
+//!   the waiting shell's standard input pipe (`/proc/PID/fd/0`, the process the engine
+//!   names), which needs root beside the engine. The line wakes the shell with no engine
+//!   process in between; the stream still carries the stamp. Tried for faultline and not
+//!   kept: at load 3 it started the last shell later than `api` did
+//!   (`docs/performance.md`, 2026-11-30 `2f97b79`).
 //! - `direct`: no engine on the line's path at all: `nsenter` into each container's
 //!   namespaces with the shell's standard input a pipe from here. What is left is starting
 //!   the command itself on every container (the floor of this machine).
@@ -19,7 +26,7 @@
 //! start after the line was written to the first container.
 //!
 //! `docker_stdin_paths PATH PREFIX COUNT RUNS` (containers `PREFIX1` … `PREFIXCOUNT`,
-//! running; root for `direct`). The socket is `DOCKER_HOST` when it is `unix://…`, else
+//! running; root for `api-pipe` and `direct`). The socket is `DOCKER_HOST` when it is `unix://…`, else
 //! `/var/run/docker.sock`.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -36,7 +43,7 @@ const PRIMED_FOR: Duration = Duration::from_secs(3);
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [path, prefix, count, runs] = args.as_slice() else {
-        eprintln!("usage: docker_stdin_paths cli|api|direct PREFIX COUNT RUNS");
+        eprintln!("usage: docker_stdin_paths cli|api|api-pipe|direct PREFIX COUNT RUNS");
         return ExitCode::from(2);
     };
     let (Ok(count), Ok(runs)) = (count.parse::<usize>(), runs.parse::<usize>()) else {
@@ -48,8 +55,9 @@ fn main() -> ExitCode {
         let starts = match path.as_str() {
             "cli" => through_clients(&names),
             "api" => through_api(&names),
+            "api-pipe" => through_api_pipes(&names),
             "direct" => direct(&names),
-            other => Err(format!("no path `{other}` (cli, api or direct)")),
+            other => Err(format!("no path `{other}` (cli, api, api-pipe or direct)")),
         };
         match starts {
             Ok((sent, starts)) => print_run(path, sent, &starts),
@@ -190,6 +198,11 @@ fn request(
 /// One exec waiting in `name`, its stream hijacked; returns the stream and what was read
 /// past the headers.
 fn started_exec(name: &str) -> Result<(UnixStream, Vec<u8>), String> {
+    started_exec_and_id(name).map(|(conn, read, _)| (conn, read))
+}
+
+/// [`started_exec`], and the exec's id.
+fn started_exec_and_id(name: &str) -> Result<(UnixStream, Vec<u8>, String), String> {
     let create = serde_json::json!({
         "AttachStdin": true, "AttachStdout": true, "AttachStderr": true,
         "Cmd": ["sh", "-c", WAITING],
@@ -217,7 +230,25 @@ fn started_exec(name: &str) -> Result<(UnixStream, Vec<u8>), String> {
     if !(status.contains(" 101 ") || status.contains(" 200 ")) {
         return Err(format!("exec start in {name}: {status}"));
     }
-    Ok((conn, rest))
+    Ok((conn, rest, id.to_string()))
+}
+
+/// The host process id of exec `id` once the engine names it.
+fn exec_pid(id: &str) -> Result<u32, String> {
+    for _ in 0..200 {
+        let (mut conn, status, mut body) = request("GET", &format!("/exec/{id}/json"), "", false)?;
+        if !status.contains(" 200 ") {
+            return Err(format!("exec inspect {id}: {status}"));
+        }
+        conn.read_to_end(&mut body).map_err(|e| e.to_string())?;
+        let seen: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|e| format!("exec inspect {id}: {e}"))?;
+        if let Some(pid) = seen["Pid"].as_u64().filter(|p| *p > 0) {
+            return u32::try_from(pid).map_err(|e| e.to_string());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Err(format!("the engine never named exec {id}'s process"))
 }
 
 /// The first standard-output frame of a hijacked exec stream (8-byte header: stream,
@@ -258,6 +289,28 @@ fn through_api(names: &[String]) -> Result<(f64, Vec<f64>), String> {
     }
     let mut starts = Vec::new();
     for (conn, read) in streams {
+        starts.push(stamp(first_stdout_line(conn, read)?.as_bytes())?);
+    }
+    Ok((sent, starts))
+}
+
+fn through_api_pipes(names: &[String]) -> Result<(f64, Vec<f64>), String> {
+    let mut streams = Vec::new();
+    for name in names {
+        let (conn, read, id) = started_exec_and_id(name)?;
+        let pipe = std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/{}/fd/0", exec_pid(&id)?))
+            .map_err(|e| format!("the pipe of the exec in {name}: {e}"))?;
+        streams.push((conn, read, pipe));
+    }
+    std::thread::sleep(PRIMED_FOR);
+    let sent = now();
+    for (_, _, pipe) in &mut streams {
+        pipe.write_all(b"go\n").map_err(|e| e.to_string())?;
+    }
+    let mut starts = Vec::new();
+    for (conn, read, _) in streams {
         starts.push(stamp(first_stdout_line(conn, read)?.as_bytes())?);
     }
     Ok((sent, starts))
