@@ -457,3 +457,67 @@ fn docker_a_primed_docker_exec_goes_through_the_engine_and_runs_once_when_perfor
     let left = docker(&["top", &node, "-o", "pid,args"]);
     assert!(!left.contains("faultline_go"), "a gate still waits: {left}");
 }
+
+/// A step sent ahead through dockerd's API that runs past its limit is ended in its
+/// container by its node deadline (the engine has no way to end an exec): the call says
+/// it timed out and is over, within the limit, the deadline's lead and the time to hear
+/// it, and nothing of it is left running in the container.
+#[test]
+#[ignore = "needs a Docker engine: cargo test --test discover_docker -- --ignored"]
+fn docker_a_primed_engine_exec_past_its_limit_is_ended_in_its_container() {
+    use faultline::execute::{ExecError, Executor, NodeOp};
+    use std::time::{Duration, Instant};
+    if !prerequisites() {
+        return;
+    }
+    ensure_image();
+    let node = format!("fltest{}-overrun", std::process::id());
+    let mut created = Created(Vec::new());
+    created.run(&node, &[], &[]);
+    let text = format!(
+        "cluster: {{name: fltest}}\ntransport: exec\n\
+         exec: [docker, exec, \"{{node}}\", sh, -c, \"{{command}}\"]\n\
+         execWithStdin: [docker, exec, -i, \"{{node}}\", sh, -c, \"{{command}}\"]\n\
+         nodes: [{{name: {node}}}]\n"
+    );
+    let inventory = Inventory::parse(&text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let op = NodeOp::Run("echo started >> /ran; sleep 300".to_string());
+    let limit = Duration::from_secs(2);
+    let ahead = Duration::from_secs(2);
+    let (err, took) = runtime().block_on(async {
+        let executor = Executor::new(inventory);
+        let due = Instant::now() + ahead;
+        let primed = executor
+            .prime(&node, &op, limit, due, ahead)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(primed, "docker exec -i is sent ahead");
+        assert!(!client_into(&node), "a docker client carries the command");
+        tokio::time::sleep_until(due.into()).await;
+        let performed = Instant::now();
+        let result = executor.perform(&node, &op, limit).await;
+        (
+            result.expect_err("a command past its limit"),
+            performed.elapsed(),
+        )
+    });
+    assert!(
+        matches!(err, ExecError::TimedOutEnded { started: true, .. }),
+        "{err}"
+    );
+    // The node deadline of a primed command counts from when it was sent ahead: the lead,
+    // the limit, room for a late start; then TERM ends `sleep` at once.
+    assert!(took >= limit, "it was given up before its limit: {took:?}");
+    assert!(
+        took < Duration::from_secs(20),
+        "its end took {took:?} to be heard"
+    );
+    assert_eq!(lines_in(&node, "/ran"), 1, "it did not run once");
+    // (busybox's `timeout` leaves a watcher behind for its KILL window: not the command.)
+    let left = docker(&["top", &node, "-o", "pid,args"]);
+    let running = left
+        .lines()
+        .any(|line| line.split_whitespace().skip(1).collect::<Vec<_>>() == ["sleep", "300"]);
+    assert!(!running, "the command still runs: {left}");
+    eprintln!("heard it end {took:?} after it was performed");
+}
