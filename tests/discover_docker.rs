@@ -359,6 +359,24 @@ fn client_into(container: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// One container named for `suffix` (removed when the returned guard drops) and an
+/// inventory reaching it the way the kind and k3d profiles do (`docker exec`, and
+/// `docker exec -i` for a command sent ahead).
+fn exec_node(suffix: &str) -> (String, Inventory, Created) {
+    ensure_image();
+    let node = format!("fltest{}-{suffix}", std::process::id());
+    let mut created = Created(Vec::new());
+    created.run(&node, &[], &[]);
+    let text = format!(
+        "cluster: {{name: fltest}}\ntransport: exec\n\
+         exec: [docker, exec, \"{{node}}\", sh, -c, \"{{command}}\"]\n\
+         execWithStdin: [docker, exec, -i, \"{{node}}\", sh, -c, \"{{command}}\"]\n\
+         nodes: [{{name: {node}}}]\n"
+    );
+    let inventory = Inventory::parse(&text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    (node, inventory, created)
+}
+
 /// A step sent ahead by kind's and k3d's `execWithStdin` (`docker exec -i`) is made
 /// through dockerd's API, with no client process (issue 48, item 3): performed when due it
 /// runs once, its output and exit code heard whole; released in one pass first, its call
@@ -372,17 +390,7 @@ fn docker_a_primed_docker_exec_goes_through_the_engine_and_runs_once_when_perfor
     if !prerequisites() {
         return;
     }
-    ensure_image();
-    let node = format!("fltest{}-primed", std::process::id());
-    let mut created = Created(Vec::new());
-    created.run(&node, &[], &[]);
-    let text = format!(
-        "cluster: {{name: fltest}}\ntransport: exec\n\
-         exec: [docker, exec, \"{{node}}\", sh, -c, \"{{command}}\"]\n\
-         execWithStdin: [docker, exec, -i, \"{{node}}\", sh, -c, \"{{command}}\"]\n\
-         nodes: [{{name: {node}}}]\n"
-    );
-    let inventory = Inventory::parse(&text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let (node, inventory, _created) = exec_node("primed");
     let file = "/ran";
     // `faultline_go` is set only by the gate of a command sent ahead: its output says
     // which command ran.
@@ -400,8 +408,11 @@ fn docker_a_primed_docker_exec_goes_through_the_engine_and_runs_once_when_perfor
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(primed, "docker exec -i is sent ahead");
         assert!(!client_into(&node), "a docker client carries the command");
-        tokio::time::sleep_until(due.into()).await;
+        // Looked at a second before it is due: performed later than `PRIMED_LATE` after
+        // that (a slow `docker exec` on a busy machine), it would go the ordinary way.
+        tokio::time::sleep_until((due - Duration::from_secs(1)).into()).await;
         assert_eq!(lines_in(&node, file), 0, "it ran before it was performed");
+        tokio::time::sleep_until(due.into()).await;
         let out = executor
             .perform(&node, &op, limit)
             .await
@@ -470,17 +481,7 @@ fn docker_a_primed_engine_exec_past_its_limit_is_ended_in_its_container() {
     if !prerequisites() {
         return;
     }
-    ensure_image();
-    let node = format!("fltest{}-overrun", std::process::id());
-    let mut created = Created(Vec::new());
-    created.run(&node, &[], &[]);
-    let text = format!(
-        "cluster: {{name: fltest}}\ntransport: exec\n\
-         exec: [docker, exec, \"{{node}}\", sh, -c, \"{{command}}\"]\n\
-         execWithStdin: [docker, exec, -i, \"{{node}}\", sh, -c, \"{{command}}\"]\n\
-         nodes: [{{name: {node}}}]\n"
-    );
-    let inventory = Inventory::parse(&text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let (node, inventory, _created) = exec_node("overrun");
     let op = NodeOp::Run("echo started >> /ran; sleep 300".to_string());
     let limit = Duration::from_secs(2);
     let ahead = Duration::from_secs(2);
