@@ -56,7 +56,8 @@ fn main() -> ExitCode {
             "cli" => through_clients(&names),
             "api" => through_api(&names),
             "api-pipe" => through_api_pipes(&names),
-            "direct" => direct(&names),
+            "direct" => direct(&names, false),
+            "direct-cgroup" => direct(&names, true),
             other => Err(format!("no path `{other}` (cli, api, api-pipe or direct)")),
         };
         match starts {
@@ -132,7 +133,7 @@ fn through_clients(names: &[String]) -> Result<(f64, Vec<f64>), String> {
     release_children(children)
 }
 
-fn direct(names: &[String]) -> Result<(f64, Vec<f64>), String> {
+fn direct(names: &[String], in_container_cgroups: bool) -> Result<(f64, Vec<f64>), String> {
     let mut children = Vec::new();
     for name in names {
         let out = Command::new("docker")
@@ -141,9 +142,41 @@ fn direct(names: &[String]) -> Result<(f64, Vec<f64>), String> {
             .map_err(|e| format!("docker inspect: {e}"))?;
         let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let args = ["-t", &pid, "-m", "-u", "-i", "-p", "sh", "-c", WAITING];
-        children.push(waiting_child("nsenter", &args)?);
+        if in_container_cgroups {
+            let join = cgroup_join(&pid)?;
+            let script = format!("{join} exec nsenter \"$@\"");
+            let mut wrapped = vec!["-c", script.as_str(), "sh"];
+            wrapped.extend(args);
+            children.push(waiting_child("sh", &wrapped)?);
+        } else {
+            children.push(waiting_child("nsenter", &args)?);
+        }
     }
     release_children(children)
+}
+
+/// Shell words that move the shell running them into every cgroup v1 hierarchy (and the
+/// v2 one) the container's process `pid` is in, as `docker exec` places its processes.
+fn cgroup_join(pid: &str) -> Result<String, String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .map_err(|e| format!("/proc/{pid}/cgroup: {e}"))?;
+    let mut words = String::new();
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next(), parts.next(), parts.next());
+        let (Some(controllers), Some(path)) = (controllers, path) else {
+            continue;
+        };
+        let dir = match controllers {
+            "" => "/sys/fs/cgroup/unified".to_string(),
+            c if c.starts_with("name=") => format!("/sys/fs/cgroup/{}", &c[5..]),
+            c => format!("/sys/fs/cgroup/{c}"),
+        };
+        if path != "/" {
+            words.push_str(&format!("echo $$ > {dir}{path}/cgroup.procs || exit 9;"));
+        }
+    }
+    Ok(words)
 }
 
 fn socket() -> String {

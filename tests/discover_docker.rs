@@ -377,6 +377,45 @@ fn exec_node(suffix: &str) -> (String, Inventory, Created) {
     (node, inventory, created)
 }
 
+/// The engine's execs running in `container` (`docker inspect`'s `ExecIDs`).
+fn engine_execs(container: &str) -> usize {
+    let ids = docker(&["inspect", "-f", "{{json .ExecIDs}}", container]);
+    serde_json::from_str::<Option<Vec<String>>>(ids.trim())
+        .unwrap_or_else(|e| panic!("ExecIDs of {container}: {e}: {ids}"))
+        .map_or(0, |ids| ids.len())
+}
+
+/// Whether an `nsenter` of this process into `container`'s first process waits.
+fn entered_into(container: &str) -> bool {
+    let pid = docker(&["inspect", "-f", "{{.State.Pid}}", container]);
+    Command::new("pgrep")
+        .args([
+            "-P",
+            &std::process::id().to_string(),
+            "-f",
+            &format!("^[^ ]*nsenter --target={} ", pid.trim()),
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Says which way a command sent ahead to `node` waits, and fails unless it is `via`'s:
+/// never a client; with the engine's exec for [`PrimedDockerExec::Engine`], with an
+/// `nsenter` of this process and no engine exec for [`PrimedDockerExec::Nearest`] (this
+/// test runs as root beside the engine).
+fn assert_waits_by(node: &str, via: faultline::execute::PrimedDockerExec) {
+    use faultline::execute::PrimedDockerExec;
+    assert!(!client_into(node), "a docker client carries the command");
+    let (execs, entered) = (engine_execs(node), entered_into(node));
+    match via {
+        PrimedDockerExec::Engine => assert!(execs == 1 && !entered, "{execs} engine execs"),
+        PrimedDockerExec::Nearest => assert!(
+            execs == 0 && entered,
+            "not entered directly: {execs} engine execs, nsenter waiting: {entered}"
+        ),
+    }
+}
+
 /// A step sent ahead by kind's and k3d's `execWithStdin` (`docker exec -i`) is made
 /// through dockerd's API, with no client process (issue 48, item 3): performed when due it
 /// runs once, its output and exit code heard whole; released in one pass first, its call
@@ -385,29 +424,59 @@ fn exec_node(suffix: &str) -> (String, Inventory, Created) {
 #[test]
 #[ignore = "needs a Docker engine: cargo test --test discover_docker -- --ignored"]
 fn docker_a_primed_docker_exec_goes_through_the_engine_and_runs_once_when_performed() {
+    primed_docker_exec_runs_once(faultline::execute::PrimedDockerExec::Engine);
+}
+
+/// The same step, root beside the engine, enters the container directly (no engine on its
+/// path, issue 48, item 3) and keeps every promise the engine's exec keeps; its command
+/// runs in the container's cgroups with the environment the engine gives an exec.
+#[test]
+#[ignore = "needs a Docker engine: cargo test --test discover_docker -- --ignored"]
+fn docker_a_primed_docker_exec_enters_its_container_directly_and_runs_once_when_performed() {
+    assert_eq!(
+        effective_uid(),
+        0,
+        "entering a container directly needs root, as this suite runs"
+    );
+    primed_docker_exec_runs_once(faultline::execute::PrimedDockerExec::Nearest);
+}
+
+/// This process's effective user id (`/proc/self/status`).
+fn effective_uid() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1)?.parse().ok())
+        .expect("Uid line")
+}
+
+fn primed_docker_exec_runs_once(via: faultline::execute::PrimedDockerExec) {
     use faultline::execute::{Executor, NodeOp};
     use std::time::{Duration, Instant};
     if !prerequisites() {
         return;
     }
-    let (node, inventory, _created) = exec_node("primed");
+    let (node, inventory, _created) = exec_node(&format!("primed-{via:?}").to_lowercase());
     let file = "/ran";
     // `faultline_go` is set only by the gate of a command sent ahead: its output says
-    // which command ran.
+    // which command ran. Its cgroups and environment are kept to compare with the
+    // container's own and with an engine exec's.
     let op = NodeOp::Run(format!(
-        "echo x >> {file}; echo \"word=$faultline_go\"; echo said >&2"
+        "echo x >> {file}; echo \"word=$faultline_go\"; echo said >&2; \
+         cat /proc/self/cgroup > /cgroup-of-step; echo \"env=$PATH $HOSTNAME\""
     ));
     let limit = Duration::from_secs(20);
     let ahead = Duration::from_secs(3);
     runtime().block_on(async {
-        let executor = Executor::new(inventory.clone());
+        let executor = Executor::new(inventory.clone()).with_primed_docker_exec(via);
         let due = Instant::now() + ahead;
         let primed = executor
             .prime(&node, &op, limit, due, ahead)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(primed, "docker exec -i is sent ahead");
-        assert!(!client_into(&node), "a docker client carries the command");
+        assert_waits_by(&node, via);
         // Looked at a second before it is due: performed later than `PRIMED_LATE` after
         // that (a slow `docker exec` on a busy machine), it would go the ordinary way.
         tokio::time::sleep_until((due - Duration::from_secs(1)).into()).await;
@@ -423,10 +492,23 @@ fn docker_a_primed_docker_exec_goes_through_the_engine_and_runs_once_when_perfor
             "{out:?}"
         );
         assert_eq!(lines_in(&node, file), 1);
+        let engines = docker(&["exec", &node, "sh", "-c", "echo \"env=$PATH $HOSTNAME\""]);
+        assert!(
+            out.output.contains(engines.trim()),
+            "not the environment of an engine exec ({}): {out:?}",
+            engines.trim()
+        );
+        let container = docker(&["exec", &node, "cat", "/proc/1/cgroup"]);
+        let step = docker(&["exec", &node, "cat", "/cgroup-of-step"]);
+        assert_eq!(
+            step, container,
+            "the step ran outside the container's cgroups"
+        );
 
         let due = Instant::now() + ahead;
         let primed = executor.prime(&node, &op, limit, due, ahead).await;
         assert!(primed.unwrap_or_else(|e| panic!("{e}")));
+        assert_waits_by(&node, via);
         tokio::time::sleep_until(due.into()).await;
         executor.release(&[node.as_str()], &op, limit).await;
         let mut ran = false;
@@ -452,7 +534,7 @@ fn docker_a_primed_docker_exec_goes_through_the_engine_and_runs_once_when_perfor
             "a released command was sent again"
         );
 
-        let executor = Executor::new(inventory);
+        let executor = Executor::new(inventory).with_primed_docker_exec(via);
         let primed = executor
             .prime(&node, &op, limit, Instant::now() + ahead, ahead)
             .await;
@@ -476,24 +558,36 @@ fn docker_a_primed_docker_exec_goes_through_the_engine_and_runs_once_when_perfor
 #[test]
 #[ignore = "needs a Docker engine: cargo test --test discover_docker -- --ignored"]
 fn docker_a_primed_engine_exec_past_its_limit_is_ended_in_its_container() {
+    primed_docker_exec_past_its_limit_is_ended(faultline::execute::PrimedDockerExec::Engine);
+}
+
+/// The same, entered directly: its process group (here, in the container's PID
+/// namespace) is ended, or its node deadline ends it first.
+#[test]
+#[ignore = "needs a Docker engine: cargo test --test discover_docker -- --ignored"]
+fn docker_a_directly_entered_exec_past_its_limit_is_ended_in_its_container() {
+    primed_docker_exec_past_its_limit_is_ended(faultline::execute::PrimedDockerExec::Nearest);
+}
+
+fn primed_docker_exec_past_its_limit_is_ended(via: faultline::execute::PrimedDockerExec) {
     use faultline::execute::{ExecError, Executor, NodeOp};
     use std::time::{Duration, Instant};
     if !prerequisites() {
         return;
     }
-    let (node, inventory, _created) = exec_node("overrun");
+    let (node, inventory, _created) = exec_node(&format!("overrun-{via:?}").to_lowercase());
     let op = NodeOp::Run("echo started >> /ran; sleep 300".to_string());
     let limit = Duration::from_secs(2);
     let ahead = Duration::from_secs(2);
     let (err, took) = runtime().block_on(async {
-        let executor = Executor::new(inventory);
+        let executor = Executor::new(inventory).with_primed_docker_exec(via);
         let due = Instant::now() + ahead;
         let primed = executor
             .prime(&node, &op, limit, due, ahead)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(primed, "docker exec -i is sent ahead");
-        assert!(!client_into(&node), "a docker client carries the command");
+        assert_waits_by(&node, via);
         tokio::time::sleep_until(due.into()).await;
         let performed = Instant::now();
         let result = executor.perform(&node, &op, limit).await;
@@ -520,5 +614,5 @@ fn docker_a_primed_engine_exec_past_its_limit_is_ended_in_its_container() {
         .lines()
         .any(|line| line.split_whitespace().skip(1).collect::<Vec<_>>() == ["sleep", "300"]);
     assert!(!running, "the command still runs: {left}");
-    eprintln!("heard it end {took:?} after it was performed");
+    eprintln!("{via:?}: heard it end {took:?} after it was performed");
 }

@@ -31,7 +31,7 @@ use super::output::{MAX_OUTPUT, Tail, bounded};
 
 /// How long creating and starting one exec may take at most before the client way is
 /// used (less when its step is due sooner: [`EngineExec::start`]).
-const SET_UP_LIMIT: Duration = Duration::from_secs(5);
+pub(super) const SET_UP_LIMIT: Duration = Duration::from_secs(5);
 
 /// How long to ask after the exit code of an exec whose stream has ended (the engine
 /// records the code a moment after it closes the stream).
@@ -56,7 +56,7 @@ pub(super) fn docker_exec_i(argv: &[String]) -> Option<(&str, &[String])> {
 
 /// The engine the `docker` client would use without a context, when it is on a Unix
 /// socket.
-fn engine() -> Option<Docker> {
+pub(super) fn engine() -> Option<Docker> {
     if context_chosen() {
         return None;
     }

@@ -11,6 +11,7 @@ use crate::inventory::{Inventory, NodeAccess, TransportKind};
 
 use super::deadline::{CONFIRM_SLACK, REAP, ends_within};
 use super::error::ExecError;
+use super::namespace_exec::PrimedDockerExec;
 use super::plan::{command_text, plan, ssh_target};
 use super::pod;
 use super::primed::{PRIMED_EXTRA_WAIT, PrimedCommands};
@@ -32,6 +33,8 @@ pub struct Executor {
     /// The run whose commands these are, labelled on its node-access pods
     /// ([`pod::RUN_LABEL`]); `None` outside a run (`doctor`, `restore`).
     pub(super) run: Option<String>,
+    /// How a primed `docker exec -i` reaches its container.
+    pub(super) docker_exec: PrimedDockerExec,
 }
 
 /// The executor's API client, shared by its clones and connected once.
@@ -57,6 +60,16 @@ impl Executor {
             primed: Arc::default(),
             api: ApiHandle::default(),
             run: None,
+            docker_exec: PrimedDockerExec::default(),
+        }
+    }
+
+    /// Sends primed `docker exec -i` commands the way `via` says (by default straight
+    /// into the container's namespaces where faultline can do it as the engine would).
+    pub fn with_primed_docker_exec(self, via: PrimedDockerExec) -> Executor {
+        Executor {
+            docker_exec: via,
+            ..self
         }
     }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::engine_exec::EngineExec;
 use super::gate_input::{BoxedInput, GateInput};
 pub(super) use super::local_end::LocalEnd;
+use super::namespace_exec::{self, Entry, PrimedDockerExec};
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail_async};
 
 /// Kills a process group with SIGKILL when dropped, unless defused: a dropped run (its
@@ -65,6 +66,41 @@ fn spawn(argv: &[String], stdin: Stdio) -> std::io::Result<(tokio::process::Chil
         .process_group(0)
         .kill_on_drop(true)
         .spawn()?;
+    let group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));
+    Ok((child, group))
+}
+
+/// `entry`'s `nsenter` started in a process group of its own, its standard input a pipe
+/// held here, its output piped: it writes itself into the container's cgroups before it
+/// runs, then enters the container's namespaces and starts the command there.
+fn spawn_entered(entry: &Entry) -> std::io::Result<(tokio::process::Child, GroupKill)> {
+    let fds = entry.cgroup_fds();
+    let mut command = tokio::process::Command::new(&entry.program);
+    command
+        .args(&entry.args)
+        .env_clear()
+        .envs(entry.env.iter().map(|(k, v)| (k, v)))
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    // SAFETY: between fork and exec the closure only calls write(2) on descriptors that
+    // `entry` holds open in the parent until `spawn` returns, and reads errno: both
+    // async-signal-safe; it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            for &fd in &fds {
+                // "0": the process writing it (cgroup v1 and v2 alike).
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn()?;
     let group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));
     Ok((child, group))
 }
@@ -126,6 +162,12 @@ enum Carrier {
     },
     /// The engine's API, for a plain `docker exec -i` ([`super::engine_exec`]).
     Engine(EngineExec),
+    /// `nsenter` into a plain `docker exec -i`'s container, with no engine on the path
+    /// ([`super::namespace_exec`]); heard out as a client is.
+    Entered {
+        child: tokio::process::Child,
+        group: GroupKill,
+    },
 }
 
 impl std::fmt::Debug for PrimedLocal {
@@ -133,18 +175,41 @@ impl std::fmt::Debug for PrimedLocal {
         f.write_str(match self.carrier {
             Carrier::Client { .. } => "PrimedLocal(client)",
             Carrier::Engine(_) => "PrimedLocal(engine)",
+            Carrier::Entered { .. } => "PrimedLocal(entered)",
         })
     }
 }
 
 impl PrimedLocal {
-    /// Starts `argv` (its command already gated), its standard input held open: through
-    /// the engine's API when `argv` is a plain `docker exec -i` and the engine makes the
-    /// exec within `within`, else by starting the client.
-    pub(super) async fn prime(argv: &[String], within: Duration) -> std::io::Result<PrimedLocal> {
-        if let Some((container, command)) = super::engine_exec::docker_exec_i(argv)
-            && let Some((exec, input)) = EngineExec::start(container, command, within).await
+    /// Starts `argv` (its command already gated), its standard input held open. A plain
+    /// `docker exec -i` enters its container directly when `via` allows it and faultline
+    /// can do it as the engine would ([`super::namespace_exec`]), else goes through the
+    /// engine's API when the engine makes the exec within `within`; anything else starts
+    /// the client.
+    pub(super) async fn prime(
+        argv: &[String],
+        within: Duration,
+        via: PrimedDockerExec,
+    ) -> std::io::Result<PrimedLocal> {
+        let Some((container, command)) = super::engine_exec::docker_exec_i(argv) else {
+            return PrimedLocal::spawn(argv);
+        };
+        if via == PrimedDockerExec::Nearest
+            && let Some(entry) = namespace_exec::entry(container, command, within).await
         {
+            match spawn_entered(&entry) {
+                Ok((mut child, group)) => {
+                    if let Some(stdin) = child.stdin.take() {
+                        return Ok(PrimedLocal {
+                            carrier: Carrier::Entered { child, group },
+                            stdin: GateInput::new(Some(Box::pin(stdin))),
+                        });
+                    }
+                }
+                Err(e) => tracing::debug!(container, "not entered directly: {e}"),
+            }
+        }
+        if let Some((exec, input)) = EngineExec::start(container, command, within).await {
             return Ok(PrimedLocal {
                 carrier: Carrier::Engine(exec),
                 stdin: GateInput::new(Some(input)),
@@ -176,7 +241,9 @@ impl PrimedLocal {
             return Some(self);
         }
         let running = match &mut self.carrier {
-            Carrier::Client { child, .. } => matches!(child.try_wait(), Ok(None)),
+            Carrier::Client { child, .. } | Carrier::Entered { child, .. } => {
+                matches!(child.try_wait(), Ok(None))
+            }
             Carrier::Engine(exec) => exec.is_open(),
         };
         if running {
@@ -210,7 +277,9 @@ impl PrimedLocal {
         self.stdin.release().await;
         drop(self.stdin);
         match self.carrier {
-            Carrier::Client { child, group } => finish(child, group, timeout, grace).await,
+            Carrier::Client { child, group } | Carrier::Entered { child, group } => {
+                finish(child, group, timeout, grace).await
+            }
             Carrier::Engine(exec) => Ok(exec.finish(timeout, grace).await),
         }
     }

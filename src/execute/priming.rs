@@ -169,13 +169,12 @@ impl Executor {
         let argv = exec_argv(access, template, &gated).map_err(render_err)?;
         // Half the lead at most, as over SSH: a stalled engine leaves the client the rest.
         let within = due.saturating_duration_since(Instant::now()) / 2;
-        let waiting =
-            PrimedLocal::prime(&argv, within)
-                .await
-                .map_err(|source| ExecError::Spawn {
-                    program: argv.first().cloned().unwrap_or_default(),
-                    source,
-                })?;
+        let waiting = PrimedLocal::prime(&argv, within, self.docker_exec)
+            .await
+            .map_err(|source| ExecError::Spawn {
+                program: argv.first().cloned().unwrap_or_default(),
+                source,
+            })?;
         let key = waiting_key(access, command, timeout);
         self.primed
             .put(key, &access.name, primed::Sent::Local(waiting), due);
