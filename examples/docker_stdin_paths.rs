@@ -19,6 +19,9 @@
 //! - `direct`: no engine on the line's path at all: `nsenter` into each container's
 //!   namespaces with the shell's standard input a pipe from here. What is left is starting
 //!   the command itself on every container (the floor of this machine).
+//! - `direct-cgroup`: as `direct`, each `nsenter` first moved into its container's
+//!   cgroups (every hierarchy), as `docker exec` places an exec: whether the containers'
+//!   cgroups, not the engine, make the shells late at load (they do not: `7f9c6a1`).
 //!
 //! Each shell runs `IFS= read -r x; date +%s.%N`: the stamp is the instant its command
 //! started. The containers share the host's clock. Printed, one `figure` line each, per
@@ -26,7 +29,7 @@
 //! start after the line was written to the first container.
 //!
 //! `docker_stdin_paths PATH PREFIX COUNT RUNS` (containers `PREFIX1` … `PREFIXCOUNT`,
-//! running; root for `api-pipe` and `direct`). The socket is `DOCKER_HOST` when it is `unix://…`, else
+//! running; root for `api-pipe`, `direct` and `direct-cgroup`). The socket is `DOCKER_HOST` when it is `unix://…`, else
 //! `/var/run/docker.sock`.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -43,7 +46,9 @@ const PRIMED_FOR: Duration = Duration::from_secs(3);
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [path, prefix, count, runs] = args.as_slice() else {
-        eprintln!("usage: docker_stdin_paths cli|api|api-pipe|direct PREFIX COUNT RUNS");
+        eprintln!(
+            "usage: docker_stdin_paths cli|api|api-pipe|direct|direct-cgroup PREFIX COUNT RUNS"
+        );
         return ExitCode::from(2);
     };
     let (Ok(count), Ok(runs)) = (count.parse::<usize>(), runs.parse::<usize>()) else {
@@ -58,7 +63,9 @@ fn main() -> ExitCode {
             "api-pipe" => through_api_pipes(&names),
             "direct" => direct(&names, false),
             "direct-cgroup" => direct(&names, true),
-            other => Err(format!("no path `{other}` (cli, api, api-pipe or direct)")),
+            other => Err(format!(
+                "no path `{other}` (cli, api, api-pipe, direct or direct-cgroup)"
+            )),
         };
         match starts {
             Ok((sent, starts)) => print_run(path, sent, &starts),

@@ -15,6 +15,9 @@
 //! (`DOCKER_CONTEXT`, or `currentContext` in the client's configuration), another
 //! `DOCKER_HOST`, or an engine that does not make the exec (not there, another engine
 //! without that container) leaves the client way.
+//!
+//! Run as root beside the engine, faultline skips the engine too and enters the container
+//! itself ([`super::namespace_exec`]); this is the way when it cannot do that exactly.
 
 use std::path::Path;
 use std::pin::Pin;
