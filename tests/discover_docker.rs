@@ -122,6 +122,8 @@ impl Created {
             name,
             "--network",
             "none",
+            // As kind's and k3d's nodes are: a primed command may enter it directly.
+            "--privileged",
         ]
         .iter()
         .map(|s| s.to_string())

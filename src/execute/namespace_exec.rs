@@ -11,12 +11,14 @@
 //! The command is made as the engine makes an exec: in every namespace of the container's
 //! first process but its user namespace (mount, UTS, IPC, network, PID, cgroup), in its
 //! cgroups, with the container's environment (`HOSTNAME`, a default `PATH` when the
-//! container sets none), as root in `/`. Only when that is certain does it go this way:
-//! faultline runs as root, in the container's user namespace, the engine is the one the
-//! client would use on its Unix socket and names a running container whose process is in
-//! faultline's process view (its cgroups name the container), the container runs as root
-//! from `/`, `nsenter` is on `PATH`, and every cgroup of the container can be joined. Else
-//! the engine's API carries it, as before.
+//! container sets none), as root in `/`, unconfined. Only when that is certain does it go
+//! this way: faultline runs as root, in the container's user namespace, the engine is the
+//! one the client would use on its Unix socket and names a running, privileged container
+//! (kind's and k3d's nodes are: their execs keep every capability, with no seccomp or
+//! AppArmor profile) whose process is in faultline's process view (its cgroups name the
+//! container), the container runs as root from `/`, `nsenter` is on `PATH`, and every
+//! cgroup of the container's first process can be joined. Else the engine's API carries
+//! it, as before.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -92,10 +94,14 @@ pub(super) async fn entry(container: &str, command: &[String], within: Duration)
         "" | "root" | "0" | "0:0" | "root:root"
     );
     let from_root = matches!(config.working_dir.as_deref().unwrap_or(""), "" | "/");
-    if id.is_empty() || !as_root || !from_root {
+    // An exec in a privileged container keeps every capability, with no seccomp or
+    // AppArmor profile: what a process entering its namespaces as root has too. Any other
+    // container's exec is confined, so only its engine makes it.
+    let privileged = seen.host_config.and_then(|h| h.privileged) == Some(true);
+    if id.is_empty() || !as_root || !from_root || !privileged {
         tracing::debug!(
             container,
-            "not entered directly: its exec is not a root shell in /"
+            "not entered directly: its exec is not an unconfined root shell in /"
         );
         return None;
     }
