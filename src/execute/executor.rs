@@ -11,7 +11,7 @@ use crate::inventory::{Inventory, NodeAccess, TransportKind};
 
 use super::deadline::{CONFIRM_SLACK, REAP, ends_within};
 use super::error::ExecError;
-use super::namespace_exec::PrimedDockerExec;
+use super::local::PrimedDockerExec;
 use super::plan::{command_text, plan, ssh_target};
 use super::pod;
 use super::primed::{PRIMED_EXTRA_WAIT, PrimedCommands};

@@ -39,14 +39,11 @@
 
 mod carry;
 mod deadline;
-mod engine_exec;
 mod error;
 mod executor;
 mod gate_input;
 mod jump_channel;
 mod local;
-mod local_end;
-mod namespace_exec;
 mod outcome;
 mod output;
 mod perform;
@@ -65,7 +62,7 @@ mod watch;
 pub use deadline::KILL_AFTER_SECS;
 pub use error::ExecError;
 pub use executor::Executor;
-pub use namespace_exec::PrimedDockerExec;
+pub use local::PrimedDockerExec;
 pub use outcome::OpOutcome;
 pub use output::MAX_OUTPUT;
 pub(crate) use output::read_tail_async;

@@ -1,10 +1,10 @@
 //! How a command carried by a local argv ended, whatever carried it: a client process
-//! ([`super::local`]) or the engine's API ([`super::engine_exec`]); both are heard out
-//! into this one shape, which [`super::carry`] turns into an outcome.
+//! ([`super`]) or the engine's API ([`super::engine_exec`]); both are heard out
+//! into this one shape, which `carry` turns into an outcome.
 
 /// How a local process ended.
 #[derive(Debug)]
-pub(super) enum LocalEnd {
+pub(in crate::execute) enum LocalEnd {
     /// It exited within the time limit; `code` is `None` when a signal ended it.
     Exited {
         /// Exit code.

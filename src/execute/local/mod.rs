@@ -5,14 +5,24 @@
 //! it started too (a `sh -c` with children), and a Ctrl-C aimed at faultline's terminal
 //! does not cut a power command in half (faultline decides what happens then). Output is
 //! read as it streams, its tail kept ([`super::output`]).
+//!
+//! A plain `docker exec -i` sent ahead may skip the client: through the engine's API
+//! ([`engine_exec`]), or, root beside the engine, into the container directly
+//! ([`namespace_exec`]); however it was carried, its ending is one [`LocalEnd`] ([`end`]).
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::engine_exec::EngineExec;
+mod end;
+mod engine_exec;
+mod namespace_exec;
+
+pub(super) use end::LocalEnd;
+use engine_exec::EngineExec;
+use namespace_exec::Entry;
+pub use namespace_exec::PrimedDockerExec;
+
 use super::gate_input::{BoxedInput, GateInput};
-pub(super) use super::local_end::LocalEnd;
-use super::namespace_exec::{self, Entry, PrimedDockerExec};
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail_async};
 
 /// Kills a process group with SIGKILL when dropped, unless defused: a dropped run (its
@@ -160,10 +170,10 @@ enum Carrier {
         child: tokio::process::Child,
         group: GroupKill,
     },
-    /// The engine's API, for a plain `docker exec -i` ([`super::engine_exec`]).
+    /// The engine's API, for a plain `docker exec -i` ([`engine_exec`]).
     Engine(EngineExec),
     /// `nsenter` into a plain `docker exec -i`'s container, with no engine on the path
-    /// ([`super::namespace_exec`]); heard out as a client is.
+    /// ([`namespace_exec`]); heard out as a client is.
     Entered {
         child: tokio::process::Child,
         group: GroupKill,
@@ -183,7 +193,7 @@ impl std::fmt::Debug for PrimedLocal {
 impl PrimedLocal {
     /// Starts `argv` (its command already gated), its standard input held open. A plain
     /// `docker exec -i` enters its container directly when `via` allows it and faultline
-    /// can do it as the engine would ([`super::namespace_exec`]), else goes through the
+    /// can do it as the engine would ([`namespace_exec`]), else goes through the
     /// engine's API when the engine makes the exec within `within`; anything else starts
     /// the client.
     pub(super) async fn prime(
@@ -191,7 +201,7 @@ impl PrimedLocal {
         within: Duration,
         via: PrimedDockerExec,
     ) -> std::io::Result<PrimedLocal> {
-        let Some((container, command)) = super::engine_exec::docker_exec_i(argv) else {
+        let Some((container, command)) = engine_exec::docker_exec_i(argv) else {
             return PrimedLocal::spawn(argv);
         };
         if via == PrimedDockerExec::Nearest

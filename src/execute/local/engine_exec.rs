@@ -28,9 +28,9 @@ use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use futures::{FutureExt, Stream, StreamExt};
 
-use super::gate_input::BoxedInput;
-use super::local_end::LocalEnd;
-use super::output::{MAX_OUTPUT, Tail, bounded};
+use super::end::LocalEnd;
+use crate::execute::gate_input::BoxedInput;
+use crate::execute::output::{MAX_OUTPUT, Tail, bounded};
 
 /// How long creating and starting one exec may take at most before the client way is
 /// used (less when its step is due sooner: [`EngineExec::start`]).
