@@ -42,7 +42,6 @@ mod deadline;
 mod error;
 mod executor;
 mod gate_input;
-mod jump_channel;
 mod local;
 mod outcome;
 mod output;
@@ -55,7 +54,6 @@ mod priming;
 pub(crate) mod render;
 mod self_restore;
 mod ssh;
-mod ssh_pool;
 mod sudo;
 mod watch;
 

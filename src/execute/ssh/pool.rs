@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// The idle connections of one executor (shared by its clones), by
-/// [`super::ssh::SshTarget::pool_key`]. Generic over the connection (the transport's
+/// [`super::SshTarget::pool_key`]. Generic over the connection (the transport's
 /// `ssh::Connection`), so the pool knows nothing of SSH and SSH imports the pool alone.
-pub(super) struct SessionPool<Connection> {
+pub(in crate::execute) struct SessionPool<Connection> {
     idle: Mutex<HashMap<String, Connection>>,
 }
 

@@ -9,7 +9,8 @@
 //!
 //! A node behind jump hosts is reached as `ssh -J` reaches it, in process: a session on the
 //! first jump host over TCP, a `direct-tcpip` channel from it to the next machine, and the
-//! next session over that channel (`bridge.rs`), every host key verified on the way.
+//! next session over that channel ([`jump_channel`]), every host key verified on the way.
+//! Sessions kept open between a run's commands wait in a [`pool`].
 
 use std::io::Write;
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
@@ -22,11 +23,13 @@ use std::time::{Duration, Instant};
 
 use ssh2::{CheckResult, ExtendedData, KnownHostFileKind, Session};
 
+mod jump_channel;
+mod pool;
+
 use super::gate_input::GO;
-use super::jump_channel::Bridge;
 use super::output::{MAX_OUTPUT, Tail, bounded, read_tail};
-use super::ssh_pool;
 use crate::inventory::SshSettings;
+use jump_channel::Bridge;
 
 /// Where and how to run one command over SSH.
 #[derive(Debug, Clone)]
@@ -63,7 +66,7 @@ impl SshTarget {
 }
 
 /// The idle SSH connections an executor keeps, by node and login.
-pub(super) type SessionPool = ssh_pool::SessionPool<Connection>;
+pub(super) type SessionPool = pool::SessionPool<Connection>;
 
 /// An authenticated connection to a node: its session, the bridges that carry it through
 /// jump hosts, and a copy of every socket on the way (to cut it from outside). Fields drop
