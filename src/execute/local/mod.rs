@@ -68,8 +68,18 @@ fn spawn(argv: &[String], stdin: Stdio) -> std::io::Result<(tokio::process::Chil
             "empty argv",
         ));
     };
-    let child = tokio::process::Command::new(program)
-        .args(args)
+    let mut command = tokio::process::Command::new(program);
+    command.args(args);
+    start_grouped(command, stdin)
+}
+
+/// `command` started in a process group of its own, killed with it when dropped, its
+/// output piped.
+fn start_grouped(
+    mut command: tokio::process::Command,
+    stdin: Stdio,
+) -> std::io::Result<(tokio::process::Child, GroupKill)> {
+    let child = command
         .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -90,14 +100,9 @@ fn spawn_entered(entry: &Entry) -> std::io::Result<(tokio::process::Child, Group
         .args(&entry.args)
         .env_clear()
         .envs(entry.env.iter().map(|(k, v)| (k, v)))
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .current_dir("/");
     // SAFETY: between fork and exec the closure only calls write(2) on descriptors that
-    // `entry` holds open in the parent until `spawn` returns, and reads errno: both
+    // `entry` holds open in the parent until the spawn returns, and reads errno: both
     // async-signal-safe; it allocates nothing.
     unsafe {
         command.pre_exec(move || {
@@ -110,9 +115,7 @@ fn spawn_entered(entry: &Entry) -> std::io::Result<(tokio::process::Child, Group
             Ok(())
         });
     }
-    let child = command.spawn()?;
-    let group = GroupKill(child.id().and_then(|id| i32::try_from(id).ok()));
-    Ok((child, group))
+    start_grouped(command, Stdio::piped())
 }
 
 /// Hears a started process out: its output and ending within `timeout`, then `grace`,
@@ -165,27 +168,24 @@ pub(super) struct PrimedLocal {
 
 /// What carries a primed command's input to its node.
 enum Carrier {
-    /// The client process of the argv.
-    Client {
+    /// A process of faultline's: the client of the argv, or (`entered`) an `nsenter` into
+    /// a plain `docker exec -i`'s container with no engine on the path
+    /// ([`namespace_exec`]).
+    Process {
         child: tokio::process::Child,
         group: GroupKill,
+        entered: bool,
     },
     /// The engine's API, for a plain `docker exec -i` ([`engine_exec`]).
     Engine(EngineExec),
-    /// `nsenter` into a plain `docker exec -i`'s container, with no engine on the path
-    /// ([`namespace_exec`]); heard out as a client is.
-    Entered {
-        child: tokio::process::Child,
-        group: GroupKill,
-    },
 }
 
 impl std::fmt::Debug for PrimedLocal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.carrier {
-            Carrier::Client { .. } => "PrimedLocal(client)",
+            Carrier::Process { entered: false, .. } => "PrimedLocal(client)",
+            Carrier::Process { entered: true, .. } => "PrimedLocal(entered)",
             Carrier::Engine(_) => "PrimedLocal(engine)",
-            Carrier::Entered { .. } => "PrimedLocal(entered)",
         })
     }
 }
@@ -207,15 +207,8 @@ impl PrimedLocal {
         if via == PrimedDockerExec::Nearest
             && let Some(entry) = namespace_exec::entry(container, command, within).await
         {
-            match spawn_entered(&entry) {
-                Ok((mut child, group)) => {
-                    if let Some(stdin) = child.stdin.take() {
-                        return Ok(PrimedLocal {
-                            carrier: Carrier::Entered { child, group },
-                            stdin: GateInput::new(Some(Box::pin(stdin))),
-                        });
-                    }
-                }
+            match spawn_entered(&entry).and_then(|started| PrimedLocal::holding(started, true)) {
+                Ok(primed) => return Ok(primed),
                 Err(e) => tracing::debug!(container, "not entered directly: {e}"),
             }
         }
@@ -231,13 +224,24 @@ impl PrimedLocal {
     /// Starts the client of `argv` (its command already gated), its standard input held
     /// open.
     pub(super) fn spawn(argv: &[String]) -> std::io::Result<PrimedLocal> {
-        let (mut child, group) = spawn(argv, Stdio::piped())?;
+        PrimedLocal::holding(spawn(argv, Stdio::piped())?, false)
+    }
+
+    /// A started process (`entered`: into a container directly), its standard input held.
+    fn holding(
+        (mut child, group): (tokio::process::Child, GroupKill),
+        entered: bool,
+    ) -> std::io::Result<PrimedLocal> {
         let stdin = child
             .stdin
             .take()
             .ok_or_else(|| std::io::Error::other("no standard input to hold"))?;
         Ok(PrimedLocal {
-            carrier: Carrier::Client { child, group },
+            carrier: Carrier::Process {
+                child,
+                group,
+                entered,
+            },
             stdin: GateInput::new(Some(Box::pin(stdin))),
         })
     }
@@ -251,9 +255,7 @@ impl PrimedLocal {
             return Some(self);
         }
         let running = match &mut self.carrier {
-            Carrier::Client { child, .. } | Carrier::Entered { child, .. } => {
-                matches!(child.try_wait(), Ok(None))
-            }
+            Carrier::Process { child, .. } => matches!(child.try_wait(), Ok(None)),
             Carrier::Engine(exec) => exec.is_open(),
         };
         if running {
@@ -287,9 +289,7 @@ impl PrimedLocal {
         self.stdin.release().await;
         drop(self.stdin);
         match self.carrier {
-            Carrier::Client { child, group } | Carrier::Entered { child, group } => {
-                finish(child, group, timeout, grace).await
-            }
+            Carrier::Process { child, group, .. } => finish(child, group, timeout, grace).await,
             Carrier::Engine(exec) => Ok(exec.finish(timeout, grace).await),
         }
     }
