@@ -37,7 +37,7 @@
 //! in one pass ([`Executor::release`]); the `primed` module says how that keeps these
 //! rules.
 
-mod carry;
+mod calls;
 mod deadline;
 mod error;
 mod executor;
@@ -45,18 +45,16 @@ mod gate_input;
 mod local;
 mod outcome;
 mod output;
-mod perform;
 mod plan;
 pub mod pod;
-mod power;
 mod primed;
-mod priming;
 pub(crate) mod render;
-mod self_restore;
 mod ssh;
 mod sudo;
-mod watch;
 
+pub use calls::ArmedRestore;
+pub use calls::PowerState;
+pub(crate) use calls::run_of;
 pub use deadline::KILL_AFTER_SECS;
 pub use error::ExecError;
 pub use executor::Executor;
@@ -65,10 +63,7 @@ pub use outcome::OpOutcome;
 pub use output::MAX_OUTPUT;
 pub(crate) use output::read_tail_async;
 pub use plan::DEFAULT_BOOT_ID;
-pub use power::PowerState;
-pub use self_restore::ArmedRestore;
 pub use ssh::SshError;
-pub(crate) use watch::run_of;
 
 pub use crate::experiment::fault::{NodeCommand, NodeOp, PowerAction};
 

@@ -8,10 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::experiment::fault::{NodeOp, PowerKey};
 
-use super::error::ExecError;
-use super::executor::Executor;
-use super::plan::command_text;
-use super::render;
+use crate::execute::error::ExecError;
+use crate::execute::executor::Executor;
+use crate::execute::plan::command_text;
+use crate::execute::render;
 
 /// A self-restore armed on a node: the node will run the undo by itself at the deadline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,7 +30,7 @@ pub struct ArmedRestore {
     /// loss of this machine.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub local: bool,
-    /// The undo watcher started beside it (a pod on the node, [`super::pod::watcher`]), which
+    /// The undo watcher started beside it (a pod on the node, [`crate::execute::pod::watcher`]), which
     /// runs the undo as soon as faultline asks, kubelet or not; its timer stays the
     /// backstop. Removed with the restore.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -218,7 +218,7 @@ fn marker(token: &str) -> String {
 }
 
 /// Tokens go into command lines and `grep`: keep them to a safe alphabet.
-pub(super) fn check_token(node: &str, token: &str) -> Result<(), ExecError> {
+pub(in crate::execute) fn check_token(node: &str, token: &str) -> Result<(), ExecError> {
     let ok = !token.is_empty()
         && token.len() <= 64
         && token

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use crate::experiment::fault::NodeOp;
 
-use super::error::ExecError;
-use super::executor::Executor;
-use super::plan::command_text;
 use super::self_restore::{ArmedRestore, check_token};
-use super::{pod, render};
+use crate::execute::error::ExecError;
+use crate::execute::executor::Executor;
+use crate::execute::plan::command_text;
+use crate::execute::{pod, render};
 
 impl Executor {
     /// Starts the undo watcher on `node` (reached through the API) for the fault armed as
@@ -73,7 +73,7 @@ impl Executor {
 
     /// Removes the undo watcher of `armed`, if it has one (logged, never an error: its
     /// deadline and `restore` end it otherwise).
-    pub(super) async fn remove_watcher(&self, node: &str, armed: &ArmedRestore) {
+    pub(in crate::execute) async fn remove_watcher(&self, node: &str, armed: &ArmedRestore) {
         let Some(watcher) = &armed.watcher else {
             return;
         };
@@ -98,9 +98,9 @@ mod tests {
     #[test]
     fn a_token_names_its_run() {
         assert_eq!(
-            super::run_of("fl20261128200455123-3"),
+            crate::execute::run_of("fl20261128200455123-3"),
             "fl20261128200455123"
         );
-        assert_eq!(super::run_of("plain"), "plain");
+        assert_eq!(crate::execute::run_of("plain"), "plain");
     }
 }

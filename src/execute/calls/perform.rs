@@ -8,11 +8,11 @@ use std::time::Duration;
 use crate::experiment::fault::NodeOp;
 use crate::inventory::{NodeAccess, TransportKind};
 
-use super::error::ExecError;
-use super::executor::Executor;
-use super::outcome::{OpOutcome, require_success};
-use super::plan::{Plan, command_text, plan};
-use super::render;
+use crate::execute::error::ExecError;
+use crate::execute::executor::Executor;
+use crate::execute::outcome::{OpOutcome, require_success};
+use crate::execute::plan::{Plan, command_text, plan};
+use crate::execute::render;
 
 impl Executor {
     /// Run `op` on `node`. For reboot and power-off a dropped connection (or a timeout
@@ -46,7 +46,7 @@ impl Executor {
 
     /// Renders an out-of-band argv template for `access`'s node, runs it where faultline
     /// runs (no shell) and requires it to succeed.
-    pub(super) async fn run_local_template(
+    pub(in crate::execute) async fn run_local_template(
         &self,
         access: &NodeAccess,
         template: &[String],
@@ -73,7 +73,11 @@ impl Executor {
 
     /// Runs shell text where faultline runs (`sh -c`), under the node's command timeout;
     /// a non-zero exit is an error.
-    pub(super) async fn run_here(&self, node: &str, text: String) -> Result<OpOutcome, ExecError> {
+    pub(in crate::execute) async fn run_here(
+        &self,
+        node: &str,
+        text: String,
+    ) -> Result<OpOutcome, ExecError> {
         let access = self.access(node)?;
         let argv = vec!["sh".to_string(), "-c".to_string(), text];
         let shown = render::show_argv(&argv);
@@ -90,7 +94,7 @@ impl Executor {
 
     /// Runs a rendered command on the node under its command timeout; a non-zero exit is
     /// an error (used for the self-restore bookkeeping, which must not half-succeed).
-    pub(super) async fn run_required(
+    pub(in crate::execute) async fn run_required(
         &self,
         access: &NodeAccess,
         node: &str,

@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 use crate::experiment::fault::NodeOp;
 use crate::inventory::{NodeAccess, TransportKind};
 
-use super::deadline::{node_grace, with_node_deadline};
-use super::error::ExecError;
-use super::executor::Executor;
-use super::local::PrimedLocal;
-use super::plan::{Plan, command_text, exec_argv, plan, ssh_target};
-use super::pod;
-use super::primed::{self, PRIMED_EARLY, PRIMED_EXTRA_WAIT, PRIMED_LATE};
-use super::ssh;
+use crate::execute::deadline::{node_grace, with_node_deadline};
+use crate::execute::error::ExecError;
+use crate::execute::executor::Executor;
+use crate::execute::local::PrimedLocal;
+use crate::execute::plan::{Plan, command_text, exec_argv, plan, ssh_target};
+use crate::execute::pod;
+use crate::execute::primed::{self, PRIMED_EARLY, PRIMED_EXTRA_WAIT, PRIMED_LATE};
+use crate::execute::ssh;
 
 /// The deadline a command sent ahead now, due at `due`, takes with it to its node: the
 /// time left until it is due, its limit, and [`PRIMED_LATE`]. `None` when it is due too
@@ -120,7 +120,7 @@ impl Executor {
 
     /// Hands `plan` the same command sent ahead to `access`'s node, if one waits there
     /// still (`command` before its deadline, under the limit `timeout`).
-    pub(super) fn take_primed(
+    pub(in crate::execute) fn take_primed(
         &self,
         access: &NodeAccess,
         command: &str,

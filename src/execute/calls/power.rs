@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use crate::experiment::fault::{KeyTable, PowerAction, PowerKey};
 
-use super::error::ExecError;
-use super::executor::Executor;
-use super::outcome::OpOutcome;
-use super::render;
+use crate::execute::error::ExecError;
+use crate::execute::executor::Executor;
+use crate::execute::outcome::OpOutcome;
+use crate::execute::render;
 
 /// Power state as reported by a `power.status` command.
 #[derive(Debug, Clone, PartialEq, Eq)]

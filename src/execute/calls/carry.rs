@@ -4,17 +4,17 @@
 
 use std::time::Duration;
 
-use super::deadline::{ends_within, node_grace};
-use super::error::ExecError;
-use super::executor::Executor;
-use super::local::{self, LocalEnd, PrimedLocal};
-use super::outcome::OpOutcome;
-use super::plan::Plan;
-use super::pod::{self, PodEnd, primed::PrimedPod};
-use super::primed::PRIMED_EXTRA_WAIT;
-use super::render;
-use super::ssh::{self, Limits, SshEnd, SshTarget};
-use super::sudo::{SudoLogin, sudo_password};
+use crate::execute::deadline::{ends_within, node_grace};
+use crate::execute::error::ExecError;
+use crate::execute::executor::Executor;
+use crate::execute::local::{self, LocalEnd, PrimedLocal};
+use crate::execute::outcome::OpOutcome;
+use crate::execute::plan::Plan;
+use crate::execute::pod::{self, PodEnd, primed::PrimedPod};
+use crate::execute::primed::PRIMED_EXTRA_WAIT;
+use crate::execute::render;
+use crate::execute::ssh::{self, Limits, SshEnd, SshTarget};
+use crate::execute::sudo::{SudoLogin, sudo_password};
 use crate::inventory::PodSettings;
 
 /// The endings every transport shares, for one command: what a timeout, a drop or a late
@@ -114,7 +114,7 @@ fn slack(primed: bool) -> Duration {
 impl Executor {
     /// Carry a plan over its transport and classify the ending; `shown` names the command
     /// in errors. Returns only once the command is over (see the module documentation).
-    pub(super) async fn carry(
+    pub(in crate::execute) async fn carry(
         &self,
         node: &str,
         plan: Plan,
