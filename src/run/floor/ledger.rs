@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures::future::join_all;
+use tokio::time::Instant;
 
 use crate::execute::ArmedRestore;
 use crate::experiment::fault::{action_name, inverse, undoes};
@@ -36,6 +37,11 @@ pub(crate) struct ActiveFault {
     /// on the node, so an undo now may come before it. Its journal entry and self-restore
     /// are kept even after a successful undo, for `restore` and the node to finish.
     pub may_still_run: bool,
+    /// The earliest its self-restore can fire: when arming began, plus the time it was
+    /// armed for (the node counts from later, when its timer was set). `None`: nothing
+    /// armed. A fault issued after it would outlast its own backstop
+    /// ([`Ledger::backstops_within`]).
+    pub backstop_at: Option<Instant>,
 }
 
 /// What the safety net did for one fault.
@@ -132,6 +138,7 @@ impl Ledger {
     ) -> Result<Vec<Armed<'n>>, LedgerError> {
         let mut undos = Vec::new();
         let mut entries: Vec<JournalEntry> = Vec::new();
+        let arming_from = Instant::now();
         for node in nodes {
             let Some(undo) = world.journal_undo(node, fault) else {
                 continue;
@@ -200,7 +207,12 @@ impl Ledger {
                 self_restore: entry.armed_restore.is_some(),
                 ends_by_timer_in_secs,
             });
+            let backstop_at = entry
+                .armed_restore
+                .as_ref()
+                .map(|_| arming_from + restore_after);
             self.active.push(ActiveFault {
+                backstop_at,
                 id: entry.id,
                 step: step.to_string(),
                 node: entry.node,
@@ -247,6 +259,23 @@ impl Ledger {
             .iter()
             .filter(|f| f.step == step && f.node == node)
             .map(|f| f.id.clone())
+            .collect()
+    }
+
+    /// The nodes where a fault of `step` has a self-restore that can fire within `lead`
+    /// from now, each with the time left (zero when it may have fired already). Arming
+    /// through the API starts a pod per node and can take longer than the time the
+    /// restore was armed for; a fault issued then would land after its backstop fired,
+    /// with nothing left to end it.
+    pub(crate) fn backstops_within(&self, step: &str, lead: Duration) -> Vec<(String, Duration)> {
+        let now = Instant::now();
+        self.active
+            .iter()
+            .filter(|f| f.step == step)
+            .filter_map(|f| {
+                let left = f.backstop_at?.saturating_duration_since(now);
+                (left < lead).then(|| (f.node.clone(), left))
+            })
             .collect()
     }
 

@@ -24,6 +24,12 @@ use crate::timeline::{Event, StepPhase};
 /// ([`World::prime`]).
 const PRIME_AT_LEAST_MS: i64 = 500;
 
+/// The least time a fault's self-restore must still have before it when the fault is
+/// issued. It is the margin a node's timer is armed with past its undo step
+/// ([`super::host_timed::MARGIN`]), so a fault issued before its undo is due always has
+/// it; one issued later (its arming took that long) is withdrawn, not injected.
+const BACKSTOP_LEAD: Duration = super::host_timed::MARGIN;
+
 /// How long past the executor's own longest wait ([`Executor::longest_wait`]) the loop
 /// waits for an action to come back before it stops waiting. A world ends its command at
 /// the timeout (the executor ends it on the node); this is the last guard against one that
@@ -364,6 +370,34 @@ impl<'a> Steps<'a> {
         world.before_undo(&step.action, &named).await;
         if self.cancel.is_cancelled() {
             self.armed_ahead.insert(index, armed);
+            return false;
+        }
+        // The fault goes out only while every node's backstop is still ahead of it.
+        let too_late = ledger.backstops_within(&step.name, BACKSTOP_LEAD);
+        if !too_late.is_empty() {
+            for (node, left) in &too_late {
+                let error = format!(
+                    "not issued: its self-restore on {node} can fire in {:.1} s (arming its \
+                     nodes took until now), so the fault could outlast it; it is withdrawn",
+                    left.as_secs_f64()
+                );
+                self.timeline.record(self.step_event(
+                    index,
+                    Some(node),
+                    StepPhase::Failed { error },
+                ));
+            }
+            let nodes: Vec<&str> = too_late.iter().map(|(n, _)| n.as_str()).collect();
+            errors.push(format!(
+                "step `{}` was not issued: its self-restore could fire within {} s on {} \
+                 (arming took until {}); give the step more time before its undo",
+                step.name,
+                BACKSTOP_LEAD.as_secs(),
+                nodes.join(", "),
+                crate::timeline::format_offset_ms(self.timeline.offset_ms()),
+            ));
+            self.armed_ahead.insert(index, armed);
+            scheduler.finished(index, self.timeline.offset_ms(), false);
             return false;
         }
         // Issued on every node, then what waits there started in one pass, then each

@@ -71,6 +71,9 @@ pub(crate) struct Scripted {
     /// Every node's kubelet renews its heartbeat this often (`None`: the world cannot
     /// tell, as a recording cannot).
     pub(crate) heartbeat_every: Option<Duration>,
+    /// A fault that cuts the node's transport has its planned undo armed on the node as a
+    /// timer (a node reached through the API).
+    host_timed: bool,
 }
 
 impl Scripted {
@@ -181,6 +184,10 @@ impl World for Scripted {
     async fn release(&self, step: usize, _: &Action, nodes: &[&str], _: Duration) {
         let at = self.timeline.as_ref().map_or(-1, SharedTimeline::offset_ms);
         self.log(format!("release {step} on {} at {at}", nodes.join(",")));
+    }
+
+    fn undo_armed_on_host(&self, _: &str, fault: &Action) -> bool {
+        self.host_timed && crate::experiment::fault::inverse(fault).is_some()
     }
 
     async fn arm_restore(

@@ -263,6 +263,64 @@ expect:
     assert_eq!(h.journaled(), 0, "{calls:#?}");
 }
 
+/// Arming through the API starts a pod per node; at twenty nodes on a busy machine it
+/// took longer than the time the node's timer was armed for (kind, 20 workers: armed for
+/// 6 s, issued 14 s later). The fault must then not go out: it would land after its
+/// backstop fired and nothing would end it. It is withdrawn and the run says why.
+#[tokio::test(start_paused = true)]
+async fn a_fault_whose_backstop_fired_while_it_was_armed_is_withdrawn_not_issued() {
+    let h = Harness::new(
+        "
+name: scripted
+description: a scripted run
+targets:
+  victim: {names: [a]}
+steps:
+  - {name: stop, at: 10s, do: kubelet-stop, target: victim, timeout: 30s}
+  - {name: start, at: 20s, do: kubelet-start, target: victim}
+expect:
+  - {name: node stays, node: victim, never: Unknown}
+",
+    );
+    let mut world = Scripted {
+        host_timed: true,
+        lead: Some(Duration::from_secs(10)),
+        // Armed at 0 s for 22 s (the undo at 20 s, and the margin); arming ends at 25 s.
+        arming: Mutex::new(VecDeque::from([Call::Slow(Duration::from_secs(25))])),
+        ..Scripted::default()
+    };
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    assert!(calls.iter().any(|c| c == "armed a"), "{calls:#?}");
+    assert!(
+        !calls.iter().any(|c| c == "act stop on a"),
+        "the kubelet stop went out after its backstop: {calls:#?}"
+    );
+    assert!(
+        out.errors
+            .iter()
+            .any(|e| e.contains("step `stop` was not issued") && e.contains("self-restore")),
+        "{:?}",
+        out.errors
+    );
+    assert_eq!(h.journaled(), 0, "withdrawn: {calls:#?}");
+    // Issued in time, the same fault goes out (the check is not a blanket refusal).
+    let mut world = Scripted {
+        host_timed: true,
+        lead: Some(Duration::from_secs(10)),
+        arming: Mutex::new(VecDeque::from([Call::Slow(Duration::from_secs(5))])),
+        ..Scripted::default()
+    };
+    let out = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    assert!(calls.iter().any(|c| c == "act stop on a"), "{calls:#?}");
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+}
+
 #[tokio::test(start_paused = true)]
 async fn cancelled_while_beginning_no_fault_is_injected() {
     let h = Harness::new(STOP_START);
