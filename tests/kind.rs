@@ -1487,6 +1487,73 @@ async fn kind_api_transport_a_command_sent_ahead_runs_once_when_performed_and_ne
     docker(&["exec", &node, "rm", "-f", &file]);
 }
 
+/// A kubelet stop through the API on a node whose self-restore timer is gone is not
+/// applied. The loop issues a fault only while its backstop is ahead, but an unprimed
+/// stop through the API still waits for a pod and an exec (seconds at 20 nodes), and the
+/// timer can fire in that time; the node checks the timer just before the fault. Here it
+/// is stopped by hand between arming and the stop: the stop fails with the gate's status
+/// (97) and the kubelet keeps running. (The API-transport runs above are the other half:
+/// with the timer waiting, the gated stop goes through.)
+#[tokio::test]
+#[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
+async fn kind_api_transport_a_kubelet_stop_whose_timer_is_gone_is_not_applied() {
+    use faultline::execute::{ExecError, Executor, NodeOp};
+    let s = Scratch::new();
+    let inventory = faultline::inventory::Inventory::load(api_transport_inventory(&s))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let node = kind_workers().into_iter().next().expect("a kind worker");
+    let is_active = |unit: &str| {
+        let out = std::process::Command::new("docker")
+            .args(["exec", &node, "systemctl", "is-active", unit])
+            .output()
+            .expect("run docker");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(
+        is_active("kubelet"),
+        "active",
+        "{node}'s kubelet before the test"
+    );
+    let executor = Executor::new(inventory);
+    let token = format!("flgate{}-1", std::process::id());
+    let armed = executor
+        .arm_restore(
+            &node,
+            &NodeOp::KubeletStart,
+            Duration::from_secs(300),
+            &token,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let unit = format!("faultline-restore-{token}.timer");
+    assert_eq!(is_active(&unit), "active", "the timer was armed");
+    docker(&["exec", &node, "systemctl", "stop", &unit]);
+
+    let stopped = executor
+        .perform(&node, &NodeOp::KubeletStop, Duration::from_secs(60))
+        .await;
+    let kubelet = is_active("kubelet");
+    if kubelet != "active" {
+        docker(&["exec", &node, "systemctl", "start", "kubelet"]);
+    }
+    assert!(
+        matches!(
+            &stopped,
+            Err(ExecError::CommandFailed {
+                exit_status: Some(97),
+                ..
+            })
+        ),
+        "the stop was not refused by the node: {stopped:?}"
+    );
+    assert_eq!(
+        kubelet, "active",
+        "the kubelet was stopped with no timer left"
+    );
+    let _ = executor.disarm(&node, &armed).await;
+    no_node_access_pods_left().await;
+}
+
 /// A command through the API whose future is dropped while it runs (an outer timeout, a
 /// cancelled run) does not leave its node-access pod to its deadline, a minute and more
 /// away: the pod is deleted at once (issue 44).

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::experiment::fault::NodeOp;
 use crate::inventory::{Inventory, NodeAccess, TransportKind};
 
+use super::backstop::BackstopTimers;
 use super::deadline::{CONFIRM_SLACK, REAP, ends_within};
 use super::error::ExecError;
 use super::local::PrimedDockerExec;
@@ -35,6 +36,9 @@ pub struct Executor {
     pub(super) run: Option<String>,
     /// How a primed `docker exec -i` reaches its container.
     pub(super) docker_exec: PrimedDockerExec,
+    /// The systemd timers armed as self-restores, which the faults they end are gated on
+    /// ([`super::backstop`]).
+    pub(super) backstops: Arc<BackstopTimers>,
 }
 
 /// The executor's API client, shared by its clones and connected once.
@@ -61,7 +65,23 @@ impl Executor {
             api: ApiHandle::default(),
             run: None,
             docker_exec: PrimedDockerExec::default(),
+            backstops: Arc::default(),
         }
+    }
+
+    /// The shell text `op` is sent as to `access`'s node: its command, and for a fault
+    /// that cuts the API transport on a node whose self-restore is a systemd timer, gated
+    /// on that timer still waiting ([`super::backstop`]). Sending ahead and running use it
+    /// alike, so a command sent ahead is found again by its text.
+    pub(super) fn op_text(&self, access: &NodeAccess, op: &NodeOp) -> Result<String, ExecError> {
+        let command = command_text(access, op, self.run.as_deref())?;
+        Ok(
+            if access.transport == TransportKind::Pod && op.cuts_transport() {
+                self.backstops.gate(&access.name, command)
+            } else {
+                command
+            },
+        )
     }
 
     /// Sends primed `docker exec -i` commands the way `via` says (by default straight

@@ -37,6 +37,7 @@
 //! in one pass ([`Executor::release`]); the `primed` module says how that keeps these
 //! rules.
 
+mod backstop;
 mod calls;
 mod deadline;
 mod error;

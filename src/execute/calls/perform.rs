@@ -11,7 +11,7 @@ use crate::inventory::{NodeAccess, TransportKind};
 use crate::execute::error::ExecError;
 use crate::execute::executor::Executor;
 use crate::execute::outcome::{OpOutcome, require_success};
-use crate::execute::plan::{Plan, command_text, plan};
+use crate::execute::plan::{Plan, plan};
 use crate::execute::render;
 
 impl Executor {
@@ -26,7 +26,7 @@ impl Executor {
         timeout: Duration,
     ) -> Result<OpOutcome, ExecError> {
         let access = self.access(node)?;
-        let command = command_text(&access, op, self.run.as_deref())?;
+        let command = self.op_text(&access, op)?;
         // Messages show the command as `describe` does, without the deadline wrapper.
         let shown = plan(&access, command.clone(), None)?.show();
         let mut planned = plan(&access, command.clone(), Some(timeout))?;

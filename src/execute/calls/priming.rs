@@ -12,7 +12,7 @@ use crate::execute::deadline::{node_grace, with_node_deadline};
 use crate::execute::error::ExecError;
 use crate::execute::executor::Executor;
 use crate::execute::local::PrimedLocal;
-use crate::execute::plan::{Plan, command_text, exec_argv, plan, ssh_target};
+use crate::execute::plan::{Plan, exec_argv, plan, ssh_target};
 use crate::execute::pod;
 use crate::execute::primed::{self, PRIMED_EARLY, PRIMED_EXTRA_WAIT, PRIMED_LATE};
 use crate::execute::ssh;
@@ -63,7 +63,7 @@ impl Executor {
         within: Duration,
     ) -> Result<bool, ExecError> {
         let access = self.access(node)?;
-        let command = command_text(&access, op, self.run.as_deref())?;
+        let command = self.op_text(&access, op)?;
         match access.transport {
             TransportKind::Ssh if access.ssh.sudo_password_env.is_none() => {}
             TransportKind::Exec if access.exec_with_stdin.is_some() => {
@@ -111,7 +111,7 @@ impl Executor {
             .iter()
             .filter_map(|node| {
                 let access = self.access(node).ok()?;
-                let command = command_text(&access, op, self.run.as_deref()).ok()?;
+                let command = self.op_text(&access, op).ok()?;
                 Some(waiting_key(&access, &command, timeout))
             })
             .collect();

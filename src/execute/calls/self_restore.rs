@@ -90,6 +90,8 @@ impl Executor {
                 message: format!("arming printed no pid: {}", out.output),
             });
         }
+        self.backstops
+            .armed(node, access.arm_restore.as_deref(), token);
         Ok(ArmedRestore {
             watcher: None,
             node: node.into(),
@@ -161,6 +163,7 @@ impl Executor {
     /// `gone` found nothing to disarm (one that prints neither counts as disarmed).
     pub async fn disarm(&self, node: &str, armed: &ArmedRestore) -> Result<bool, ExecError> {
         self.remove_watcher(node, armed).await;
+        self.backstops.disarmed(node, &armed.token);
         let access = self.access(node)?;
         check_token(node, &armed.token)?;
         let pid = armed.pid.map(|p| p.to_string()).unwrap_or_default();

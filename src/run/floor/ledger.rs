@@ -37,9 +37,9 @@ pub(crate) struct ActiveFault {
     /// on the node, so an undo now may come before it. Its journal entry and self-restore
     /// are kept even after a successful undo, for `restore` and the node to finish.
     pub may_still_run: bool,
-    /// The earliest its self-restore can fire: when arming began, plus the time it was
-    /// armed for (the node counts from later, when its timer was set). `None`: nothing
-    /// armed. A fault issued after it would outlast its own backstop
+    /// The earliest its self-restore can fire: when arming began, plus the whole seconds
+    /// it was armed for (the node counts them from later, when its timer was set).
+    /// `None`: nothing armed. A fault issued after it would outlast its own backstop
     /// ([`Ledger::backstops_within`]).
     pub backstop_at: Option<Instant>,
 }
@@ -210,7 +210,7 @@ impl Ledger {
             let backstop_at = entry
                 .armed_restore
                 .as_ref()
-                .map(|_| arming_from + restore_after);
+                .map(|a| arming_from + Duration::from_secs(a.after_secs).min(restore_after));
             self.active.push(ActiveFault {
                 backstop_at,
                 id: entry.id,
