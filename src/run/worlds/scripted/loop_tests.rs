@@ -269,19 +269,9 @@ expect:
 /// backstop fired and nothing would end it. It is withdrawn and the run says why.
 #[tokio::test(start_paused = true)]
 async fn a_fault_whose_backstop_fired_while_it_was_armed_is_withdrawn_not_issued() {
-    let h = Harness::new(
-        "
-name: scripted
-description: a scripted run
-targets:
-  victim: {names: [a]}
-steps:
-  - {name: stop, at: 10s, do: kubelet-stop, target: victim, timeout: 30s}
-  - {name: start, at: 20s, do: kubelet-start, target: victim}
-expect:
-  - {name: node stays, node: victim, never: Unknown}
-",
-    );
+    let yaml = STOP_START.replace("at: 40s", "at: 20s");
+    assert_ne!(yaml, STOP_START, "the start moved to 20 s");
+    let h = Harness::new(&yaml);
     let mut world = Scripted {
         host_timed: true,
         lead: Some(Duration::from_secs(10)),
