@@ -272,13 +272,15 @@ async fn a_fault_whose_backstop_fired_while_it_was_armed_is_withdrawn_not_issued
     let yaml = STOP_START.replace("at: 40s", "at: 20s");
     assert_ne!(yaml, STOP_START, "the start moved to 20 s");
     let h = Harness::new(&yaml);
-    let mut world = Scripted {
+    // A node reached through the API: armed 10 s ahead, its arming taking `secs`.
+    let arming_takes = |secs| Scripted {
         host_timed: true,
         lead: Some(Duration::from_secs(10)),
-        // Armed at 0 s for 22 s (the undo at 20 s, and the margin); arming ends at 25 s.
-        arming: Mutex::new(VecDeque::from([Call::Slow(Duration::from_secs(25))])),
+        arming: Mutex::new(VecDeque::from([Call::Slow(Duration::from_secs(secs))])),
         ..Scripted::default()
     };
+    // Armed at 0 s for 22 s (the undo at 20 s, and the margin); arming ends at 25 s.
+    let mut world = arming_takes(25);
     let out = h
         .run(&mut world, CancellationToken::new(), RunEvents::default())
         .await;
@@ -297,12 +299,7 @@ async fn a_fault_whose_backstop_fired_while_it_was_armed_is_withdrawn_not_issued
     );
     assert_eq!(h.journaled(), 0, "withdrawn: {calls:#?}");
     // Issued in time, the same fault goes out (the check is not a blanket refusal).
-    let mut world = Scripted {
-        host_timed: true,
-        lead: Some(Duration::from_secs(10)),
-        arming: Mutex::new(VecDeque::from([Call::Slow(Duration::from_secs(5))])),
-        ..Scripted::default()
-    };
+    let mut world = arming_takes(5);
     let out = h
         .run(&mut world, CancellationToken::new(), RunEvents::default())
         .await;
