@@ -94,6 +94,16 @@ mod tests {
         assert_eq!(timers.gate("a", "x".into()), "x");
     }
 
+    /// The unit the gate asks about is the one the default template creates and the
+    /// default disarm asks about: the three cannot drift apart.
+    #[test]
+    fn the_gated_unit_is_the_one_the_defaults_arm_and_disarm() {
+        use crate::inventory::pod_defaults::SYSTEMD_DISARM;
+        let named = unit("{token}");
+        assert!(SYSTEMD_ARM.contains(&format!("--unit={}", named.trim_end_matches(".timer"))));
+        assert!(SYSTEMD_DISARM.contains(&format!("systemctl is-active --quiet {named}")));
+    }
+
     /// The gate in a real shell: with the check failing nothing after it runs and the
     /// exit is `GONE_EXIT`; with it passing the command runs.
     #[test]
