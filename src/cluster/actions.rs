@@ -61,8 +61,15 @@ pub async fn uncordon(client: &Client, node: &str) -> Result<String, ClusterErro
     set_unschedulable(client, node, false).await
 }
 
+/// The label every node-access pod carries (value `true`): faultline's own hands on a
+/// node reached through the API (`crate::execute::pod`), which `restore` finds by it and a
+/// drain leaves alone. Defined here, below both, so the drain need not know the executor.
+pub const NODE_ACCESS_LABEL: &str = "faultline.dev/node-access";
+
 /// Whether drain leaves the pod alone: DaemonSet pods (their controller would recreate
-/// them at once) and mirror pods (static pods the API cannot evict).
+/// them at once), mirror pods (static pods the API cannot evict), and faultline's own
+/// node-access pods (the pod kept on the node for the run, an undo watcher): the run
+/// deletes those itself, and evicting one would take away how it reaches the node.
 pub(crate) fn drain_skips(pod: &Pod) -> bool {
     let daemon = pod
         .metadata
@@ -76,7 +83,12 @@ pub(crate) fn drain_skips(pod: &Pod) -> bool {
         .annotations
         .as_ref()
         .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
-    daemon || mirror
+    let own = pod
+        .metadata
+        .labels
+        .as_ref()
+        .is_some_and(|l| l.get(NODE_ACCESS_LABEL).is_some_and(|v| v == "true"));
+    daemon || mirror || own
 }
 
 fn pod_name(p: &Pod) -> String {
@@ -629,6 +641,29 @@ mod tests {
         assert_eq!(
             Drained::default().describe("kind-worker", Duration::from_secs(15)),
             "evicted: none"
+        );
+    }
+
+    /// A run's node-access pods (the one kept on the node, an undo watcher) are faultline's
+    /// own way onto the node: a drain in the run must not evict them.
+    #[test]
+    fn drain_skips_faultlines_own_node_access_pods() {
+        let mut access: Pod = load("pod-web-ready.json");
+        access.metadata.owner_references = None;
+        access.metadata.labels = Some(
+            [(NODE_ACCESS_LABEL.to_string(), "true".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        assert!(drain_skips(&access));
+        access.metadata.labels = Some(
+            [(NODE_ACCESS_LABEL.to_string(), "false".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        assert!(
+            !drain_skips(&access),
+            "only the label's value `true` counts"
         );
     }
 

@@ -39,6 +39,9 @@ pub struct Executor {
     /// The systemd timers armed as self-restores, which the faults they end are gated on
     /// ([`super::backstop`]).
     pub(super) backstops: Arc<BackstopTimers>,
+    /// The node-access pods kept on the nodes reached through the API for the run
+    /// ([`pod::kept`]).
+    pub(super) kept_pods: Arc<pod::kept::KeptPods>,
 }
 
 /// The executor's API client, shared by its clones and connected once.
@@ -66,6 +69,7 @@ impl Executor {
             run: None,
             docker_exec: PrimedDockerExec::default(),
             backstops: Arc::default(),
+            kept_pods: Arc::default(),
         }
     }
 

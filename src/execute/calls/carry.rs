@@ -221,7 +221,15 @@ impl Executor {
             None => {
                 let client = self.client(node).await?;
                 let run = self.run.as_deref();
-                pod::run(&client, (on, settings, run), command, timeout, grace).await
+                pod::run(
+                    &client,
+                    (on, settings, run),
+                    &self.kept_pods,
+                    command,
+                    timeout,
+                    grace,
+                )
+                .await
             }
         }
         .map_err(|source| ExecError::Pod {

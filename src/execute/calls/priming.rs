@@ -221,6 +221,7 @@ impl Executor {
         let waiting = pod::primed::prime(
             &client,
             (&node, &access.pod, self.run.as_deref()),
+            &self.kept_pods,
             render,
             wait,
             within,

@@ -1,14 +1,15 @@
 //! The API transport (`transport: pod`): a node command carried by the Kubernetes API
 //! alone, for clusters that give no SSH (managed node pools) and no Docker socket.
 //!
-//! For each command faultline creates a short-lived privileged pod pinned to the node
-//! (`nodeName`, host PID and network, the host's root filesystem at `/host`, tolerating
-//! every taint) in a namespace labelled for the `privileged` Pod Security level, runs the
-//! command in the host's namespaces (`nsenter -t 1 -m -u -i -n -p`) through the API's exec
-//! (the path `kubectl exec` takes), reads its exit status from the status the API server
-//! sends at the end of the stream, and deletes the pod. Pods carry [`ACCESS_LABEL`], so
-//! `faultline restore` deletes any a killed run left behind; each one also ends by itself
-//! (`activeDeadlineSeconds`).
+//! A command runs in a privileged pod pinned to the node (`nodeName`, host PID and
+//! network, the host's root filesystem at `/host`, tolerating every taint) in a namespace
+//! labelled for the `privileged` Pod Security level: in the host's namespaces (`nsenter -t
+//! 1 -m -u -i -n -p`) through the API's exec (the path `kubectl exec` takes), its exit
+//! status read from the status the API server sends at the end of the stream. A run keeps
+//! one such pod per node for its whole length ([`kept`]); a command with none kept (outside
+//! a run, or after its node's kept pod went away) creates a short-lived one and deletes it
+//! afterwards. Pods carry [`ACCESS_LABEL`], so `faultline restore` deletes any a killed run
+//! left behind; each one also ends by itself (`activeDeadlineSeconds`).
 //!
 //! Exec goes through the node's kubelet: while the kubelet is stopped, or the node is cut
 //! off from the API server, nothing reaches the node this way. So what must happen then
@@ -20,6 +21,7 @@
 //! [`crate::execute::NodeOp::cuts_transport`]), and the fault's proof is read through the
 //! API.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
@@ -38,9 +40,11 @@ use crate::inventory::PodSettings;
 pub use crate::inventory::pod_defaults::{
     DEFAULT_IMAGE, DEFAULT_NAMESPACE, DEFAULT_START_TIMEOUT, SYSTEMD_ARM, SYSTEMD_DISARM,
 };
+use kept::KeptPods;
 
-/// The label every node-access pod carries (value `true`), for `restore` to find them.
-pub const ACCESS_LABEL: &str = "faultline.dev/node-access";
+/// The label every node-access pod carries (value `true`), for `restore` to find them
+/// and a drain to leave them.
+pub use crate::cluster::actions::NODE_ACCESS_LABEL as ACCESS_LABEL;
 
 /// The label naming the run (its id) that made a node-access pod, so that one run's
 /// `restore` never removes another's.
@@ -280,13 +284,15 @@ pub(crate) async fn ensure_namespace(client: &Client, name: &str) -> Result<(), 
     }
 }
 
-/// Runs `command` (already wrapped with the node's deadline) on `node` through a fresh
-/// node-access pod, then deletes the pod. `limit` is the command's time limit, starting
-/// the pod included; `grace` how long past it faultline listens for the node's deadline
-/// to end it.
+/// Runs `command` (already wrapped with the node's deadline) on `node`: in the pod kept
+/// there for the run when `kept` has one that outlives the command, else through a fresh
+/// node-access pod, deleted afterwards. `limit` is the command's time limit, starting a
+/// pod included; `grace` how long past it faultline listens for the node's deadline to end
+/// it.
 pub(crate) async fn run(
     client: &Client,
     (node, settings, run): (&str, &PodSettings, Option<&str>),
+    kept: &KeptPods,
     command: &str,
     limit: Duration,
     grace: Duration,
@@ -295,7 +301,11 @@ pub(crate) async fn run(
     // caller's own wait (`Executor::longest_wait`) holds for every transport.
     let began = tokio::time::Instant::now();
     let lifetime = settings.start_timeout + limit + grace + LIFETIME_MARGIN;
-    let pod = AccessPod::start(client, (node, settings, run), lifetime, limit).await?;
+    if let Some(ended) = run_in_kept(kept, node, command, began, limit, grace).await {
+        return ended;
+    }
+    let within = limit.saturating_sub(began.elapsed());
+    let pod = AccessPod::start(client, (node, settings, run), lifetime, within).await?;
     let result = async {
         let spent = began.elapsed();
         let remaining = limit.saturating_sub(spent);
@@ -317,6 +327,107 @@ pub(crate) async fn run(
     result
 }
 
+/// [`run`] in the pod kept on `node`: `None` when there is none kept for that long, or it
+/// turned the command away unrun (its exec could not be opened, or the kubelet refused it
+/// with a status that is not an exit code: after a kubelet restart it says "pod does not
+/// exist" until it has listed its pods again); the command then needs a pod of its own.
+async fn run_in_kept(
+    kept: &KeptPods,
+    node: &str,
+    command: &str,
+    began: tokio::time::Instant,
+    limit: Duration,
+    grace: Duration,
+) -> Option<Result<PodEnd, PodError>> {
+    let (pod, mut process) =
+        match kept_exec(kept, node, command, false, limit, began + limit + grace).await {
+            KeptExec::Opened(pod, process) => (pod, process),
+            KeptExec::TimedOut => return Some(Ok(PodEnd::TimedOut { sent: false })),
+            KeptExec::NoneKept => return None,
+        };
+    let spent = began.elapsed();
+    let status = process.take_status();
+    let ended = pod
+        .hear_out(process, status, limit.saturating_sub(spent), grace + spent)
+        .await;
+    match ended {
+        Err(PodError::Exec { message, .. }) if began.elapsed() < limit => {
+            tracing::debug!(
+                node,
+                "the kept node-access pod turned a command away: {message}"
+            );
+            kept.forget(node, &pod);
+            None
+        }
+        ended => Some(ended),
+    }
+}
+
+/// What came of opening a command's exec in the pod kept on its node.
+pub(crate) enum KeptExec {
+    /// It is open: the command was sent.
+    Opened(Arc<AccessPod>, AttachedProcess),
+    /// Opening took the whole limit; nothing was sent, and there is no time left to send
+    /// it another way.
+    TimedOut,
+    /// No pod is kept there for that long, or it no longer takes an exec (it is out of
+    /// the pool now): nothing was sent, the command needs a pod of its own.
+    NoneKept,
+}
+
+/// Opens `command`'s exec (its standard input held open when `stdin`) within `within` in
+/// the pod kept on `node`, when one outlives `needed_until`.
+pub(crate) async fn kept_exec(
+    kept: &KeptPods,
+    node: &str,
+    command: &str,
+    stdin: bool,
+    within: Duration,
+    needed_until: tokio::time::Instant,
+) -> KeptExec {
+    let Some(pod) = kept.get(node, needed_until) else {
+        return KeptExec::NoneKept;
+    };
+    match pod.open_exec(command, stdin, within).await {
+        Ok(Some(process)) => KeptExec::Opened(pod, process),
+        Ok(None) => KeptExec::TimedOut,
+        Err(e) => {
+            tracing::debug!(node, "no exec in the kept node-access pod: {e}");
+            kept.forget(node, &pod);
+            KeptExec::NoneKept
+        }
+    }
+}
+
+/// The pod a command runs in: one started for it, deleted once the command is over, or
+/// the pod kept on its node for the run, which outlives it.
+pub(crate) enum PodInUse {
+    /// Started for this command.
+    Own(Box<AccessPod>),
+    /// The node's kept pod ([`kept`]).
+    Kept(Arc<AccessPod>),
+}
+
+impl std::ops::Deref for PodInUse {
+    type Target = AccessPod;
+
+    fn deref(&self) -> &AccessPod {
+        match self {
+            PodInUse::Own(pod) => pod,
+            PodInUse::Kept(pod) => pod,
+        }
+    }
+}
+
+impl PodInUse {
+    /// The command is over: deletes the pod started for it; a kept pod stays.
+    pub(crate) async fn done(self) {
+        if let PodInUse::Own(pod) = self {
+            pod.delete().await;
+        }
+    }
+}
+
 /// A node-access pod created for one command and running on its node; deleted by
 /// [`AccessPod::delete`], or when dropped unfinished (an outer timeout, a cancelled run)
 /// by a deletion spawned on the runtime; left behind only without a runtime or an API
@@ -327,7 +438,7 @@ pub(crate) struct AccessPod {
     name: String,
     node: String,
     /// Set once [`AccessPod::delete`] has run: nothing is left for `Drop` to do.
-    deleted: bool,
+    deleted: std::sync::atomic::AtomicBool,
 }
 
 impl AccessPod {
@@ -360,7 +471,7 @@ impl AccessPod {
             namespace: settings.namespace.clone(),
             name: created.metadata.name.unwrap_or_default(),
             node: node.to_string(),
-            deleted: false,
+            deleted: std::sync::atomic::AtomicBool::new(false),
         };
         let start_within = settings
             .start_timeout
@@ -454,15 +565,36 @@ impl AccessPod {
     /// Deletes the pod, returning at once: a pod on a node whose kubelet is away stays
     /// Terminating until it is back, and the kubelet then ends it; its own deadline ends
     /// it in any case.
-    pub(crate) async fn delete(mut self) {
-        self.deleted = true;
-        delete_access_pod(&self.pods, &self.name, &self.node).await;
+    pub(crate) async fn delete(&self) {
+        if !self.deleted.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            delete_access_pod(&self.pods, &self.name, &self.node).await;
+        }
+    }
+}
+
+#[cfg(test)]
+impl AccessPod {
+    /// A handle on pod `name` that was never created (already deleted as far as `Drop`
+    /// is concerned), for tests of what holds pods.
+    pub(crate) fn standing_in(client: Client, name: &str) -> AccessPod {
+        AccessPod {
+            pods: Api::namespaced(client, DEFAULT_NAMESPACE),
+            namespace: DEFAULT_NAMESPACE.to_string(),
+            name: name.to_string(),
+            node: String::new(),
+            deleted: std::sync::atomic::AtomicBool::new(true),
+        }
+    }
+
+    /// The pod's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 }
 
 impl Drop for AccessPod {
     fn drop(&mut self) {
-        if self.deleted {
+        if *self.deleted.get_mut() {
             return;
         }
         // Dropped with its command unheard: its exec stream is closed with it, and the
@@ -680,6 +812,7 @@ fn left_behind(pod: &Pod, only_runs: Option<&std::collections::BTreeSet<String>>
     })
 }
 
+pub(crate) mod kept;
 pub(crate) mod primed;
 pub mod watcher;
 

@@ -1,8 +1,9 @@
-//! A node command sent ahead through the API transport: its node-access pod started and
-//! its exec opened when the step is armed, the gated command ([`super::super::primed`])
-//! waiting in the host's namespaces for the word on its standard input. At the offset
-//! faultline writes one line into an open stream, instead of creating a pod, waiting for
-//! the kubelet to start it and opening an exec (1.5–1.7 s on kind).
+//! A node command sent ahead through the API transport: its exec opened when the step is
+//! armed (in the pod kept on the node for the run, else in a node-access pod started for
+//! it), the gated command ([`super::super::primed`]) waiting in the host's namespaces for
+//! the word on its standard input. At the offset faultline writes one line into an open
+//! stream, instead of opening an exec (and, without a kept pod, creating a pod and waiting
+//! for the kubelet to start it: 1.5–1.7 s on kind).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,7 +15,8 @@ use kube::Client;
 use kube::api::AttachedProcess;
 use tokio::io::{SimplexStream, WriteHalf};
 
-use super::{AccessPod, LIFETIME_MARGIN, PodEnd, PodError};
+use super::kept::KeptPods;
+use super::{AccessPod, KeptExec, LIFETIME_MARGIN, PodEnd, PodError, PodInUse, kept_exec};
 use crate::execute::gate_input::GateInput;
 use crate::inventory::PodSettings;
 
@@ -22,12 +24,12 @@ use crate::inventory::PodSettings;
 /// ended can be asked before the word is written.
 type StreamEnd = Pin<Box<dyn Future<Output = Option<Status>> + Send>>;
 
-/// A gated command waiting in its node-access pod. Dropped without being started (the
-/// run stopped first, or the step went the ordinary way), its stream is cut, the gate
-/// reads end-of-file and runs nothing, and its pod is deleted; the pod's own deadline
-/// ends it in any case, and `restore` deletes one a killed run left.
+/// A gated command waiting in a node-access pod. Dropped without being started (the run
+/// stopped first, or the step went the ordinary way), its stream is cut, the gate reads
+/// end-of-file and runs nothing, and a pod started for it is deleted (a kept one stays);
+/// the pod's own deadline ends it in any case, and `restore` deletes one a killed run left.
 pub(crate) struct PrimedPod {
-    pod: Option<AccessPod>,
+    pod: Option<PodInUse>,
     process: Option<AttachedProcess>,
     /// Held open until the command is over: closing it would, on an API server without
     /// the stream-close signal (before the v5 exec protocol), close the whole stream.
@@ -41,31 +43,44 @@ impl std::fmt::Debug for PrimedPod {
     }
 }
 
-/// Starts a node-access pod on `node` and opens the exec of `gated` (rendered just before
-/// it is sent, since the node's deadline counts from then; `None` gives up), all within
-/// `within`. `wait` is how long, from now, the command may wait and then run: the pod
-/// outlives it by its usual margin.
+/// Opens the exec of `gated` (rendered just before it is sent, since the node's deadline
+/// counts from then; `None` gives up) in the pod kept on `node` for the run, or else in a
+/// node-access pod started for it, all within `within`. `wait` is how long, from now, the
+/// command may wait and then run: the pod must outlive it (one started for it does by its
+/// usual margin).
 pub(crate) async fn prime(
     client: &Client,
     (node, settings, run): (&str, &PodSettings, Option<&str>),
-    gated: impl FnOnce() -> Option<String>,
+    kept: &KeptPods,
+    gated: impl Fn() -> Option<String>,
     wait: Duration,
     within: Duration,
 ) -> Result<Option<PrimedPod>, PodError> {
     let began = tokio::time::Instant::now();
-    let lifetime = settings.start_timeout + wait + LIFETIME_MARGIN;
-    let pod = AccessPod::start(client, (node, settings, run), lifetime, within).await?;
-    let opened = match gated() {
-        Some(command) => {
-            pod.open_exec(&command, true, within.saturating_sub(began.elapsed()))
-                .await
+    let Some(command) = gated() else {
+        return Ok(None);
+    };
+    let (pod, opened) = match kept_exec(kept, node, &command, true, within, began + wait).await {
+        KeptExec::Opened(pod, process) => (PodInUse::Kept(pod), Ok(Some(process))),
+        KeptExec::TimedOut => return Ok(None),
+        KeptExec::NoneKept => {
+            let lifetime = settings.start_timeout + wait + LIFETIME_MARGIN;
+            let left = within.saturating_sub(began.elapsed());
+            let pod = AccessPod::start(client, (node, settings, run), lifetime, left).await?;
+            let opened = match gated() {
+                Some(command) => {
+                    pod.open_exec(&command, true, within.saturating_sub(began.elapsed()))
+                        .await
+                }
+                None => Ok(None),
+            };
+            (PodInUse::Own(Box::new(pod)), opened)
         }
-        None => Ok(None),
     };
     let mut process = match opened {
         Ok(Some(process)) => process,
         other => {
-            pod.delete().await;
+            pod.done().await;
             return other.map(|_| None);
         }
     };
@@ -125,7 +140,7 @@ impl PrimedPod {
         };
         self.stdin.release().await;
         let ended = pod.hear_out(process, self.end.take(), limit, grace).await;
-        pod.delete().await;
+        pod.done().await;
         ended
     }
 }
@@ -135,7 +150,7 @@ impl Drop for PrimedPod {
         // Cut the stream first: the gate reads end-of-file and runs nothing.
         drop(self.process.take());
         drop(std::mem::replace(&mut self.stdin, GateInput::new(None)));
-        // Then the pod, which deletes itself when dropped.
+        // Then the pod: one started for it deletes itself when dropped; a kept one stays.
         drop(self.pod.take());
     }
 }

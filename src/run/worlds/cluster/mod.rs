@@ -5,6 +5,7 @@
 //! switches), the snapshot taken before the first fault, the machine addresses a node
 //! must come back with, and the proofs that each fault took effect.
 
+mod access_pods;
 pub(crate) mod act;
 mod addresses;
 mod companions;
@@ -41,9 +42,10 @@ use addresses::MachineAddresses;
 use companions::Companions;
 
 /// How long before it is due a step carried through the API transport is armed: arming
-/// its self-restore starts one node-access pod (about 2.5 s on kind), and sending the
-/// step ahead starts another and opens its exec (about 1.5 s), which must fit in half of
-/// what is left (`Executor::prime`).
+/// its self-restore is an exec, and for a kubelet stop an undo watcher pod (about 2.5 s on
+/// kind); sending the step ahead opens an exec in the pod kept on the node, or where none
+/// is kept starts a pod first (about 1.5 s), which must fit in half of what is left
+/// (`Executor::prime`).
 const ARM_AHEAD_THROUGH_API: Duration = Duration::from_secs(10);
 
 /// The node command of an action that can be sent ahead to wait on its nodes: one
@@ -280,8 +282,13 @@ impl World for ClusterWorld<'_> {
             .as_ref()
             .map(|f| companions::record_switches(timeline, f));
         let syncing = Instant::now();
-        companions::wait_for_initial_state(timeline, ready, cancel).await;
-        self.initial_sync_ms = u64::try_from(syncing.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let lifetime = access_pods::kept_lifetime(self.exp, p, self.settings.restore_margin);
+        let keeping = access_pods::keep(self.exp, p, lifetime, timeline, cancel);
+        let synced = async {
+            companions::wait_for_initial_state(timeline, ready, cancel).await;
+            self.initial_sync_ms = u64::try_from(syncing.elapsed().as_millis()).unwrap_or(u64::MAX);
+        };
+        tokio::join!(keeping, synced);
         let probes = match companions::start_probes(self.exp, p, timeline) {
             Ok(probes) => probes,
             // The run goes on without probes; the error is in the record.
@@ -552,6 +559,7 @@ impl World for ClusterWorld<'_> {
                 Err(e) => errors.push(format!("teardown: {e}")),
             }
         }
+        self.prepared.executor.delete_kept_node_access_pods().await;
         if let Some(companions) = self.companions.take() {
             companions.stop().await;
         }
