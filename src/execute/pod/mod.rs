@@ -300,10 +300,10 @@ pub(crate) async fn run(
     // Starting the pod counts within the command's limit, as connecting does over SSH: a
     // caller's own wait (`Executor::longest_wait`) holds for every transport.
     let began = tokio::time::Instant::now();
-    let lifetime = settings.start_timeout + limit + grace + LIFETIME_MARGIN;
     if let Some(ended) = run_in_kept(kept, node, command, began, limit, grace).await {
         return ended;
     }
+    let lifetime = settings.start_timeout + limit + grace + LIFETIME_MARGIN;
     let within = limit.saturating_sub(began.elapsed());
     let pod = AccessPod::start(client, (node, settings, run), lifetime, within).await?;
     let result = async {
