@@ -1628,8 +1628,78 @@ async fn kind_api_transport_a_runs_commands_go_into_the_pod_kept_on_their_node()
         .keep_node_access_pods(&[node.as_str()], Duration::from_secs(600))
         .await;
     assert!(kept.iter().all(|(_, k)| k.is_ok()), "{kept:?}");
+
+    // A pod of this run it lost track of (CI once saw one left running after a Job's
+    // run), and one of another run: the end finds the first by its label and leaves the
+    // second.
+    let lost = labelled_access_pod(&node, "kept-pod-test").await;
+    let other = labelled_access_pod(&node, "another-run").await;
     executor.delete_kept_node_access_pods().await;
+    let swept: Vec<String> = executor
+        .delete_runs_node_access_pods()
+        .await
+        .into_iter()
+        .map(|found| found.unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    assert_eq!(
+        swept,
+        vec![format!(
+            "{}/{lost}",
+            faultline::execute::pod::DEFAULT_NAMESPACE
+        )],
+        "the end's sweep"
+    );
+    {
+        use k8s_openapi::api::core::v1::Pod;
+        let namespaced: kube::Api<Pod> =
+            kube::Api::namespaced(client().await, faultline::execute::pod::DEFAULT_NAMESPACE);
+        let still = namespaced
+            .get(&other)
+            .await
+            .expect("another run's pod stays");
+        assert!(
+            still.metadata.deletion_timestamp.is_none(),
+            "another run's pod was deleted"
+        );
+        namespaced
+            .delete(&other, &kube::api::DeleteParams::default())
+            .await
+            .expect("delete the other run's pod");
+    }
     no_node_access_pods_left().await;
+}
+
+/// Creates a pod on `node` in the node-access namespace labelled as a node-access pod of
+/// `run`, the way a run's own are, but unknown to any executor; returns its name.
+async fn labelled_access_pod(node: &str, run: &str) -> String {
+    use faultline::execute::pod::{ACCESS_LABEL, DEFAULT_NAMESPACE, RUN_LABEL};
+    use k8s_openapi::api::core::v1::Pod;
+    let namespaced: kube::Api<Pod> = kube::Api::namespaced(client().await, DEFAULT_NAMESPACE);
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {
+            "generateName": "faultline-lost-",
+            "labels": { ACCESS_LABEL: "true", RUN_LABEL: run },
+        },
+        "spec": {
+            "nodeName": node,
+            "activeDeadlineSeconds": 300,
+            "terminationGracePeriodSeconds": 1,
+            "tolerations": [{ "operator": "Exists" }],
+            "containers": [{
+                "name": "sleep",
+                "image": "registry.k8s.io/pause:3.10",
+                "imagePullPolicy": "IfNotPresent",
+            }],
+        },
+    }))
+    .expect("a pod");
+    namespaced
+        .create(&kube::api::PostParams::default(), &pod)
+        .await
+        .expect("create a labelled pod")
+        .metadata
+        .name
+        .expect("a generated name")
 }
 
 /// A kubelet stop through the API on a node whose self-restore timer is gone is not

@@ -672,6 +672,24 @@ pub async fn main(cli: Cli) -> i32 {
     if only_reads(&cli.command) {
         die_quietly_on_closed_pipe();
     }
+    let code = command(cli).await;
+    // A node-access pod let go in a run's last moments is deleted by a task spawned then;
+    // the process exits right after this, and a task not run by then never is.
+    if !crate::execute::pod::send_pending_deletions(PENDING_DELETIONS_WAIT).await {
+        tracing::warn!(
+            "node-access pods still being deleted after {} s: each ends at its own \
+             deadline, and `faultline restore` deletes them",
+            PENDING_DELETIONS_WAIT.as_secs()
+        );
+    }
+    code
+}
+
+/// How long the process waits at exit for node-access pod deletions still being sent.
+const PENDING_DELETIONS_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs the command `cli` names; returns its exit code.
+async fn command(cli: Cli) -> i32 {
     match cli.command {
         Command::Run(args) => run::run(*args).await,
         Command::Validate {

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use crate::execute::error::ExecError;
 use crate::execute::executor::Executor;
-use crate::execute::pod::AccessPod;
+use crate::execute::pod::{self, AccessPod};
 
 impl Executor {
     /// Starts a node-access pod on each of `nodes` reached through the API that has none
@@ -58,5 +58,41 @@ impl Executor {
     /// of their own.
     pub async fn delete_kept_node_access_pods(&self) {
         self.kept_pods.delete_all().await;
+    }
+
+    /// Deletes every node-access pod of this run still in the cluster (not already being
+    /// deleted), in each namespace its nodes reached through the API use, after the kept
+    /// ones: the run is over, and a pod it lost track of must not stay privileged on its
+    /// node until its deadline. Returns `namespace/name` of each found, or why a namespace
+    /// could not be swept.
+    pub async fn delete_runs_node_access_pods(&self) -> Vec<Result<String, ExecError>> {
+        let Some(run) = self.run.as_deref() else {
+            return Vec::new();
+        };
+        let mut swept: std::collections::BTreeMap<String, String> =
+            std::collections::BTreeMap::new();
+        for node in self.inventory().nodes() {
+            if node.transport == crate::inventory::TransportKind::Pod {
+                swept
+                    .entry(node.pod.namespace.clone())
+                    .or_insert(node.name.clone());
+            }
+        }
+        let mut found = Vec::new();
+        for (namespace, node) in swept {
+            let deleted = match self.client(&node).await {
+                Ok(client) => pod::delete_runs_pods(&client, &namespace, run)
+                    .await
+                    .map_err(|source| ExecError::Pod { node, source }),
+                Err(e) => Err(e),
+            };
+            match deleted {
+                Ok(names) => {
+                    found.extend(names.into_iter().map(|n| Ok(format!("{namespace}/{n}"))))
+                }
+                Err(e) => found.push(Err(e)),
+            }
+        }
+        found
     }
 }

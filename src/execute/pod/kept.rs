@@ -13,7 +13,7 @@
 //! so a command never runs twice.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use tokio::time::Instant;
 
@@ -29,6 +29,10 @@ struct Kept {
 #[derive(Default)]
 pub(crate) struct KeptPods {
     kept: Mutex<HashMap<String, Kept>>,
+    /// Pods taken out of the pool that a command may still hold: the last holder's drop
+    /// deletes one, and the run's end deletes one still held then (a command sent ahead
+    /// and never released holds its pod until the executor goes, at the process's exit).
+    retired: Mutex<Vec<Weak<AccessPod>>>,
 }
 
 impl std::fmt::Debug for KeptPods {
@@ -55,7 +59,19 @@ impl KeptPods {
                 },
             )
         });
-        drop(replaced);
+        if let Some(replaced) = replaced {
+            self.retire(replaced.pod);
+        }
+    }
+
+    /// Lets `pod` go from the pool: deleted by its last holder's drop, or at the run's end
+    /// if one still holds it then.
+    fn retire(&self, pod: Arc<AccessPod>) {
+        if let Ok(mut retired) = self.retired.lock() {
+            retired.retain(|held| held.strong_count() > 0);
+            retired.push(Arc::downgrade(&pod));
+        }
+        drop(pod);
     }
 
     /// The pod kept on `node` when it outlives `needed_until` (a command that may still
@@ -74,10 +90,10 @@ impl KeptPods {
             let same = kept.get(node).is_some_and(|k| Arc::ptr_eq(&k.pod, pod));
             if same { kept.remove(node) } else { None }
         });
-        if removed.is_some() {
+        if let Some(removed) = removed {
             tracing::debug!(node, "the kept node-access pod no longer takes an exec");
+            self.retire(removed.pod);
         }
-        drop(removed);
     }
 
     /// How many nodes have a pod kept.
@@ -90,12 +106,16 @@ impl KeptPods {
     /// runs nothing when the pod goes. Left to the last holder, the deletion would be
     /// spawned as the process exits and never sent, and the pod would stay privileged on
     /// its node until its deadline.
+    /// A pod taken out of the pool earlier and still held is deleted too.
     pub(crate) async fn delete_all(&self) {
-        let all: Vec<Kept> = match self.kept.lock() {
-            Ok(mut kept) => kept.drain().map(|(_, k)| k).collect(),
-            Err(_) => return,
+        let mut all: Vec<Arc<AccessPod>> = match self.kept.lock() {
+            Ok(mut kept) => kept.drain().map(|(_, k)| k.pod).collect(),
+            Err(_) => Vec::new(),
         };
-        futures::future::join_all(all.iter().map(|k| k.pod.delete())).await;
+        if let Ok(mut retired) = self.retired.lock() {
+            all.extend(retired.drain(..).filter_map(|held| held.upgrade()));
+        }
+        futures::future::join_all(all.iter().map(|pod| pod.delete())).await;
     }
 }
 
@@ -105,11 +125,20 @@ mod tests {
 
     use super::*;
 
-    /// A pod handle on a client that reaches no API server: deleting it only logs.
-    fn pod(name: &str) -> AccessPod {
+    /// A client that reaches no API server: deleting through it only logs.
+    fn nowhere() -> kube::Client {
         let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
-        let client = kube::Client::try_from(config).expect("a client");
-        AccessPod::standing_in(client, name)
+        kube::Client::try_from(config).expect("a client")
+    }
+
+    /// A handle on a pod already deleted as far as the handle knows.
+    fn pod(name: &str) -> AccessPod {
+        AccessPod::standing_in(nowhere(), name)
+    }
+
+    /// A handle on a pod not deleted yet.
+    fn live_pod(name: &str) -> AccessPod {
+        AccessPod::standing_in_live(nowhere(), name)
     }
 
     /// A command must not be sent into a pod whose deadline can end it first: it gets a
@@ -158,5 +187,25 @@ mod tests {
         pool.delete_all().await;
         assert_eq!(pool.len(), 0);
         assert_eq!(in_use.name(), "p2");
+    }
+
+    /// A pod taken out of the pool (its exec failed once) that a command still holds at
+    /// the end is deleted by the end, not left to a drop at the process's exit (CI saw
+    /// one left running after a Job's run); one no longer held was its holder's to delete.
+    #[tokio::test]
+    async fn the_end_deletes_a_forgotten_pod_still_held() {
+        let pool = KeptPods::default();
+        let later = Instant::now() + Duration::from_secs(60);
+        pool.keep("w1", live_pod("forgotten"), later);
+        let held = pool.get("w1", Instant::now()).expect("kept");
+        pool.forget("w1", &held);
+        pool.keep("w2", live_pod("replaced"), later);
+        let replaced = pool.get("w2", Instant::now()).expect("kept");
+        pool.keep("w2", live_pod("replacement"), later);
+        assert!(!held.is_deleted() && !replaced.is_deleted());
+        pool.delete_all().await;
+        assert!(held.is_deleted(), "a forgotten pod still held was left");
+        assert!(replaced.is_deleted(), "a replaced pod still held was left");
+        assert_eq!(pool.len(), 0);
     }
 }

@@ -586,9 +586,23 @@ impl AccessPod {
         }
     }
 
+    /// A handle on pod `name`, not deleted yet: its deletion (through a `client` that
+    /// reaches nothing, in tests) is still to be sent.
+    pub(crate) fn standing_in_live(client: Client, name: &str) -> AccessPod {
+        let pod = AccessPod::standing_in(client, name);
+        pod.deleted
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        pod
+    }
+
     /// The pod's name.
     pub(crate) fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether its deletion was sent (or it was never created).
+    pub(crate) fn is_deleted(&self) -> bool {
+        self.deleted.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -602,7 +616,10 @@ impl Drop for AccessPod {
         let (pods, name, node) = (self.pods.clone(), self.name.clone(), self.node.clone());
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn(async move { delete_access_pod(&pods, &name, &node).await });
+                DROPPED_DELETIONS.spawn_on(
+                    async move { delete_access_pod(&pods, &name, &node).await },
+                    &runtime,
+                );
             }
             Err(_) => tracing::debug!(
                 node = node,
@@ -612,17 +629,40 @@ impl Drop for AccessPod {
     }
 }
 
-/// Deletes one node-access pod with a short grace period, warning when it cannot.
+/// The deletions spawned by node-access pods dropped unfinished ([`AccessPod`]'s `Drop`).
+/// A task still pending when the process exits is never run, and its pod would stay
+/// privileged on its node until its deadline: [`send_pending_deletions`] waits for them.
+static DROPPED_DELETIONS: std::sync::LazyLock<tokio_util::task::TaskTracker> =
+    std::sync::LazyLock::new(tokio_util::task::TaskTracker::new);
+
+/// Waits, at most `within`, for the deletions of node-access pods dropped unfinished to be
+/// sent: the last thing a command does before the process exits, since a pod dropped in a
+/// run's last moments (a command cut off by its outer timeout, a pod its holder let go at
+/// the end) is deleted by a task spawned then. Returns whether all were sent in time.
+pub async fn send_pending_deletions(within: Duration) -> bool {
+    DROPPED_DELETIONS.close();
+    let sent = tokio::time::timeout(within, DROPPED_DELETIONS.wait())
+        .await
+        .is_ok();
+    // Later drops (a test's next run in this process) are waited for again.
+    DROPPED_DELETIONS.reopen();
+    sent
+}
+
+/// Deletes one node-access pod with a short grace period, warning when it cannot (one
+/// gone already is not a failure: its deletion may have been asked twice).
 async fn delete_access_pod(pods: &Api<Pod>, name: &str, node: &str) {
     let params = DeleteParams {
         grace_period_seconds: Some(1),
         ..DeleteParams::default()
     };
-    if let Err(e) = pods.delete(name, &params).await {
-        tracing::warn!(
+    match pods.delete(name, &params).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.is_not_found() => {}
+        Err(e) => tracing::warn!(
             node = node,
             "could not delete the node-access pod {name}: {e}"
-        );
+        ),
     }
 }
 
@@ -792,6 +832,37 @@ pub async fn delete_leftovers(
             Err(kube::Error::Api(s)) if s.is_not_found() => {}
             Err(e) => return Err(api_error(format!("deleting pod {ns}/{name}"))(e)),
         }
+    }
+    Ok(deleted)
+}
+
+/// Deletes the node-access pods of run `run` left in `namespace`, except those already
+/// being deleted; returns the name of each. A run's end calls it after deleting the pods
+/// it knows of: one it lost track of (its creation answered after the caller gave up, its
+/// deletion spawned too late) is found by its label. Needs only `list` on pods, which the
+/// observer has, and `delete` in the namespace, which the API transport has.
+pub(crate) async fn delete_runs_pods(
+    client: &Client,
+    namespace: &str,
+    run: &str,
+) -> Result<Vec<String>, PodError> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let found = pods
+        .list(&ListParams::default().labels(&format!("{ACCESS_LABEL}=true,{RUN_LABEL}={run}")))
+        .await
+        .map_err(api_error(format!(
+            "listing the node-access pods in namespace {namespace}"
+        )))?;
+    let mut deleted = Vec::new();
+    for pod in found.items {
+        let Some(name) = pod.metadata.name.clone() else {
+            continue;
+        };
+        if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        delete_access_pod(&pods, &name, "").await;
+        deleted.push(name);
     }
     Ok(deleted)
 }

@@ -292,3 +292,19 @@ fn without_the_lock_restore_deletes_only_its_journals_runs_pods() {
     ));
     assert!(!left_behind(&going, None));
 }
+
+/// A pod dropped unfinished is deleted by a spawned task; the process must wait for that
+/// task before it exits, or the deletion is never sent and the pod stays privileged on
+/// its node until its deadline (CI saw one left after a Job's run).
+#[tokio::test]
+async fn a_dropped_pods_deletion_is_waited_for_before_exit() {
+    let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a URL"));
+    let client = kube::Client::try_from(config).expect("a client");
+    drop(AccessPod::standing_in_live(client, "dropped"));
+    // On this test's one thread the spawned deletion has not run yet.
+    assert!(
+        !DROPPED_DELETIONS.is_empty(),
+        "a dropped pod spawned no tracked deletion"
+    );
+    assert!(send_pending_deletions(Duration::from_secs(10)).await);
+}

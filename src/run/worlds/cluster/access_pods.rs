@@ -74,3 +74,20 @@ pub(super) async fn keep(
         began.elapsed().as_secs_f64()
     ));
 }
+
+/// Deletes the run's kept node-access pods, then any other pod of the run still there (a
+/// pod it lost track of), noting each of those on `timeline`: the run is over.
+pub(super) async fn delete(executor: &Executor, timeline: &SharedTimeline) {
+    executor.delete_kept_node_access_pods().await;
+    for found in executor.delete_runs_node_access_pods().await {
+        match found {
+            Ok(pod) => timeline.note(format!(
+                "node access: pod {pod} of this run was still there at its end, deleted"
+            )),
+            Err(e) => timeline.note(format!(
+                "node access: could not look for node-access pods of this run left at its \
+                 end ({e}); each ends at its own deadline, and `faultline restore` deletes them"
+            )),
+        }
+    }
+}

@@ -559,7 +559,7 @@ impl World for ClusterWorld<'_> {
                 Err(e) => errors.push(format!("teardown: {e}")),
             }
         }
-        self.prepared.executor.delete_kept_node_access_pods().await;
+        access_pods::delete(&self.prepared.executor, timeline).await;
         if let Some(companions) = self.companions.take() {
             companions.stop().await;
         }
