@@ -855,13 +855,15 @@ pub(crate) async fn delete_runs_pods(
         )))?;
     let mut deleted = Vec::new();
     for pod in found.items {
-        let Some(name) = pod.metadata.name.clone() else {
-            continue;
-        };
-        if pod.metadata.deletion_timestamp.is_some() {
+        // The label selector already names the run: only "not being deleted" is left.
+        if !left_behind(&pod, None) {
             continue;
         }
-        delete_access_pod(&pods, &name, "").await;
+        let Some(name) = pod.metadata.name else {
+            continue;
+        };
+        let node = pod.spec.and_then(|spec| spec.node_name).unwrap_or_default();
+        delete_access_pod(&pods, &name, &node).await;
         deleted.push(name);
     }
     Ok(deleted)
