@@ -133,7 +133,7 @@ pub async fn check_node(
     findings.extend(power::finding(executor, node, needs).await);
     if depth == Depth::Full {
         if needs.self_restore {
-            findings.push(restore::finding(executor, name).await);
+            findings.push(restore::finding(executor, node).await);
         }
         findings.push(clock::finding(executor, name).await);
     }

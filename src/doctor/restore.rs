@@ -5,14 +5,19 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{CheckKind, Finding, Status};
 use crate::execute::{Executor, NodeOp};
+use crate::inventory::{NodeAccess, TransportKind};
 
 /// How long the self-restore armed by the check would wait before running its (harmless)
 /// undo, should disarming it fail.
 const CHECK_RESTORE_AFTER: Duration = Duration::from_secs(600);
 
 /// Arms a self-restore through the node's own mechanism (the default, or the profile's or
-/// inventory's `armRestore`) whose undo is `true`, and disarms it again at once.
-pub(super) async fn finding(executor: &Executor, name: &str) -> Finding {
+/// inventory's `armRestore`) whose undo is `true`, and disarms it again at once. Where the
+/// node says how to ask whether it still waits (`restoreWaiting`, what a fault that cuts
+/// the API transport is gated on), that check must answer "waiting" while armed and "not"
+/// once disarmed; a node reached through the API without one is a warning.
+pub(super) async fn finding(executor: &Executor, node: &NodeAccess) -> Finding {
+    let name = node.name.as_str();
     let f = |status, detail: String| Finding::node(name, CheckKind::SelfRestore, status, detail);
     // One token per check, even for nodes checked in the same millisecond.
     static SEQ: AtomicU32 = AtomicU32::new(0);
@@ -36,28 +41,121 @@ pub(super) async fn finding(executor: &Executor, name: &str) -> Finding {
         Ok(a) => a,
         Err(e) => return f(Status::Fail, format!("cannot arm a self-restore: {e}")),
     };
-    match executor.disarm(name, &armed).await {
-        Ok(true) => f(
+    let while_armed = executor.restore_waits(name, &armed).await;
+    let disarmed = executor.disarm(name, &armed).await;
+    let after = match disarmed {
+        Ok(true) => Some(executor.restore_waits(name, &armed).await),
+        _ => None,
+    };
+    match disarmed {
+        Ok(true) => {}
+        Ok(false) => {
+            return f(
+                Status::Fail,
+                "armed, but the restore was gone before it was disarmed: whatever runs it on \
+                 this node ends with the command that started it (OpenShift's `oc debug` pod \
+                 does); use a profile or armRestore that hands it to the node's service \
+                 manager (`systemd-run`)"
+                    .into(),
+            );
+        }
+        Err(e) => {
+            return f(
+                Status::Fail,
+                format!(
+                    "armed, but disarming failed: {e}; it runs `true` in {} s if nothing stops \
+                     it",
+                    CHECK_RESTORE_AFTER.as_secs()
+                ),
+            );
+        }
+    }
+    let armed_and_disarmed = match armed.pid {
+        Some(pid) => format!("armed (pid {pid}) and disarmed"),
+        None => "armed and disarmed".into(),
+    };
+    match (while_armed, after) {
+        (Ok(Some(true)), Some(Ok(Some(false)))) => f(
             Status::Pass,
-            match armed.pid {
-                Some(pid) => format!("armed (pid {pid}) and disarmed"),
-                None => "armed and disarmed".into(),
-            },
+            format!("{armed_and_disarmed}; restoreWaiting said waiting, then not"),
         ),
-        Ok(false) => f(
-            Status::Fail,
-            "armed, but the restore was gone before it was disarmed: whatever runs it on \
-             this node ends with the command that started it (OpenShift's `oc debug` pod \
-             does); use a profile or armRestore that hands it to the node's service manager \
-             (`systemd-run`)"
-                .into(),
-        ),
-        Err(e) => f(
+        (Ok(Some(false)), _) => f(
             Status::Fail,
             format!(
-                "armed, but disarming failed: {e}; it runs `true` in {} s if nothing stops it",
-                CHECK_RESTORE_AFTER.as_secs()
+                "{armed_and_disarmed}, but restoreWaiting said it was not waiting while \
+                 armed: every fault that cuts the API transport would be refused (exit 97)"
             ),
         ),
+        (Ok(Some(true)), Some(Ok(Some(true)))) => f(
+            Status::Fail,
+            format!(
+                "{armed_and_disarmed}, but restoreWaiting still said waiting once disarmed: \
+                 it cannot tell a restore that has fired from one that waits, so a fault \
+                 could land after its backstop"
+            ),
+        ),
+        (Err(e), _) | (_, Some(Err(e))) => f(
+            Status::Fail,
+            format!("{armed_and_disarmed}, but restoreWaiting could not be asked: {e}"),
+        ),
+        (Ok(None), _) if node.transport == TransportKind::Pod => f(
+            Status::Warn,
+            format!(
+                "{armed_and_disarmed}; this armRestore has no restoreWaiting, so a fault \
+                 that cuts the API transport cannot be gated on it: one that reaches the \
+                 node after its restore fired would stay (set restoreWaiting, \
+                 docs/inventory.md)"
+            ),
+        ),
+        _ => f(Status::Pass, armed_and_disarmed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::Inventory;
+    use std::path::Path;
+
+    /// The doctor's check of a custom self-restore, on this machine (`transport: exec`):
+    /// the restore is a file, its check `waiting` asks for it.
+    async fn check_with(waiting: Option<&str>) -> Finding {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path().display();
+        let waiting = waiting
+            .map(|w| format!("restoreWaiting: \"{}\"\n", w.replace("DIR", &d.to_string())))
+            .unwrap_or_default();
+        let text = format!(
+            "cluster: {{name: c}}\ntransport: exec\nexec: [sh, -c, \"{{command}}\"]\n\
+             armRestore: \"touch {d}/{{token}}\"\n\
+             disarmRestore: \"rm {d}/{{token}} && echo disarmed\"\n{waiting}\
+             nodes: [{{name: n1}}]\n"
+        );
+        let inventory = Inventory::parse(&text, Path::new("t.yaml")).expect("valid");
+        let node = inventory.node("n1").expect("n1");
+        finding(&Executor::new(inventory), &node).await
+    }
+
+    #[tokio::test]
+    async fn a_check_that_tells_waiting_from_gone_passes_and_one_that_cannot_fails() {
+        let good = check_with(Some("test -e DIR/{token}")).await;
+        assert_eq!(good.status, Status::Pass, "{}", good.detail);
+        assert_eq!(
+            good.detail,
+            "armed and disarmed; restoreWaiting said waiting, then not"
+        );
+
+        let always = check_with(Some("true")).await;
+        assert_eq!(always.status, Status::Fail, "{}", always.detail);
+        assert!(always.detail.contains("still said waiting once disarmed"));
+
+        let never = check_with(Some("false")).await;
+        assert_eq!(never.status, Status::Fail, "{}", never.detail);
+        assert!(never.detail.contains("not waiting while armed"));
+
+        // Nothing to ask, and nothing gated (only the API transport's faults are): a pass.
+        let none = check_with(None).await;
+        assert_eq!(none.status, Status::Pass, "{}", none.detail);
+        assert_eq!(none.detail, "armed and disarmed");
     }
 }

@@ -74,8 +74,8 @@ impl Executor {
     }
 
     /// The shell text `op` is sent as to `access`'s node: its command, and for a fault
-    /// that cuts the API transport on a node whose self-restore is a systemd timer, gated
-    /// on that timer still waiting ([`super::backstop`]). Sending ahead and running use it
+    /// that cuts the API transport on a node whose self-restore can be asked (its
+    /// `restoreWaiting`), gated on that restore still waiting ([`super::backstop`]). Sending ahead and running use it
     /// alike, so a command sent ahead is found again by its text.
     pub(super) fn op_text(&self, access: &NodeAccess, op: &NodeOp) -> Result<String, ExecError> {
         let command = command_text(access, op, self.run.as_deref())?;

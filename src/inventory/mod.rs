@@ -234,6 +234,10 @@ pub struct NodeAccess {
     pub arm_restore: Option<String>,
     /// Template that disarms it (`{token}`, `{pid}`).
     pub disarm_restore: Option<String>,
+    /// Template (`{token}`, `{node}`) that exits 0 while the self-restore armed with
+    /// `{token}` is still waiting. A fault that cuts the API transport is sent gated on it
+    /// (`crate::execute::backstop`): without it, a custom `armRestore` cannot be asked.
+    pub restore_waiting: Option<String>,
 }
 
 /// A loaded, validated inventory.
@@ -489,6 +493,15 @@ fn first_pair<A: Clone, B: Clone, const N: usize>(
         .map(|(a, b)| (a.cloned(), b.cloned()))
 }
 
+/// The self-restore templates (arm, disarm, still waiting) of the first layer that sets
+/// any of them.
+fn first_restore(layers: [[Option<&String>; 3]; 3]) -> Option<[Option<String>; 3]> {
+    layers
+        .into_iter()
+        .find(|l| l.iter().any(Option::is_some))
+        .map(|l| l.map(|t| t.cloned()))
+}
+
 fn merge_node(
     top: &RawInventory,
     node: &RawNode,
@@ -566,17 +579,33 @@ fn merge_node(
         top.power.as_ref(),
         p.and_then(|p| p.power.as_ref()),
     ]);
-    // The self-restore's two templates go together: the first layer that sets either
-    // supplies both, so a node's own arm is never disarmed by its profile's template.
-    let (arm_restore, disarm_restore) = first_pair([
-        (node.arm_restore.as_ref(), node.disarm_restore.as_ref()),
-        (top.arm_restore.as_ref(), top.disarm_restore.as_ref()),
-        (
+    // The self-restore's templates go together: the first layer that sets any of them
+    // supplies all, so a node's own arm is never disarmed (or asked after) by its
+    // profile's template.
+    let [arm_restore, disarm_restore, restore_waiting] = first_restore([
+        [
+            node.arm_restore.as_ref(),
+            node.disarm_restore.as_ref(),
+            node.restore_waiting.as_ref(),
+        ],
+        [
+            top.arm_restore.as_ref(),
+            top.disarm_restore.as_ref(),
+            top.restore_waiting.as_ref(),
+        ],
+        [
             p.and_then(|p| p.arm_restore.as_ref()),
             p.and_then(|p| p.disarm_restore.as_ref()),
-        ),
+            p.and_then(|p| p.restore_waiting.as_ref()),
+        ],
     ])
     .unwrap_or_else(|| pod_defaults::default_restore(transport));
+    // The systemd timer written out in full (as docs/inventory.md shows it) is asked the
+    // way its default is, unless the layer says otherwise.
+    let restore_waiting = restore_waiting.or_else(|| {
+        (arm_restore.as_deref() == Some(pod_defaults::SYSTEMD_ARM))
+            .then(|| pod_defaults::SYSTEMD_WAITING.to_string())
+    });
     let pod = merge_pod([
         node.pod.as_ref(),
         top.pod.as_ref(),
@@ -600,6 +629,7 @@ fn merge_node(
         power,
         arm_restore,
         disarm_restore,
+        restore_waiting,
     })
 }
 

@@ -28,12 +28,21 @@ pub const SYSTEMD_ARM: &str = "systemd-run --quiet --collect --unit=faultline-re
 /// Disarms [`SYSTEMD_ARM`]'s timer by name; prints `gone` when it already fired.
 pub const SYSTEMD_DISARM: &str = "if systemctl is-active --quiet faultline-restore-{token}.timer; then systemctl stop faultline-restore-{token}.timer && echo disarmed; else echo gone; fi";
 
-/// The self-restore templates a transport uses when no layer of the inventory sets them:
-/// the systemd timer for the API transport, the executor's built-in default otherwise.
-pub(crate) fn default_restore(transport: TransportKind) -> (Option<String>, Option<String>) {
+/// Exits 0 while [`SYSTEMD_ARM`]'s timer is still waiting: what a fault that cuts the API
+/// transport is gated on.
+pub const SYSTEMD_WAITING: &str = "systemctl is-active --quiet faultline-restore-{token}.timer";
+
+/// The self-restore templates (arm, disarm, still waiting) a transport uses when no layer
+/// of the inventory sets them: the systemd timer for the API transport, the executor's
+/// built-in default otherwise.
+pub(crate) fn default_restore(transport: TransportKind) -> [Option<String>; 3] {
     match transport {
-        TransportKind::Pod => (Some(SYSTEMD_ARM.into()), Some(SYSTEMD_DISARM.into())),
-        TransportKind::Ssh | TransportKind::Exec => (None, None),
+        TransportKind::Pod => [
+            Some(SYSTEMD_ARM.into()),
+            Some(SYSTEMD_DISARM.into()),
+            Some(SYSTEMD_WAITING.into()),
+        ],
+        TransportKind::Ssh | TransportKind::Exec => [None, None, None],
     }
 }
 

@@ -150,6 +150,12 @@ mod tests {
                     .is_some_and(|d| d.contains("systemctl stop faultline-restore-{token}.timer")),
                 "{p}: arm and disarm go together"
             );
+            // And a fault that cuts the API transport is gated on the same timer.
+            assert_eq!(
+                raw.restore_waiting.as_deref(),
+                by_systemd.then_some(crate::inventory::pod_defaults::SYSTEMD_WAITING),
+                "{p}: the check asks the unit armed"
+            );
             // Nodes whose kubelet is a systemd unit hand the restore to it (it outlives the
             // SSH session under KillUserProcesses=yes); kind and k3d nodes are reached by
             // `docker exec` and keep the default process.

@@ -26,6 +26,7 @@ pub(super) struct RawInventory {
     pub power: Option<RawPower>,
     pub arm_restore: Option<String>,
     pub disarm_restore: Option<String>,
+    pub restore_waiting: Option<String>,
     pub prometheus: Option<RawPrometheus>,
     #[serde(default)]
     pub nodes: Vec<RawNode>,
@@ -150,6 +151,7 @@ pub(super) struct RawNode {
     pub power: Option<RawPower>,
     pub arm_restore: Option<String>,
     pub disarm_restore: Option<String>,
+    pub restore_waiting: Option<String>,
 }
 
 /// A built-in profile file (`profiles/*.yaml`): defaults for one Kubernetes distribution.
@@ -165,6 +167,7 @@ pub(crate) struct RawProfile {
     pub power: Option<RawPower>,
     pub arm_restore: Option<String>,
     pub disarm_restore: Option<String>,
+    pub restore_waiting: Option<String>,
 }
 
 /// A node name checked while parsing, so a bad one is reported at its line and column.

@@ -7,10 +7,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::fault::{NodeOp, PowerKey};
+use crate::inventory::NodeAccess;
 
 use crate::execute::error::ExecError;
 use crate::execute::executor::Executor;
-use crate::execute::plan::command_text;
+use crate::execute::plan::{command_text, plan};
 use crate::execute::render;
 
 /// A self-restore armed on a node: the node will run the undo by itself at the deadline.
@@ -41,7 +42,9 @@ impl Executor {
     /// Arm a self-restore ON the node: it will run `undo` after `after` by itself, even if
     /// faultline is killed. Arm BEFORE injecting the fault. Default mechanism: a detached
     /// `setsid nohup sh -c 'sleep N; <undo>'` whose command line carries `token`; the
-    /// inventory's `armRestore` template (`{seconds}`, `{token}`, `{undo}`) replaces it.
+    /// inventory's `armRestore` template (`{seconds}`, `{token}`, `{undo}`) replaces it, and
+    /// its `restoreWaiting` (`{token}`, `{node}`) is what a fault that cuts the API transport
+    /// is then gated on ([`super::super::backstop`]).
     pub async fn arm_restore(
         &self,
         node: &str,
@@ -77,6 +80,8 @@ impl Executor {
                 )
             }
         };
+        // Rendered before arming: nothing is armed that the run then cannot ask after.
+        let waiting = waiting_check(&access, token)?;
         let out = self.run_required(&access, node, text).await?;
         let pid = out
             .output
@@ -90,8 +95,7 @@ impl Executor {
                 message: format!("arming printed no pid: {}", out.output),
             });
         }
-        self.backstops
-            .armed(node, access.arm_restore.as_deref(), token);
+        self.backstops.armed(node, token, waiting);
         Ok(ArmedRestore {
             watcher: None,
             node: node.into(),
@@ -157,6 +161,27 @@ impl Executor {
         }))
     }
 
+    /// Asks `node` whether `armed` still waits, with the node's `restoreWaiting` (the
+    /// check a fault that cuts the API transport is gated on): `None` when the node gives
+    /// none. `faultline doctor` asks it while armed and again once disarmed, so a check
+    /// that always answers the same is found before a run relies on it.
+    pub async fn restore_waits(
+        &self,
+        node: &str,
+        armed: &ArmedRestore,
+    ) -> Result<Option<bool>, ExecError> {
+        let access = self.access(node)?;
+        check_token(node, &armed.token)?;
+        let Some(check) = waiting_check(&access, &armed.token)?.filter(|_| !armed.local) else {
+            return Ok(None);
+        };
+        let limit = access.ssh.command_timeout;
+        let shown = plan(&access, check.clone(), None)?.show();
+        let planned = plan(&access, check, Some(limit))?;
+        let out = self.carry(node, planned, &shown, limit, false).await?;
+        Ok(Some(out.exit_status == Some(0)))
+    }
+
     /// Cancel an armed restore. Kills the process only if its command line still carries the
     /// token (a recycled pid is left alone). Returns whether something was disarmed: the
     /// default prints `disarmed` or `gone`; a `disarmRestore` template that prints a line
@@ -213,6 +238,20 @@ impl Executor {
             None => says("disarmed"),
         })
     }
+}
+
+/// `access`'s `restoreWaiting` for `token`, rendered: `None` when the node's self-restore
+/// cannot be asked whether it still waits.
+fn waiting_check(access: &NodeAccess, token: &str) -> Result<Option<String>, ExecError> {
+    access
+        .restore_waiting
+        .as_deref()
+        .map(|t| render::shell(t, &[("token", token), ("node", &access.name)]))
+        .transpose()
+        .map_err(|source| ExecError::Render {
+            node: access.name.clone(),
+            source,
+        })
 }
 
 /// The recognisable text a restore process carries in its command line.

@@ -3,6 +3,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::execute::NodeOp;
+use crate::inventory::pod_defaults::SYSTEMD_WAITING;
 use crate::inventory::{Inventory, TransportKind};
 
 fn settings() -> PodSettings {
@@ -204,6 +205,7 @@ nodes:
     assert_eq!(a.pod.image, DEFAULT_IMAGE);
     assert_eq!(a.arm_restore.as_deref(), Some(SYSTEMD_ARM));
     assert_eq!(a.disarm_restore.as_deref(), Some(SYSTEMD_DISARM));
+    assert_eq!(a.restore_waiting.as_deref(), Some(SYSTEMD_WAITING));
     let b = inv.node("b").expect("b");
     // A namespace the inventory names is used as it is, not created.
     assert_eq!(b.pod.namespace, "ops-debug");
@@ -217,6 +219,47 @@ nodes:
     )
     .expect("valid");
     assert_eq!(kind.node("a").expect("a").arm_restore, None);
+    assert_eq!(kind.node("a").expect("a").restore_waiting, None);
+}
+
+/// The self-restore's three templates come from one layer; the systemd timer written out
+/// in full is asked the default way; a custom arm without a check is not gated.
+#[test]
+fn the_restore_check_comes_with_its_arm() {
+    let parse =
+        |text: &str| Inventory::parse(text, Path::new("t.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let waiting = |inv: &Inventory, n: &str| inv.node(n).expect("node").restore_waiting.clone();
+    let custom = parse(
+        r#"
+cluster: {name: c}
+transport: pod
+armRestore: my-timer arm {token} {seconds} {undo}
+disarmRestore: my-timer disarm {token}
+restoreWaiting: my-timer waiting {token}
+nodes:
+  - {name: a}
+  - {name: b, armRestore: "other {token} {seconds} {undo}", disarmRestore: "other-off {token}"}
+  - {name: c, profile: kubeadm}
+"#,
+    );
+    assert_eq!(
+        waiting(&custom, "a").as_deref(),
+        Some("my-timer waiting {token}")
+    );
+    // A node's own arm does not borrow the top level's check: it has none.
+    assert_eq!(waiting(&custom, "b"), None);
+    // The top level is a nearer layer than the node's profile.
+    assert_eq!(
+        waiting(&custom, "c").as_deref(),
+        Some("my-timer waiting {token}")
+    );
+    let spelled_out = parse(&format!(
+        "cluster: {{name: c}}\ntransport: pod\narmRestore: '{SYSTEMD_ARM}'\n\
+         disarmRestore: '{SYSTEMD_DISARM}'\nnodes: [{{name: a}}]\n"
+    ));
+    assert_eq!(waiting(&spelled_out, "a").as_deref(), Some(SYSTEMD_WAITING));
+    let profile = parse("cluster: {name: c}\nprofile: kubeadm\nnodes: [{name: a}]\n");
+    assert_eq!(waiting(&profile, "a").as_deref(), Some(SYSTEMD_WAITING));
 }
 
 #[test]
@@ -262,6 +305,7 @@ fn the_openshift_profile_is_the_api_transport_with_oc_debug_s_image_and_restore(
     let a = inv.node("a").expect("a");
     assert_eq!(a.arm_restore.as_deref(), Some(SYSTEMD_ARM));
     assert_eq!(a.disarm_restore.as_deref(), Some(SYSTEMD_DISARM));
+    assert_eq!(a.restore_waiting.as_deref(), Some(SYSTEMD_WAITING));
     // It is the API transport, with `oc debug`'s image: no `oc` binary, no SSH.
     let ex = crate::execute::Executor::new(inv);
     assert_eq!(
