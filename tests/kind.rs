@@ -1702,13 +1702,16 @@ async fn labelled_access_pod(node: &str, run: &str) -> String {
         .expect("a generated name")
 }
 
-/// A kubelet stop through the API on a node whose self-restore timer is gone is not
-/// applied. The loop issues a fault only while its backstop is ahead, but an unprimed
-/// stop through the API still waits for a pod and an exec (seconds at 20 nodes), and the
-/// timer can fire in that time; the node checks the timer just before the fault. Here it
-/// is stopped by hand between arming and the stop: the stop fails with the gate's status
-/// (97) and the kubelet keeps running. (The API-transport runs above are the other half:
-/// with the timer waiting, the gated stop goes through.)
+/// A kubelet stop through the API on a node whose self-restore timer is gone, or has
+/// fired and is still running its undo, is not applied. The loop issues a fault only
+/// while its backstop is ahead, but an unprimed stop through the API still waits for a
+/// pod and an exec (seconds at 20 nodes), and the timer can fire in that time; the node
+/// checks the timer just before the fault. First the timer is stopped by hand between
+/// arming and the stop; then a timer fires into an undo that takes a while (a `sleep`),
+/// and the stop lands while it runs, when systemd still calls the timer `active`. Both
+/// times the stop fails with the gate's status (97) and the kubelet keeps running. (The
+/// API-transport runs above are the other half: with the timer waiting, the gated stop
+/// goes through.)
 #[tokio::test]
 #[ignore = "needs the kind cluster: ci/test runs it after ci/kind/up"]
 async fn kind_api_transport_a_kubelet_stop_whose_timer_is_gone_is_not_applied() {
@@ -1717,19 +1720,50 @@ async fn kind_api_transport_a_kubelet_stop_whose_timer_is_gone_is_not_applied() 
     let inventory = faultline::inventory::Inventory::load(api_transport_inventory(&s))
         .unwrap_or_else(|e| panic!("{e}"));
     let node = kind_workers().into_iter().next().expect("a kind worker");
-    let is_active = |unit: &str| {
+    let systemctl = |args: &[&str]| {
         let out = std::process::Command::new("docker")
-            .args(["exec", &node, "systemctl", "is-active", unit])
+            .args(["exec", &node, "systemctl"])
+            .args(args)
             .output()
             .expect("run docker");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
+    let is_active = |unit: &str| systemctl(&["is-active", unit]);
+    let sub_state = |unit: &str| systemctl(&["show", "--property=SubState", "--value", unit]);
     assert_eq!(
         is_active("kubelet"),
         "active",
         "{node}'s kubelet before the test"
     );
     let executor = Executor::new(inventory);
+    // The stop, with the kubelet started again should it have gone through.
+    let stop = || async {
+        let stopped = executor
+            .perform(&node, &NodeOp::KubeletStop, Duration::from_secs(60))
+            .await;
+        let kubelet = is_active("kubelet");
+        if kubelet != "active" {
+            systemctl(&["start", "kubelet"]);
+        }
+        (stopped, kubelet)
+    };
+    let refused = |(stopped, kubelet): (Result<_, ExecError>, String), when: &str| {
+        assert!(
+            matches!(
+                &stopped,
+                Err(ExecError::CommandFailed {
+                    exit_status: Some(97),
+                    ..
+                })
+            ),
+            "{when}: the stop was not refused by the node: {stopped:?}"
+        );
+        assert_eq!(
+            kubelet, "active",
+            "{when}: the kubelet was stopped with no timer left"
+        );
+    };
+
     let token = format!("flgate{}-1", std::process::id());
     let armed = executor
         .arm_restore(
@@ -1741,31 +1775,33 @@ async fn kind_api_transport_a_kubelet_stop_whose_timer_is_gone_is_not_applied() 
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let unit = format!("faultline-restore-{token}.timer");
-    assert_eq!(is_active(&unit), "active", "the timer was armed");
-    docker(&["exec", &node, "systemctl", "stop", &unit]);
-
-    let stopped = executor
-        .perform(&node, &NodeOp::KubeletStop, Duration::from_secs(60))
-        .await;
-    let kubelet = is_active("kubelet");
-    if kubelet != "active" {
-        docker(&["exec", &node, "systemctl", "start", "kubelet"]);
-    }
-    assert!(
-        matches!(
-            &stopped,
-            Err(ExecError::CommandFailed {
-                exit_status: Some(97),
-                ..
-            })
-        ),
-        "the stop was not refused by the node: {stopped:?}"
-    );
-    assert_eq!(
-        kubelet, "active",
-        "the kubelet was stopped with no timer left"
-    );
+    assert_eq!(sub_state(&unit), "waiting", "the timer was armed");
+    systemctl(&["stop", &unit]);
+    refused(stop().await, "the timer stopped");
     let _ = executor.disarm(&node, &armed).await;
+
+    let token = format!("flgate{}-2", std::process::id());
+    let undo = NodeOp::Run("sleep 40".into());
+    let armed = executor
+        .arm_restore(&node, &undo, Duration::from_secs(1), &token)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let unit = format!("faultline-restore-{token}.timer");
+    let service = format!("faultline-restore-{token}.service");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while sub_state(&unit) != "running" && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let running = (sub_state(&unit), is_active(&unit));
+    let outcome = stop().await;
+    systemctl(&["stop", &service]);
+    let _ = executor.disarm(&node, &armed).await;
+    assert_eq!(
+        running,
+        ("running".to_string(), "active".to_string()),
+        "the timer fired into its undo, which systemd calls active"
+    );
+    refused(outcome, "the timer's undo running");
     no_node_access_pods_left().await;
 }
 

@@ -74,20 +74,34 @@ pub(super) async fn finding(executor: &Executor, node: &NodeAccess) -> Finding {
         Some(pid) => format!("armed (pid {pid}) and disarmed"),
         None => "armed and disarmed".into(),
     };
+    // Only the API transport's faults are gated on the check: elsewhere a wrong one is
+    // worth knowing (an inventory may switch the node over) but stops nothing.
+    let (wrong, through) = if node.transport == TransportKind::Pod {
+        (
+            Status::Fail,
+            "every fault that cuts the API transport would be",
+        )
+    } else {
+        (
+            Status::Warn,
+            "this node's transport is not gated on it, but through the API every fault that \
+             cuts it would be",
+        )
+    };
     match (while_armed, after) {
         (Ok(Some(true)), Some(Ok(Some(false)))) => f(
             Status::Pass,
             format!("{armed_and_disarmed}; restoreWaiting said waiting, then not"),
         ),
         (Ok(Some(false)), _) => f(
-            Status::Fail,
+            wrong,
             format!(
                 "{armed_and_disarmed}, but restoreWaiting said it was not waiting while \
-                 armed: every fault that cuts the API transport would be refused (exit 97)"
+                 armed: {through} refused (exit 97)"
             ),
         ),
         (Ok(Some(true)), Some(Ok(Some(true)))) => f(
-            Status::Fail,
+            wrong,
             format!(
                 "{armed_and_disarmed}, but restoreWaiting still said waiting once disarmed: \
                  it cannot tell a restore that has fired from one that waits, so a fault \
@@ -95,7 +109,7 @@ pub(super) async fn finding(executor: &Executor, node: &NodeAccess) -> Finding {
             ),
         ),
         (Err(e), _) | (_, Some(Err(e))) => f(
-            Status::Fail,
+            wrong,
             format!("{armed_and_disarmed}, but restoreWaiting could not be asked: {e}"),
         ),
         (Ok(None), _) if node.transport == TransportKind::Pod => f(
@@ -117,8 +131,9 @@ mod tests {
     use crate::inventory::Inventory;
     use std::path::Path;
 
-    /// The doctor's check of a custom self-restore, on this machine (`transport: exec`):
-    /// the restore is a file, its check `waiting` asks for it.
+    /// The doctor's check of a custom self-restore, on this machine (`transport: exec`,
+    /// whose faults are not gated, so a wrong check is a warning): the restore is a
+    /// file, its check `waiting` asks for it.
     async fn check_with(waiting: Option<&str>) -> Finding {
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path().display();
@@ -137,7 +152,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_check_that_tells_waiting_from_gone_passes_and_one_that_cannot_fails() {
+    async fn a_check_that_tells_waiting_from_gone_passes_and_one_that_cannot_is_flagged() {
         let good = check_with(Some("test -e DIR/{token}")).await;
         assert_eq!(good.status, Status::Pass, "{}", good.detail);
         assert_eq!(
@@ -146,12 +161,32 @@ mod tests {
         );
 
         let always = check_with(Some("true")).await;
-        assert_eq!(always.status, Status::Fail, "{}", always.detail);
+        assert_eq!(always.status, Status::Warn, "{}", always.detail);
         assert!(always.detail.contains("still said waiting once disarmed"));
 
         let never = check_with(Some("false")).await;
-        assert_eq!(never.status, Status::Fail, "{}", never.detail);
+        assert_eq!(never.status, Status::Warn, "{}", never.detail);
         assert!(never.detail.contains("not waiting while armed"));
+        assert!(
+            never
+                .detail
+                .contains("this node's transport is not gated on it"),
+            "only the API transport's faults are refused: {}",
+            never.detail
+        );
+
+        // A check the shell cannot run says nothing about the restore.
+        let broken = check_with(Some("faultline-no-such-program")).await;
+        assert_eq!(broken.status, Status::Warn, "{}", broken.detail);
+        assert!(
+            broken.detail.contains("could not be asked"),
+            "{}",
+            broken.detail
+        );
+
+        // What it ends with stays in its own shell: an `exit 0` means waiting.
+        let exits = check_with(Some("test -e DIR/{token} && exit 0; exit 1;")).await;
+        assert_eq!(exits.status, Status::Pass, "{}", exits.detail);
 
         // Nothing to ask, and nothing gated (only the API transport's faults are): a pass.
         let none = check_with(None).await;

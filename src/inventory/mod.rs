@@ -599,6 +599,16 @@ fn merge_node(
             p.and_then(|p| p.restore_waiting.as_ref()),
         ],
     ])
+    .map(|[arm, disarm, waiting]| match (&arm, &disarm) {
+        (None, Some(_)) => Err("disarmRestore"),
+        (None, None) => Err("restoreWaiting"),
+        _ => Ok([arm, disarm, waiting]),
+    })
+    .transpose()
+    .map_err(|template| NodeError::RestoreWithoutArm {
+        node: name.clone(),
+        template,
+    })?
     .unwrap_or_else(|| pod_defaults::default_restore(transport));
     // The systemd timer written out in full (as docs/inventory.md shows it) is asked the
     // way its default is, unless the layer says otherwise.

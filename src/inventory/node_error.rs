@@ -50,6 +50,20 @@ pub(super) enum NodeError {
         /// The node.
         node: String,
     },
+    /// A layer that says how to disarm a self-restore, or ask after one, that it does
+    /// not arm: the three templates go together, so the profile's arm would be dropped.
+    #[error(
+        "node `{node}`: `{template}` is set without `armRestore` beside it (on the node, at \
+         the top level or in the profile): the self-restore templates go together, so the \
+         first place that sets any of them supplies all three and this one would arm with \
+         faultline's built-in process instead; set `armRestore` in the same place"
+    )]
+    RestoreWithoutArm {
+        /// The node.
+        node: String,
+        /// The template set without its arm.
+        template: &'static str,
+    },
     /// Its API transport settings are unusable.
     #[error("node `{node}`: {source}")]
     Pod {

@@ -29,8 +29,10 @@ pub const SYSTEMD_ARM: &str = "systemd-run --quiet --collect --unit=faultline-re
 pub const SYSTEMD_DISARM: &str = "if systemctl is-active --quiet faultline-restore-{token}.timer; then systemctl stop faultline-restore-{token}.timer && echo disarmed; else echo gone; fi";
 
 /// Exits 0 while [`SYSTEMD_ARM`]'s timer is still waiting: what a fault that cuts the API
-/// transport is gated on.
-pub const SYSTEMD_WAITING: &str = "systemctl is-active --quiet faultline-restore-{token}.timer";
+/// transport is gated on. Its sub-state, not `is-active`: systemd calls a timer active
+/// while the service it started runs, and a stop that lands while the undo is starting
+/// the kubelet would cancel it with no backstop left.
+pub const SYSTEMD_WAITING: &str = "test \"$(systemctl show --property=SubState --value faultline-restore-{token}.timer)\" = waiting";
 
 /// The self-restore templates (arm, disarm, still waiting) a transport uses when no layer
 /// of the inventory sets them: the systemd timer for the API transport, the executor's

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::experiment::fault::{NodeOp, PowerKey};
 use crate::inventory::NodeAccess;
 
+use crate::execute::backstop::on_its_own;
 use crate::execute::error::ExecError;
 use crate::execute::executor::Executor;
 use crate::execute::plan::{command_text, plan};
@@ -179,7 +180,18 @@ impl Executor {
         let shown = plan(&access, check.clone(), None)?.show();
         let planned = plan(&access, check, Some(limit))?;
         let out = self.carry(node, planned, &shown, limit, false).await?;
-        Ok(Some(out.exit_status == Some(0)))
+        match out.exit_status {
+            Some(0) => Ok(Some(true)),
+            // A shell's own failures (a syntax error, a program it cannot find or run) and
+            // a signal say nothing about the restore: the gate would refuse every fault.
+            None | Some(2 | 126 | 127) => Err(ExecError::CommandFailed {
+                node: node.into(),
+                command: shown,
+                exit_status: out.exit_status,
+                output: out.output,
+            }),
+            Some(_) => Ok(Some(false)),
+        }
     }
 
     /// Cancel an armed restore. Kills the process only if its command line still carries the
@@ -240,13 +252,17 @@ impl Executor {
     }
 }
 
-/// `access`'s `restoreWaiting` for `token`, rendered: `None` when the node's self-restore
-/// cannot be asked whether it still waits.
+/// `access`'s `restoreWaiting` for `token`, rendered and run by a shell of its own (what
+/// the gate runs): `None` when the node's self-restore cannot be asked whether it still
+/// waits.
 fn waiting_check(access: &NodeAccess, token: &str) -> Result<Option<String>, ExecError> {
     access
         .restore_waiting
         .as_deref()
-        .map(|t| render::shell(t, &[("token", token), ("node", &access.name)]))
+        .map(|t| {
+            let check = render::shell(t, &[("token", token), ("node", &access.name)])?;
+            on_its_own(&check)
+        })
         .transpose()
         .map_err(|source| ExecError::Render {
             node: access.name.clone(),

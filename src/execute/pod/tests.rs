@@ -262,6 +262,28 @@ nodes:
     assert_eq!(waiting(&profile, "a").as_deref(), Some(SYSTEMD_WAITING));
 }
 
+/// A check or a disarm set where no arm is would take the layer's place and drop the
+/// profile's arm (the restore would then die with the node-access pod): refused, naming
+/// what to add.
+#[test]
+fn a_restore_template_without_its_arm_is_refused() {
+    for (line, template) in [
+        ("restoreWaiting: my-timer waiting {token}", "restoreWaiting"),
+        ("disarmRestore: my-timer disarm {token}", "disarmRestore"),
+    ] {
+        let text = format!(
+            "cluster: {{name: c}}\ntransport: pod\nprofile: kubeadm\n{line}\nnodes: [{{name: a}}]\n"
+        );
+        let err = Inventory::parse(&text, Path::new("t.yaml")).expect_err("no arm");
+        let said = err.to_string();
+        assert!(
+            said.contains("node `a`")
+                && said.contains(&format!("`{template}` is set without `armRestore`")),
+            "{said}"
+        );
+    }
+}
+
 #[test]
 fn a_bad_namespace_is_refused_with_the_node() {
     let err = Inventory::parse(
