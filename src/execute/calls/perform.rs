@@ -100,10 +100,22 @@ impl Executor {
         node: &str,
         text: String,
     ) -> Result<OpOutcome, ExecError> {
+        let (out, shown) = self.run_on_node(access, node, text).await?;
+        require_success(node, &shown, out)
+    }
+
+    /// Runs a rendered command on the node under its command timeout and returns what it
+    /// did whatever its exit, with the command as messages show it.
+    pub(in crate::execute) async fn run_on_node(
+        &self,
+        access: &NodeAccess,
+        node: &str,
+        text: String,
+    ) -> Result<(OpOutcome, String), ExecError> {
         let limit = access.ssh.command_timeout;
         let shown = plan(access, text.clone(), None)?.show();
         let planned = plan(access, text, Some(limit))?;
         let out = self.carry(node, planned, &shown, limit, false).await?;
-        require_success(node, &shown, out)
+        Ok((out, shown))
     }
 }

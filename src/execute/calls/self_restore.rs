@@ -12,7 +12,7 @@ use crate::inventory::NodeAccess;
 use crate::execute::backstop::on_its_own;
 use crate::execute::error::ExecError;
 use crate::execute::executor::Executor;
-use crate::execute::plan::{command_text, plan};
+use crate::execute::plan::command_text;
 use crate::execute::render;
 
 /// A self-restore armed on a node: the node will run the undo by itself at the deadline.
@@ -176,10 +176,7 @@ impl Executor {
         let Some(check) = waiting_check(&access, &armed.token)?.filter(|_| !armed.local) else {
             return Ok(None);
         };
-        let limit = access.ssh.command_timeout;
-        let shown = plan(&access, check.clone(), None)?.show();
-        let planned = plan(&access, check, Some(limit))?;
-        let out = self.carry(node, planned, &shown, limit, false).await?;
+        let (out, shown) = self.run_on_node(&access, node, check).await?;
         match out.exit_status {
             Some(0) => Ok(Some(true)),
             // A shell's own failures (a syntax error, a program it cannot find or run) and
