@@ -37,6 +37,8 @@ use crate::experiment::model::Action;
 
 use crate::execute::{ArmedRestore, ExecError, Executor, NodeOp, OpOutcome, PowerAction};
 
+pub(crate) mod trust;
+
 /// How a journaled fault is undone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -387,6 +389,88 @@ impl Journal {
     }
 }
 
+/// A live run's claim on its journal entries: an exclusive `flock` on a file of its own
+/// beside the journal, held for the run's whole life and released by the kernel when its
+/// process ends, however it ends. `restore` (and any run sharing the journal) tells a live
+/// run's entries from a dead one's by it ([`Journal::run_alive`]), without trusting pids,
+/// hosts or clocks: a restore started while the run still lives leaves its faults alone.
+#[derive(Debug)]
+pub(crate) struct RunClaim {
+    path: PathBuf,
+    _file: File,
+}
+
+impl Drop for RunClaim {
+    fn drop(&mut self) {
+        // Removed while still locked: a later reader finds no file, or a locked one.
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+impl Journal {
+    /// The claim file of `run` beside this journal.
+    fn claim_path(&self, run: &str) -> PathBuf {
+        let mut name = self
+            .path
+            .file_name()
+            .map(OsString::from)
+            .unwrap_or_else(|| "journal.json".into());
+        name.push(format!(".run-{run}.lock"));
+        self.path.with_file_name(name)
+    }
+
+    /// Claims `run`'s entries for this process until the claim is dropped.
+    pub(crate) fn claim_run(&self, run: &str) -> Result<RunClaim, JournalError> {
+        let path = self.claim_path(run);
+        let dir = parent_dir(&self.path);
+        create_dir_owned(dir, self.owner).map_err(io_err(dir))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        if let Some((uid, gid)) = self.owner {
+            std::os::unix::fs::chown(&path, Some(uid), Some(gid)).map_err(io_err(&path))?;
+        }
+        file.try_lock().map_err(|e| match e {
+            fs::TryLockError::WouldBlock => JournalError::Io {
+                path: path.clone(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    format!("run {run} is already claimed by a live process"),
+                ),
+            },
+            fs::TryLockError::Error(source) => JournalError::Io {
+                path: path.clone(),
+                source,
+            },
+        })?;
+        Ok(RunClaim { path, _file: file })
+    }
+
+    /// Whether a live process claims `run`'s entries ([`Journal::claim_run`]): its claim
+    /// file is there and locked. A file left unlocked (its process died) is removed.
+    pub(crate) fn run_alive(&self, run: &str) -> bool {
+        let path = self.claim_path(run);
+        let Ok(file) = OpenOptions::new().read(true).write(true).open(&path) else {
+            return false;
+        };
+        match file.try_lock() {
+            Ok(()) => {
+                let _ = fs::remove_file(&path);
+                false
+            }
+            Err(fs::TryLockError::WouldBlock) => true,
+            Err(fs::TryLockError::Error(e)) => {
+                tracing::warn!("cannot tell whether run {run} lives ({e}): taken as live");
+                true
+            }
+        }
+    }
+}
+
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
     move |source| JournalError::Io {
         path: path.to_path_buf(),
@@ -618,6 +702,19 @@ pub(crate) struct RestoreOutcome {
 }
 
 impl RestoreOutcome {
+    /// An entry left alone, with why: nothing attempted.
+    fn not_carried_out(entry: &Entry, why: String) -> RestoreOutcome {
+        RestoreOutcome {
+            id: entry.id.clone(),
+            node: entry.node.clone(),
+            fault: entry.fault.clone(),
+            attempts: 0,
+            outcome: None,
+            error: Some(why),
+            warning: None,
+        }
+    }
+
     #[cfg(test)]
     /// True when the fault was undone and cleared.
     pub(crate) fn restored(&self) -> bool {
@@ -652,11 +749,15 @@ fn newest_first_by_node(entries: Vec<Entry>) -> Vec<Vec<Entry>> {
 /// failing keeps both, so the node still has its own way back. Node operations and power
 /// go through `executor`; API undos through `api`. Outcomes come node by node, newest
 /// fault first.
+///
+/// `screen` says of an entry why it must not be carried out (an undo no run writes, a live
+/// run's fault): such an entry is reported with that reason and left in the journal.
 pub(crate) async fn restore_all_with<F, E>(
     journal: &mut Journal,
     executor: &Executor,
     cluster: &str,
     policy: &RetryPolicy,
+    screen: &dyn Fn(&Entry) -> Option<String>,
     api: F,
 ) -> Vec<RestoreOutcome>
 where
@@ -669,6 +770,10 @@ where
     let per_node = join_all(nodes.into_iter().map(|faults| async move {
         let mut outcomes = Vec::new();
         for entry in faults {
+            if let Some(why) = screen(&entry) {
+                outcomes.push(RestoreOutcome::not_carried_out(&entry, why));
+                continue;
+            }
             outcomes.push(restore_one(entry, executor, policy, api, journal).await);
         }
         outcomes

@@ -184,6 +184,11 @@ pub enum Command {
         /// The fault journal (default: $XDG_STATE_HOME/faultline/journal.json).
         #[arg(long, env = "FAULTLINE_JOURNAL")]
         journal: Option<PathBuf>,
+        /// Experiments (files or directories) whose `run` steps' `undo:` commands a
+        /// journal others can write (a shared volume) may ask for; without them such a
+        /// journal's shell undos are refused. A journal only you can write needs none.
+        #[arg(long, value_name = "PATH", num_args = 1..)]
+        experiments: Vec<PathBuf>,
         /// Kubeconfig and context overriding the inventory's.
         #[command(flatten)]
         api: ApiArgs,
@@ -724,10 +729,21 @@ async fn command(cli: Cli) -> i32 {
         Command::Restore {
             inventory,
             journal,
+            experiments,
             api,
             insecure_ignore_host_keys,
             output,
-        } => restore::restore(&inventory, journal, &api, insecure_ignore_host_keys, output).await,
+        } => {
+            restore::restore(
+                &inventory,
+                journal,
+                &experiments,
+                &api,
+                insecure_ignore_host_keys,
+                output,
+            )
+            .await
+        }
         Command::Doctor {
             paths,
             inventory,

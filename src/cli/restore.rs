@@ -10,7 +10,7 @@ use crate::cluster::snapshot;
 use crate::execute::{Executor, OpOutcome};
 use crate::experiment::model::Action;
 use crate::inventory::Inventory;
-use crate::journal::{Journal, Location, RetryPolicy, restore_all_with};
+use crate::journal::{Journal, Location, RetryPolicy, restore_all_with, trust};
 use crate::run::worlds::cluster::act::Actor;
 use crate::run::worlds::cluster::restored;
 
@@ -31,6 +31,7 @@ macro_rules! tell {
 pub(super) async fn restore(
     inventory: &Path,
     journal: Option<PathBuf>,
+    experiments: &[PathBuf],
     api: &super::ApiArgs,
     insecure_ignore_host_keys: bool,
     format: RestoreFormat,
@@ -58,9 +59,23 @@ pub(super) async fn restore(
             return EXIT_ERROR;
         }
     };
+    // The `run` undo commands a journal others can write may ask for: those the
+    // experiments given declare (the chart passes the pinned ones), else none.
+    let commands = if trust::private_to_this_user(&location.path) {
+        trust::Commands::Any
+    } else {
+        let namespace = super::NamespaceArg::default();
+        let Some(declared) = (experiments.is_empty())
+            .then(Vec::new)
+            .or_else(|| super::load_experiments_in(experiments, &namespace))
+        else {
+            return EXIT_ERROR;
+        };
+        trust::Commands::Declared(trust::declared_commands(&declared))
+    };
     let cluster = inventory.cluster().name.clone();
     let mut doc = RestoreDoc::begin(&cluster, &location, &journal.active(&cluster));
-    let code = undo_and_compare(&inventory, journal, &location, format, &mut doc).await;
+    let code = undo_and_compare(&inventory, journal, &location, &commands, format, &mut doc).await;
     doc.finish(code);
     if format == RestoreFormat::Json {
         match serde_json::to_string_pretty(&doc) {
@@ -80,6 +95,7 @@ async fn undo_and_compare(
     inventory: &Inventory,
     mut journal: Journal,
     location: &Location,
+    commands: &trust::Commands,
     format: RestoreFormat,
     doc: &mut RestoreDoc,
 ) -> i32 {
@@ -131,7 +147,8 @@ async fn undo_and_compare(
     .await
     .map(|c| c.client);
     // A live run on the cluster holds its lock: restoring under it would undo its faults
-    // and delete its node-access pods. Without the API the node undos still run.
+    // and delete its node-access pods. Only when the API cannot be reached at all (the
+    // fault being undone may have taken it down) do the node undos run without it.
     let lock = match &client {
         Ok(c) => match crate::cluster::lock::ClusterLock::take(
             c,
@@ -142,27 +159,57 @@ async fn undo_and_compare(
         .await
         {
             Ok(lock) => Some(lock),
-            Err(e @ crate::cluster::lock::LockError::Held { .. }) => {
+            Err(e @ crate::cluster::lock::LockError::Unreachable(_)) => {
+                say_err!("warning: {e}; restoring without it");
+                None
+            }
+            Err(e) => {
                 fail!("{e}");
                 doc.error = Some(e.to_string());
                 return EXIT_ERROR;
             }
-            Err(e) => {
-                say_err!("warning: {e}; restoring without it");
-                None
-            }
         },
         Err(_) => None,
     };
+    // A run still alive on this journal (its claim is held) undoes its own faults: even
+    // under the lock (a lock deleted under that run) they are left alone, and so are its
+    // node-access pods.
+    let alive: BTreeSet<String> = journal
+        .active(&cluster)
+        .iter()
+        .map(|e| crate::execute::run_of(&e.id).to_string())
+        .filter(|run| journal.run_alive(run))
+        .collect();
     // Under the lock no run is live: every node-access pod left is a dead run's. Without
     // it, only the pods of the runs this journal names are touched.
-    let journal_runs: BTreeSet<String> = doc.journal.runs.iter().cloned().collect();
+    let journal_runs: BTreeSet<String> = doc
+        .journal
+        .runs
+        .iter()
+        .filter(|r| !alive.contains(*r))
+        .cloned()
+        .collect();
     let only_runs = lock.is_none().then_some(&journal_runs);
+    let sweep = crate::execute::pod::Leftovers {
+        only_runs,
+        except_runs: Some(&alive),
+    };
+    let screen = |entry: &crate::journal::Entry| -> Option<String> {
+        if let Err(untrusted) = trust::check(entry, commands) {
+            return Some(untrusted.to_string());
+        }
+        let run = crate::execute::run_of(&entry.id);
+        alive.contains(run).then(|| {
+            format!(
+                "not undone: run {run} is still alive here (it holds its claim on this                  journal) and undoes its own faults"
+            )
+        })
+    };
     let code = 'done: {
         if nothing {
             // What a killed run left is removed under the lock; with faults to undo, after
             // them, since an undo watcher may be among them.
-            doc.node_access_pods = delete_node_access_pods(inventory, only_runs, format).await;
+            doc.node_access_pods = delete_node_access_pods(inventory, sweep, format).await;
             tell!(
                 format,
                 "nothing to restore for cluster {cluster} ({})",
@@ -207,10 +254,11 @@ async fn undo_and_compare(
             &executor,
             &cluster,
             &RetryPolicy::default(),
+            &screen,
             api,
         )
         .await;
-        doc.node_access_pods = delete_node_access_pods(inventory, only_runs, format).await;
+        doc.node_access_pods = delete_node_access_pods(inventory, sweep, format).await;
         let mut failed = 0;
         for o in &outcomes {
             doc.undos.push(UndoDoc::of(o));
@@ -354,20 +402,23 @@ async fn compare(
 }
 
 /// Deletes the node-access pods a killed run left behind, when the inventory reaches any
-/// node through the API (`transport: pod`); says what it deleted, or why it could not, and
-/// returns the same (`None`: no node is reached through the API).
-/// `only_runs`: those of these runs alone (restoring without the cluster lock).
+/// node through the API (`transport: pod`), in the namespaces its nodes' pods run in; says
+/// what it deleted, or why it could not, and returns the same (`None`: no node is reached
+/// through the API). `which`: whose pods (restoring without the cluster lock: only those of
+/// the runs this journal names; never those of a run still alive here).
 async fn delete_node_access_pods(
     inventory: &Inventory,
-    only_runs: Option<&BTreeSet<String>>,
+    which: crate::execute::pod::Leftovers<'_>,
     format: RestoreFormat,
 ) -> Option<PodsDoc> {
     use crate::inventory::TransportKind;
-    if !inventory
+    let namespaces: BTreeSet<String> = inventory
         .nodes()
         .iter()
-        .any(|n| n.transport == TransportKind::Pod)
-    {
+        .filter(|n| n.transport == TransportKind::Pod)
+        .map(|n| n.pod.namespace.clone())
+        .collect();
+    if namespaces.is_empty() {
         return None;
     }
     let mut found = PodsDoc::default();
@@ -386,29 +437,30 @@ async fn delete_node_access_pods(
             return Some(found);
         }
     };
-    if only_runs.is_some_and(|r| r.is_empty()) {
+    if which.only_runs.is_some_and(|r| r.is_empty()) {
         let why = "node-access pods left behind are not looked for without the cluster lock: \
                    a live run's would be among them";
         tell!(format, "{why}");
         found.skipped = Some(why.to_string());
         return Some(found);
     }
-    match crate::execute::pod::delete_leftovers(&client, only_runs).await {
-        Ok(gone) if gone.is_empty() => {}
-        Ok(gone) => {
-            tell!(
-                format,
-                "deleted {} node-access pod(s) left behind: {}",
-                gone.len(),
-                gone.join(", ")
-            );
-            found.deleted = gone;
-        }
-        Err(e) => {
-            let why = format!("cannot delete the node-access pods left behind: {e}");
-            say_err!("{why}");
-            found.error = Some(why);
-        }
+    let swept = crate::execute::pod::delete_leftovers(&client, &namespaces, which).await;
+    if !swept.deleted.is_empty() {
+        tell!(
+            format,
+            "deleted {} node-access pod(s) left behind: {}",
+            swept.deleted.len(),
+            swept.deleted.join(", ")
+        );
+    }
+    found.deleted = swept.deleted;
+    if !swept.failed.is_empty() {
+        let why = format!(
+            "could not delete every node-access pod left behind: {}",
+            swept.failed.join("; ")
+        );
+        say_err!("{why}");
+        found.error = Some(why);
     }
     Some(found)
 }

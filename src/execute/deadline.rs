@@ -32,11 +32,46 @@ pub(super) fn ends_within(limit: Duration) -> Duration {
 
 /// `command` wrapped so that the node ends it at `limit` (TERM, then KILL
 /// [`KILL_AFTER_SECS`] later). `exec` keeps the shell's exit status the command's own.
-pub(super) fn with_node_deadline(command: &str, limit: Duration) -> Result<String, RenderError> {
+/// With `run` (the run the command belongs to), the shell is named after it ([`mark`], as
+/// its `$0`), so that the run can end on the node whatever of its commands a stop cut
+/// short ([`ending`]): `timeout` hands the TERM it gets on to the command's whole process
+/// group, and sends KILL after it.
+pub(super) fn with_node_deadline(
+    command: &str,
+    limit: Duration,
+    run: Option<&str>,
+) -> Result<String, RenderError> {
+    let named = match run {
+        Some(run) => format!(" {}", render::quote(&mark(run))?),
+        None => String::new(),
+    };
     Ok(format!(
-        "exec timeout -k {KILL_AFTER_SECS} {} sh -c {}",
+        "exec timeout -k {KILL_AFTER_SECS} {} sh -c {}{named}",
         node_secs(limit),
         render::quote(command)?
+    ))
+}
+
+/// The name a run's commands carry on the node: the `$0` of their shell.
+pub(super) fn mark(run: &str) -> String {
+    format!("faultline-run={run}")
+}
+
+/// How long [`ending`] waits for the run's commands to be gone.
+pub(super) const ENDING_WAIT: Duration = Duration::from_secs(KILL_AFTER_SECS + 4);
+
+/// Shell text that ends, on the node, every command of `run` still running there
+/// ([`with_node_deadline`]'s mark): TERM to each (their `timeout` passes it to the whole
+/// command), then waits up to [`ENDING_WAIT`] for them to be gone (the KILL after the TERM
+/// included), and exits 0 only when none is left. Its own text never matches its pattern
+/// (the bracket), and it is sent without a mark.
+pub(super) fn ending(run: &str) -> Result<String, RenderError> {
+    let pattern = format!("[{}]{}( |$)", &mark(run)[..1], &mark(run)[1..]);
+    let tries = ENDING_WAIT.as_secs() * 2;
+    Ok(format!(
+        "p={}; pkill -TERM -f \"$p\"; i=0; while pgrep -f \"$p\" >/dev/null && [ $i -lt {tries} ]; \
+         do sleep 0.5; i=$((i+1)); done; ! pgrep -f \"$p\" >/dev/null",
+        render::quote(&pattern)?
     ))
 }
 

@@ -197,7 +197,7 @@ impl Executor {
     /// Holds no secrets: passwords are only ever read from the environment at connect time.
     pub fn describe(&self, node: &str, op: &NodeOp) -> String {
         let planned = self.access(node).and_then(|a| {
-            command_text(&a, op, self.run.as_deref()).and_then(|c| plan(&a, c, None))
+            command_text(&a, op, self.run.as_deref()).and_then(|c| plan(&a, c, None, None))
         });
         match planned {
             Ok(plan) => plan.show(),

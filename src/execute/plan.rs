@@ -167,17 +167,21 @@ pub(super) fn command_text(
 
 /// Wrap shell text for the node's transport; with `deadline`, so that the node ends it
 /// at that limit by itself (see the module documentation of `execute`).
+///
+/// `run`: the run the command belongs to, whose mark its deadline wrapper carries (see
+/// `deadline::with_node_deadline`).
 pub(super) fn plan(
     access: &NodeAccess,
     command: String,
     deadline: Option<Duration>,
+    run: Option<&str>,
 ) -> Result<Plan, ExecError> {
     let render_err = |source| ExecError::Render {
         node: access.name.clone(),
         source,
     };
     let command = match deadline {
-        Some(limit) => with_node_deadline(&command, limit).map_err(render_err)?,
+        Some(limit) => with_node_deadline(&command, limit, run).map_err(render_err)?,
         None => command,
     };
     match access.transport {

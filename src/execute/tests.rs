@@ -716,7 +716,8 @@ async fn a_client_that_cannot_say_the_command_ended_is_a_distinct_error() {
 #[test]
 fn the_node_deadline_is_whole_seconds_and_huge_limits_do_not_overflow() {
     for (limit, secs) in [(300, 1), (1000, 1), (2500, 3)] {
-        let text = with_node_deadline("echo 'a b'", Duration::from_millis(limit)).expect("renders");
+        let text =
+            with_node_deadline("echo 'a b'", Duration::from_millis(limit), None).expect("renders");
         assert!(
             text.starts_with(&format!("exec timeout -k {KILL_AFTER_SECS} {secs} sh -c ")),
             "{text}"
@@ -727,7 +728,7 @@ fn the_node_deadline_is_whole_seconds_and_huge_limits_do_not_overflow() {
         Duration::from_secs(10 + 10 + KILL_AFTER_SECS + 2 + 3 + 3)
     );
     assert_eq!(Executor::longest_wait(Duration::MAX), Duration::MAX);
-    assert!(with_node_deadline("true", Duration::MAX).is_ok());
+    assert!(with_node_deadline("true", Duration::MAX, None).is_ok());
 }
 
 /// A command the watcher gave up on before it was sent (reaching the node took the whole

@@ -172,7 +172,7 @@ async fn restore_undoes_clears_and_keeps_what_failed() {
     let no_api = async |_: &str, _: &Action, _: Duration| -> Result<OpOutcome, &str> {
         Err("no API in this test")
     };
-    let out = restore_all_with(&mut j, &executor(), "c", &policy, no_api).await;
+    let out = restore_all_with(&mut j, &executor(), "c", &policy, &|_| None, no_api).await;
     assert_eq!(out.len(), 3);
     let of = |id: &str| {
         out.iter()
@@ -296,7 +296,7 @@ async fn restore_undoes_a_nodes_faults_newest_first() {
     // kubelet stopped first, then the node powered off: written in that order.
     j.record(at("kubelet", 0, say("kubelet-start"))).expect("w");
     j.record(at("power", 10, say("power-on"))).expect("w");
-    let out = restore_all_with(&mut j, &executor(), "c", &quick(), no_api).await;
+    let out = restore_all_with(&mut j, &executor(), "c", &quick(), &|_| None, no_api).await;
     assert!(out.iter().all(RestoreOutcome::restored), "{out:?}");
     assert_eq!(
         fs::read_to_string(&log).expect("log"),
@@ -353,7 +353,7 @@ async fn restore_disarms_only_what_it_undid() {
         ..at("fine", 1, Undo::Node(NodeOp::Run("true".into())))
     })
     .expect("w");
-    let out = restore_all_with(&mut j, &ex, "c", &quick(), no_api).await;
+    let out = restore_all_with(&mut j, &ex, "c", &quick(), &|_| None, no_api).await;
     let stuck_alive = alive(&stuck);
     let _ = ex.disarm("n1", &stuck).await;
     assert_eq!(out.len(), 2);
@@ -516,7 +516,7 @@ async fn a_reboot_cut_off_out_of_band_is_journaled_with_power_on_as_its_undo() {
         .await;
     assert!(cut.is_err(), "the reboot was cut off: {cut:?}");
     assert!(off.exists(), "stopped, never started again");
-    let out = restore_all_with(&mut j, &ex, "c", &quick(), no_api).await;
+    let out = restore_all_with(&mut j, &ex, "c", &quick(), &|_| None, no_api).await;
     assert!(out.iter().all(RestoreOutcome::restored), "{out:?}");
     assert!(!off.exists(), "restore powered it on");
     assert!(j.active("c").is_empty());
@@ -535,7 +535,7 @@ async fn restore_undoes_a_fault_as_the_run_that_made_it() {
     let mut j = Journal::open(dir.path().join("journal.json")).expect("open");
     j.record(entry("fl20261129-4", "c", Undo::Node(NodeOp::Heal)))
         .expect("w");
-    let out = restore_all_with(&mut j, &ex, "c", &quick(), no_api).await;
+    let out = restore_all_with(&mut j, &ex, "c", &quick(), &|_| None, no_api).await;
     assert!(out.iter().all(RestoreOutcome::restored), "{out:?}");
     assert_eq!(
         fs::read_to_string(&log).expect("log"),

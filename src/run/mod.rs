@@ -129,13 +129,17 @@ async fn run_once(
         prepared,
         warnings,
         (run_id, token_id, started_at),
+        lock.handle(),
     )
     .await;
     lock.release().await;
     record
 }
 
-/// The part of a run that holds the cluster lock: setup, the loop, undo and teardown.
+/// The part of a run that holds the cluster lock: setup, the loop, undo and teardown. A
+/// lock lost on the way (`hold`) cancels the loop as a signal would, and ends the run in
+/// error saying why.
+#[allow(clippy::too_many_arguments)] // the run's pieces, each used once, in order
 async fn locked(
     exp: &crate::experiment::model::Experiment,
     settings: &RunSettings,
@@ -144,6 +148,7 @@ async fn locked(
     mut prepared: prepare::Prepared,
     mut warnings: Vec<String>,
     (run_id, token_id, started_at): (String, String, chrono::DateTime<Utc>),
+    hold: crate::cluster::lock::LockHandle,
 ) -> RunRecord {
     let not_run = |message: String| {
         setup::not_run(
@@ -156,6 +161,11 @@ async fn locked(
     };
     let journal = match Journal::open(&settings.journal_path) {
         Ok(j) => j,
+        Err(e) => return not_run(format!("fault journal: {e}")),
+    };
+    // While this process lives, `restore` on this journal leaves this run's faults alone.
+    let _claim = match journal.claim_run(&token_id) {
+        Ok(claim) => claim,
         Err(e) => return not_run(format!("fault journal: {e}")),
     };
     let applied = match setup::setup(exp, &prepared.client).await {
@@ -205,8 +215,20 @@ async fn locked(
     {
         timeline.note(note);
     }
+    // A lock lost from here on stops the loop (and its step in flight) as a signal does.
+    let cancel = cancel.child_token();
+    let relay = tokio::spawn({
+        let (hold, cancel, timeline) = (hold.clone(), cancel.clone(), timeline.clone());
+        async move {
+            hold.lost_token().cancelled().await;
+            if let Some(why) = hold.lost() {
+                timeline.note(why.to_string());
+            }
+            cancel.cancel();
+        }
+    });
     let ledger = Ledger::new(Some(journal), &prepared.cluster.name, &token_id);
-    let mut world = ClusterWorld::new(exp, settings, &prepared, applied);
+    let mut world = ClusterWorld::new(exp, settings, &prepared, applied, Some(hold.clone()));
     let plan = LoopPlan {
         exp,
         targets: &prepared.targets,
@@ -217,6 +239,7 @@ async fn locked(
         restore_margin: settings.restore_margin,
     };
     let done = drive::run_loop(plan, &mut world, ledger, &timeline, cancel).await;
+    relay.abort();
     let initial_sync_ms = world.initial_sync_ms;
     drop(world);
 
@@ -228,7 +251,12 @@ async fn locked(
         };
     }
     if done.cancelled {
-        outcome = RunOutcome::Interrupted;
+        outcome = match hold.lost() {
+            Some(lost) => RunOutcome::Error {
+                message: lost.to_string(),
+            },
+            None => RunOutcome::Interrupted,
+        };
     }
     if outcome == RunOutcome::Passed && done.restored.as_ref().is_some_and(|r| !r.ok) {
         outcome = RunOutcome::Failed;

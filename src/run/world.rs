@@ -96,6 +96,10 @@ pub(crate) enum ActError {
     /// The action took longer than its step's timeout.
     #[error("did not finish within {0:?}")]
     Timeout(Duration),
+    /// The run stopped (a signal, its cluster lock lost) while the action was under way:
+    /// it was dropped at its next await.
+    #[error("cut short: the run is stopping")]
+    Cut,
     /// A rehearsed step that failed in the record it replays.
     #[error("failed in the record")]
     Recorded,
@@ -226,6 +230,19 @@ pub(crate) trait World {
         None
     }
 
+    /// Whether this run may still fault the cluster, asked before each fault is armed:
+    /// its cluster lock is still its own, as the API server says (a Lease deleted or taken
+    /// under the run). `Err`: why not; the fault is not armed and the run stops.
+    async fn may_fault(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// [`World::may_fault`] without asking anyone, on a step's issue path: what the run's
+    /// holder already knows of its lock.
+    fn still_may_fault(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Before step `step` injects `action` on `nodes`: reads what its proofs compare with
     /// and what a node that restarts must come back as.
     async fn before_fault(&mut self, step: usize, action: &Action, nodes: &[&str]);
@@ -284,6 +301,14 @@ pub(crate) trait World {
     /// timer, before the fault ([`crate::run::floor::host_timed`]).
     fn undo_armed_on_host(&self, _node: &str, _fault: &Action) -> bool {
         false
+    }
+
+    /// `action` on `node` was cut short by the run's stop before it came back
+    /// ([`ActError::Cut`]): ends on the node whatever of it may still run there (a command
+    /// carried to it). `true`: nothing of it runs any more (an API call dropped at its next
+    /// await is over), so its fault's journal entry may be cleared once undone.
+    async fn end_cut(&self, _action: &Action, _node: Option<&str>) -> bool {
+        true
     }
 
     /// Withdraws a self-restore armed by [`World::arm_restore`].

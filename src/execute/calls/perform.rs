@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::experiment::fault::NodeOp;
 use crate::inventory::{NodeAccess, TransportKind};
 
+use crate::execute::deadline::{ENDING_WAIT, ending, with_node_deadline};
 use crate::execute::error::ExecError;
 use crate::execute::executor::Executor;
 use crate::execute::outcome::{OpOutcome, require_success};
@@ -28,8 +29,8 @@ impl Executor {
         let access = self.access(node)?;
         let command = self.op_text(&access, op)?;
         // Messages show the command as `describe` does, without the deadline wrapper.
-        let shown = plan(&access, command.clone(), None)?.show();
-        let mut planned = plan(&access, command.clone(), Some(timeout))?;
+        let shown = plan(&access, command.clone(), None, None)?.show();
+        let mut planned = plan(&access, command.clone(), Some(timeout), self.run.as_deref())?;
         self.take_primed(&access, &command, timeout, &mut planned);
         // Through the API, a command that stops the kubelet or cuts the node off ends its
         // own stream; its proof is then read through the API.
@@ -42,6 +43,31 @@ impl Executor {
             return Ok(outcome);
         }
         require_success(&access.name, &shown, outcome)
+    }
+
+    /// Ends on `node` every command of this executor's run still running there: those a
+    /// stop cut short before they came back (their futures dropped: the session cut, the
+    /// local client killed, and the command itself left to its node deadline). `Ok`: none
+    /// is left there. Commands sent ahead to wait there are ended too, and forgotten. An
+    /// executor outside a run has nothing marked to end.
+    pub async fn end_run_commands(&self, node: &str) -> Result<(), ExecError> {
+        let Some(run) = self.run.as_deref() else {
+            return Ok(());
+        };
+        let access = self.access(node)?;
+        let render_err = |source| ExecError::Render {
+            node: node.to_string(),
+            source,
+        };
+        let limit = ENDING_WAIT.saturating_add(Duration::from_secs(3));
+        // Its own deadline carries no mark: it must not end itself.
+        let text = with_node_deadline(&ending(run).map_err(render_err)?, limit, None)
+            .map_err(render_err)?;
+        let planned = plan(&access, text.clone(), None, None)?;
+        let shown = planned.show();
+        let out = self.carry(node, planned, &shown, limit, false).await;
+        self.primed.forget_node(node);
+        require_success(node, &shown, out?).map(drop)
     }
 
     /// Renders an out-of-band argv template for `access`'s node, runs it where faultline
@@ -113,8 +139,8 @@ impl Executor {
         text: String,
     ) -> Result<(OpOutcome, String), ExecError> {
         let limit = access.ssh.command_timeout;
-        let shown = plan(access, text.clone(), None)?.show();
-        let planned = plan(access, text, Some(limit))?;
+        let shown = plan(access, text.clone(), None, None)?.show();
+        let planned = plan(access, text, Some(limit), self.run.as_deref())?;
         let out = self.carry(node, planned, &shown, limit, false).await?;
         Ok((out, shown))
     }

@@ -78,12 +78,18 @@ impl Executor {
         let key = waiting_key(&access, &command, timeout);
         // Checked now (the deadline would not render) and rendered again just before it
         // is sent: the node's deadline counts from then.
-        plan(&access, primed::gated(&command), Some(timeout))?;
+        let run = self.run.clone();
+        plan(
+            &access,
+            primed::gated(&command),
+            Some(timeout),
+            run.as_deref(),
+        )?;
         let render = {
             let gated = primed::gated(&command);
             move || {
                 let node_limit = primed_node_limit(due, timeout)?;
-                match plan(&access, gated, Some(node_limit)) {
+                match plan(&access, gated, Some(node_limit), run.as_deref()) {
                     Ok(Plan::Ssh { command, .. }) => Some(command),
                     _ => None,
                 }
@@ -165,7 +171,8 @@ impl Executor {
             node: access.name.clone(),
             source,
         };
-        let gated = with_node_deadline(&primed::gated(command), node_limit).map_err(render_err)?;
+        let gated = with_node_deadline(&primed::gated(command), node_limit, self.run.as_deref())
+            .map_err(render_err)?;
         let argv = exec_argv(access, template, &gated).map_err(render_err)?;
         // Half the lead at most, as over SSH: a stalled engine leaves the client the rest.
         let within = due.saturating_duration_since(Instant::now()) / 2;
@@ -202,15 +209,18 @@ impl Executor {
         };
         // Checked now (the deadline would not render) and rendered again just before it
         // is sent: the node's deadline counts from then.
-        with_node_deadline(&primed::gated(&command), node_limit).map_err(|source| {
-            ExecError::Render {
+        let run = self.run.clone();
+        with_node_deadline(&primed::gated(&command), node_limit, run.as_deref()).map_err(
+            |source| ExecError::Render {
                 node: node.clone(),
                 source,
-            }
-        })?;
+            },
+        )?;
         let render = {
             let gated = primed::gated(&command);
-            move || with_node_deadline(&gated, primed_node_limit(due, timeout)?).ok()
+            move || {
+                with_node_deadline(&gated, primed_node_limit(due, timeout)?, run.as_deref()).ok()
+            }
         };
         let within = within.min(due.saturating_duration_since(Instant::now()) / 2);
         let client = self.client(&node).await?;

@@ -805,35 +805,65 @@ pub(crate) fn exit_code(status: Option<&Status>) -> ExitOf {
     }
 }
 
-/// Deletes every node-access pod left in the cluster (a run killed while a command ran),
-/// in any namespace, except those already being deleted; returns `namespace/name` of each.
-/// `only_runs`: when given, only the pods labelled ([`RUN_LABEL`]) with one of these runs
-/// (a `restore` that could not take the cluster lock must not delete a live run's pods).
+/// Which node-access pods a sweep deletes ([`delete_leftovers`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Leftovers<'a> {
+    /// Only the pods labelled ([`RUN_LABEL`]) with one of these runs (a `restore` that
+    /// could not take the cluster lock must not delete a live run's pods).
+    pub only_runs: Option<&'a std::collections::BTreeSet<String>>,
+    /// Never the pods of these runs (runs still alive on this machine's journal).
+    pub except_runs: Option<&'a std::collections::BTreeSet<String>>,
+}
+
+/// What a sweep of leftover node-access pods did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// `namespace/name` of each pod deleted.
+    pub deleted: Vec<String>,
+    /// What could not be listed or deleted, each with why; the sweep went on past each.
+    pub failed: Vec<String>,
+}
+
+/// Deletes the node-access pods left in `namespaces` (the inventory's API transport
+/// namespaces: faultline's own, never a tenant's, where the label means nothing) by a run
+/// killed while a command ran, except those already being deleted and as `which` says.
+/// A pod that cannot be deleted is reported and the sweep goes on to the next.
 pub async fn delete_leftovers(
     client: &Client,
-    only_runs: Option<&std::collections::BTreeSet<String>>,
-) -> Result<Vec<String>, PodError> {
-    let all: Api<Pod> = Api::all(client.clone());
-    let found = all
-        .list(&ListParams::default().labels(&format!("{ACCESS_LABEL}=true")))
-        .await
-        .map_err(api_error("listing node-access pods"))?;
-    let mut deleted = Vec::new();
-    for pod in found.items {
-        if !left_behind(&pod, only_runs) {
-            continue;
-        }
-        let (Some(ns), Some(name)) = (pod.metadata.namespace, pod.metadata.name) else {
-            continue;
+    namespaces: &std::collections::BTreeSet<String>,
+    which: Leftovers<'_>,
+) -> Swept {
+    let mut swept = Swept::default();
+    for ns in namespaces {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let found = match pods
+            .list(&ListParams::default().labels(&format!("{ACCESS_LABEL}=true")))
+            .await
+        {
+            Ok(found) => found,
+            Err(e) => {
+                let e = api_error(format!("listing node-access pods in namespace {ns}"))(e);
+                swept.failed.push(e.to_string());
+                continue;
+            }
         };
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        match pods.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => deleted.push(format!("{ns}/{name}")),
-            Err(kube::Error::Api(s)) if s.is_not_found() => {}
-            Err(e) => return Err(api_error(format!("deleting pod {ns}/{name}"))(e)),
+        for pod in found.items {
+            if !left_behind(&pod, which) {
+                continue;
+            }
+            let Some(name) = pod.metadata.name else {
+                continue;
+            };
+            match pods.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => swept.deleted.push(format!("{ns}/{name}")),
+                Err(kube::Error::Api(s)) if s.is_not_found() => {}
+                Err(e) => swept
+                    .failed
+                    .push(api_error(format!("deleting pod {ns}/{name}"))(e).to_string()),
+            }
         }
     }
-    Ok(deleted)
+    swept
 }
 
 /// Deletes the node-access pods of run `run` left in `namespace`, except those already
@@ -856,7 +886,7 @@ pub(crate) async fn delete_runs_pods(
     let mut deleted = Vec::new();
     for pod in found.items {
         // The label selector already names the run: only "not being deleted" is left.
-        if !left_behind(&pod, None) {
+        if !left_behind(&pod, Leftovers::default()) {
             continue;
         }
         let Some(name) = pod.metadata.name else {
@@ -869,20 +899,21 @@ pub(crate) async fn delete_runs_pods(
     Ok(deleted)
 }
 
-/// Whether `pod` is a node-access pod `restore` deletes: not being deleted already (after
-/// its command, or on a node whose kubelet is away until it returns), and, with
-/// `only_runs`, labelled with one of them.
-fn left_behind(pod: &Pod, only_runs: Option<&std::collections::BTreeSet<String>>) -> bool {
+/// Whether `pod` is a node-access pod a sweep deletes: not being deleted already (after
+/// its command, or on a node whose kubelet is away until it returns), and of a run `which`
+/// lets it delete.
+fn left_behind(pod: &Pod, which: Leftovers<'_>) -> bool {
     if pod.metadata.deletion_timestamp.is_some() {
         return false;
     }
-    only_runs.is_none_or(|runs| {
-        pod.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(RUN_LABEL))
-            .is_some_and(|r| runs.contains(r))
-    })
+    let run = pod.metadata.labels.as_ref().and_then(|l| l.get(RUN_LABEL));
+    let wanted = which
+        .only_runs
+        .is_none_or(|runs| run.is_some_and(|r| runs.contains(r)));
+    let spared = which
+        .except_runs
+        .is_some_and(|runs| run.is_some_and(|r| runs.contains(r)));
+    wanted && !spared
 }
 
 pub(crate) mod kept;

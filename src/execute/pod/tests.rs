@@ -342,21 +342,37 @@ fn the_openshift_profile_is_the_api_transport_with_oc_debug_s_image_and_restore(
 
 /// `restore` without the cluster lock deletes only the node-access pods of the runs its
 /// journal names: another run's (live, perhaps) and an unlabelled one stay; with the lock,
-/// every one left is a dead run's. A pod already being deleted is never left behind.
+/// every one left is a dead run's, but never one of a run still alive on this journal.
+/// A pod already being deleted is never left behind.
 #[test]
 fn without_the_lock_restore_deletes_only_its_journals_runs_pods() {
     let pod = |run: Option<&str>| pod_object("w1", &settings(), Duration::from_secs(60), run);
     let mine: std::collections::BTreeSet<String> = ["fl1".to_string()].into();
-    assert!(left_behind(&pod(Some("fl1")), Some(&mine)));
-    assert!(!left_behind(&pod(Some("fl2")), Some(&mine)));
-    assert!(!left_behind(&pod(None), Some(&mine)));
-    assert!(left_behind(&pod(Some("fl2")), None));
-    assert!(left_behind(&pod(None), None));
+    let only = |runs| Leftovers {
+        only_runs: Some(runs),
+        except_runs: None,
+    };
+    let any = Leftovers::default();
+    assert!(left_behind(&pod(Some("fl1")), only(&mine)));
+    assert!(!left_behind(&pod(Some("fl2")), only(&mine)));
+    assert!(!left_behind(&pod(None), only(&mine)));
+    assert!(left_behind(&pod(Some("fl2")), any));
+    assert!(left_behind(&pod(None), any));
+    let alive: std::collections::BTreeSet<String> = ["fl2".to_string()].into();
+    let sparing = Leftovers {
+        only_runs: None,
+        except_runs: Some(&alive),
+    };
+    assert!(
+        !left_behind(&pod(Some("fl2")), sparing),
+        "a live run's pod stays"
+    );
+    assert!(left_behind(&pod(Some("fl1")), sparing));
     let mut going = pod(Some("fl1"));
     going.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
         Default::default(),
     ));
-    assert!(!left_behind(&going, None));
+    assert!(!left_behind(&going, any));
 }
 
 /// A pod dropped unfinished is deleted by a spawned task; the process must wait for that

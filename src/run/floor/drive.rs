@@ -213,6 +213,7 @@ impl<'a> Run<'a> {
         self.announce_observed();
         self.out.end = Some(end);
         self.steps.disarm_unissued(&*world, &mut self.ledger).await;
+        self.steps.end_cut(&*world, &mut self.ledger).await;
         self.safety_net(&*world).await;
         let after = world
             .after_undo(&self.timeline, self.cancel.is_cancelled())

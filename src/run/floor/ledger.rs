@@ -253,6 +253,17 @@ impl Ledger {
         }
     }
 
+    /// The commands of the faults `ids` were ended on their node after all (a stop cut
+    /// them short, and the world confirmed nothing of them runs): their undo now comes
+    /// after them, so a successful one may clear them as usual.
+    pub(crate) fn ended(&mut self, ids: &[String]) {
+        for f in &mut self.active {
+            if ids.contains(&f.id) {
+                f.may_still_run = false;
+            }
+        }
+    }
+
     /// The journal ids of the active faults a step put on `node`.
     pub(crate) fn ids_of(&self, step: &str, node: &str) -> Vec<String> {
         self.active

@@ -102,8 +102,11 @@ pub(super) struct Steps<'a> {
     done: BTreeSet<usize>,
     /// Step index → the offset it is due at, for steps with a fixed time.
     fixed_due_ms: BTreeMap<usize, i64>,
-    /// The run's cancellation: a step armed when it comes is not issued.
+    /// The run's cancellation: a step armed when it comes is not issued, and one under
+    /// way is cut short.
     cancel: tokio_util::sync::CancellationToken,
+    /// The actions a stop cut short, by step index and node, to be ended on their nodes.
+    cut: Vec<(usize, Option<String>)>,
 }
 
 impl<'a> Steps<'a> {
@@ -116,6 +119,7 @@ impl<'a> Steps<'a> {
     ) -> Self {
         Steps {
             cancel,
+            cut: Vec::new(),
             exp,
             targets,
             timeline,
@@ -278,6 +282,13 @@ impl<'a> Steps<'a> {
         let step = &exp.steps[index];
         let nodes = self.step_nodes(index);
         let named: Vec<&str> = nodes.iter().flatten().map(String::as_str).collect();
+        // A fault goes out only while the run still holds the cluster (its lock).
+        if !faults::info(&step.action).repairs
+            && let Err(why) = world.may_fault().await
+        {
+            self.refuse(index, &named, &format!("not armed: {why}"), errors);
+            return Err(());
+        }
         world.before_fault(index, &step.action, &named).await;
         let planned = super::host_timed::restore_after(
             exp,
@@ -319,17 +330,31 @@ impl<'a> Steps<'a> {
                 Ok(ids)
             }
             Err(e) => {
-                for node in &named {
-                    self.timeline.record(self.step_event(
-                        index,
-                        Some(node),
-                        StepPhase::Failed { error: e.clone() },
-                    ));
-                }
-                errors.push(format!("step `{}`: {e}", step.name));
+                self.refuse(index, &named, &e, errors);
                 Err(())
             }
         }
+    }
+
+    /// Step `index` fails on `nodes` before anything was done: a `failed` entry per node
+    /// (one for the step when it has none) and the run's error.
+    fn refuse(&self, index: usize, nodes: &[&str], error: &str, errors: &mut Vec<String>) {
+        let step = &self.exp.steps[index];
+        let on: Vec<Option<&str>> = if nodes.is_empty() {
+            vec![None]
+        } else {
+            nodes.iter().copied().map(Some).collect()
+        };
+        for node in on {
+            self.timeline.record(self.step_event(
+                index,
+                node,
+                StepPhase::Failed {
+                    error: error.to_string(),
+                },
+            ));
+        }
+        errors.push(format!("step `{}`: {error}", step.name));
     }
 
     /// Runs one step on all of its nodes at once; false when it failed (the run then
@@ -370,6 +395,14 @@ impl<'a> Steps<'a> {
         world.before_undo(&step.action, &named).await;
         if self.cancel.is_cancelled() {
             self.armed_ahead.insert(index, armed);
+            return false;
+        }
+        if !faults::info(&step.action).repairs
+            && let Err(why) = world.still_may_fault()
+        {
+            self.refuse(index, &named, &format!("not issued: {why}"), errors);
+            self.armed_ahead.insert(index, armed);
+            scheduler.finished(index, self.timeline.offset_ms(), false);
             return false;
         }
         // The fault goes out only while every node's backstop is still ahead of it.
@@ -414,6 +447,7 @@ impl<'a> Steps<'a> {
             .await;
         let this = &*self;
         let shared = &*world;
+        let repairs = faults::info(&step.action).repairs;
         let acted = join_all(
             nodes
                 .iter()
@@ -421,17 +455,29 @@ impl<'a> Steps<'a> {
                 .map(|(node, issued_ms)| async move {
                     let node = node.as_deref();
                     let limit = Executor::longest_wait(step.timeout).saturating_add(ACT_GRACE);
-                    let (result, came_back) = match tokio::time::timeout(
+                    let acting = tokio::time::timeout(
                         limit,
                         shared.act(&step.name, &step.action, node, step.timeout),
-                    )
-                    .await
-                    {
-                        Ok(result) => {
-                            let over = !may_still_run(&result);
-                            (result, over)
+                    );
+                    // A stop cuts the action at its next await (a held drain stops asking,
+                    // a command's session is cut): what it left running on the node is
+                    // ended there once observation is over ([`Steps::end_cut`]).
+                    // A repair (a planned undo) is heard out: it is the undo.
+                    let cut = async {
+                        if repairs {
+                            std::future::pending::<()>().await;
                         }
-                        Err(_) => (Err(ActError::Timeout(step.timeout)), false),
+                        this.cancel.cancelled().await;
+                    };
+                    let (result, came_back) = tokio::select! {
+                        acted = acting => match acted {
+                            Ok(result) => {
+                                let over = !may_still_run(&result);
+                                (result, over)
+                            }
+                            Err(_) => (Err(ActError::Timeout(step.timeout)), false),
+                        },
+                        () = cut => (Err(ActError::Cut), false),
                     };
                     let phase = match &result {
                         Ok(done) => StepPhase::Finished {
@@ -460,6 +506,11 @@ impl<'a> Steps<'a> {
         let mut ok = true;
         let mut succeeded = Vec::new();
         for (node, _, result, came_back) in acted {
+            if matches!(result, Err(ActError::Cut)) {
+                self.cut.push((index, node.map(str::to_string)));
+                // The run ends as cancelled, not as a step that failed.
+                scheduler.cancel();
+            }
             if !came_back && let Some(node) = node {
                 let ids = ledger.ids_of(&step.name, node);
                 ledger.may_still_run(&ids);
@@ -517,6 +568,30 @@ impl<'a> Steps<'a> {
         self.done.insert(index);
         scheduler.finished(index, self.timeline.offset_ms(), ok);
         ok
+    }
+
+    /// Ends on their nodes the actions a stop cut short ([`World::end_cut`]), once
+    /// observation is over and before the safety net undoes: a node where nothing of its
+    /// action runs any more has its faults' journal entries cleared once they are undone;
+    /// one where that cannot be confirmed keeps them (and its self-restore armed).
+    pub(super) async fn end_cut(&mut self, world: &impl World, ledger: &mut Ledger) {
+        for (index, node) in std::mem::take(&mut self.cut) {
+            let step = &self.exp.steps[index];
+            let ended = world.end_cut(&step.action, node.as_deref()).await;
+            let Some(node) = node else { continue };
+            if ended {
+                ledger.ended(&ledger.ids_of(&step.name, &node));
+                self.timeline.note(format!(
+                    "step `{}` on {node} was cut short by the stop; nothing of it runs there any more",
+                    step.name
+                ));
+            } else {
+                self.timeline.note(format!(
+                    "step `{}` on {node} was cut short by the stop, and what it left running there could not be ended: its fault stays journaled and its self-restore armed",
+                    step.name
+                ));
+            }
+        }
     }
 
     /// Steps armed ahead and never issued (the run stopped first): their self-restores

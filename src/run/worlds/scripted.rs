@@ -74,6 +74,10 @@ pub(crate) struct Scripted {
     /// A fault that cuts the node's transport has its planned undo armed on the node as a
     /// timer (a node reached through the API).
     host_timed: bool,
+    /// An action cut short by the stop cannot be confirmed ended on its node.
+    cut_unended: bool,
+    /// From this offset (ms) on, the run's cluster lock is no longer its own.
+    lock_lost_at: Option<i64>,
 }
 
 impl Scripted {
@@ -151,6 +155,24 @@ impl World for Scripted {
             .await
             .map(|()| Vec::new())
             .map_err(BeginError::Scripted)
+    }
+
+    async fn may_fault(&self) -> Result<(), String> {
+        self.log("confirm lock".into());
+        self.still_may_fault()
+    }
+
+    fn still_may_fault(&self) -> Result<(), String> {
+        let now = self.timeline.as_ref().map_or(0, SharedTimeline::offset_ms);
+        match self.lock_lost_at {
+            Some(at) if now >= at => Err("the scripted lock is lost".into()),
+            _ => Ok(()),
+        }
+    }
+
+    async fn end_cut(&self, _: &Action, node: Option<&str>) -> bool {
+        self.log(format!("end cut on {}", node.unwrap_or("-")));
+        !self.cut_unended
     }
 
     async fn before_fault(&mut self, step: usize, _: &Action, nodes: &[&str]) {

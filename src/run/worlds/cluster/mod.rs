@@ -88,6 +88,8 @@ pub(crate) struct ClusterWorld<'a> {
     /// For each node on its way back (the interlock asks): the return's offset, the Lease
     /// as last read, and how many renewals were seen since the first reading.
     returns: BTreeMap<String, (i64, leases::Mark, u32)>,
+    /// The run's hold on the cluster lock: confirmed before each fault.
+    hold: Option<crate::cluster::lock::LockHandle>,
 }
 
 impl<'a> ClusterWorld<'a> {
@@ -97,8 +99,10 @@ impl<'a> ClusterWorld<'a> {
         settings: &'a crate::run::settings::RunSettings,
         prepared: &'a Prepared,
         applied: Vec<AppliedObject>,
+        hold: Option<crate::cluster::lock::LockHandle>,
     ) -> Self {
         ClusterWorld {
+            hold,
             exp,
             settings,
             prepared,
@@ -407,6 +411,37 @@ impl World for ClusterWorld<'_> {
             Undo::Api(_) => Ok(None),
         };
         Ok(armed?)
+    }
+
+    async fn may_fault(&self) -> Result<(), String> {
+        match &self.hold {
+            Some(hold) => hold.confirm().await.map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    async fn end_cut(&self, action: &Action, node: Option<&str>) -> bool {
+        let carried_to_node = matches!(
+            faults::info(action).via,
+            faults::Via::Node(_) | faults::Via::StepCommand | faults::Via::Power(_)
+        );
+        let Some(node) = node.filter(|_| carried_to_node) else {
+            return true;
+        };
+        match self.prepared.executor.end_run_commands(node).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(node, "could not end the commands cut short: {e}");
+                false
+            }
+        }
+    }
+
+    fn still_may_fault(&self) -> Result<(), String> {
+        match &self.hold {
+            Some(hold) => hold.held_here().map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
     }
 
     fn journal_undo(&self, node: &str, fault: &Action) -> Option<Undo> {
