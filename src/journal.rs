@@ -379,6 +379,11 @@ impl Journal {
         Ok(removed)
     }
 
+    /// Whether it holds any fault, of any cluster.
+    pub(crate) fn holds_any(&self) -> bool {
+        !self.entries.is_empty()
+    }
+
     /// Active faults on one cluster, in the order they were journaled.
     pub(crate) fn active(&self, cluster: &str) -> Vec<Entry> {
         self.entries

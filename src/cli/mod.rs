@@ -32,6 +32,7 @@ mod doctor;
 mod explain;
 mod init;
 mod inventory;
+mod job;
 mod list;
 mod namespace;
 mod place;
@@ -176,6 +177,9 @@ pub enum Command {
         #[arg(long, value_delimiter = ',', value_name = "NODE,...")]
         nodes: Vec<String>,
     },
+    /// The Helm chart's Job as its PID 1: check the release's pins, restore what an
+    /// earlier run left, run (or restore, doctor, plan, validate); no signal unheard.
+    Job(job::JobArgs),
     /// Undo every fault a crashed or killed run left behind (from the fault journal).
     Restore {
         /// How to reach the cluster and its nodes.
@@ -659,7 +663,10 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
 /// `restore` never do: they keep going, without their output, until their faults are
 /// undone (`report::subscribe`).
 fn only_reads(command: &Command) -> bool {
-    !matches!(command, Command::Run(_) | Command::Restore { .. })
+    !matches!(
+        command,
+        Command::Run(_) | Command::Restore { .. } | Command::Job(_)
+    )
 }
 
 /// Gives SIGPIPE its default action back (Rust ignores it), so that a write to a closed
@@ -697,6 +704,7 @@ const PENDING_DELETIONS_WAIT: std::time::Duration = std::time::Duration::from_se
 async fn command(cli: Cli) -> i32 {
     match cli.command {
         Command::Run(args) => run::run(*args).await,
+        Command::Job(args) => job::job(args).await,
         Command::Validate {
             paths,
             namespace,

@@ -86,7 +86,11 @@ pub(super) fn rbac(
             }
         }
         RbacOutput::Values => {
-            print!("{}", rbac::values(&grants, &created_for_it, &node_access));
+            let grace = (!experiments.is_empty()).then(|| crate::run::grace::needed(&experiments));
+            print!(
+                "{}",
+                rbac::values(&grants, &created_for_it, &node_access, grace.as_ref())
+            );
         }
     }
     EXIT_OK

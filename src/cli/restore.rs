@@ -38,7 +38,9 @@ pub(super) async fn restore(
 ) -> i32 {
     // Restore is itself the undo: a first Ctrl-C does not stop it (a second one does, and
     // what is left stays in the journal); its output may go nowhere (`say!`).
-    let _signals = crate::run::signals::install(tokio_util::sync::CancellationToken::new());
+    // (Inside `faultline job`, whose listener counts them already, none is added.)
+    let _signals = (!crate::run::signals::installed())
+        .then(|| crate::run::signals::install(tokio_util::sync::CancellationToken::new()));
     let Some(mut inventory) = super::load_inventory(inventory, api) else {
         return EXIT_ERROR;
     };

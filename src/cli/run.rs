@@ -66,6 +66,12 @@ fn overwritten_by_reports(baseline: &std::path::Path, reports: &std::path::Path)
 /// Runs every experiment named, one after another (each `--repeat` times); the exit code
 /// is the worst of them, and of the `--baseline` comparison.
 pub(super) async fn run(args: RunArgs) -> i32 {
+    run_with(args, None).await
+}
+
+/// [`run`], cancelled by `cancel` when given (the caller listens for signals already:
+/// `faultline job`), else by this process's signals, listened for from the confirmation on.
+pub(super) async fn run_with(args: RunArgs, cancel: Option<CancellationToken>) -> i32 {
     let Some(mut experiments) = super::load_experiments_in(&args.paths, &args.namespace) else {
         return EXIT_ERROR;
     };
@@ -140,11 +146,17 @@ pub(super) async fn run(args: RunArgs) -> i32 {
         }
     }
 
-    let cancel = CancellationToken::new();
-    if let Err(e) = signals::install(cancel.clone()) {
-        fail!("cannot install signal handlers, refusing to run without them: {e}");
-        return EXIT_ERROR;
-    }
+    let cancel = match cancel {
+        Some(cancel) => cancel,
+        None => {
+            let cancel = CancellationToken::new();
+            if let Err(e) = signals::install(cancel.clone()) {
+                fail!("cannot install signal handlers, refusing to run without them: {e}");
+                return EXIT_ERROR;
+            }
+            cancel
+        }
+    };
     let Some(reporters) = reporters(&args) else {
         return EXIT_ERROR;
     };

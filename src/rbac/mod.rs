@@ -354,10 +354,14 @@ fn with_type<T: serde::Serialize>(object: &T, kind: &str) -> serde_json::Value {
 /// `node_access_namespaces`: the API transport's namespaces faultline would create, which
 /// the chart creates instead (labelled for privileged pods), so the actor's Role there can
 /// be installed; listed only when there are any.
+///
+/// `grace`: the `job.terminationGracePeriodSeconds` the experiments need after SIGTERM
+/// ([`crate::run::grace`]), when there are experiments.
 pub(crate) fn values(
     roles: &[(RbacRole, Grants)],
     setup_namespaces: &[String],
     node_access_namespaces: &[String],
+    grace: Option<&crate::run::grace::Grace>,
 ) -> String {
     let mut rbac = serde_json::Map::new();
     let mut create: Vec<&String> = Vec::new();
@@ -381,7 +385,19 @@ pub(crate) fn values(
     if !node_access_namespaces.is_empty() {
         rbac.insert("nodeAccessNamespaces".into(), json!(node_access_namespaces));
     }
-    serde_saphyr::to_string(&json!({ "rbac": rbac })).unwrap_or_default()
+    let mut values = json!({ "rbac": rbac });
+    if let Some(grace) = grace {
+        values["job"] = json!({ "terminationGracePeriodSeconds": grace.seconds });
+    }
+    let text = serde_saphyr::to_string(&values).unwrap_or_default();
+    match grace {
+        Some(grace) => format!(
+            "# job.terminationGracePeriodSeconds: what undoing these experiments' faults can \
+             take after SIGTERM at worst\n# ({}).\n{text}",
+            grace.because
+        ),
+        None => text,
+    }
 }
 
 #[cfg(test)]

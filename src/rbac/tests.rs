@@ -191,6 +191,7 @@ fn manifests_and_values_carry_the_same_rules() {
         &[(RbacRole::Actor, grants.clone())],
         &["faultline-lab".to_string(), "elsewhere".to_string()],
         &[],
+        None,
     ))
     .unwrap_or_else(|e| panic!("{e}"));
     let cluster: Vec<PolicyRule> =

@@ -16,6 +16,7 @@
 //! `settings`, `signals`).
 
 pub(crate) mod floor;
+pub(crate) mod grace;
 pub(crate) mod preflight;
 mod record_focus;
 mod settings;

@@ -62,8 +62,19 @@ fn handle(name: &str, seen_before: u32, cancel: &CancellationToken, err: &mut im
     }
 }
 
+/// Whether this process listens for signals already ([`install`]): one listener counts
+/// them, so a command run inside another (`faultline job` runs `restore`, then `run`)
+/// does not count each signal twice.
+static INSTALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`install`] already ran in this process.
+pub(crate) fn installed() -> bool {
+    INSTALLED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Starts listening for signals; `cancel` is triggered by the first one.
 pub(crate) fn install(cancel: CancellationToken) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    INSTALLED.store(true, std::sync::atomic::Ordering::SeqCst);
     let mut int = signal(SignalKind::interrupt())?;
     let mut term = signal(SignalKind::terminate())?;
     let mut hup = signal(SignalKind::hangup())?;

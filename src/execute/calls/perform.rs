@@ -59,7 +59,7 @@ impl Executor {
             node: node.to_string(),
             source,
         };
-        let limit = ENDING_WAIT.saturating_add(Duration::from_secs(3));
+        let limit = Self::ending_limit();
         // Its own deadline carries no mark: it must not end itself.
         let text = with_node_deadline(&ending(run).map_err(render_err)?, limit, None)
             .map_err(render_err)?;
@@ -68,6 +68,17 @@ impl Executor {
         let out = self.carry(node, planned, &shown, limit, false).await;
         self.primed.forget_node(node);
         require_success(node, &shown, out?).map(drop)
+    }
+
+    /// The time limit of [`Executor::end_run_commands`]'s own command: its wait for the
+    /// commands to be gone, and a little more.
+    fn ending_limit() -> Duration {
+        ENDING_WAIT.saturating_add(Duration::from_secs(3))
+    }
+
+    /// The longest [`Executor::end_run_commands`] takes on one node.
+    pub fn longest_ending() -> Duration {
+        Self::longest_wait(Self::ending_limit())
     }
 
     /// Renders an out-of-band argv template for `access`'s node, runs it where faultline

@@ -35,7 +35,7 @@ pub(crate) const BURST_MS: u64 = 100;
 /// change its answer then.
 const NO_DEADLINE: Duration = Duration::from_secs(3600);
 /// Longest one undo attempt of the safety net may take.
-const UNDO_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const UNDO_TIMEOUT: Duration = Duration::from_secs(60);
 /// The farthest ahead any deadline of the loop is put: durations from a cluster or a
 /// record that reach past it are held there instead of overflowing the clock.
 const FAR_FUTURE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);

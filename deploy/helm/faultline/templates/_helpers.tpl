@@ -25,16 +25,66 @@ app.kubernetes.io/component: run
 {{- end -}}
 
 {{/*
+The data of the three ConfigMaps the Job runs from, as YAML (name: content), one helper
+each so that the ConfigMaps and the pins below are made from the same text.
+*/}}
+{{- define "faultline.experimentsData" -}}
+{{- if .Values.experiments }}
+{{- toYaml .Values.experiments }}
+{{- else }}
+{{- (.Files.Glob "files/experiments/*.yaml").AsConfig }}
+{{- end }}
+{{- end -}}
+
+{{- define "faultline.manifestsData" -}}
+{{- if .Values.manifests }}
+{{- toYaml .Values.manifests }}
+{{- else }}
+{{- (.Files.Glob "files/manifests/*.yaml").AsConfig }}
+{{- end }}
+{{- end -}}
+
+{{- define "faultline.inventoryData" -}}
+inventory.yaml: |
+  {{- .Values.inventory | nindent 2 }}
+{{- end -}}
+
+{{/*
+The pins: `DIR/NAME sha256:HEX` for every file of those ConfigMaps, written into the Job's
+own spec at install or upgrade. `faultline job` runs nothing when what is mounted differs
+(a ConfigMap edited since the release: `update configmaps` is in Kubernetes' usual `edit`
+role; the Job's spec is what only a new release changes).
+*/}}
+{{- define "faultline.pins" -}}
+{{- range $dir := list "experiments" "manifests" }}
+{{- $given := index $.Values $dir }}
+{{- if $given }}
+{{- range $file, $text := $given }}
+{{ $dir }}/{{ $file }} sha256:{{ $text | sha256sum }}
+{{- end }}
+{{- else }}
+{{- range $path, $_ := $.Files.Glob (printf "files/%s/*.yaml" $dir) }}
+{{ $dir }}/{{ base $path }} sha256:{{ $.Files.Get $path | sha256sum }}
+{{- end }}
+{{- end }}
+{{- end }}
+inventory/inventory.yaml sha256:{{ .Values.inventory | sha256sum }}
+{{- end -}}
+
+{{/*
 The pod of a run: faultline with the experiments, their setup manifests and the inventory
 mounted from ConfigMaps, reports on the PVC (or an emptyDir), POD_NAME and POD_NAMESPACE
-from the downward API (a run refuses to fault the node its own pod runs on), then the
-summary and each JUnit file printed to the log. The pod's exit code is faultline's.
+from the downward API (a run refuses to fault the node its own pod runs on). The pod's exit
+code is faultline's.
 
-Kubernetes signals only PID 1 when the pod is stopped (the Job deleted, `helm uninstall`
-or `upgrade`, activeDeadlineSeconds, a drain, an eviction, preemption): PID 1 is the shell,
-which hands SIGTERM on to faultline and waits for it, and faultline undoes its faults
-within terminationGracePeriodSeconds. A journal on the reports volume that still holds
-faults (a run killed before it could undo) is restored before the next run.
+faultline is the pod's PID 1 (`faultline job`), which Kubernetes signals when the pod is
+stopped (the Job deleted, `helm uninstall` or `upgrade`, activeDeadlineSeconds, a drain, an
+eviction, preemption): it listens from its first moment, so no signal is lost; a signal
+while it restores what an earlier run left lets the restore finish and runs nothing after
+it, and one during the run cuts its step in flight and undoes within
+terminationGracePeriodSeconds. It checks the mounted files against the release's pins
+first, restores what the journal on the reports volume holds, chooses the baseline, runs,
+and prints the summary and each JUnit file to the log.
 */}}
 {{- define "faultline.podSpec" -}}
 serviceAccountName: {{ include "faultline.serviceAccount" . }}
@@ -70,75 +120,25 @@ containers:
         valueFrom: {fieldRef: {fieldPath: metadata.name}}
       - name: POD_NAMESPACE
         valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
-      - name: FAULTLINE_COMMAND
-        value: {{ .Values.job.command | quote }}
-      - name: FAULTLINE_ARGS
-        value: {{ .Values.job.extraArgs | join " " | quote }}
       - name: FAULTLINE_COMPARE
         value: {{ .Values.job.compareWithPrevious | quote }}
       - name: FAULTLINE_COMPARE_ARGS
         value: {{ .Values.job.compareArgs | join " " | quote }}
-    command: ["/bin/sh", "-c"]
+      - name: FAULTLINE_REPORTS_EPHEMERAL
+        value: {{ (not .Values.reports.persistence.enabled) | quote }}
+      - name: FAULTLINE_PINNED
+        value: {{ include "faultline.pins" . | trim | quote }}
+    {{- if not (has .Values.job.command (list "run" "restore" "doctor" "plan" "validate")) }}
+    {{- fail (printf "job.command must be run, restore, doctor, plan or validate, not %q" .Values.job.command) }}
+    {{- end }}
+    command: ["faultline", "job", {{ .Values.job.command | quote }}]
+    {{- with .Values.job.extraArgs }}
     args:
-      - |
-        out="/reports/$(date -u +%Y%m%dT%H%M%SZ)-$POD_NAME"
-        mkdir -p "$out"
-        inv=/etc/faultline/inventory/inventory.yaml
-        exps=/etc/faultline/experiments
-        journal=/reports/journal.json
-        # faultline runs as this shell's child: a signal to the pod (PID 1, this shell) is
-        # handed on to it, and the shell waits until faultline has undone and exited.
-        child=""
-        trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null' TERM INT HUP
-        fl() {
-          faultline "$@" &
-          child=$!
-          wait "$child"; code=$?
-          while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done
-          child=""
-          return "$code"
-        }
-        # A run killed before it could undo (SIGKILL, a node lost under the pod) left its
-        # faults in the journal on the volume: they are restored first, or nothing runs.
-        restore_first() {
-          if [ -s "$journal" ] && grep -q '"node"' "$journal"; then
-            echo "=== the journal $journal holds faults an earlier run left: faultline restore first"
-            fl restore -i "$inv" --journal "$journal"; rc=$?
-            echo "=== faultline restore exited $rc"
-            return "$rc"
-          fi
-        }
-        case "$FAULTLINE_COMMAND" in
-          restore) fl restore -i "$inv" --journal "$journal" $FAULTLINE_ARGS; code=$? ;;
-          run)
-            restore_first || { echo "=== not running: the faults left behind are not all restored"; exit 2; }
-            # The previous run's reports on the volume are this run's baseline: a
-            # regression beyond the tolerance (extraArgs: --tolerance ...) fails the Job.
-            baseline=""
-            if [ "$FAULTLINE_COMPARE" = "true" ]; then
-              for d in $(ls -1d /reports/*/ 2>/dev/null | sort -r); do
-                [ "$d" = "$out/" ] && continue
-                if ls "$d"*.json >/dev/null 2>&1; then baseline="$d"; break; fi
-              done
-              if [ -n "$baseline" ]; then echo "=== comparing with the previous run in $baseline"
-              else echo "=== no earlier run on /reports: nothing to compare with yet"; fi
-            fi
-            fl run "$exps" -i "$inv" --yes --out "$out" --summary "$out/summary.md" \
-              --journal "$journal" ${baseline:+--baseline "$baseline" $FAULTLINE_COMPARE_ARGS} \
-              $FAULTLINE_ARGS
-            code=$?
-            echo "=== summary ($out/summary.md)"
-            cat "$out/summary.md" 2>/dev/null
-            for f in "$out"/*.junit.xml; do
-              [ -f "$f" ] && { echo "=== JUnit $f"; cat "$f"; }
-            done ;;
-          doctor) fl doctor -i "$inv" "$exps" $FAULTLINE_ARGS; code=$? ;;
-          plan) fl plan -i "$inv" "$exps" $FAULTLINE_ARGS; code=$? ;;
-          validate) fl validate "$exps" $FAULTLINE_ARGS; code=$? ;;
-          *) echo "job.command must be run, restore, doctor, plan or validate, not $FAULTLINE_COMMAND"; code=2 ;;
-        esac
-        echo "=== faultline $FAULTLINE_COMMAND exited $code"
-        exit $code
+      - "--"
+      {{- range . }}
+      - {{ . | quote }}
+      {{- end }}
+    {{- end }}
     {{- with .Values.job.resources }}
     resources:
       {{- toYaml . | nindent 6 }}
