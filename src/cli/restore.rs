@@ -413,13 +413,7 @@ async fn delete_node_access_pods(
     which: crate::execute::pod::Leftovers<'_>,
     format: RestoreFormat,
 ) -> Option<PodsDoc> {
-    use crate::inventory::TransportKind;
-    let namespaces: BTreeSet<String> = inventory
-        .nodes()
-        .iter()
-        .filter(|n| n.transport == TransportKind::Pod)
-        .map(|n| n.pod.namespace.clone())
-        .collect();
+    let namespaces = inventory.node_access_namespaces();
     if namespaces.is_empty() {
         return None;
     }

@@ -69,8 +69,10 @@ pub const NODE_ACCESS_LABEL: &str = "faultline.dev/node-access";
 /// Whether drain leaves the pod alone: DaemonSet pods (their controller would recreate
 /// them at once), mirror pods (static pods the API cannot evict), and faultline's own
 /// node-access pods (the pod kept on the node for the run, an undo watcher): the run
-/// deletes those itself, and evicting one would take away how it reaches the node.
-pub(crate) fn drain_skips(pod: &Pod) -> bool {
+/// deletes those itself, and evicting one would take away how it reaches the node. Its
+/// own are those labelled so in `own_namespaces` (the API transport's): anywhere else the
+/// label is a tenant's and means nothing, and its pod is drained like any other.
+pub(crate) fn drain_skips(pod: &Pod, own_namespaces: &BTreeSet<String>) -> bool {
     let daemon = pod
         .metadata
         .owner_references
@@ -85,9 +87,14 @@ pub(crate) fn drain_skips(pod: &Pod) -> bool {
         .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
     let own = pod
         .metadata
-        .labels
+        .namespace
         .as_ref()
-        .is_some_and(|l| l.get(NODE_ACCESS_LABEL).is_some_and(|v| v == "true"));
+        .is_some_and(|ns| own_namespaces.contains(ns))
+        && pod
+            .metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.get(NODE_ACCESS_LABEL).is_some_and(|v| v == "true"));
     daemon || mirror || own
 }
 
@@ -99,12 +106,20 @@ fn pod_name(p: &Pod) -> String {
     )
 }
 
-async fn pods_on(client: &Client, node: &str) -> Result<Vec<Pod>, ClusterError> {
+async fn pods_on(
+    client: &Client,
+    node: &str,
+    own_namespaces: &BTreeSet<String>,
+) -> Result<Vec<Pod>, ClusterError> {
     let list = Api::<Pod>::all(client.clone())
         .list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
         .await
         .map_err(ClusterError::api(format!("listing pods on node {node}")))?;
-    Ok(list.items.into_iter().filter(|p| !drain_skips(p)).collect())
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|p| !drain_skips(p, own_namespaces))
+        .collect())
 }
 
 /// How often a drain asks again to evict a pod a PodDisruptionBudget refused (`kubectl
@@ -230,16 +245,20 @@ async fn note_hold(
 /// lasted. Then waits until the evicted pods are gone. A pod still held at the timeout is
 /// an error naming its budget ([`ClusterError::DrainHeld`]) unless `on_timeout` is
 /// `continue`, when the drain ends with the pods left.
+///
+/// `own_namespaces`: where faultline's own node-access pods run, which it never evicts
+/// ([`drain_skips`]).
 pub(crate) async fn drain(
     client: &Client,
     node: &str,
     timeout: Duration,
     on_timeout: DrainOnTimeout,
+    own_namespaces: &BTreeSet<String>,
 ) -> Result<Drained, ClusterError> {
     let began = tokio::time::Instant::now();
     let deadline = began + timeout;
     cordon(client, node).await?;
-    let targets = pods_on(client, node).await?;
+    let targets = pods_on(client, node, own_namespaces).await?;
     let mut done = Drained::default();
     // Index into `done.holds` of each pod held so far.
     let mut held_at: Vec<Option<usize>> = vec![None; targets.len()];
@@ -342,7 +361,7 @@ pub(crate) async fn drain(
         .filter_map(|p| p.metadata.uid.clone())
         .collect();
     loop {
-        let left: Vec<String> = pods_on(client, node)
+        let left: Vec<String> = pods_on(client, node, own_namespaces)
             .await?
             .iter()
             .filter(|p| p.metadata.uid.as_ref().is_some_and(|u| uids.contains(u)))
@@ -646,38 +665,50 @@ mod tests {
 
     /// A run's node-access pods (the one kept on the node, an undo watcher) are faultline's
     /// own way onto the node: a drain in the run must not evict them.
+    ///
+    /// Issue 69, item 5: the label was honoured in any namespace, so a tenant's pod that
+    /// carried it was never drained. Only the API transport's namespaces hold faultline's.
     #[test]
     fn drain_skips_faultlines_own_node_access_pods() {
+        let own: BTreeSet<String> = ["faultline-node-access".to_string()].into();
         let mut access: Pod = load("pod-web-ready.json");
         access.metadata.owner_references = None;
+        access.metadata.namespace = Some("faultline-node-access".into());
         access.metadata.labels = Some(
             [(NODE_ACCESS_LABEL.to_string(), "true".to_string())]
                 .into_iter()
                 .collect(),
         );
-        assert!(drain_skips(&access));
+        assert!(drain_skips(&access, &own));
+        let mut tenant = access.clone();
+        tenant.metadata.namespace = Some("shop".into());
+        assert!(
+            !drain_skips(&tenant, &own),
+            "a tenant's pod wearing the label is drained"
+        );
         access.metadata.labels = Some(
             [(NODE_ACCESS_LABEL.to_string(), "false".to_string())]
                 .into_iter()
                 .collect(),
         );
         assert!(
-            !drain_skips(&access),
+            !drain_skips(&access, &own),
             "only the label's value `true` counts"
         );
     }
 
     #[test]
     fn drain_skips_daemonset_and_mirror_pods_only() {
-        assert!(drain_skips(&load("pod-agent-daemonset.json")));
+        let none = BTreeSet::new();
+        assert!(drain_skips(&load("pod-agent-daemonset.json"), &none));
         let mut web: Pod = load("pod-web-ready.json");
-        assert!(!drain_skips(&web));
+        assert!(!drain_skips(&web, &none));
         web.metadata.owner_references = None;
         web.metadata.annotations = Some(
             [("kubernetes.io/config.mirror".to_string(), "abc".to_string())]
                 .into_iter()
                 .collect(),
         );
-        assert!(drain_skips(&web));
+        assert!(drain_skips(&web, &none));
     }
 }

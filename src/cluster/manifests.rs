@@ -84,12 +84,10 @@ pub async fn apply_manifests(
     let params = PatchParams::apply(FIELD_MANAGER).force();
     for path in paths {
         let text =
-            tokio::fs::read_to_string(path)
-                .await
-                .map_err(|source| ClusterError::ManifestRead {
-                    path: path.clone(),
-                    source,
-                })?;
+            crate::experiment::read_input(path).map_err(|source| ClusterError::ManifestRead {
+                path: path.clone(),
+                source,
+            })?;
         for obj in parse_manifest(path, &text)? {
             let types = obj.types.clone().unwrap_or_default();
             let gvk = GroupVersionKind::try_from(&types).map_err(|e| ManifestInvalid {

@@ -137,15 +137,22 @@ pub(crate) fn needed(experiments: &[Experiment]) -> Vec<Access> {
         )
         .optional(),
     ];
-    // One run per cluster: the Lease a run holds for its whole life (cluster::lock).
-    for verb in ["create", "get", "update", "delete"] {
-        all.push(Access::new(
+    // One run per cluster: the Lease a run holds for its whole life (cluster::lock), and
+    // watches while it holds it. That Lease alone, by name: RBAC cannot restrict `create`
+    // by name (the name is not known when it is authorized), the rest can (a watch by
+    // name is one with the field selector `metadata.name`, as the holder's is).
+    for verb in ["create", "get", "update", "delete", "list", "watch"] {
+        let mut lease = Access::new(
             verb,
             "coordination.k8s.io",
             "leases",
             Some(crate::cluster::lock::NAMESPACE),
             "the cluster lock a run holds (one run per cluster)",
-        ));
+        );
+        if verb != "create" {
+            lease.name = Some(crate::cluster::lock::NAME.to_string());
+        }
+        all.push(lease);
     }
     for exp in experiments {
         let scope = Scope::of(exp);

@@ -142,6 +142,12 @@ impl Executor {
             })
     }
 
+    /// The namespaces faultline's node-access pods run in: those of the nodes reached
+    /// through the API. Its own pods are told from a tenant's by the label there alone.
+    pub fn node_access_namespaces(&self) -> std::collections::BTreeSet<String> {
+        self.inventory.node_access_namespaces()
+    }
+
     /// Whether `node` is reached through the API (`transport: pod`).
     pub fn through_api(&self, node: &str) -> bool {
         self.inventory

@@ -118,6 +118,31 @@ fn merged(unknown: Vec<Diagnostic>, problems: Vec<Diagnostic>) -> Vec<Diagnostic
     out
 }
 
+/// The largest experiment, inventory or setup manifest faultline reads: far above any real
+/// one (the shipped ones are a few KiB; a ConfigMap holds 1 MiB), and read no further, so
+/// a wrong path (`/dev/zero`, a log, a FIFO) is an error at once rather than memory spent
+/// before the YAML parser's own limits start.
+pub const MAX_INPUT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Reads a text file faultline takes as input, at most [`MAX_INPUT_BYTES`] of it: larger
+/// is an error (`InvalidData`) saying so.
+pub fn read_input(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let mut text = String::new();
+    file.take(MAX_INPUT_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_INPUT_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {} MiB: not an experiment, inventory or manifest (read no further)",
+                MAX_INPUT_BYTES / (1024 * 1024)
+            ),
+        ));
+    }
+    Ok(text)
+}
+
 /// Reads and validates one experiment file; a file that cannot be read is a diagnostic too.
 pub fn load(path: &Path) -> Result<Experiment, Diagnostics> {
     load_checked(path).result
@@ -125,7 +150,7 @@ pub fn load(path: &Path) -> Result<Experiment, Diagnostics> {
 
 /// [`load`] with the warnings kept.
 pub fn load_checked(path: &Path) -> Checked {
-    match std::fs::read_to_string(path) {
+    match read_input(path) {
         Ok(text) => check(&text, path),
         Err(e) => Checked::failed(vec![Diagnostic {
             path: path.to_path_buf(),
@@ -380,5 +405,25 @@ mod tests {
                 .as_deref()
                 .is_some_and(|h| h.contains("namespaces: all"))
         );
+    }
+}
+
+#[cfg(test)]
+mod input_tests {
+    use super::*;
+
+    /// Issue 69, item 5: an experiment or inventory path that named something huge (a
+    /// log, `/dev/zero`) was read whole before the YAML parser's limits applied.
+    #[test]
+    fn an_input_past_the_limit_is_refused_without_being_read_whole() {
+        let e = read_input(Path::new("/dev/zero")).expect_err("endless");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("larger than 4 MiB"), "{e}");
+        let checked = load_checked(Path::new("/dev/zero"));
+        let said = checked.result.expect_err("refused").to_string();
+        assert!(said.contains("larger than 4 MiB"), "{said}");
+        let inv = crate::inventory::Inventory::load("/dev/zero").expect_err("refused");
+        assert!(inv.to_string().contains("larger than 4 MiB"), "{inv}");
+        assert!(read_input(Path::new("experiments/reboot.yaml")).is_ok());
     }
 }

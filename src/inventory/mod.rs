@@ -269,7 +269,7 @@ impl Inventory {
     /// Read and validate an inventory file.
     pub fn load(path: impl AsRef<Path>) -> Result<Inventory, InventoryError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| InventoryError::Io {
+        let text = crate::experiment::read_input(path).map_err(|source| InventoryError::Io {
             path: path.display().to_string(),
             source,
         })?;
@@ -428,6 +428,17 @@ impl Inventory {
     /// All nodes in file order.
     pub fn nodes(&self) -> &[NodeAccess] {
         &self.nodes
+    }
+
+    /// The namespaces faultline's node-access pods run in: those of the nodes reached
+    /// through the API (`transport: pod`). Its own pods are told from a tenant's by their
+    /// label there alone.
+    pub fn node_access_namespaces(&self) -> std::collections::BTreeSet<String> {
+        self.nodes
+            .iter()
+            .filter(|n| n.transport == TransportKind::Pod)
+            .map(|n| n.pod.namespace.clone())
+            .collect()
     }
 
     /// Turn host-key checking off for every node: for the CLI's explicit flag only.

@@ -71,7 +71,7 @@ fn the_actor_holds_the_drains_requests_and_nothing_the_observer_has() {
     let deletes: Vec<&String> = got.iter().filter(|g| g.starts_with("delete ")).collect();
     assert_eq!(
         deletes,
-        ["delete leases.coordination.k8s.io in namespace default"],
+        ["delete leases.coordination.k8s.io faultline-run in namespace default"],
         "{got:#?}"
     );
 }

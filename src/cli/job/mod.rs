@@ -368,6 +368,7 @@ mod tests {
         let made: Vec<_> = std::fs::read_dir(&reports)
             .expect("ls")
             .flatten()
+            .filter(|e| e.path().is_dir())
             .map(|e| e.file_name())
             .collect();
         // Only the previous run's directory: none was made for a run that never began.

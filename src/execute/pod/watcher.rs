@@ -84,7 +84,16 @@ while [ "$(date +%s)" -lt "$end" ]; do
       nsenter -t 1 -m -u -i -n -p -- sh -c "$UNDO" </dev/null
       say "undone (exit $?)"
       exit 0 ;;
-    *'"deletionTimestamp"'*) say withdrawn; exit 0 ;;
+    *'"faultline.dev/undo":"withdrawn"'*|*'"faultline.dev/undo": "withdrawn"'*)
+      say withdrawn; exit 0 ;;
+    *'"deletionTimestamp"'*)
+      # Deleted or evicted by someone else while the kubelet is away: the object stays
+      # (Terminating) until the kubelet is back, so an undo asked still reaches it here.
+      [ -n "${deleted:-}" ] || say "deleted by someone else: still watching for the undo"
+      deleted=1 ;;
+    *'"kind":"Status"'*|*'"kind": "Status"'*)
+      [ -n "${gone:-}" ] || say "my pod object is gone: the undo now comes from the node's timer alone"
+      gone=1 ;;
   esac
   sleep 1
 done
@@ -352,11 +361,20 @@ pub(crate) async fn ask_undo(client: &Client, namespace: &str, name: &str) -> Re
         )))
 }
 
-/// Deletes the watcher (it sees its deletion and exits; on a node whose kubelet is away
-/// the pod stays Terminating until it is back). Logged, never an error: its own deadline
-/// and `restore` end it otherwise.
+/// Withdraws and deletes the watcher: annotated [`UNDO_ANNOTATION`]`: withdrawn` first,
+/// which it exits on (a deletion alone it does not take for a withdrawal: someone else's
+/// delete or an eviction during a kubelet stop must not lose the fast undo); on a node
+/// whose kubelet is away the pod stays Terminating until it is back. Logged, never an
+/// error: its own deadline and `restore` end it otherwise.
 pub(crate) async fn delete(client: &Client, namespace: &str, name: &str) {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let patch = serde_json::json!({"metadata": {"annotations": {UNDO_ANNOTATION: "withdrawn"}}});
+    if let Err(e) = pods
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        tracing::debug!("could not mark the undo watcher {namespace}/{name} withdrawn: {e}");
+    }
     let params = DeleteParams {
         grace_period_seconds: Some(1),
         ..DeleteParams::default()
@@ -527,5 +545,36 @@ mod tests {
         assert_eq!(out.status.code(), Some(3), "{said}");
         assert!(said.contains("no curl on the node"), "{said}");
         assert!(!said.contains(WATCHING), "{said}");
+
+        // Issue 69, item 5: a watcher whose pod someone else deleted (or evicted) during
+        // the kubelet stop took the deletion for a withdrawal and exited, losing the fast
+        // undo. Now it keeps watching its Terminating object and undoes when asked.
+        std::fs::remove_file(&done).expect("reset");
+        std::fs::remove_file(dir.path().join("n")).expect("reset");
+        std::fs::write(
+            &answers,
+            "{\"kind\":\"Pod\"}\n             {\"kind\":\"Pod\",\"metadata\":{\"deletionTimestamp\":\"2026-12-07T00:00:00Z\"}}\n             {\"kind\":\"Pod\",\"metadata\":{\"deletionTimestamp\":\"2026-12-07T00:00:00Z\",             \"annotations\":{\"faultline.dev/undo\":\"now\"}}}\n",
+        )
+        .expect("answers");
+        let out = run(true);
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            said.contains("deleted by someone else: still watching"),
+            "{said}"
+        );
+        assert!(done.exists(), "the undo still ran: {said}");
+        // Withdrawn by faultline (its annotation, then the delete): it exits, undoing nothing.
+        std::fs::remove_file(&done).expect("reset");
+        std::fs::remove_file(dir.path().join("n")).expect("reset");
+        std::fs::write(
+            &answers,
+            "{\"kind\":\"Pod\"}\n             {\"kind\":\"Pod\",\"metadata\":{\"deletionTimestamp\":\"2026-12-07T00:00:00Z\",             \"annotations\":{\"faultline.dev/undo\":\"withdrawn\"}}}\n",
+        )
+        .expect("answers");
+        let out = run(true);
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(said.contains("withdrawn"), "{said}");
+        assert!(!done.exists(), "{said}");
+        assert_eq!(out.status.code(), Some(0), "{said}");
     }
 }

@@ -110,7 +110,7 @@ fn key_of(w: &WorkloadRef) -> Key {
 fn created_by(manifests: &[std::path::PathBuf]) -> Option<BTreeSet<Key>> {
     let mut out = BTreeSet::new();
     for path in manifests {
-        let text = std::fs::read_to_string(path).ok()?;
+        let text = crate::experiment::read_input(path).ok()?;
         let objects = crate::experiment::manifest::parse_manifest(path, &text).ok()?;
         for obj in objects {
             let kind = obj.types.as_ref().map(|t| t.kind.to_ascii_lowercase());

@@ -118,8 +118,10 @@ impl Actor<'_> {
             Action::Cordon => said(cluster::cordon(self.client, node_name).await?),
             Action::Uncordon => said(cluster::uncordon(self.client, node_name).await?),
             Action::Drain { on_timeout } => {
+                let own = self.executor.node_access_namespaces();
                 let drained =
-                    cluster::actions::drain(self.client, node_name, timeout, *on_timeout).await?;
+                    cluster::actions::drain(self.client, node_name, timeout, *on_timeout, &own)
+                        .await?;
                 said(drained.describe(node_name, timeout))
             }
             Action::DeleteNode => said(cluster::delete_node(self.client, node_name).await?),
