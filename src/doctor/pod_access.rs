@@ -30,8 +30,23 @@ pub(super) async fn findings(client: &Client, inventory: &Inventory) -> Vec<Find
     let mut out = Vec::new();
     for (ns, (settings, node)) in by_namespace {
         out.extend(one_namespace(client, &ns, settings, &node.name).await);
+        out.extend(image_pinned(settings));
     }
     out
+}
+
+/// A warning when the node-access image is named by a tag alone: it runs privileged in
+/// every node's host namespaces, and whoever can push that tag decides what runs there.
+fn image_pinned(settings: &PodSettings) -> Option<Finding> {
+    (!settings.image.contains("@sha256:")).then(|| {
+        finding(
+            Status::Warn,
+            format!(
+                "the node-access image `{}` is named by tag, not digest: it runs privileged                  on every node, and the tag can be moved; set pod.image to NAME@sha256:DIGEST",
+                settings.image
+            ),
+        )
+    })
 }
 
 fn finding(status: Status, detail: String) -> Finding {
@@ -188,4 +203,25 @@ async fn can_i(
         required: true,
     };
     super::review::can_i(client, &access).await
+}
+
+#[cfg(test)]
+mod pin_tests {
+    use super::*;
+
+    /// Issue 69, item 5: the node-access image was a mutable tag and nothing said so.
+    #[test]
+    fn a_node_access_image_by_tag_is_a_warning_and_by_digest_is_not() {
+        let mut settings = PodSettings {
+            namespace: "faultline-node-access".into(),
+            create_namespace: true,
+            image: "registry.k8s.io/kube-proxy:v1.33.13".into(),
+            start_timeout: Duration::from_secs(60),
+        };
+        let warned = image_pinned(&settings).expect("a warning");
+        assert_eq!(warned.status, Status::Warn);
+        assert!(warned.detail.contains("named by tag"), "{}", warned.detail);
+        settings.image = format!("debian@sha256:{}", "a".repeat(64));
+        assert!(image_pinned(&settings).is_none());
+    }
 }

@@ -17,6 +17,49 @@ const CHECK_RESTORE_AFTER: Duration = Duration::from_secs(600);
 /// the API transport is gated on), that check must answer "waiting" while armed and "not"
 /// once disarmed; a node reached through the API without one is a warning.
 pub(super) async fn finding(executor: &Executor, node: &NodeAccess) -> Finding {
+    let found = armed_and_disarmed(executor, node).await;
+    // The default self-restore over SSH is a process of the login session: where logind
+    // ends a session's processes with it, the restore dies as the run's connection closes.
+    if found.status != Status::Pass
+        || node.arm_restore.is_some()
+        || node.transport != TransportKind::Ssh
+    {
+        return found;
+    }
+    let asked = executor
+        .perform(&node.name, &NodeOp::Run(LOGIND.into()), super::CHECK_TIMEOUT)
+        .await;
+    match asked.map(|o| logind_kills(&o.output)) {
+        Ok(Some(true)) => Finding::node(
+            &node.name,
+            CheckKind::SelfRestore,
+            Status::Warn,
+            format!(
+                "{}, but systemd-logind has KillUserProcesses=yes and the login user is not                  root: the default self-restore (setsid nohup in the SSH session) is ended                  with the session, so a fault outlives a killed faultline. Choose a profile                  (its restore is a systemd-run timer) or set armRestore (docs/inventory.md)",
+                found.detail
+            ),
+        ),
+        _ => found,
+    }
+}
+
+/// Asks logind whether it ends a session's processes with it, and who logs in.
+const LOGIND: &str = "busctl get-property org.freedesktop.login1 /org/freedesktop/login1 \
+                      org.freedesktop.login1.Manager KillUserProcesses 2>/dev/null; echo uid=$(id -u)";
+
+/// Whether [`LOGIND`]'s output says the session's processes are ended with it (for a user
+/// other than root, whom logind excludes by default); `None`: it could not tell.
+fn logind_kills(output: &str) -> Option<bool> {
+    let kills = output.lines().find_map(|l| match l.trim() {
+        "b true" => Some(true),
+        "b false" => Some(false),
+        _ => None,
+    })?;
+    let root = output.lines().any(|l| l.trim() == "uid=0");
+    Some(kills && !root)
+}
+
+async fn armed_and_disarmed(executor: &Executor, node: &NodeAccess) -> Finding {
     let name = node.name.as_str();
     let f = |status, detail: String| Finding::node(name, CheckKind::SelfRestore, status, detail);
     // One token per check, even for nodes checked in the same millisecond.
@@ -149,6 +192,16 @@ mod tests {
         let inventory = Inventory::parse(&text, Path::new("t.yaml")).expect("valid");
         let node = inventory.node("n1").expect("n1");
         finding(&Executor::new(inventory), &node).await
+    }
+
+    /// Issue 69, item 5: doctor did not look at logind, which ends the default
+    /// self-restore's session with the SSH connection.
+    #[test]
+    fn logind_ending_a_users_processes_is_told_apart() {
+        assert_eq!(logind_kills("b true\nuid=1000\n"), Some(true));
+        assert_eq!(logind_kills("b true\nuid=0\n"), Some(false));
+        assert_eq!(logind_kills("b false\nuid=1000\n"), Some(false));
+        assert_eq!(logind_kills("uid=1000\n"), None, "no busctl, no logind");
     }
 
     #[tokio::test]

@@ -16,6 +16,10 @@ use kube::api::LogParams;
 use super::TryResult;
 use crate::timeline::format_secs;
 
+/// The most of a log one try reads: `tailLines` bounds lines, not bytes, and a container
+/// that writes one endless line would otherwise be read whole at every try.
+const LIMIT_BYTES: i64 = 64 * 1024;
+
 /// One logs probe: the pod (fixed when probes start) and how much of its log each try reads.
 pub(crate) struct LogsProbe {
     pods: Api<Pod>,
@@ -37,6 +41,7 @@ impl LogsProbe {
             params: LogParams {
                 container,
                 tail_lines: Some(i64::from(tail_lines)),
+                limit_bytes: Some(LIMIT_BYTES),
                 ..LogParams::default()
             },
         }
@@ -74,6 +79,18 @@ fn refusal(e: &kube::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 69, item 5: the probe asked for lines only, so one huge line was read whole.
+    #[tokio::test]
+    async fn a_try_reads_a_bounded_number_of_bytes() {
+        let client = kube::Client::try_from(kube::Config::new(
+            "http://127.0.0.1:1".parse().expect("url"),
+        ))
+        .expect("client");
+        let probe = LogsProbe::new(Api::namespaced(client, "ns"), "p".into(), None, 5);
+        assert_eq!(probe.params.limit_bytes, Some(64 * 1024));
+        assert_eq!(probe.params.tail_lines, Some(5));
+    }
 
     #[test]
     fn a_served_log_says_how_much_came() {
