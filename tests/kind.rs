@@ -1252,11 +1252,12 @@ async fn kind_a_second_run_is_refused_naming_the_first_and_a_dead_holder_is_take
         "the first run released its lock"
     );
 
-    // A holder that died two minutes ago.
+    // A holder that died two minutes ago (by its own clock, which a reader does not trust:
+    // the Lease is watched for its duration, 10 s here, before it is taken over).
     let dead: Lease = serde_json::from_value(serde_json::json!({
         "metadata": {"name": faultline::cluster::lock::NAME,
                      "annotations": {"faultline.dev/running": "faultline run gone"}},
-        "spec": {"holderIdentity": "crashed-host/1/fl1", "leaseDurationSeconds": 60,
+        "spec": {"holderIdentity": "crashed-host/1/fl1", "leaseDurationSeconds": 10,
                  "acquireTime": "2026-01-01T00:00:00.000000Z",
                  "renewTime": (chrono::Utc::now() - chrono::Duration::seconds(120))
                      .format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()}

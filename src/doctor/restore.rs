@@ -27,7 +27,11 @@ pub(super) async fn finding(executor: &Executor, node: &NodeAccess) -> Finding {
         return found;
     }
     let asked = executor
-        .perform(&node.name, &NodeOp::Run(LOGIND.into()), super::CHECK_TIMEOUT)
+        .perform(
+            &node.name,
+            &NodeOp::Run(LOGIND.into()),
+            super::CHECK_TIMEOUT,
+        )
         .await;
     match asked.map(|o| logind_kills(&o.output)) {
         Ok(Some(true)) => Finding::node(
