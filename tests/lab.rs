@@ -2196,3 +2196,63 @@ async fn renewals_cut_for_one_runner_stop_it_before_another_may_take_over() {
     wait_ready(&client, &victim, BACK).await;
     all_nodes_ready(&client, BACK).await;
 }
+
+/// Issue 69, item 6: after `kill -9`, a fault only the API undoes (a cordon, a drain, a
+/// taint) has no timer on its node, and its only record was the dead run's journal, on a
+/// machine that may be gone. The holder now keeps those undos on its Lease: a `restore`
+/// with an empty journal of its own (another runner's, the journal lost) takes the dead
+/// holder's Lease over and uncordons the node.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn kill_9_during_a_cordon_with_its_journal_lost_restore_uncordons_from_the_lock() {
+    let (client, s) = ready_lab().await;
+    s.kill_9_after_step("fixtures/experiments/lab/cordon-short.yaml", &[], "cordon")
+        .await;
+    let lease = lock_leases(&client)
+        .get(faultline::cluster::lock::NAME)
+        .await
+        .expect("the dead run's Lease is left");
+    let kept = lease
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .get("faultline.dev/api-undos")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        kept.contains("uncordon"),
+        "the undo is on the Lease: {kept}"
+    );
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    let cordoned: Vec<String> = nodes
+        .list(&Default::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .filter(|n| n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true))
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    assert_eq!(cordoned.len(), 1, "{cordoned:?}");
+    // Another journal: nothing in it.
+    let elsewhere = Scratch::new();
+    let out = elsewhere.faultline(&["restore"]).output().expect("restore");
+    echo(&out);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(&format!("undid `cordon` on {}", cordoned[0])),
+        "{said}"
+    );
+    no_node_cordoned(&client).await;
+    assert!(
+        lock_leases(&client)
+            .get_opt(faultline::cluster::lock::NAME)
+            .await
+            .expect("read")
+            .is_none(),
+        "the Lease is released"
+    );
+    // The dead run's own journal still names the cordon: its restore finds it undone.
+    s.restore_leaves_nothing();
+}

@@ -492,6 +492,21 @@ fn render(exp: &Experiment, v: &View<'_>) -> Rendered {
             out.push_str(&format!("            {how}\n"));
             step_doc.notes.push(how);
         }
+        // What ends it if faultline is killed: no timer on a node for an API-side fault.
+        if let Some(undo) = fault::inverse(&step.action)
+            && matches!(
+                fault::info(&undo).via,
+                fault::Via::NodeApi | fault::Via::ClusterApi
+            )
+        {
+            let note = format!(
+                "if faultline is killed: no timer on the node ends it; the next faultline run \
+                 or `restore` against this cluster does (its `{}` is kept on the cluster lock)",
+                action_name(&undo)
+            );
+            out.push_str(&format!("            {note}\n"));
+            step_doc.notes.push(note);
+        }
         // Without an inventory the stand-ins have no command: say where it comes from.
         let nodes = if v.inventory_given {
             step.nodes(targets)

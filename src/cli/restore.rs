@@ -127,19 +127,9 @@ async fn undo_and_compare(
         }
     };
     let nothing = journal.active(&cluster).is_empty();
-    let through_api = inventory
-        .nodes()
-        .iter()
-        .any(|n| n.transport == crate::inventory::TransportKind::Pod);
-    // Nothing to undo, nothing to compare, no node-access pod to look for: no cluster asked.
-    if nothing && before.is_none() && !through_api {
-        tell!(
-            format,
-            "nothing to restore for cluster {cluster} ({})",
-            path.display()
-        );
-        return EXIT_OK;
-    }
+    // Even with nothing in this journal the cluster is asked: a run killed elsewhere (a CI
+    // runner gone, a pod's emptyDir) left its faults undone through the API on the cluster
+    // lock, which this restore takes over and carries out.
     // Over every API endpoint: the fault being undone may have taken one of them down.
     let client = crate::cluster::connect_with_failover(
         inventory.kubeconfig(),
@@ -173,6 +163,25 @@ async fn undo_and_compare(
         },
         Err(_) => None,
     };
+    // A dead holder's faults that only the API undoes, recorded on its Lease: undone here
+    // whatever this journal holds (the dead run's may have been on another machine).
+    let mut lapsed_failed = false;
+    if let (Some(lock), Ok(client)) = (&lock, &client)
+        && let Some(dead) = &lock.took_over
+    {
+        let executor = Executor::new(inventory.clone());
+        let lapsed = crate::run::lapsed::undo_lapsed(dead, client, &executor).await;
+        for l in &lapsed {
+            tell!(format, "{}", l.line(dead));
+        }
+        if let Some(left) = crate::run::lapsed::still_left(&lapsed) {
+            lapsed_failed = true;
+            if let Err(e) = lock.handle().note_api_undos(Some(left)).await {
+                say_err!("{e}");
+            }
+        }
+        lapsed_failed |= lapsed.iter().any(|l| l.result.is_err());
+    }
     // A run still alive on this journal (its claim is held) undoes its own faults: even
     // under the lock (a lock deleted under that run) they are left alone, and so are its
     // node-access pods.
@@ -315,8 +324,14 @@ async fn undo_and_compare(
 
         code
     };
-    if let Some(lock) = lock {
-        lock.release().await;
+    match lock {
+        // What could not be undone stays recorded on the Lease for the next taker.
+        Some(lock) if lapsed_failed => lock.abandon(),
+        Some(lock) => lock.release().await,
+        None => {}
+    }
+    if lapsed_failed {
+        return code.max(EXIT_FAILED);
     }
     code
 }

@@ -17,6 +17,7 @@
 
 pub(crate) mod floor;
 pub(crate) mod grace;
+pub(crate) mod lapsed;
 pub(crate) mod preflight;
 mod record_focus;
 mod settings;
@@ -115,12 +116,27 @@ async fn run_once(
         Ok(lock) => lock,
         Err(e) => return not_run(e.to_string()),
     };
-    if let Some(dead) = &lock.took_over {
+    if let Some(dead) = lock.took_over.clone() {
         warnings.push(format!(
             "the cluster lock was taken over from {} ({}), which stopped renewing it at {:?}: \
-             that run died; `faultline restore` with its journal undoes what it left",
+             that run died; `faultline restore` with its journal undoes what it left on the \
+             nodes",
             dead.identity, dead.running, dead.renewed
         ));
+        // What it left that only the API undoes, recorded on the Lease: undone first, or
+        // nothing runs (and it stays recorded for the next taker).
+        let lapsed = lapsed::undo_lapsed(&dead, &prepared.client, &prepared.executor).await;
+        warnings.extend(lapsed.iter().map(|l| l.line(&dead)));
+        if let Some(left) = lapsed::still_left(&lapsed) {
+            let _ = lock.handle().note_api_undos(Some(left)).await;
+            lock.abandon();
+            let failed: Vec<String> = lapsed
+                .iter()
+                .filter(|l| l.result.is_err())
+                .map(|l| l.line(&dead))
+                .collect();
+            return not_run(failed.join("; "));
+        }
     }
     let record = locked(
         exp,

@@ -237,6 +237,14 @@ pub(crate) trait World {
         Ok(())
     }
 
+    /// Keeps `entries` (the run's faults in place whose undo goes through the API: cordon,
+    /// drain, taint) where a later run finds them if this one is killed: on the cluster
+    /// lock. Called before such a fault is injected and whenever one is settled; nothing
+    /// here can stop a run (a failure is said, and the journal still holds them).
+    async fn keep_on_lock(&self, entries: &[crate::journal::Entry]) {
+        let _ = entries;
+    }
+
     /// [`World::may_fault`] without asking anyone, on a step's issue path: what the run's
     /// holder already knows of its lock.
     fn still_may_fault(&self) -> Result<(), String> {

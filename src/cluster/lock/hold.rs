@@ -21,6 +21,7 @@ use kube::runtime::watcher;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::liveness::API_UNDOS_ANNOTATION;
 use super::{NAME, RENEW_EVERY};
 
 /// How long after its last renewal that went through a holder gives up the lock: half the
@@ -73,6 +74,15 @@ pub enum LockLost {
     },
 }
 
+/// The Lease could not be written with the run's API undos ([`LockHandle::note_api_undos`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the cluster lock (Lease {ns}/{NAME}) could not record this run's undos through the API \
+     ({0}): if faultline is killed, only its own journal has them",
+    ns = super::NAMESPACE
+)]
+pub struct NotRecorded(String);
+
 /// What the holder knows of its lock.
 #[derive(Debug)]
 struct State {
@@ -82,6 +92,8 @@ struct State {
     renewed: Instant,
     /// Why it is lost, once it is.
     lost: Option<LockLost>,
+    /// What the Lease must carry of this run's API undos (JSON), `None`: nothing.
+    api_undos: Option<String>,
 }
 
 /// A held lock as the run sees it: whether it is still ours, and a token cancelled the
@@ -112,6 +124,7 @@ impl LockHandle {
                 version,
                 renewed: Instant::now(),
                 lost: None,
+                api_undos: None,
             })),
             lost: CancellationToken::new(),
         }
@@ -170,6 +183,28 @@ impl LockHandle {
         }
     }
 
+    /// Records on the Lease, at once, this run's faults that are undone through the API
+    /// (`undos`: JSON; `None` when there are none left): a run killed with them in place
+    /// leaves them where any later run or `restore` against this cluster finds them, when it
+    /// takes the lock over ([`super::Holder::api_undos`]), whatever became of this machine
+    /// and its journal. `Err`: the Lease could not be written (the run's own journal still
+    /// holds them).
+    pub(crate) async fn note_api_undos(&self, undos: Option<String>) -> Result<(), NotRecorded> {
+        self.with_state(|s| s.api_undos = undos);
+        match tokio::time::timeout(RENEW_TIMEOUT, self.renew_once()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(RenewError::Failed(e))) => Err(NotRecorded(e)),
+            Ok(Err(RenewError::Lost)) => Err(NotRecorded(
+                self.lost()
+                    .map_or_else(|| "the lock is lost".into(), |l| l.to_string()),
+            )),
+            Err(_) => Err(NotRecorded(format!(
+                "no answer within {}s",
+                RENEW_TIMEOUT.as_secs()
+            ))),
+        }
+    }
+
     /// `Ok` when `lease` names this holder; else the lock is lost to whoever it names.
     fn check_ours(&self, lease: &Lease) -> Result<(), LockLost> {
         let holder = lease.spec.as_ref().and_then(|s| s.holder_identity.clone());
@@ -225,6 +260,15 @@ impl LockHandle {
             if lease.metadata.resource_version.as_deref() != Some(version.as_str()) {
                 tracing::debug!("the cluster lock was written by someone else; still ours");
             }
+            let undos = self.with_state(|s| s.api_undos.clone());
+            let annotations = lease
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default);
+            match undos {
+                Some(text) => annotations.insert(API_UNDOS_ANNOTATION.to_string(), text),
+                None => annotations.remove(API_UNDOS_ANNOTATION),
+            };
             let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
             spec.renew_time = Some(MicroTime(Timestamp::now()));
             match self

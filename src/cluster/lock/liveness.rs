@@ -37,6 +37,10 @@ pub struct Holder {
     pub renewed: Option<Timestamp>,
     /// The PID namespace it ran in (`boot id:pid namespace`), when it could tell.
     pub pid_namespace: Option<String>,
+    /// The undos through the API of the faults it had in place, as it recorded them on
+    /// the Lease ([`API_UNDOS_ANNOTATION`]): what its taker carries out, since no node
+    /// timer ends a cordon, a drain or a taint.
+    pub api_undos: Option<String>,
 }
 
 /// The annotation saying what the holder runs, for the refusal's message.
@@ -44,6 +48,10 @@ pub(crate) const WHAT_ANNOTATION: &str = "faultline.dev/running";
 
 /// The annotation naming the holder's PID namespace ([`Here::pid_namespace`]).
 pub(crate) const PID_NAMESPACE_ANNOTATION: &str = "faultline.dev/pid-namespace";
+
+/// The annotation holding the holder's faults undone through the API (JSON, journal
+/// entries), kept current while it holds the lock.
+pub(crate) const API_UNDOS_ANNOTATION: &str = "faultline.dev/api-undos";
 
 impl Holder {
     /// The holder a Lease names.
@@ -65,6 +73,7 @@ impl Holder {
             since: spec.acquire_time.as_ref().map(|t| t.0),
             renewed: spec.renew_time.as_ref().map(|t| t.0),
             pid_namespace: annotation(PID_NAMESPACE_ANNOTATION),
+            api_undos: annotation(API_UNDOS_ANNOTATION),
         }
     }
 }

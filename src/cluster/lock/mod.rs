@@ -25,7 +25,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::{Api, Client};
 
-pub use hold::{GIVE_UP_AFTER, LockHandle, LockLost};
+pub use hold::{GIVE_UP_AFTER, LockHandle, LockLost, NotRecorded};
 pub use liveness::Holder;
 use liveness::{FirstSight, Here, Look, PID_NAMESPACE_ANNOTATION, WHAT_ANNOTATION, Watched};
 
@@ -265,6 +265,12 @@ impl ClusterLock {
     /// What the run watches and asks: whether the lock is still its own.
     pub fn handle(&self) -> LockHandle {
         self.handle.clone()
+    }
+
+    /// Stops renewing and leaves the Lease to lapse, with what it records: a taker that could
+    /// not undo what a dead holder left hands it on to the next one.
+    pub fn abandon(self) {
+        self.renewing.abort();
     }
 
     /// Stops renewing and deletes the Lease, if it is still ours.

@@ -121,6 +121,7 @@ fn only_a_holder_of_this_pid_namespace_is_looked_up_by_pid() {
         since: None,
         renewed: None,
         pid_namespace: ns.map(str::to_string),
+        api_undos: None,
     };
     let host = &here.host;
     // Same host, same namespace, its process gone: dead at once.
@@ -192,6 +193,7 @@ fn the_refusal_names_the_holder_and_what_it_runs() {
             since: Some(at(0)),
             renewed: Some(at(15)),
             pid_namespace: None,
+            api_undos: None,
         },
     };
     let text = e.to_string();

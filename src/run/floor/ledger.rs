@@ -92,6 +92,9 @@ pub(crate) struct Ledger {
     run_id: String,
     seq: u32,
     active: Vec<ActiveFault>,
+    /// The entries of the active faults undone through the API, as kept on the cluster
+    /// lock ([`World::keep_on_lock`]): no timer on a node ends them.
+    on_lock: Vec<JournalEntry>,
 }
 
 /// The action the safety net runs to undo `fault`, journaled with `undo`: the fault's
@@ -111,6 +114,7 @@ impl Ledger {
             run_id: run_id.to_string(),
             seq: 0,
             active: Vec::new(),
+            on_lock: Vec::new(),
         }
     }
 
@@ -165,6 +169,15 @@ impl Ledger {
             return Ok(Vec::new());
         }
         self.record(entries.clone())?;
+        let through_api: Vec<JournalEntry> = entries
+            .iter()
+            .filter(|e| matches!(e.undo, Undo::Api(_)))
+            .cloned()
+            .collect();
+        if !through_api.is_empty() {
+            self.on_lock.extend(through_api);
+            world.keep_on_lock(&self.on_lock).await;
+        }
         let results = join_all(entries.iter().zip(&undos).map(|(entry, (_, undo, _))| {
             world.arm_restore(&entry.node, undo, restore_after, &entry.id)
         }))
@@ -435,6 +448,11 @@ impl Ledger {
             && let Err(e) = journal.clear_all(&ids)
         {
             tracing::warn!("could not clear faults {ids:?} from the journal: {e}");
+        }
+        let kept = self.on_lock.len();
+        self.on_lock.retain(|e| !ids.contains(&e.id.as_str()));
+        if self.on_lock.len() != kept {
+            world.keep_on_lock(&self.on_lock).await;
         }
     }
 }

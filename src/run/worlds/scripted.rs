@@ -170,6 +170,10 @@ impl World for Scripted {
         }
     }
 
+    async fn keep_on_lock(&self, entries: &[crate::journal::Entry]) {
+        self.log(format!("keep on lock {}", entries.len()));
+    }
+
     async fn end_cut(&self, _: &Action, node: Option<&str>) -> bool {
         self.log(format!("end cut on {}", node.unwrap_or("-")));
         !self.cut_unended

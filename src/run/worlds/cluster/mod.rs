@@ -437,6 +437,16 @@ impl World for ClusterWorld<'_> {
         }
     }
 
+    async fn keep_on_lock(&self, entries: &[crate::journal::Entry]) {
+        let Some(hold) = &self.hold else { return };
+        let text = (!entries.is_empty())
+            .then(|| serde_json::to_string(entries).ok())
+            .flatten();
+        if let Err(e) = hold.note_api_undos(text).await {
+            tracing::warn!("{e}");
+        }
+    }
+
     fn still_may_fault(&self) -> Result<(), String> {
         match &self.hold {
             Some(hold) => hold.held_here().map_err(|e| e.to_string()),

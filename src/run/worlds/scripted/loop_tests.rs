@@ -908,3 +908,42 @@ async fn a_verdict_decided_when_observation_ends_is_announced_before_the_teardow
         "sent only when it changed: {progress:#?}"
     );
 }
+
+/// Issue 69, item 6: a fault only the API undoes (here a cordon) is kept on the cluster
+/// lock before it is injected, and taken off once undone: a run killed in between leaves
+/// it where the next taker of the lock finds it. A node fault (its timer on the node) is
+/// not.
+#[tokio::test(start_paused = true)]
+async fn an_api_side_fault_is_kept_on_the_lock_while_it_is_in_place() {
+    let h = Harness::new(
+        "
+name: scripted
+description: a scripted run
+targets:
+  victim: {names: [a]}
+steps:
+  - {name: cordon, at: 0s, do: cordon, target: victim}
+  - {name: stop, at: 5s, do: kubelet-stop, target: victim}
+  - {name: start, at: 10s, do: kubelet-start, target: victim}
+  - {name: uncordon, at: 20s, do: uncordon, target: victim}
+expect:
+  - {name: node stays, node: victim, never: Unknown}
+",
+    );
+    let mut world = Scripted::default();
+    let _ = h
+        .run(&mut world, CancellationToken::new(), RunEvents::default())
+        .await;
+    let calls = world.calls();
+    assert!(index_of(&calls, "keep on lock 1") < index_of(&calls, "act cordon on a"));
+    assert!(index_of(&calls, "act uncordon on a") < index_of(&calls, "keep on lock 0"));
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.starts_with("keep on lock"))
+            .count(),
+        2,
+        "the kubelet stop is not kept there: {calls:#?}"
+    );
+    assert_eq!(h.journaled(), 0);
+}
