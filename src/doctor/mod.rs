@@ -15,6 +15,7 @@
 pub(crate) mod access;
 mod clock;
 mod cluster;
+mod namespace_trust;
 pub(crate) mod needs;
 mod node;
 pub(crate) mod node_grants;
@@ -105,6 +106,8 @@ pub enum CheckKind {
     Clock,
     /// The API transport's pod is admitted and may be created and exec'd into.
     PodAccess,
+    /// Inside the cluster: who else may change what the Job runs.
+    Trust,
 }
 
 impl CheckKind {
@@ -124,6 +127,7 @@ impl CheckKind {
             CheckKind::SelfRestore => "self-restore",
             CheckKind::Clock => "clock",
             CheckKind::PodAccess => "pod access",
+            CheckKind::Trust => "trust",
         }
     }
 }
@@ -222,6 +226,19 @@ impl Examination {
     }
 }
 
+/// The release's own ServiceAccounts, as the chart names them to its Job
+/// (`FAULTLINE_OWN_ACCOUNTS`, comma-separated): not counted among those who may change
+/// what the Job runs.
+fn own_accounts() -> Vec<String> {
+    std::env::var("FAULTLINE_OWN_ACCOUNTS")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// Every check, for the cluster and every node of the inventory, for what `experiments`
 /// would do (every configured command when there are none). Nodes are checked in parallel.
 pub async fn examine(inventory: &Inventory, experiments: &[Experiment]) -> Examination {
@@ -236,6 +253,13 @@ pub async fn examine(inventory: &Inventory, experiments: &[Experiment]) -> Exami
             findings.extend(answers.findings);
             missing = answers.missing;
             findings.extend(pod_access::findings(client, inventory).await);
+            // From the chart's Job: who else may change what it runs.
+            if let Ok(ns) = std::env::var("POD_NAMESPACE")
+                && !ns.is_empty()
+            {
+                let own = own_accounts();
+                findings.push(namespace_trust::finding(client, &ns, &own).await);
+            }
         }
         None => findings.push(Finding::cluster(
             CheckKind::Rbac,

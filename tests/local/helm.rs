@@ -54,10 +54,11 @@ fn docs(yaml: &str) -> Vec<Value> {
 }
 
 /// The roles the chart makes for itself, beside the observer's and the actor's that
-/// `faultline rbac` prints: the stop hook's and the undo watcher's ([`chart_own_roles`]).
+/// `faultline rbac` prints: the stop hook's, the undo watcher's and the trust check's
+/// ([`chart_own_roles`]).
 fn chart_own(d: &Value) -> bool {
     let name = d["metadata"]["name"].as_str().unwrap_or_default();
-    name == "faultline-undo-watcher" || name.ends_with("-stop-runs")
+    name == "faultline-undo-watcher" || name.ends_with("-stop-runs") || name.ends_with("-trust")
 }
 
 /// (kind, namespace, name) → rules, for every ClusterRole and Role of the observer and the
@@ -282,9 +283,10 @@ fn the_api_transport_s_namespace_and_rules_and_the_nightly_comparison_render() {
     );
 }
 
-/// The chart's own two roles hold no more than their jobs: the stop hook (a `pre-delete`
+/// The chart's own three roles hold no more than their jobs: the stop hook (a `pre-delete`
 /// and `pre-upgrade` hook, gone once it succeeded) lists pods and deletes Jobs in the
-/// release's namespace; the undo watcher gets pods in the node-access namespace, nothing else.
+/// release's namespace; the undo watcher gets pods in the node-access namespace; the trust
+/// check reads the RBAC objects of the release's namespace. Nothing else.
 #[test]
 fn chart_own_roles() {
     let helm = helm();
@@ -299,7 +301,16 @@ fn chart_own_roles() {
         .iter()
         .filter(|d| d["kind"] == "Role" && chart_own(d))
         .collect();
-    assert_eq!(own.len(), 2, "{own:?}");
+    assert_eq!(own.len(), 3, "{own:?}");
+    // The trust check reads RBAC objects of its own namespace, nothing else.
+    let trust = own
+        .iter()
+        .find(|d| d["metadata"]["name"] == "t-trust")
+        .expect("the trust check's Role");
+    assert_eq!(
+        trust["rules"].to_string(),
+        r#"[{"apiGroups":["rbac.authorization.k8s.io"],"resources":["rolebindings","roles"],"verbs":["get","list"]}]"#
+    );
     let stop = own
         .iter()
         .find(|d| d["metadata"]["name"] == "t-stop-runs")

@@ -128,6 +128,8 @@ containers:
         value: {{ (not .Values.reports.persistence.enabled) | quote }}
       - name: FAULTLINE_PINNED
         value: {{ include "faultline.pins" . | trim | quote }}
+      - name: FAULTLINE_OWN_ACCOUNTS
+        value: {{ printf "%s-observer,%s-actor,%s-stop-runs" (include "faultline.name" .) (include "faultline.name" .) (include "faultline.name" .) | quote }}
     {{- if not (has .Values.job.command (list "run" "restore" "doctor" "plan" "validate")) }}
     {{- fail (printf "job.command must be run, restore, doctor, plan or validate, not %q" .Values.job.command) }}
     {{- end }}
