@@ -157,3 +157,23 @@ fn a_sigterm_at_the_very_start_runs_nothing() {
         "no run was started: {said}"
     );
 }
+
+/// Issue 69, item 5: with the chart's `reports.persistence.enabled=false` the journal was
+/// on an emptyDir and nothing said so. The Job says it before it runs.
+#[test]
+fn an_ephemeral_reports_volume_is_said_before_the_run() {
+    let pod = Pod::new(0);
+    std::fs::remove_file(pod.path("reports/journal.json")).expect("no journal");
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["job", "run", "--config"])
+        .arg(pod.path("etc"))
+        .arg("--reports")
+        .arg(pod.path("reports"))
+        .env("FAULTLINE_REPORTS_EPHEMERAL", "true")
+        .env_remove("FAULTLINE_PINNED")
+        .output()
+        .expect("faultline job");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("the reports volume is an emptyDir"), "{said}");
+    assert!(said.contains("dies with this pod"), "{said}");
+}
