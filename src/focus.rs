@@ -72,6 +72,13 @@ impl Focus {
         focus
     }
 
+    /// The workloads the experiment names, in a stable order.
+    pub fn workloads(&self) -> Vec<WorkloadRef> {
+        let mut all: Vec<WorkloadRef> = self.workloads.iter().cloned().collect();
+        all.sort_by_key(|w| w.to_string());
+        all
+    }
+
     /// Whether the experiment touches the pod `id` in `state`.
     pub fn touches(&self, id: &PodId, state: &PodState) -> bool {
         state.node.as_ref().is_some_and(|n| self.nodes.contains(n))

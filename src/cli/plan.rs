@@ -351,6 +351,64 @@ fn selector_text(t: &TargetSpec) -> String {
     parts.join(", ")
 }
 
+/// What an action carried out through the Kubernetes API does, in words (not its Rust
+/// spelling).
+fn through_api_words(action: &crate::experiment::model::Action) -> String {
+    use crate::experiment::model::Action;
+    let pods = |p: &crate::experiment::model::PodSelector| {
+        let mut what = match &p.workload {
+            Some(w) => format!("the pods of {w}"),
+            None => {
+                let labels: Vec<String> =
+                    p.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("the pods labelled {} in {}", labels.join(","), p.namespace)
+            }
+        };
+        if let Some(on) = &p.on {
+            what.push_str(&format!(" on target `{on}`"));
+        }
+        what
+    };
+    let taint = |t: &crate::experiment::model::TaintSpec| match &t.value {
+        Some(v) => format!("{}={v}:{}", t.key, t.effect),
+        None => format!("{}:{}", t.key, t.effect),
+    };
+    match action {
+        Action::Cordon => "the node marked unschedulable".into(),
+        Action::Uncordon => "the node marked schedulable again".into(),
+        Action::Drain { on_timeout } => format!(
+            "cordon, then each pod evicted through the Eviction API (PodDisruptionBudgets \
+             honoured); still held at the timeout: {}",
+            on_timeout.word()
+        ),
+        Action::DeleteNode => "the Node object deleted".into(),
+        Action::DeletePods { pods: p, force } => format!(
+            "{} deleted{}",
+            pods(p),
+            if *force {
+                " (forced: grace period 0)"
+            } else {
+                ""
+            }
+        ),
+        Action::DeletePvc {
+            namespace,
+            name,
+            remove_finalizers,
+        } => format!(
+            "PersistentVolumeClaim {namespace}/{name} deleted{}",
+            if *remove_finalizers {
+                ", its finalizers removed first"
+            } else {
+                ""
+            }
+        ),
+        Action::Taint(t) => format!("taint {} added", taint(t)),
+        Action::Untaint(t) => format!("taint {} removed", taint(t)),
+        other => fault::action_name(other).to_string(),
+    }
+}
+
 /// The plan as text: cluster, timers, targets, then each step with its time and exact
 /// command, the expectations, and how long observation lasts.
 /// The plan's text and what it found that a run would not get past (the text ends with
@@ -575,7 +633,7 @@ fn render(exp: &Experiment, v: &View<'_>) -> Rendered {
                     }
                     format!("no node of the inventory can be target `{t}`")
                 }
-                _ => format!("via the API: {:?}", step.action),
+                _ => format!("via the API: {}", through_api_words(&step.action)),
             };
             out.push_str(&format!("            {note}\n"));
             step_doc.notes.push(note);
@@ -623,7 +681,7 @@ fn render(exp: &Experiment, v: &View<'_>) -> Rendered {
                     exp,
                     e,
                     (targets, resolved),
-                    &projected,
+                    (&projected, observation_end),
                     &v.timers.timers,
                 )
             });

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::plan_predicted::Predicted;
-use super::plan_roll_predicted::typical_pod;
+use super::plan_roll_predicted::{typical_pod, typical_pod_of};
 use crate::experiment::model::{
     Bound, Check, ClusterTimers, Expectation, Experiment, Subject, Until, Window as Within,
     WorkloadKind,
@@ -44,10 +44,21 @@ fn about<'a>(
     };
     let subjects: Vec<String> = match &e.subject {
         Subject::Node { target } => nodes_of(target),
-        Subject::Pods(pods) if pods.workload.kind == WorkloadKind::Deployment => pods
+        // The pods of the workload the plan stood for on that node, or (a Deployment's,
+        // in a roll's table) the typical pod.
+        Subject::Pods(pods) => pods
             .on
             .as_deref()
-            .map(|on| nodes_of(on).iter().map(|n| typical_pod(n)).collect())
+            .map(|on| {
+                nodes_of(on)
+                    .iter()
+                    .flat_map(|n| {
+                        let typical = (pods.workload.kind == WorkloadKind::Deployment)
+                            .then(|| typical_pod(n));
+                        std::iter::once(typical_pod_of(n, &pods.workload)).chain(typical)
+                    })
+                    .collect()
+            })
             .unwrap_or_default(),
         _ => Vec::new(),
     };
@@ -60,12 +71,14 @@ fn about<'a>(
 }
 
 /// The flag for `e`, if the model says it cannot hold; the first prediction that says so.
+/// `observation_end_ms`: where observation ends at the latest (a `stays` or `never` to the
+/// end holds to there, not beyond).
 pub(super) fn flag(
     predicted: &Predicted,
     exp: &Experiment,
     e: &Expectation,
     targets: (&BTreeMap<String, Vec<String>>, bool),
-    projected: &[Projected],
+    (projected, observation_end_ms): (&[Projected], Option<i64>),
     timers: &ClusterTimers,
 ) -> Option<String> {
     let since = step_at(exp, projected, &e.since)?;
@@ -89,7 +102,9 @@ pub(super) fn flag(
                 let end = match until {
                     Until::For(b) => Some(at(b)?),
                     Until::Step(name) => Some(step_at(exp, projected, name)?),
-                    Until::End => None,
+                    Until::End => observation_end_ms
+                        .and_then(|ms| u64::try_from(ms).ok())
+                        .map(Duration::from_millis),
                 };
                 happens_before(p, end)
             }

@@ -15,12 +15,10 @@ use std::time::Duration;
 
 use crate::experiment::fault;
 use crate::experiment::model::{ClusterTimers, Experiment};
-use crate::failure_model::{
-    ControllerSettings, ModelNode, ModelPod, Outage, Owner, Prediction, Toleration, predict,
-};
+use crate::failure_model::{ControllerSettings, ModelNode, ModelPod, Outage, Prediction, predict};
 use crate::run::floor::schedule::Projected;
 
-use super::plan_roll_predicted::{RollPredicted, in_a_roll, typical_pod};
+use super::plan_roll_predicted::{RollPredicted, in_a_roll, typical_pods};
 
 /// The node standing for the nodes the plan does not know of, assumed Ready.
 const REST_OF_CLUSTER: &str = "(the rest of the cluster)";
@@ -207,14 +205,19 @@ pub(super) fn predicted(
     if !resolved && !stand_ins && singles {
         assumed.push("for the first candidate of each target".to_string());
     }
+    // One pod of each workload the experiment names, with its own controller's rule.
     let pods: Vec<ModelPod> = outages
         .iter()
-        .map(|o| ModelPod {
-            name: typical_pod(&o.node),
-            node: o.node.clone(),
-            owner: Owner::ReplicaSet,
-            toleration: Toleration::Default,
-            deleted: None,
+        .flat_map(|o| {
+            typical_pods(&o.node, exp)
+                .into_iter()
+                .map(|(name, owner, toleration)| ModelPod {
+                    name,
+                    node: o.node.clone(),
+                    owner,
+                    toleration,
+                    deleted: None,
+                })
         })
         .collect();
     let predictions = predict(&settings, &model_nodes, &pods, &outages);

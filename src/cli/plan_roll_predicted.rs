@@ -330,6 +330,51 @@ pub(super) fn typical_pod(node: &str) -> String {
     format!("{node} {TYPICAL_POD}")
 }
 
+/// The subject standing for the pods of workload `w` on `node` ([`typical_pods`]).
+pub(super) fn typical_pod_of(node: &str, w: &crate::experiment::model::WorkloadRef) -> String {
+    match w.kind {
+        crate::experiment::model::WorkloadKind::DaemonSet => {
+            format!("{node} pods of {w} (tolerate unreachable forever, as a DaemonSet's do)")
+        }
+        _ => format!("{node} pods of {w} (default toleration)"),
+    }
+}
+
+/// The pods standing for those on `node` in a plan that cannot list them: one for each
+/// workload the experiment names, with its own controller's rule (a StatefulSet's pod is
+/// never a ReplicaSet's), each with the default toleration; the typical ReplicaSet pod
+/// ([`typical_pod`]) when it names none.
+///
+/// A DaemonSet's pods tolerate the unreachable taint without a limit: its controller adds
+/// that toleration to every pod it makes (`pkg/controller/daemon/util`,
+/// `AddOrUpdateDaemonPodTolerations`).
+pub(super) fn typical_pods(
+    node: &str,
+    exp: &crate::experiment::model::Experiment,
+) -> Vec<(
+    String,
+    crate::failure_model::Owner,
+    crate::failure_model::Toleration,
+)> {
+    use crate::experiment::model::WorkloadKind;
+    use crate::failure_model::{Owner, Toleration};
+    let named = crate::focus::Focus::of(exp, std::iter::empty()).workloads();
+    if named.is_empty() {
+        return vec![(typical_pod(node), Owner::ReplicaSet, Toleration::Default)];
+    }
+    named
+        .into_iter()
+        .map(|w| {
+            let (owner, toleration) = match w.kind {
+                WorkloadKind::Deployment => (Owner::ReplicaSet, Toleration::Default),
+                WorkloadKind::StatefulSet => (Owner::StatefulSet, Toleration::Default),
+                WorkloadKind::DaemonSet => (Owner::DaemonSet, Toleration::Forever),
+            };
+            (typical_pod_of(node, &w), owner, toleration)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[path = "plan_roll_predicted_tests.rs"]
 mod tests;

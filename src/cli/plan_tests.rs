@@ -155,6 +155,42 @@ fn offline_without_inventory_timers_every_bound_on_them_is_marked_assumed() {
     );
 }
 
+/// Issue 70: the offline plan called a StatefulSet's pod a ReplicaSet's ("replaced …
+/// (its ReplicaSet replaces it once it is Terminating)") beside the experiment's own
+/// expectation that no db replacement comes while the old pod exists. Each workload the
+/// experiment names now stands with its own controller's rule.
+#[test]
+fn the_offline_plan_predicts_each_workload_by_its_own_controller() {
+    let inv = four_nodes();
+    let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
+    let executor = Executor::new(inv);
+    let exp = shipped("kubelet-stop-past-toleration.yaml");
+    let text = offline(&exp, &settings, &executor, "connection refused").text;
+    assert!(!text.contains("ReplicaSet): replaced"), "{text}");
+    let lines = |who: &str| -> Vec<&str> { text.lines().filter(|l| l.contains(who)).collect() };
+    let db = lines("pods of faultline-lab/statefulset/db");
+    // Replaced only once its node answers again (+80 s, the kubelet's start), not when
+    // it goes Terminating (+42 s).
+    assert!(
+        db.iter()
+            .any(|l| l.contains("replaced from +80.0s (once it answers again")),
+        "{db:#?}"
+    );
+    assert!(!db.iter().any(|l| l.contains("ReplicaSet")), "{db:#?}");
+    let agent = lines("pods of faultline-lab/daemonset/agent");
+    assert!(
+        agent
+            .iter()
+            .any(|l| l.contains("Terminating (evicted) never")),
+        "{agent:#?}"
+    );
+    let web = lines("pods of faultline-lab/deployment/web");
+    assert!(
+        web.iter().any(|l| l.contains("its ReplicaSet replaces it")),
+        "{web:#?}"
+    );
+}
+
 #[test]
 fn the_plan_predicts_what_the_cluster_should_do_from_the_timers_in_force() {
     let inv = four_nodes();
@@ -166,7 +202,7 @@ fn the_plan_predicts_what_the_cluster_should_do_from_the_timers_in_force() {
     // kubelet stops at +0 s and starts at +80 s, after its pods' toleration ran out.
     for line in [
         "  lab-worker-1: Unknown +10.0s … +22.0s (grace period after the last lease renewal, at the next monitor pass)\n",
-        "  lab-worker-1 its pods (default toleration, ReplicaSet): Terminating (evicted) +42.0s … +54.1s (its toleration, 30s after the taint)\n",
+        "  lab-worker-1 pods of faultline-lab/deployment/web (default toleration): Terminating (evicted) +42.0s … +54.1s (its toleration, 30s after the taint)\n",
         "  lab-worker-1: Ready again from +80.0s (once it answers again (how fast it starts is not modelled))\n",
     ] {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");
@@ -175,7 +211,7 @@ fn the_plan_predicts_what_the_cluster_should_do_from_the_timers_in_force() {
     let text = offline(&within, &settings, &executor, "connection refused").text;
     assert!(
         text.contains(
-            "its pods (default toleration, ReplicaSet): Terminating (evicted) never (the node answers again before the toleration runs out)"
+            "pods of faultline-lab/deployment/web (default toleration): Terminating (evicted) never (the node answers again before the toleration runs out)"
         ),
         "{text}"
     );

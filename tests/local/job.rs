@@ -76,15 +76,21 @@ impl Pod {
         self.dir.path().join(p)
     }
 
-    fn start(&self) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_faultline"))
-            .args(["job", "run", "--config"])
+    /// `faultline job run` on this pod's mounts.
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_faultline"));
+        cmd.args(["job", "run", "--config"])
             .arg(self.path("etc"))
             .arg("--reports")
             .arg(self.path("reports"))
             .env("POD_NAME", "p")
             .env_remove("FAULTLINE_PINNED")
-            .env_remove("KUBECONFIG")
+            .env_remove("KUBECONFIG");
+        cmd
+    }
+
+    fn start(&self) -> Child {
+        self.command()
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -164,13 +170,9 @@ fn a_sigterm_at_the_very_start_runs_nothing() {
 fn an_ephemeral_reports_volume_is_said_before_the_run() {
     let pod = Pod::new(0);
     std::fs::remove_file(pod.path("reports/journal.json")).expect("no journal");
-    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
-        .args(["job", "run", "--config"])
-        .arg(pod.path("etc"))
-        .arg("--reports")
-        .arg(pod.path("reports"))
+    let out = pod
+        .command()
         .env("FAULTLINE_REPORTS_EPHEMERAL", "true")
-        .env_remove("FAULTLINE_PINNED")
         .output()
         .expect("faultline job");
     let said = String::from_utf8_lossy(&out.stderr);

@@ -156,6 +156,7 @@ async fn inner(argv: &[&str], args: &JobArgs, cancel: &CancellationToken) -> i32
     inner_with(argv, &args.args, cancel).await
 }
 
+/// [`inner`] with the extra arguments given.
 async fn inner_with(argv: &[&str], extra: &[String], cancel: &CancellationToken) -> i32 {
     let words = std::iter::once("faultline")
         .chain(argv.iter().copied())
@@ -175,6 +176,12 @@ async fn inner_with(argv: &[&str], extra: &[String], cancel: &CancellationToken)
 
 /// `job restore`: undoes what the journal on the reports volume holds.
 async fn restore(args: &JobArgs, cancel: &CancellationToken) -> i32 {
+    restore_with(args, &args.args, cancel).await
+}
+
+/// `faultline restore` of the reports volume's journal, the pinned experiments given for
+/// the `run` undos it may hold, with `extra` arguments.
+async fn restore_with(args: &JobArgs, extra: &[String], cancel: &CancellationToken) -> i32 {
     let (inv, journal, exps) = (args.inventory(), args.journal(), args.experiments());
     let argv = [
         "restore",
@@ -185,7 +192,7 @@ async fn restore(args: &JobArgs, cancel: &CancellationToken) -> i32 {
         "--experiments",
         path(&exps),
     ];
-    inner(&argv, args, cancel).await
+    inner_with(&argv, extra, cancel).await
 }
 
 /// Whether the journal at `path` holds a fault of any cluster.
@@ -201,8 +208,9 @@ async fn run(args: &JobArgs, cancel: &CancellationToken) -> i32 {
             "warning: the reports volume is an emptyDir (reports.persistence.enabled=false): \
              the fault journal dies with this pod, so a run killed here (SIGKILL, a node lost \
              under the pod) leaves nothing for the next Job to restore; node-side faults still \
-             end by their timers, API-side ones (cordon, drain, taint) stay until \
-             `faultline restore` is run by hand"
+             end by their timers, and API-side ones (cordon, drain, taint) are kept on the \
+             cluster lock, which the next run or `faultline restore` against the cluster \
+             undoes"
         );
     }
     // A run killed before it could undo (SIGKILL, a node lost under the pod) left its
@@ -212,17 +220,7 @@ async fn run(args: &JobArgs, cancel: &CancellationToken) -> i32 {
             "the journal {} holds faults an earlier run left: faultline restore first",
             args.journal().display()
         ));
-        let (inv, journal, exps) = (args.inventory(), args.journal(), args.experiments());
-        let argv = [
-            "restore",
-            "-i",
-            path(&inv),
-            "--journal",
-            path(&journal),
-            "--experiments",
-            path(&exps),
-        ];
-        let code = inner_with(&argv, &[], cancel).await;
+        let code = restore_with(args, &[], cancel).await;
         log(&format!("faultline restore exited {code}"));
         if code != EXIT_OK {
             log("not running: the faults left behind are not all restored");

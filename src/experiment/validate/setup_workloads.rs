@@ -97,12 +97,11 @@ impl Validator<'_> {
 }
 
 fn key_of(w: &WorkloadRef) -> Key {
-    let kind = match w.kind {
-        WorkloadKind::Deployment => "deployment",
-        WorkloadKind::StatefulSet => "statefulset",
-        WorkloadKind::DaemonSet => "daemonset",
-    };
-    (kind.to_owned(), w.namespace.clone(), w.name.clone())
+    (
+        w.kind.as_str().to_owned(),
+        w.namespace.clone(),
+        w.name.clone(),
+    )
 }
 
 /// The Deployments, StatefulSets and DaemonSets the manifests create, where setup puts
