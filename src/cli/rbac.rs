@@ -89,7 +89,12 @@ pub(super) fn rbac(
             let grace = (!experiments.is_empty()).then(|| crate::run::grace::needed(&experiments));
             print!(
                 "{}",
-                rbac::values(&grants, &created_for_it, &node_access, grace.as_ref())
+                rbac::values(
+                    &grants,
+                    &created_for_it,
+                    &node_access,
+                    grace.as_ref().map(|g| (g.seconds, g.because.as_str()))
+                )
             );
         }
     }

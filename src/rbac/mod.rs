@@ -355,13 +355,13 @@ fn with_type<T: serde::Serialize>(object: &T, kind: &str) -> serde_json::Value {
 /// the chart creates instead (labelled for privileged pods), so the actor's Role there can
 /// be installed; listed only when there are any.
 ///
-/// `grace`: the `job.terminationGracePeriodSeconds` the experiments need after SIGTERM
-/// ([`crate::run::grace`]), when there are experiments.
+/// `grace`: the `job.terminationGracePeriodSeconds` the experiments need after SIGTERM and
+/// why (computed by the runner, which knows its undo's bounds), when there are experiments.
 pub(crate) fn values(
     roles: &[(RbacRole, Grants)],
     setup_namespaces: &[String],
     node_access_namespaces: &[String],
-    grace: Option<&crate::run::grace::Grace>,
+    grace: Option<(u64, &str)>,
 ) -> String {
     let mut rbac = serde_json::Map::new();
     let mut create: Vec<&String> = Vec::new();
@@ -386,15 +386,15 @@ pub(crate) fn values(
         rbac.insert("nodeAccessNamespaces".into(), json!(node_access_namespaces));
     }
     let mut values = json!({ "rbac": rbac });
-    if let Some(grace) = grace {
-        values["job"] = json!({ "terminationGracePeriodSeconds": grace.seconds });
+    if let Some((seconds, _)) = grace {
+        values["job"] = json!({ "terminationGracePeriodSeconds": seconds });
     }
     let text = serde_saphyr::to_string(&values).unwrap_or_default();
     match grace {
-        Some(grace) => format!(
+        Some((_, because)) => format!(
             "# job.terminationGracePeriodSeconds: what undoing these experiments' faults can \
              take after SIGTERM at worst\n# ({}).\n{text}",
-            grace.because
+            because
         ),
         None => text,
     }
