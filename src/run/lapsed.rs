@@ -16,13 +16,30 @@ use crate::execute::Executor;
 use crate::journal::{Entry, RetryPolicy, Undo, trust, undo_with_retries};
 use crate::run::worlds::cluster::act::Actor;
 
+/// Why an undo a dead holder left was not done.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NotUndone {
+    /// Its record on the Lease does not read.
+    #[error("its record on the cluster lock does not read: {0}")]
+    Unreadable(String),
+    /// It is not an undo a run writes.
+    #[error("{0}")]
+    Refused(#[from] trust::Untrusted),
+    /// Not an undo through the API (node undos are the journal's and the node's).
+    #[error("refused: not an undo through the API")]
+    NotThroughTheApi,
+    /// Every try failed; the last one's error.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// One undo a dead holder left on its Lease, and how carrying it out went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Lapsed {
     /// The entry as the dead run recorded it (its node, fault and undo).
     pub entry: Entry,
     /// What the undo said, or why it was not done.
-    pub result: Result<String, String>,
+    pub result: Result<String, NotUndone>,
 }
 
 impl Lapsed {
@@ -45,11 +62,10 @@ impl Lapsed {
 
 /// The entries `holder` kept on its Lease; an annotation that does not read is one
 /// failed entry saying so.
-fn entries_of(holder: &Holder) -> Result<Vec<Entry>, String> {
+fn entries_of(holder: &Holder) -> Result<Vec<Entry>, NotUndone> {
     match &holder.api_undos {
         None => Ok(Vec::new()),
-        Some(text) => serde_json::from_str(text)
-            .map_err(|e| format!("its record on the cluster lock does not read: {e}")),
+        Some(text) => serde_json::from_str(text).map_err(|e| NotUndone::Unreadable(e.to_string())),
     }
 }
 
@@ -92,7 +108,7 @@ pub(crate) async fn undo_lapsed(
     let mut out = Vec::new();
     for entry in entries {
         let result = match (&entry.undo, trust::check(&entry, &none)) {
-            (_, Err(untrusted)) => Err(untrusted.to_string()),
+            (_, Err(untrusted)) => Err(NotUndone::Refused(untrusted)),
             (Undo::Api(action), Ok(())) => {
                 let attempt = async || {
                     actor
@@ -104,8 +120,9 @@ pub(crate) async fn undo_lapsed(
                 undo_with_retries(&policy, &entry.node, &entry.fault, attempt)
                     .await
                     .0
+                    .map_err(NotUndone::Failed)
             }
-            (_, Ok(())) => Err("refused: not an undo through the API".into()),
+            (_, Ok(())) => Err(NotUndone::NotThroughTheApi),
         };
         out.push(Lapsed { entry, result });
     }
@@ -159,7 +176,7 @@ mod tests {
         let lapsed = [
             Lapsed {
                 entry: entry.clone(),
-                result: Err("API refused".into()),
+                result: Err(NotUndone::Failed("API refused".into())),
             },
             Lapsed {
                 entry: Entry {

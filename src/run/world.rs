@@ -233,7 +233,7 @@ pub(crate) trait World {
     /// Whether this run may still fault the cluster, asked before each fault is armed:
     /// its cluster lock is still its own, as the API server says (a Lease deleted or taken
     /// under the run). `Err`: why not; the fault is not armed and the run stops.
-    async fn may_fault(&self) -> Result<(), String> {
+    async fn may_fault(&self) -> Result<(), crate::cluster::lock::LockLost> {
         Ok(())
     }
 
@@ -247,7 +247,7 @@ pub(crate) trait World {
 
     /// [`World::may_fault`] without asking anyone, on a step's issue path: what the run's
     /// holder already knows of its lock.
-    fn still_may_fault(&self) -> Result<(), String> {
+    fn still_may_fault(&self) -> Result<(), crate::cluster::lock::LockLost> {
         Ok(())
     }
 

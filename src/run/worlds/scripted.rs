@@ -157,15 +157,15 @@ impl World for Scripted {
             .map_err(BeginError::Scripted)
     }
 
-    async fn may_fault(&self) -> Result<(), String> {
+    async fn may_fault(&self) -> Result<(), crate::cluster::lock::LockLost> {
         self.log("confirm lock".into());
         self.still_may_fault()
     }
 
-    fn still_may_fault(&self) -> Result<(), String> {
+    fn still_may_fault(&self) -> Result<(), crate::cluster::lock::LockLost> {
         let now = self.timeline.as_ref().map_or(0, SharedTimeline::offset_ms);
         match self.lock_lost_at {
-            Some(at) if now >= at => Err("the scripted lock is lost".into()),
+            Some(at) if now >= at => Err(crate::cluster::lock::LockLost::Deleted),
             _ => Ok(()),
         }
     }

@@ -413,9 +413,9 @@ impl World for ClusterWorld<'_> {
         Ok(armed?)
     }
 
-    async fn may_fault(&self) -> Result<(), String> {
+    async fn may_fault(&self) -> Result<(), crate::cluster::lock::LockLost> {
         match &self.hold {
-            Some(hold) => hold.confirm().await.map_err(|e| e.to_string()),
+            Some(hold) => hold.confirm().await,
             None => Ok(()),
         }
     }
@@ -447,9 +447,9 @@ impl World for ClusterWorld<'_> {
         }
     }
 
-    fn still_may_fault(&self) -> Result<(), String> {
+    fn still_may_fault(&self) -> Result<(), crate::cluster::lock::LockLost> {
         match &self.hold {
-            Some(hold) => hold.held_here().map_err(|e| e.to_string()),
+            Some(hold) => hold.held_here(),
             None => Ok(()),
         }
     }

@@ -520,7 +520,7 @@ expect:
     assert!(
         out.errors
             .iter()
-            .any(|e| e.contains("not armed: the scripted lock is lost")),
+            .any(|e| e.contains("not armed: the cluster lock") && e.contains("was deleted")),
         "{:?}",
         out.errors
     );
