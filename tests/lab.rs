@@ -1937,6 +1937,19 @@ async fn nodes_down_in_two_zones_are_tainted_together_each_first_in_its_zone_s_q
     all_nodes_ready(&client, BACK).await;
 }
 
+/// A run of `kubelet-stop-short` holding its kubelet stop (and so the cluster lock), and
+/// the node whose kubelet it stopped.
+async fn holding_a_kubelet_stop(s: &Scratch) -> (std::process::Child, String) {
+    let child = s
+        .spawn_until_step(
+            "fixtures/experiments/lab/kubelet-stop-short.yaml",
+            &[],
+            "stop kubelet",
+        )
+        .await;
+    (child, stopped_node().await)
+}
+
 /// The cluster lock's Lease, read with the lab's admin client.
 fn lock_leases(client: &kube::Client) -> kube::Api<k8s_openapi::api::coordination::v1::Lease> {
     kube::Api::namespaced(client.clone(), faultline::cluster::lock::NAMESPACE)
@@ -1950,14 +1963,7 @@ fn lock_leases(client: &kube::Client) -> kube::Api<k8s_openapi::api::coordinatio
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn a_lease_deleted_under_a_run_stops_it_and_undoes_its_fault() {
     let (client, s) = ready_lab().await;
-    let mut child = s
-        .spawn_until_step(
-            "fixtures/experiments/lab/kubelet-stop-short.yaml",
-            &[],
-            "stop kubelet",
-        )
-        .await;
-    let victim = stopped_node().await;
+    let (mut child, victim) = holding_a_kubelet_stop(&s).await;
     let deleted = std::time::Instant::now();
     lock_leases(&client)
         .delete(
@@ -1999,14 +2005,7 @@ async fn a_lease_deleted_under_a_run_stops_it_and_undoes_its_fault() {
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn a_runner_whose_clock_is_ahead_or_in_another_pid_namespace_is_refused() {
     let (client, s) = ready_lab().await;
-    let mut first = s
-        .spawn_until_step(
-            "fixtures/experiments/lab/kubelet-stop-short.yaml",
-            &[],
-            "stop kubelet",
-        )
-        .await;
-    let victim = stopped_node().await;
+    let (mut first, victim) = holding_a_kubelet_stop(&s).await;
     for (how, wrapper) in [
         ("five minutes ahead", &["faketime", "-f", "+5m"][..]),
         (

@@ -111,6 +111,17 @@ fn term(child: &Child) {
     assert!(ok.success());
 }
 
+/// The job's exit and everything it said, stdout then stderr.
+fn ended(child: Child) -> (std::process::Output, String) {
+    let out = child.wait_with_output().expect("ends");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, said)
+}
+
 fn wait_for(path: &Path, limit: Duration) {
     let began = Instant::now();
     while !path.exists() {
@@ -125,12 +136,7 @@ fn a_sigterm_while_restoring_lets_the_restore_finish_and_runs_nothing_after_it()
     let child = pod.start();
     wait_for(&pod.path("undo-started"), Duration::from_secs(20));
     term(&child);
-    let out = child.wait_with_output().expect("ends");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (out, said) = ended(child);
     assert!(
         pod.path("undo-done").exists(),
         "the restore finished: {said}"
@@ -150,12 +156,7 @@ fn a_sigterm_at_the_very_start_runs_nothing() {
     let pod = Pod::new(0);
     let child = pod.start();
     term(&child);
-    let out = child.wait_with_output().expect("ends");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (out, said) = ended(child);
     // Before its listener: ended by the signal, having done nothing; after: it says so.
     assert_ne!(out.status.code(), Some(0), "{said}");
     assert!(
