@@ -17,6 +17,7 @@ pub mod capability;
 pub mod cli;
 pub mod cluster;
 pub mod compare;
+pub mod conformance;
 pub mod doctor;
 pub mod events;
 pub mod execute;

@@ -294,11 +294,9 @@ async fn experiment_holds(
     let out = s.run(path, &extra);
     let record = s.record(name);
     let cases = junit_cases(&s.junit(name));
-    assert_eq!(
-        cases.len(),
-        record.experiment.expectations.len() + 1,
-        "{cases:?}"
-    );
+    // One case per expectation, and per behaviour `expect: conformance` judged.
+    assert!(record.verdicts.len() >= record.experiment.expectations.len());
+    assert_eq!(cases.len(), record.verdicts.len() + 1, "{cases:?}");
     assert!(
         cases
             .iter()
@@ -364,6 +362,87 @@ fn unconfirmed_faults(record: &faultline::record::RunRecord) -> Vec<(String, Str
     }
     issued.retain(|f| !confirmed.contains(f));
     issued
+}
+
+/// The conformance cases of a run whose experiment wrote no expectation: every one passed,
+/// and those whose names hold each of `behaviours` are there.
+fn conformance_passed(record: &faultline::record::RunRecord, behaviours: &[&str]) {
+    assert!(record.experiment.expectations.is_empty());
+    let cases: Vec<_> = record
+        .verdicts
+        .iter()
+        .filter(|v| v.name.starts_with(faultline::conformance::PREFIX))
+        .collect();
+    let text: String = cases
+        .iter()
+        .map(|v| format!("{} {}: {}\n", v.outcome.word(), v.name, v.message))
+        .collect();
+    println!("{text}");
+    assert_eq!(cases.len(), record.verdicts.len(), "{text}");
+    for b in behaviours {
+        assert!(
+            cases
+                .iter()
+                .any(|v| v.name.contains(b) && v.outcome == faultline::outcome::Outcome::Passed),
+            "`{b}` judged and passed: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn conformance_kubelet_stop_judges_every_behaviour_with_no_bound_written() {
+    let record = experiment_holds(
+        "experiments/conformance/kubelet-stop.yaml",
+        "conformance-kubelet-stop",
+        |_| Vec::new(),
+    )
+    .await;
+    conformance_passed(
+        &record,
+        &[
+            "goes Unknown once nothing is heard",
+            "unreachable NoExecute taint",
+            "marked not Ready with its node",
+            "evicted at its own toleration",
+            "its ReplicaSet replaces it",
+            "is not evicted (tolerates the taint without a limit): faultline-lab/agent-",
+            "Ready again once it answers",
+        ],
+    );
+    // The StatefulSet's pod is replaced only once its node is back, never as a ReplicaSet's.
+    let db: Vec<_> = record
+        .verdicts
+        .iter()
+        .filter(|v| v.name.contains("faultline-lab/db-0") && v.name.contains("replaced"))
+        .collect();
+    assert_eq!(db.len(), 1, "{db:?}");
+    assert!(
+        db[0].name.contains("once it answers again"),
+        "{}",
+        db[0].name
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn conformance_partition_healed_before_toleration_evicts_nothing() {
+    let record = experiment_holds(
+        "experiments/conformance/partition-healed.yaml",
+        "conformance-partition-healed",
+        |_| Vec::new(),
+    )
+    .await;
+    conformance_passed(
+        &record,
+        &[
+            "goes Unknown once nothing is heard",
+            "unreachable NoExecute taint",
+            "marked not Ready with its node",
+            "is not evicted (the node answers again before the toleration runs out)",
+            "Ready again once it answers",
+        ],
+    );
 }
 
 #[tokio::test]

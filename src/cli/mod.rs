@@ -28,6 +28,7 @@ macro_rules! fail {
 
 mod compare;
 mod completion;
+mod conformance;
 mod doctor;
 mod explain;
 mod init;
@@ -80,6 +81,12 @@ pub struct Cli {
 pub enum Command {
     /// Run experiments: inject the faults, watch the cluster, judge, undo, write reports.
     Run(Box<RunArgs>),
+    /// Judge the cluster against what Kubernetes specifies for node failure, with no bound
+    /// written by hand: runs the conformance suite (the shipped one unless experiment
+    /// paths are given; each with `expect: conformance`) as `run` does, and writes one
+    /// conformance report, `conformance.md`, beside the other reports.
+    #[command(mut_arg("paths", |a| a.required(false)))]
+    Conformance(Box<RunArgs>),
     /// Check experiment files without a cluster; every problem as file:line:column.
     Validate {
         /// Experiment files or directories of them.
@@ -665,7 +672,7 @@ fn parse_interval(text: &str) -> Result<Duration, String> {
 fn only_reads(command: &Command) -> bool {
     !matches!(
         command,
-        Command::Run(_) | Command::Restore { .. } | Command::Job(_)
+        Command::Run(_) | Command::Conformance(_) | Command::Restore { .. } | Command::Job(_)
     )
 }
 
@@ -704,6 +711,7 @@ const PENDING_DELETIONS_WAIT: std::time::Duration = std::time::Duration::from_se
 async fn command(cli: Cli) -> i32 {
     match cli.command {
         Command::Run(args) => run::run(*args).await,
+        Command::Conformance(args) => conformance::conformance(*args).await,
         Command::Job(args) => job::job(args).await,
         Command::Validate {
             paths,

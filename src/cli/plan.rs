@@ -705,12 +705,22 @@ fn render(exp: &Experiment, v: &View<'_>) -> Rendered {
             "`observe.for: {b}` after the last step{}",
             assumed_mark(b, sources, BoundUse::Schedule)
         ),
+        None if exp.conformance => "after the last step, until every expectation's bound and \
+            every window of the node failure model has passed, plus a margin"
+            .to_string(),
         None => "after the last step, until every expectation's bound has passed, plus a margin"
             .to_string(),
     };
+    // `expect: conformance` is judged on the whole observation: it never ends early.
+    let early = if exp.conformance {
+        "; `expect: conformance` judges every transition the model predicts above, so it \
+         does not end sooner"
+    } else {
+        ", or once every expectation is decided"
+    };
     match observation_end {
         Some(end) => out.push_str(&format!(
-            "observation: ends at {} ({length}), or once every expectation is decided\n",
+            "observation: ends at {} ({length}){early}\n",
             format_offset_ms(end)
         )),
         None => out.push_str(&format!(

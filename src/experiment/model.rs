@@ -52,6 +52,13 @@ pub struct Experiment {
     /// conditions existed read as the defaults.
     #[serde(default)]
     pub abort: AbortSpec,
+    /// `expect: conformance` (or a `- conformance: true` item beside hand-written
+    /// expectations): the run also judges every transition the node failure model
+    /// ([`crate::failure_model`]) predicts for its faults, from the cluster's timers and
+    /// the pods it observes, so that no bound has to be written by hand. Records written
+    /// before it read as `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conformance: bool,
 }
 
 /// The abort conditions of an experiment (`abort:`): watched on the timeline from the

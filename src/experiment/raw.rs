@@ -33,7 +33,7 @@ pub(super) struct RawExperiment {
     pub observe: Option<RawObserve>,
     pub safety: Option<RawSafety>,
     pub steps: Option<S<Vec<S<RawStep>>>>,
-    pub expect: Option<S<Vec<S<RawExpectation>>>>,
+    pub expect: Option<S<RawExpect>>,
     pub probes: Option<S<Ordered<S<RawProbe>>>>,
     pub abort: Option<S<RawAbort>>,
 }
@@ -348,10 +348,54 @@ pub(super) struct RawTaint {
     pub effect: Option<S<String>>,
 }
 
-/// One entry of `expect:`; exactly one subject and one check must be given.
+/// `expect:` as written: a list of expectations, or one word (`expect: conformance`).
+#[derive(Debug)]
+pub(super) enum RawExpect {
+    /// The usual list; an item may be `conformance: true` instead of an expectation.
+    List(Vec<S<RawExpectation>>),
+    /// A word in place of the list.
+    Word(String),
+}
+
+impl RawExpect {
+    /// The list's items (none for a word).
+    pub(super) fn items(&self) -> &[S<RawExpectation>] {
+        match self {
+            RawExpect::List(items) => items,
+            RawExpect::Word(_) => &[],
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawExpect {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ExpectVisitor;
+        impl<'de> Visitor<'de> for ExpectVisitor {
+            type Value = RawExpect;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of expectations, or `conformance`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawExpect, E> {
+                Ok(RawExpect::Word(v.to_owned()))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawExpect, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(RawExpect::List(items))
+            }
+        }
+        deserializer.deserialize_any(ExpectVisitor)
+    }
+}
+
+/// One entry of `expect:`; exactly one subject and one check must be given, or
+/// `conformance: true` alone.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct RawExpectation {
+    pub conformance: Option<S<bool>>,
     pub name: Option<S<String>>,
     pub node: Option<S<String>>,
     pub pods: Option<S<RawPods>>,

@@ -48,6 +48,7 @@ mod properties;
 mod roll;
 #[cfg(test)]
 mod roll_tests;
+mod sources;
 #[cfg(test)]
 mod tests;
 pub mod words;

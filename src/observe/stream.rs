@@ -73,6 +73,11 @@ impl Scope {
         } else {
             let mut names: BTreeSet<String> = exp.observe.namespaces.iter().cloned().collect();
             names.extend(workloads.iter().map(|w| w.namespace.clone()));
+            // The model judges every pod on a faulted node: those of the experiment's own
+            // namespace at least, whether an expectation names their workload or not.
+            if exp.conformance {
+                names.insert(exp.namespace.clone());
+            }
             Namespaces::Only(names.into_iter().collect())
         };
         Scope {

@@ -30,7 +30,7 @@ use crate::record::RunRecord;
 use crate::series::Series;
 
 /// A file-name-safe form of the experiment name.
-fn file_stem(name: &str) -> String {
+pub(crate) fn file_stem(name: &str) -> String {
     let stem = crate::file_names::safe(name);
     let stem = stem.trim_start_matches('.');
     if stem.is_empty() {

@@ -261,35 +261,12 @@ async fn locked(
     drop(world);
 
     let entries = done.observed_entries;
-    let mut outcome = RunOutcome::from_verdicts(&done.verdicts, &done.errors);
-    if let Some(t) = &done.aborted {
-        outcome = RunOutcome::Error {
-            message: format!("aborted: {} ({})", t.condition, t.value),
-        };
-    }
-    if done.cancelled {
-        outcome = match hold.lost() {
-            Some(lost) => RunOutcome::Error {
-                message: lost.to_string(),
-            },
-            None => RunOutcome::Interrupted,
-        };
-    }
-    if outcome == RunOutcome::Passed && done.restored.as_ref().is_some_and(|r| !r.ok) {
-        outcome = RunOutcome::Failed;
-    }
-    timeline.record(Event::Run {
-        phase: RunPhase::Ended {
-            outcome: outcome.word().to_string(),
-            exit_code: crate::record::exit_code(&outcome, &done.verdicts, &done.errors)
-                .max(done.restored.as_ref().map_or(0, |r| i32::from(!r.ok))),
-        },
-    });
+    let lost = hold.lost();
     // At 30,000 pods a copy of the timeline costs tens of MB: the record's is moved out.
-    let mut snapshot = timeline.into_timeline();
+    let (mut snapshot, stamp) = timeline.into_parts();
     // The record keeps what the experiment touches of the first lists; the rest is counted.
     let left_out = record_focus::leave_out_untouched(&mut snapshot, &focus);
-    RunRecord {
+    let mut record = RunRecord {
         faultline_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id,
         experiment: exp.clone(),
@@ -304,7 +281,7 @@ async fn locked(
         verdicts: done.verdicts,
         figures: done.figures,
         rolls: done.rolls,
-        outcome,
+        outcome: RunOutcome::Interrupted,
         errors: done.errors,
         aborted: done.aborted,
         restored: done.restored,
@@ -319,7 +296,64 @@ async fn locked(
             .with_ticks(done.tick_micros)
             .with_tick_cpu(done.tick_cpu_micros),
         ),
+    };
+    // `expect: conformance`: the model's windows judged over the whole observation, once
+    // the record holds it.
+    for v in crate::conformance::verdicts(&record) {
+        stamp.record(
+            &mut record.timeline,
+            Event::Verdict {
+                name: v.name.clone(),
+                outcome: v.outcome,
+                message: v.message.clone(),
+            },
+        );
+        record.verdicts.push(v);
     }
+    record.outcome = run_outcome(&record, done.cancelled, lost);
+    stamp.record(
+        &mut record.timeline,
+        Event::Run {
+            phase: RunPhase::Ended {
+                outcome: record.outcome.word().to_string(),
+                exit_code: crate::record::exit_code(
+                    &record.outcome,
+                    &record.verdicts,
+                    &record.errors,
+                )
+                .max(record.restored.as_ref().map_or(0, |r| i32::from(!r.ok))),
+            },
+        },
+    );
+    record.finished_at = Utc::now();
+    record
+}
+
+/// How the run as a whole ended: its verdicts and errors, an abort, a signal or the lost
+/// lock, and a cluster left unlike it was.
+fn run_outcome(
+    record: &RunRecord,
+    cancelled: bool,
+    lost: Option<crate::cluster::lock::LockLost>,
+) -> RunOutcome {
+    let mut outcome = RunOutcome::from_verdicts(&record.verdicts, &record.errors);
+    if let Some(t) = &record.aborted {
+        outcome = RunOutcome::Error {
+            message: format!("aborted: {} ({})", t.condition, t.value),
+        };
+    }
+    if cancelled {
+        outcome = match lost {
+            Some(lost) => RunOutcome::Error {
+                message: lost.to_string(),
+            },
+            None => RunOutcome::Interrupted,
+        };
+    }
+    if outcome == RunOutcome::Passed && record.restored.as_ref().is_some_and(|r| !r.ok) {
+        outcome = RunOutcome::Failed;
+    }
+    outcome
 }
 
 /// What a person must know about the timers before the run: each one that is assumed

@@ -226,6 +226,19 @@ impl SharedTimeline {
         }
     }
 
+    /// The timeline moved out (as [`SharedTimeline::into_timeline`]), with what stamps the
+    /// run's last entries on it: what the run decides once its record exists (the
+    /// conformance verdicts, its end) is put on the record's timeline and sent to the
+    /// run's events as every other entry.
+    pub(crate) fn into_parts(self) -> (Timeline, Stamp) {
+        let stamp = Stamp {
+            zero: self.zero,
+            wall_zero: self.wall_zero,
+            events: self.events.clone(),
+        };
+        (self.into_timeline(), stamp)
+    }
+
     /// A copy of the timeline so far.
     pub(crate) fn snapshot(&self) -> Timeline {
         self.inner
@@ -233,6 +246,28 @@ impl SharedTimeline {
             .unwrap_or_else(PoisonError::into_inner)
             .timeline
             .clone()
+    }
+}
+
+/// Stamps entries on a timeline moved out of its [`SharedTimeline`], on the same clock,
+/// and sends each to the run's events.
+pub(crate) struct Stamp {
+    zero: Instant,
+    wall_zero: DateTime<Utc>,
+    events: RunEvents,
+}
+
+impl Stamp {
+    /// Records an event that happens now on `timeline`.
+    pub(crate) fn record(&self, timeline: &mut Timeline, event: Event) {
+        let offset_ms = i64::try_from(self.zero.elapsed().as_millis()).unwrap_or(i64::MAX);
+        let entry = Entry {
+            offset_ms,
+            wall: self.wall_zero + chrono::Duration::milliseconds(offset_ms),
+            event,
+        };
+        self.events.entry(&entry);
+        timeline.insert(entry);
     }
 }
 

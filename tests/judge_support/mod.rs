@@ -164,6 +164,7 @@ fn step(name: &str, action: Action, target: &str) -> Step {
 /// The kubelet-stop experiment with the given expectations.
 pub fn experiment(expectations: Vec<Expectation>) -> Experiment {
     Experiment {
+        conformance: false,
         name: "kubelet-stop-past-toleration".to_string(),
         description: "Pods on a node whose kubelet stops are evicted after their toleration".into(),
         tags: vec!["lab".into()],

@@ -145,6 +145,7 @@ fn complete_example_maps_onto_the_exact_model() {
         target: "victim".into(),
     };
     let want = Experiment {
+        conformance: false,
         name: "round-trip".into(),
         description: "Every construct once.".into(),
         tags: vec!["kubelet".into()],

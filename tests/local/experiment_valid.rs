@@ -77,3 +77,69 @@ fn every_shipped_experiment_validates() {
         }
     }
 }
+
+/// The shipped conformance suite validates, writes no expectation, and asks for
+/// conformance (what `faultline conformance` runs).
+#[test]
+fn the_conformance_suite_validates_with_no_bound_written() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/conformance");
+    let results = faultline::experiment::load_all(&[dir]);
+    assert!(results.len() >= 2, "{results:?}");
+    for (path, result) in results {
+        let e = result.unwrap_or_else(|d| panic!("{}:\n{d}", path.display()));
+        assert!(e.conformance, "{}", path.display());
+        assert!(e.expectations.is_empty(), "{}", path.display());
+    }
+}
+
+const CONFORMANCE_BASE: &str =
+    "name: c\ndescription: d\nnamespace: n\ntargets:\n  v: {role: worker, count: 1}\n";
+
+fn conformance_errors(body: &str) -> String {
+    let text = format!("{CONFORMANCE_BASE}{body}");
+    match faultline::experiment::parse(&text, std::path::Path::new("c.yaml")) {
+        Ok(e) => format!(
+            "ok conformance={} expectations={}",
+            e.conformance,
+            e.expectations.len()
+        ),
+        Err(d) => d.to_string(),
+    }
+}
+
+#[test]
+fn expect_conformance_is_a_word_or_an_item_beside_expectations() {
+    let steps = "steps:\n  - {name: stop, at: 0s, do: kubelet-stop, target: v}\n  - {name: start, at: 60s, do: kubelet-start, target: v}\n";
+    assert_eq!(
+        conformance_errors(&format!("{steps}expect: conformance\n")),
+        "ok conformance=true expectations=0"
+    );
+    assert_eq!(
+        conformance_errors(&format!(
+            "{steps}expect:\n  - conformance: true\n  - {{name: down, node: v, becomes: Unknown, within: 60s}}\n"
+        )),
+        "ok conformance=true expectations=1"
+    );
+    // A misspelt word, at its place.
+    let e = conformance_errors(&format!("{steps}expect: conformanse\n"));
+    assert!(
+        e.contains("c.yaml:9:9") && e.contains("`expect: conformanse` is not known"),
+        "{e}"
+    );
+    // The item stands alone.
+    let e = conformance_errors(&format!(
+        "{steps}expect:\n  - {{conformance: true, name: x}}\n"
+    ));
+    assert!(
+        e.contains("c.yaml:10:5") && e.contains("stands alone"),
+        "{e}"
+    );
+    // No fault the model covers: said, with the ones it does.
+    let e = conformance_errors(
+        "steps:\n  - {name: cordon, at: 0s, do: cordon, target: v}\nexpect: conformance\n",
+    );
+    assert!(
+        e.contains("judges nothing here") && e.contains("kubelet-stop"),
+        "{e}"
+    );
+}

@@ -371,6 +371,20 @@ impl ActionKind {
         })
     }
 
+    /// Whether the node failure model predicts what Kubernetes does after a step of this
+    /// kind ([`silences_node`]): what `expect: conformance` needs at least one of.
+    pub(crate) fn modelled(self) -> bool {
+        self.bare().as_ref().is_some_and(silences_node)
+    }
+
+    /// The names of the kinds [`ActionKind::modelled`] holds for, as `do:` writes them.
+    pub(crate) fn modelled_names() -> Vec<&'static str> {
+        ActionKind::all()
+            .filter(|k| k.modelled())
+            .map(|k| k.info().name)
+            .collect()
+    }
+
     /// The node operation behind this kind when the step gives it no command (all but
     /// `run`): its inventory command, or the in-band fallback of an out-of-band power
     /// action.

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use serde_saphyr::Location;
 
 use super::{TOP, Validator, at, pos};
+use crate::experiment::fault;
 use crate::experiment::model::*;
 use crate::experiment::raw::*;
 use crate::experiment::states::{SubjectKind, parse_state};
@@ -154,25 +155,45 @@ impl Validator<'_> {
         })
     }
 
-    pub(super) fn expectations(&mut self, raw: &RawExperiment) -> Vec<Expectation> {
+    /// The hand-written expectations, and whether the model judges the run too
+    /// (`expect: conformance`, or a `conformance: true` item).
+    pub(super) fn expectations(&mut self, raw: &RawExperiment) -> (Vec<Expectation>, bool) {
         let Some(expect) = &raw.expect else {
             self.report(
                 TOP,
                 "missing required key `expect`",
-                Some("an experiment needs at least one expectation".into()),
+                Some(
+                    "an experiment needs at least one expectation, or `expect: conformance` \
+                     to be judged against what Kubernetes specifies"
+                        .into(),
+                ),
             );
-            return Vec::new();
+            return (Vec::new(), false);
         };
-        if expect.value.is_empty() {
-            self.err(
+        let mut conformance = false;
+        match &expect.value {
+            RawExpect::Word(w) if w == "conformance" => conformance = true,
+            RawExpect::Word(w) => self.err(
+                expect,
+                format!("`expect: {w}` is not known"),
+                Some("write `expect: conformance`, or a list of expectations"),
+            ),
+            RawExpect::List(items) if items.is_empty() => self.err(
                 expect,
                 "`expect` is empty",
-                Some("an experiment needs at least one expectation"),
-            );
+                Some("an experiment needs at least one expectation, or `expect: conformance`"),
+            ),
+            RawExpect::List(_) => {}
         }
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        for e in &expect.value {
+        for e in expect.value.items() {
+            if let Some(c) = &e.value.conformance {
+                if let Some(on) = self.conformance_item(e, c) {
+                    conformance |= on;
+                }
+                continue;
+            }
             if let Some(n) = &e.value.name
                 && !seen.insert(n.value.clone())
             {
@@ -186,7 +207,64 @@ impl Validator<'_> {
                 out.push(x);
             }
         }
-        out
+        if conformance {
+            self.conformance_covers(raw, expect);
+        }
+        (out, conformance)
+    }
+
+    /// A `conformance:` item: alone in its entry.
+    fn conformance_item(&mut self, e: &S<RawExpectation>, c: &S<bool>) -> Option<bool> {
+        let x = &e.value;
+        let others = x.name.is_some()
+            || x.node.is_some()
+            || x.pods.is_some()
+            || x.workload.is_some()
+            || x.probe.is_some()
+            || x.becomes.is_some()
+            || x.stays.is_some()
+            || x.never.is_some()
+            || x.eventually.is_some()
+            || x.within.is_some()
+            || x.since.is_some();
+        if others {
+            self.err(
+                e,
+                "`conformance` stands alone in its entry of `expect`",
+                Some(
+                    "write `- conformance: true` as its own item; the model names each \
+                     behaviour it judges",
+                ),
+            );
+            return None;
+        }
+        Some(c.value)
+    }
+
+    /// `expect: conformance` needs a step whose fault the node failure model predicts
+    /// for; otherwise the run would judge nothing and pass.
+    fn conformance_covers(&mut self, raw: &RawExperiment, expect: &S<RawExpect>) {
+        let steps = raw.steps.as_ref().map_or(&[][..], |s| &s.value[..]);
+        let covered = steps.iter().any(|s| {
+            s.value.roll.is_some()
+                || s.value
+                    .do_
+                    .as_ref()
+                    .and_then(|d| fault::ActionKind::named(&d.value))
+                    .is_some_and(fault::ActionKind::modelled)
+        });
+        if !covered && !steps.is_empty() {
+            let hint = format!(
+                "the model covers {} (and rolls); write expectations for the other faults",
+                fault::ActionKind::modelled_names().join(", ")
+            );
+            self.err(
+                expect,
+                "`expect: conformance` judges nothing here: no step is a fault the node \
+                 failure model predicts for",
+                Some(&hint),
+            );
+        }
     }
 
     pub(super) fn expectation(&mut self, e: &S<RawExpectation>) -> Option<Expectation> {

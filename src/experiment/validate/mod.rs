@@ -201,7 +201,7 @@ impl<'a> Validator<'a> {
         self.max_nodes_down = safety.max_nodes_down.unwrap_or(1);
         let steps = self.steps(raw);
         self.roll_orders_fit_named_targets(raw, &targets);
-        let expectations = self.expectations(raw);
+        let (expectations, conformance) = self.expectations(raw);
         let abort = self.abort(raw);
         if !self.diags.is_empty() {
             let mut diags = std::mem::take(&mut self.diags);
@@ -231,6 +231,7 @@ impl<'a> Validator<'a> {
             safety,
             probes,
             abort,
+            conformance,
         })
     }
 

@@ -40,7 +40,7 @@ impl Validator<'_> {
         let Some(expect) = &raw.expect else {
             return;
         };
-        for e in &expect.value {
+        for e in expect.value.items() {
             let e = &e.value;
             let refs = [
                 e.workload.as_ref(),

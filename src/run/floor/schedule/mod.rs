@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::interlock::InterlockRefusal;
+use crate::experiment::fault;
 use crate::experiment::model::{
     Bound, Check, ClusterTimers, Expectation, Experiment, Step, StepTime, Subject, Until, Window,
 };
@@ -86,7 +87,51 @@ pub(crate) fn observe_after_last_step(
         let end = since + expectation_horizon(&e.check, timers);
         needed = needed.max(end.saturating_sub(last_step));
     }
+    if exp.conformance {
+        let end = conformance_end(exp, timers, issued_after_start, last_step);
+        needed = needed.max(end.saturating_sub(last_step));
+    }
     needed + OBSERVE_MARGIN
+}
+
+/// How long after a silencing step the node failure model's windows reach when nothing
+/// undoes it: the grace period after the last Lease renewal (up to a quarter of a 40 s
+/// lease before the fault), the monitor pass that sees it, the next that queues its
+/// taint, the pods' default toleration after the taint, and a pass more.
+fn silenced_reach(timers: &ClusterTimers) -> Duration {
+    timers.node_monitor_grace_period
+        + timers.default_unreachable_toleration
+        + 3 * timers.node_monitor_period
+        + Duration::from_secs(10)
+}
+
+/// Where observation must reach, from the start, for `expect: conformance` to decide
+/// what the model predicts: each silencing step's windows ([`silenced_reach`]) unless a
+/// later step undoes it first, and after each undo long enough to see the node Ready and
+/// its pods replaced (a grace period: the kubelet posts its status within seconds).
+fn conformance_end(
+    exp: &Experiment,
+    timers: &ClusterTimers,
+    issued_after_start: &dyn Fn(&str) -> Option<Duration>,
+    last_step: Duration,
+) -> Duration {
+    let after_undo = timers
+        .node_monitor_grace_period
+        .max(Duration::from_secs(20));
+    let mut end = Duration::ZERO;
+    for (i, step) in exp.steps.iter().enumerate() {
+        let at = issued_after_start(&step.name).unwrap_or(last_step);
+        let undone = exp.steps[i + 1..]
+            .iter()
+            .any(|later| later.target == step.target && fault::undoes(&later.action, &step.action));
+        if fault::silences_node(&step.action) && !undone {
+            end = end.max(at + silenced_reach(timers));
+        }
+        if fault::info(&step.action).brings_node_back {
+            end = end.max(at + after_undo);
+        }
+    }
+    end
 }
 
 /// How long the planned part of a run lasts at most, from its start: the base of the
@@ -114,6 +159,11 @@ pub(crate) fn planned_length(exp: &Experiment, timers: &ClusterTimers) -> Durati
         .map(|e| expectation_horizon(&e.check, timers))
         .max()
         .unwrap_or_default();
+    let needed = if exp.conformance {
+        needed.max(silenced_reach(timers))
+    } else {
+        needed
+    };
     let horizon = match &exp.observe.after_last_step {
         Some(b) => resolve_cluster_bound(b, timers).max(needed),
         None => needed,
@@ -569,7 +619,7 @@ impl<'a> Scheduler<'a> {
             .iter()
             .all(|s| matches!(s, Slot::Finished { .. }));
         if all_ran {
-            let all_decided = tick.verdicts.iter().all(|v| v.outcome != Outcome::Pending);
+            let all_decided = self.all_decided(&tick.verdicts);
             let end_ms = self.observation_end_ms();
             // Decided, it still waits for the last nodes of its rolls, up to their timeout.
             match self.rolls_awaited(now_ms, all_decided) {
@@ -594,13 +644,19 @@ impl<'a> Scheduler<'a> {
             .slots
             .iter()
             .all(|s| matches!(s, Slot::Finished { .. }));
-        let all_decided = tick.verdicts.iter().all(|v| v.outcome != Outcome::Pending);
+        let all_decided = self.all_decided(&tick.verdicts);
         if tick.end.is_some() || !all_ran {
             return Vec::new();
         }
         self.rolls_awaited(now_ms, all_decided)
             .map(|(nodes, _)| nodes)
             .unwrap_or_default()
+    }
+
+    /// Whether nothing is left to decide: every verdict out of pending, and no
+    /// `expect: conformance`, which is judged on the whole observation once it ends.
+    fn all_decided(&self, verdicts: &[Verdict]) -> bool {
+        !self.plan.exp.conformance && verdicts.iter().all(|v| v.outcome != Outcome::Pending)
     }
 
     /// [`roll_end::awaited`] for this run, when every expectation is decided.

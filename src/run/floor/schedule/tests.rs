@@ -635,3 +635,16 @@ expect:
     assert_eq!(tick.end, Some(End::Observed { all_decided: true }));
     assert!(s.awaits_back(12_000, &tick).is_empty());
 }
+
+#[test]
+fn observation_reaches_past_an_unhealed_faults_eviction_and_never_ends_early() {
+    let yaml = "name: c\ndescription: d\nnamespace: n\ntargets:\n  v: {role: worker, count: 1}\n\
+                steps:\n  - {name: stop, at: 0s, do: kubelet-stop, target: v}\nexpect: conformance\n";
+    let exp = crate::experiment::parse(yaml, std::path::Path::new("c.yaml")).expect("valid");
+    let timers = crate::experiment::model::ClusterTimers::default();
+    let after = observe_after_last_step(&exp, &timers, &|_| Some(Duration::ZERO), Duration::ZERO);
+    assert!(
+        after >= timers.node_monitor_grace_period + timers.default_unreachable_toleration,
+        "{after:?}"
+    );
+}

@@ -20,6 +20,7 @@ fn step(name: &str, action: Action, target: &str) -> Step {
 
 fn experiment(steps: Vec<Step>, safety: SafetySpec) -> Experiment {
     Experiment {
+        conformance: false,
         name: "x".into(),
         description: String::new(),
         tags: Vec::new(),

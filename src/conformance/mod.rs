@@ -1,0 +1,212 @@
+//! `expect: conformance`: every transition the node failure model
+//! ([`crate::failure_model`]) predicts for a run's faults, judged as a verdict of its own
+//! (one JUnit case each), named by the behaviour Kubernetes specifies, with its window and
+//! the upstream rule behind it. No bound is written by hand: the windows come from the
+//! cluster's timers as the run read them and from the pods it observed.
+//!
+//! The judging is [`crate::explain`]'s comparison, read as verdicts: inside its window
+//! passes; early, late, missing or unexpected fails and names the model's likely cause;
+//! a window that reaches past what the run observed is skipped, saying that faultline
+//! could not observe it (not that the cluster deviates).
+
+pub mod report;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::explain::{Explained, Fit, explain};
+use crate::failure_model::words::offset;
+use crate::failure_model::{Rule, Transition, Window};
+use crate::judge::{MemberResult, Outcome, Verdict};
+use crate::record::RunRecord;
+
+/// What every conformance case's name starts with, so a report can tell them from the
+/// hand-written expectations.
+pub const PREFIX: &str = "conformance: ";
+
+/// One behaviour judged: what the model predicted for one subject, what the run saw, and
+/// how the two fit; a verdict and a row of the conformance report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// The behaviour Kubernetes specifies, in words.
+    pub behaviour: String,
+    /// The node or pod (`namespace/name`).
+    pub subject: String,
+    /// The node it is about.
+    pub node: String,
+    /// Passed (inside its window), failed (a deviation), skipped (not observable).
+    pub outcome: Outcome,
+    /// What was seen and when, from the first step ("Unknown at +19.2s"), or "not seen".
+    pub observed: String,
+    /// The window, from the first step ("+10.0s … +22.3s", "from +80.3s", "never").
+    pub window: String,
+    /// How the observation fits it ("inside", "LATE by 3.1s", …).
+    pub fit: String,
+    /// The rule behind the window, in words.
+    pub rule: String,
+    /// The rule's upstream source.
+    pub source: &'static str,
+    /// For a deviation: the model's most likely cause.
+    pub cause: Option<String>,
+    /// When it was seen, ms after the first step.
+    pub at_ms: Option<i64>,
+}
+
+/// Every behaviour `expect: conformance` judges for a finished run's record, in the
+/// model's order (per outage: the node, then its pods; then each roll). Empty when the
+/// experiment does not ask for conformance.
+pub fn cases(record: &RunRecord) -> Vec<Case> {
+    if !record.experiment.conformance {
+        return Vec::new();
+    }
+    let explanation = explain(record);
+    // Messages and measured times count from the first step, as the judge's do.
+    let since_at = first_step(record)
+        .and_then(|s| record.timeline.step_issued_ms(&s))
+        .map_or(Duration::ZERO, |ms| {
+            Duration::from_millis(u64::try_from(ms - record.zero_ms()).unwrap_or(0))
+        });
+    explanation
+        .items
+        .iter()
+        .chain(explanation.rolls.iter().flat_map(|r| r.items.iter()))
+        .map(|item| case(item, since_at))
+        .collect()
+}
+
+/// The verdicts of `expect: conformance`: one per [`Case`], named by its behaviour and
+/// subject (numbered where a subject meets a behaviour twice, as two outages of a node).
+pub fn verdicts(record: &RunRecord) -> Vec<Verdict> {
+    let since = first_step(record).unwrap_or_default();
+    let assumed = if record.experiment.conformance {
+        explain(record).assumed
+    } else {
+        Vec::new()
+    };
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    cases(record)
+        .into_iter()
+        .map(|c| {
+            let mut name = format!("{PREFIX}{}: {}", c.behaviour, c.subject);
+            let n = seen.entry(name.clone()).or_default();
+            *n += 1;
+            if *n > 1 {
+                name.push_str(&format!(" ({})", *n));
+            }
+            verdict(&c, name, &since, &assumed)
+        })
+        .collect()
+}
+
+/// The experiment's first step: what every conformance case counts from.
+fn first_step(record: &RunRecord) -> Option<String> {
+    record.experiment.steps.first().map(|s| s.name.clone())
+}
+
+/// The behaviour a prediction stands for, as a person names it.
+fn behaviour(item: &Explained) -> String {
+    let p = &item.prediction;
+    let never = p.window == Window::Never;
+    match (p.transition, never, &p.rule) {
+        (Transition::NodeUnknown, false, _) => {
+            "the node goes Unknown once nothing is heard for the grace period".into()
+        }
+        (Transition::NodeUnknown, true, _) => {
+            "the node stays Ready: it answered again within the grace period".into()
+        }
+        (Transition::NodeTainted, false, _) => {
+            "the node gets the unreachable NoExecute taint through its zone's queue".into()
+        }
+        (Transition::NodeTainted, true, rule) => format!("the node is not tainted ({rule})"),
+        (Transition::NodeReady, _, _) => "the node is Ready again once it answers".into(),
+        (Transition::PodNotReady, false, _) => "the pod is marked not Ready with its node".into(),
+        (Transition::PodNotReady, true, _) => "the pod stays Ready".into(),
+        (Transition::PodTerminating, false, Rule::Toleration(_)) => {
+            "the pod is evicted at its own toleration".into()
+        }
+        (Transition::PodTerminating, false, rule) => format!("the pod is evicted ({rule})"),
+        (Transition::PodTerminating, true, rule) => format!("the pod is not evicted ({rule})"),
+        (Transition::PodReplaced, false, rule) => format!("the pod is replaced ({rule})"),
+        (Transition::PodReplaced, true, rule) => format!("the pod is not replaced ({rule})"),
+        (Transition::RollIssued, _, _) => {
+            "the roll takes the node once the one before is back".into()
+        }
+    }
+}
+
+/// One explained item as a case, its times counted from `since_at`.
+fn case(item: &Explained, since_at: Duration) -> Case {
+    let p = &item.prediction;
+    let rel = |t: Duration| offset(t.saturating_sub(since_at));
+    let window = match p.window {
+        Window::Never => "never".to_string(),
+        Window::Between { earliest, latest } => match latest {
+            Some(l) => format!("{} … {}", rel(earliest), rel(l)),
+            None => format!("from {}", rel(earliest)),
+        },
+    };
+    let observed = match item.observed {
+        Some(t) => format!("{} at {}", p.transition, rel(t)),
+        None => format!("{} not seen", p.transition),
+    };
+    let outcome = match item.fit {
+        Fit::Inside => Outcome::Passed,
+        Fit::Undecided => Outcome::Skipped,
+        _ => Outcome::Failed,
+    };
+    Case {
+        behaviour: behaviour(item),
+        subject: p.subject.clone(),
+        node: item.node.clone(),
+        outcome,
+        observed,
+        window,
+        fit: item.fit.to_string(),
+        rule: p.rule.to_string(),
+        source: p.rule.source(),
+        cause: item.cause.clone(),
+        at_ms: item
+            .observed
+            .map(|t| i64::try_from(t.saturating_sub(since_at).as_millis()).unwrap_or(i64::MAX)),
+    }
+}
+
+/// One case as a verdict.
+fn verdict(c: &Case, name: String, since: &str, assumed: &[String]) -> Verdict {
+    let window = match c.window.as_str() {
+        "never" => "never".to_string(),
+        w => format!("window {w}"),
+    };
+    let rule = format!("{} [{}]", c.rule, c.source);
+    let seen = &c.observed;
+    let mut message = match c.outcome {
+        Outcome::Passed => format!("{seen}; {window}; {rule}"),
+        Outcome::Skipped => format!(
+            "faultline could not observe it: {seen}, and the {window} reaches past what the \
+             run observed of it; {rule}"
+        ),
+        _ => format!("{seen}: {}; {window}; {rule}", c.fit),
+    };
+    if let Some(cause) = &c.cause {
+        message.push_str(&format!("; likely cause: {cause}"));
+    }
+    if c.outcome == Outcome::Failed && !assumed.is_empty() {
+        message.push_str(&format!("; assumed: {}", assumed.join("; ")));
+    }
+    Verdict {
+        name,
+        outcome: c.outcome,
+        message: message.clone(),
+        measured_ms: c.at_ms,
+        since: since.to_string(),
+        members: vec![MemberResult {
+            member: c.subject.clone(),
+            at_ms: c.at_ms,
+            note: message,
+            outcome: Some(c.outcome),
+            node: Some(c.node.clone()),
+        }],
+    }
+}

@@ -1,0 +1,149 @@
+use std::path::Path;
+
+use super::*;
+
+fn record(file: &str) -> RunRecord {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/records")
+        .join(file);
+    let mut r = RunRecord::load(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    r.experiment.conformance = true;
+    r
+}
+
+fn show(vs: &[Verdict]) -> String {
+    vs.iter()
+        .map(|v| format!("{} {}: {}\n", v.outcome.word(), v.name, v.message))
+        .collect()
+}
+
+#[test]
+fn an_experiment_without_conformance_gets_no_conformance_verdicts() {
+    let mut r = record("kubelet-stop-past-toleration.json");
+    r.experiment.conformance = false;
+    assert!(verdicts(&r).is_empty());
+}
+
+#[test]
+fn a_kubelet_stop_past_toleration_passes_every_behaviour_with_its_window_and_rule() {
+    let r = record("kubelet-stop-past-toleration.json");
+    let vs = verdicts(&r);
+    let text = show(&vs);
+    println!("{text}");
+    assert!(vs.len() >= 9, "{text}");
+    assert!(vs.iter().all(|v| v.outcome == Outcome::Passed), "{text}");
+    assert!(vs.iter().all(|v| v.name.starts_with(PREFIX)), "{text}");
+    let names: std::collections::BTreeSet<_> = vs.iter().map(|v| &v.name).collect();
+    assert_eq!(names.len(), vs.len(), "names are unique: {text}");
+    let evicted = vs
+        .iter()
+        .find(|v| v.name.contains("evicted at its own toleration"))
+        .unwrap_or_else(|| panic!("an eviction case: {text}"));
+    assert!(evicted.message.contains("window +"), "{}", evicted.message);
+    assert!(
+        evicted.message.contains("tainteviction"),
+        "{}",
+        evicted.message
+    );
+    assert!(evicted.measured_ms.is_some());
+    // The StatefulSet's pod is not called a ReplicaSet's.
+    assert!(
+        vs.iter()
+            .filter(|v| v.name.contains("/db-"))
+            .all(|v| !v.message.contains("ReplicaSet")),
+        "{text}"
+    );
+}
+
+#[test]
+fn every_recorded_run_the_model_covers_passes_or_says_what_it_could_not_observe() {
+    for file in [
+        "kubelet-stop-within-toleration.json",
+        "node-deleted.json",
+        "kind/api-transport-partition.json",
+        "kind/non-graceful-shutdown.json",
+        "kind/power-off-past-toleration.json",
+        "kind/short-toleration.json",
+        "kind/ssh-partition.json",
+    ] {
+        let vs = verdicts(&record(file));
+        let text = show(&vs);
+        assert!(!vs.is_empty(), "{file}");
+        assert!(
+            vs.iter()
+                .all(|v| matches!(v.outcome, Outcome::Passed | Outcome::Skipped)),
+            "{file}: {text}"
+        );
+        for v in vs.iter().filter(|v| v.outcome == Outcome::Skipped) {
+            assert!(
+                v.message.starts_with("faultline could not observe it"),
+                "{file}: {}",
+                v.message
+            );
+        }
+    }
+}
+
+/// A cluster whose taint eviction does not follow the pods' own toleration (told that
+/// the pods tolerate the taint for 10 s, where the record's were evicted after 30 s): the
+/// eviction cases fail, naming the lateness, their window and rule; the node's own cases
+/// and the DaemonSet's still pass.
+#[test]
+fn evictions_later_than_the_toleration_fail_only_the_eviction_behaviours() {
+    let mut r = record("kubelet-stop-past-toleration.json");
+    for e in &mut r.timeline.entries {
+        if let crate::timeline::Event::Pod {
+            after: Some(state), ..
+        } = &mut e.event
+            && state.unreachable_toleration_secs == Some(30)
+        {
+            std::sync::Arc::make_mut(state).unreachable_toleration_secs = Some(10);
+        }
+    }
+    let vs = verdicts(&r);
+    let text = show(&vs);
+    println!("{text}");
+    let failed: Vec<_> = vs.iter().filter(|v| v.outcome == Outcome::Failed).collect();
+    assert!(!failed.is_empty(), "{text}");
+    assert!(
+        failed
+            .iter()
+            .all(|v| v.name.contains("evicted") || v.name.contains("replaced")),
+        "only evictions and what follows them fail: {text}"
+    );
+    assert!(failed.iter().any(|v| v.message.contains("LATE")), "{text}");
+    assert!(
+        failed.iter().all(|v| v.message.contains("window +")),
+        "{text}"
+    );
+    for kept in ["goes Unknown", "unreachable NoExecute taint", "/agent-"] {
+        assert!(
+            vs.iter()
+                .filter(|v| v.name.contains(kept))
+                .all(|v| v.outcome == Outcome::Passed),
+            "{kept}: {text}"
+        );
+    }
+}
+
+#[test]
+fn the_report_tables_every_case_under_the_clusters_timers() {
+    let records = vec![record("kubelet-stop-past-toleration.json")];
+    let md = report::markdown(&records);
+    println!("{md}");
+    let t = report::tally(&records);
+    assert_eq!(t.failed, 0, "{md}");
+    assert!(t.passed >= 9, "{md}");
+    assert!(md.contains("| timer | value | from |"), "{md}");
+    assert!(md.contains("nodeMonitorGracePeriod"), "{md}");
+    let rows = md
+        .lines()
+        .filter(|l| l.starts_with("| the ") && l.contains("| PASS |"))
+        .count();
+    assert_eq!(rows, t.passed, "{md}");
+    let text = report::text(&records);
+    assert!(
+        text.ends_with("0 deviation(s), 0 not observable\n"),
+        "{text}"
+    );
+}
