@@ -424,6 +424,97 @@ async fn conformance_kubelet_stop_judges_every_behaviour_with_no_bound_written()
     );
 }
 
+/// A reaper of the kind the seeds' platform runs: it force-deletes every pod of
+/// `namespace` that has been Terminating for `after`, until aborted. Something outside the
+/// node lifecycle controller, as a conformance run must name it.
+async fn reap_terminating(client: kube::Client, namespace: &str, after: Duration) {
+    use k8s_openapi::api::core::v1::Pod;
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client, namespace);
+    let force = kube::api::DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    loop {
+        if let Ok(list) = pods.list(&Default::default()).await {
+            for p in list.items {
+                let since = p.metadata.deletion_timestamp.as_ref().map(|t| t.0);
+                let name = p.metadata.name.clone().unwrap_or_default();
+                if let Some(since) = since
+                    && (k8s_openapi::jiff::Timestamp::now() - since)
+                        .total(k8s_openapi::jiff::Unit::Millisecond)
+                        .unwrap_or(0.0)
+                        >= after.as_millis() as f64
+                {
+                    let _ = pods.delete(&name, &force).await;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// A deviation set up on the lab: a reaper force-deletes pods Terminating for 3 s. The
+/// StatefulSet's pod is then recreated while its node is still down; conformance fails
+/// that behaviour only, and names the cause: its object removed by something outside the
+/// node lifecycle controller.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn conformance_names_a_reaper_that_force_deletes_terminating_pods() {
+    let (client, s) = ready_lab().await;
+    let reaper = tokio::spawn(reap_terminating(
+        client.clone(),
+        "faultline-lab",
+        Duration::from_secs(3),
+    ));
+    let out = s.conformance("experiments/conformance/kubelet-stop.yaml", &[]);
+    reaper.abort();
+    // The conformance report names the deviation and its cause.
+    let report = std::fs::read_to_string(s.reports().join("conformance.md")).expect("report");
+    println!("{report}");
+    assert!(report.contains("1 deviation(s)"), "{report}");
+    assert!(
+        report.contains("Deviations, with the model's likely cause")
+            && report.contains("force-deleted it"),
+        "{report}"
+    );
+    assert!(report.contains("| nodeMonitorGracePeriod |"), "{report}");
+    let record = s.record("conformance-kubelet-stop");
+    let text: String = record
+        .verdicts
+        .iter()
+        .map(|v| format!("{} {}: {}\n", v.outcome.word(), v.name, v.message))
+        .collect();
+    println!("{text}");
+    use faultline::outcome::Outcome;
+    let failed: Vec<_> = record
+        .verdicts
+        .iter()
+        .filter(|v| v.outcome == Outcome::Failed)
+        .collect();
+    assert_eq!(failed.len(), 1, "{text}");
+    assert!(
+        failed[0].name.contains("replaced") && failed[0].name.contains("faultline-lab/db-0"),
+        "{text}"
+    );
+    assert!(failed[0].message.contains("EARLY"), "{text}");
+    assert!(
+        failed[0]
+            .message
+            .contains("outside the node lifecycle controller force-deleted it"),
+        "{text}"
+    );
+    assert!(
+        record
+            .verdicts
+            .iter()
+            .filter(|v| v.name.contains("goes Unknown") || v.name.contains("evicted"))
+            .all(|v| v.outcome == Outcome::Passed),
+        "{text}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    all_nodes_ready(&client, BACK).await;
+}
+
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn conformance_partition_healed_before_toleration_evicts_nothing() {

@@ -241,6 +241,38 @@ pub(super) fn of(
                 )
             }
         }
+        (Transition::PodReplaced, Fit::Early(_))
+            if item.workload.as_ref().map(|w| w.kind) == Some(WorkloadKind::StatefulSet) =>
+        {
+            match removed_at(record, &p.subject, item.until) {
+                Some(t) => format!(
+                    "its pod object was removed at {} while its node was still down: something \
+                     outside the node lifecycle controller force-deleted it (a reaper, a person), \
+                     and the StatefulSet recreated it at once",
+                    crate::failure_model::words::offset(
+                        t.saturating_sub(super::inputs::at(record.zero_ms()))
+                    )
+                ),
+                None => OUTSIDE.to_string(),
+            }
+        }
         _ => OUTSIDE.to_string(),
     }
+}
+
+/// When the pod `ns/name` was seen removed (its object gone) before `until` (the fault's
+/// undo; none: any time), if it was.
+fn removed_at(record: &RunRecord, subject: &str, until: Option<Duration>) -> Option<Duration> {
+    record.timeline.entries.iter().find_map(|e| match &e.event {
+        Event::Pod {
+            pod,
+            before: Some(_),
+            after: None,
+        } if format!("{}/{}", pod.namespace, pod.name) == subject
+            && until.is_none_or(|u| at(e.offset_ms) < u) =>
+        {
+            Some(at(e.offset_ms))
+        }
+        _ => None,
+    })
 }

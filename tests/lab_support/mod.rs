@@ -94,6 +94,16 @@ impl Scratch {
         echo(&out);
         out
     }
+    /// `faultline conformance --yes` of a suite (experiment paths), as [`Scratch::run`] runs
+    /// one experiment: the report `conformance.md` lands in [`Scratch::reports`].
+    pub fn conformance(&self, suite: &str, extra: &[&str]) -> Output {
+        let mut args = self.run_args(suite, extra);
+        args[0] = "conformance".to_string();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = self.faultline(&args).output().expect("run faultline");
+        echo(&out);
+        out
+    }
     /// `faultline run --yes` started in the background (for signal tests).
     pub fn spawn(&self, experiment: &str, extra: &[&str]) -> Child {
         let args = self.run_args(experiment, extra);

@@ -1111,3 +1111,49 @@ fn reports_written_to_files_carry_no_colour_even_when_forced() {
         assert!(!bytes.contains(&0x1b), "{}", path.display());
     }
 }
+
+/// `faultline conformance --dry-run` needs no cluster: it writes the suite built into the
+/// binary (identical to the repository's `experiments/conformance/`), plans it, and says
+/// that no observation ends before the model's windows close.
+#[test]
+fn conformance_dry_run_writes_the_built_in_suite_and_plans_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().join("reports");
+    let out = faultline(&[
+        "conformance",
+        "--dry-run",
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("plan for conformance-kubelet-stop"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("`expect: conformance` judges every transition"),
+        "{stdout}"
+    );
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in ["kubelet-stop.yaml", "partition-healed.yaml"] {
+        let written =
+            std::fs::read_to_string(out_dir.join("suite/experiments/conformance").join(name))
+                .expect("written");
+        let shipped = std::fs::read_to_string(repo.join("experiments/conformance").join(name))
+            .expect("shipped");
+        assert_eq!(written, shipped, "{name}");
+    }
+    assert_eq!(
+        std::fs::read_dir(repo.join("experiments/conformance"))
+            .expect("dir")
+            .count(),
+        2,
+        "every shipped conformance experiment is built into the binary (cli/conformance.rs SUITE)"
+    );
+}
