@@ -61,7 +61,11 @@ pub fn cases(record: &RunRecord) -> Vec<Case> {
     if !record.experiment.conformance {
         return Vec::new();
     }
-    let explanation = explain(record);
+    cases_of(record, &explain(record))
+}
+
+/// [`cases`] from the record's explanation, made once by the caller.
+fn cases_of(record: &RunRecord, explanation: &crate::explain::Explanation) -> Vec<Case> {
     // Messages and measured times count from the first step, as the judge's do.
     let since_at = first_step(record)
         .and_then(|s| record.timeline.step_issued_ms(&s))
@@ -79,14 +83,14 @@ pub fn cases(record: &RunRecord) -> Vec<Case> {
 /// The verdicts of `expect: conformance`: one per [`Case`], named by its behaviour and
 /// subject (numbered where a subject meets a behaviour twice, as two outages of a node).
 pub fn verdicts(record: &RunRecord) -> Vec<Verdict> {
+    if !record.experiment.conformance {
+        return Vec::new();
+    }
     let since = first_step(record).unwrap_or_default();
-    let assumed = if record.experiment.conformance {
-        explain(record).assumed
-    } else {
-        Vec::new()
-    };
+    let explanation = explain(record);
+    let assumed = &explanation.assumed;
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    cases(record)
+    cases_of(record, &explanation)
         .into_iter()
         .map(|c| {
             let mut name = format!("{PREFIX}{}: {}", c.behaviour, c.subject);
@@ -95,7 +99,7 @@ pub fn verdicts(record: &RunRecord) -> Vec<Verdict> {
             if *n > 1 {
                 name.push_str(&format!(" ({})", *n));
             }
-            verdict(&c, name, &since, &assumed)
+            verdict(&c, name, &since, assumed)
         })
         .collect()
 }
