@@ -134,24 +134,35 @@ pub fn pod_state(pod: &Pod, owners: &OwnerIndex) -> PodState {
     }
 }
 
-/// `(tolerationSeconds, forever)` of the toleration that matches the unreachable NoExecute
-/// taint. When several match, the longest wins, as it does for the taint manager.
+/// `(tolerationSeconds, forever)` of the toleration the taint eviction controller uses for
+/// the unreachable NoExecute taint: the FIRST of the pod's tolerations, in spec order,
+/// that tolerates it (`v1helper.GetMatchingTolerations` stops at the first match per
+/// taint; `tainteviction.getMinTolerationTime` then reads its `tolerationSeconds`: unset
+/// is forever, zero or less is at once). A later, longer or shorter, toleration changes
+/// nothing.
 fn unreachable_toleration(tolerations: &[Toleration]) -> (Option<i64>, bool) {
-    let matching = tolerations.iter().filter(|t| {
+    let used = tolerations.iter().find(|t| {
         let key = t.key.as_deref().unwrap_or("");
-        let exists = t.operator.as_deref() == Some("Exists");
-        let key_matches = key == UNREACHABLE_TAINT || (key.is_empty() && exists);
         let effect = t.effect.as_deref().unwrap_or("");
-        key_matches && (effect.is_empty() || effect == "NoExecute")
+        // `ToleratesTaint`: the effect empty or the taint's, the key empty (with Exists)
+        // or the taint's, and with Equal the value the taint's (the unreachable taint has
+        // none).
+        let effect_matches = effect.is_empty() || effect == "NoExecute";
+        let key_matches = key == UNREACHABLE_TAINT || key.is_empty();
+        let value_matches = match t.operator.as_deref() {
+            Some("Exists") => true,
+            None | Some("Equal") => !key.is_empty() && t.value.as_deref().unwrap_or("").is_empty(),
+            Some(_) => false,
+        };
+        effect_matches && key_matches && value_matches
     });
-    let mut longest: Option<i64> = None;
-    for t in matching {
-        match t.toleration_seconds {
-            None => return (None, true),
-            Some(s) => longest = Some(longest.map_or(s, |l| l.max(s))),
-        }
+    match used {
+        None => (None, false),
+        Some(t) => match t.toleration_seconds {
+            None => (None, true),
+            Some(s) => (Some(s.max(0)), false),
+        },
     }
-    (longest, false)
 }
 
 /// Reduces a Deployment to its replica counts.
@@ -430,6 +441,56 @@ mod tests {
         let s = pod_state(&pod, &OwnerIndex::new());
         assert!(!s.tolerates_unreachable_forever);
         assert_eq!(s.unreachable_toleration_secs, None);
+    }
+
+    /// The taint eviction controller uses the first toleration that matches, in spec order,
+    /// not the longest or the shortest of those that do.
+    #[test]
+    fn the_first_matching_toleration_decides_as_upstream() {
+        let mut pod: Pod = load("pod-db-statefulset.json");
+        let unreachable = |secs: Option<i64>| Toleration {
+            key: Some(UNREACHABLE_TAINT.to_string()),
+            operator: Some("Exists".to_string()),
+            effect: Some("NoExecute".to_string()),
+            toleration_seconds: secs,
+            ..Default::default()
+        };
+        let wildcard = Toleration {
+            operator: Some("Exists".to_string()),
+            ..Default::default()
+        };
+        let mut with = |tolerations: Vec<Toleration>| {
+            if let Some(spec) = pod.spec.as_mut() {
+                spec.tolerations = Some(tolerations);
+            }
+            let s = pod_state(&pod, &OwnerIndex::new());
+            (
+                s.unreachable_toleration_secs,
+                s.tolerates_unreachable_forever,
+            )
+        };
+        assert_eq!(
+            with(vec![unreachable(Some(60)), wildcard.clone()]),
+            (Some(60), false)
+        );
+        assert_eq!(
+            with(vec![wildcard.clone(), unreachable(Some(60))]),
+            (None, true)
+        );
+        assert_eq!(
+            with(vec![unreachable(Some(600)), unreachable(Some(60))]),
+            (Some(600), false)
+        );
+        assert_eq!(with(vec![unreachable(Some(-5))]), (Some(0), false));
+        // Equal with a value the taint does not have tolerates nothing.
+        let valued = Toleration {
+            key: Some(UNREACHABLE_TAINT.to_string()),
+            operator: Some("Equal".to_string()),
+            value: Some("yes".to_string()),
+            effect: Some("NoExecute".to_string()),
+            toleration_seconds: Some(10),
+        };
+        assert_eq!(with(vec![valued, unreachable(Some(30))]), (Some(30), false));
     }
 
     #[test]
