@@ -492,8 +492,14 @@ async fn conformance_names_a_reaper_that_force_deletes_terminating_pods() {
         .filter(|v| v.outcome == Outcome::Failed)
         .collect();
     assert_eq!(failed.len(), 1, "{text}");
+    // One case per behaviour and workload, each pod a member with its own verdict.
     assert!(
-        failed[0].name.contains("replaced") && failed[0].name.contains("faultline-lab/db-0"),
+        failed[0].name.contains("replaced")
+            && failed[0].name.ends_with("StatefulSet faultline-lab/db")
+            && failed[0]
+                .members
+                .iter()
+                .any(|m| m.member == "faultline-lab/db-0" && m.outcome == Some(Outcome::Failed)),
         "{text}"
     );
     assert!(failed[0].message.contains("EARLY"), "{text}");

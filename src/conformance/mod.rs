@@ -13,7 +13,6 @@ pub mod report;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::explain::{Explained, Fit, explain};
@@ -36,6 +35,11 @@ pub struct Case {
     pub subject: String,
     /// The node it is about.
     pub node: String,
+    /// What its verdict is about, named the same on every run and cluster: the pod's
+    /// workload ("Deployment faultline-lab/web") or the node's target ("target `victim`");
+    /// the subject itself when it has neither. Pods' random names would make every run's
+    /// JUnit cases new ones, and `compare` could pair nothing.
+    pub group: String,
     /// Passed (inside its window), failed (a deviation), skipped (not observable).
     pub outcome: Outcome,
     /// What was seen and when, from the first step ("Unknown at +19.2s"), or "not seen".
@@ -76,12 +80,30 @@ fn cases_of(record: &RunRecord, explanation: &crate::explain::Explanation) -> Ve
         .items
         .iter()
         .chain(explanation.rolls.iter().flat_map(|r| r.items.iter()))
-        .map(|item| case(item, since_at))
+        .map(|item| case(item, since_at, group_of(record, item)))
         .collect()
 }
 
-/// The verdicts of `expect: conformance`: one per [`Case`], named by its behaviour and
-/// subject (numbered where a subject meets a behaviour twice, as two outages of a node).
+/// [`Case::group`] of one explained item.
+fn group_of(record: &RunRecord, item: &Explained) -> String {
+    if let Some(w) = &item.workload {
+        return format!("{:?} {}/{}", w.kind, w.namespace, w.name);
+    }
+    let node_transition = item.prediction.subject == item.node;
+    match record
+        .targets
+        .iter()
+        .find(|(_, nodes)| nodes.contains(&item.node))
+    {
+        Some((target, _)) if node_transition => format!("target `{target}`"),
+        _ => item.prediction.subject.clone(),
+    }
+}
+
+/// The verdicts of `expect: conformance`: one per behaviour and [`Case::group`], each
+/// subject of the group one member with its own outcome (as a hand-written expectation
+/// over a workload has), so that a case keeps its name from run to run. A subject met by a
+/// behaviour twice (two outages of one node) opens a second verdict, numbered.
 pub fn verdicts(record: &RunRecord) -> Vec<Verdict> {
     if !record.experiment.conformance {
         return Vec::new();
@@ -89,18 +111,31 @@ pub fn verdicts(record: &RunRecord) -> Vec<Verdict> {
     let since = first_step(record).unwrap_or_default();
     let explanation = explain(record);
     let assumed = &explanation.assumed;
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    cases_of(record, &explanation)
-        .into_iter()
-        .map(|c| {
-            let mut name = format!("{PREFIX}{}: {}", c.behaviour, c.subject);
-            let n = seen.entry(name.clone()).or_default();
-            *n += 1;
-            if *n > 1 {
-                name.push_str(&format!(" ({})", *n));
+    let mut groups: Vec<(String, Vec<Case>)> = Vec::new();
+    for c in cases_of(record, &explanation) {
+        let base = format!("{PREFIX}{}: {}", c.behaviour, c.group);
+        let open = groups.iter().position(|(name, members)| {
+            name.starts_with(&base)
+                && (name.len() == base.len() || name[base.len()..].starts_with(" ("))
+                && !members.iter().any(|m| m.subject == c.subject)
+        });
+        match open {
+            Some(i) => groups[i].1.push(c),
+            None => {
+                let n = groups.iter().filter(|(name, _)| {
+                    name.as_str() == base || name.starts_with(&format!("{base} ("))
+                });
+                let name = match n.count() {
+                    0 => base,
+                    k => format!("{base} ({})", k + 1),
+                };
+                groups.push((name, vec![c]));
             }
-            verdict(&c, name, &since, assumed)
-        })
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(name, members)| verdict(&members, name, &since, assumed))
         .collect()
 }
 
@@ -141,7 +176,7 @@ fn behaviour(item: &Explained) -> String {
 }
 
 /// One explained item as a case, its times counted from `since_at`.
-fn case(item: &Explained, since_at: Duration) -> Case {
+fn case(item: &Explained, since_at: Duration, group: String) -> Case {
     let p = &item.prediction;
     let rel = |t: Duration| offset(t.saturating_sub(since_at));
     let window = match p.window {
@@ -164,6 +199,7 @@ fn case(item: &Explained, since_at: Duration) -> Case {
         behaviour: behaviour(item),
         subject: p.subject.clone(),
         node: item.node.clone(),
+        group,
         outcome,
         observed,
         window,
@@ -177,8 +213,9 @@ fn case(item: &Explained, since_at: Duration) -> Case {
     }
 }
 
-/// One case as a verdict.
-fn verdict(c: &Case, name: String, since: &str, assumed: &[String]) -> Verdict {
+/// One case's message: what was seen, against which window, by which rule, and for a
+/// deviation its likely cause (and, when failed, what the model assumed).
+fn message(c: &Case, assumed: &[String]) -> String {
     let window = match c.window.as_str() {
         "never" => "never".to_string(),
         w => format!("window {w}"),
@@ -199,18 +236,50 @@ fn verdict(c: &Case, name: String, since: &str, assumed: &[String]) -> Verdict {
     if c.outcome == Outcome::Failed && !assumed.is_empty() {
         message.push_str(&format!("; assumed: {}", assumed.join("; ")));
     }
+    message
+}
+
+/// A group's cases as one verdict: failed when one member deviates, passed when every
+/// member it could observe is inside its window, skipped when it could observe none. Its
+/// measured time is the last member's (when the whole group had made the transition).
+fn verdict(members: &[Case], name: String, since: &str, assumed: &[String]) -> Verdict {
+    let outcome = if members.iter().any(|c| c.outcome == Outcome::Failed) {
+        Outcome::Failed
+    } else if members.iter().any(|c| c.outcome == Outcome::Passed) {
+        Outcome::Passed
+    } else {
+        Outcome::Skipped
+    };
+    let notes: Vec<(&Case, String)> = members.iter().map(|c| (c, message(c, assumed))).collect();
+    let message = match notes.as_slice() {
+        [(_, only)] => only.clone(),
+        _ => notes
+            .iter()
+            .filter(|(c, _)| outcome != Outcome::Failed || c.outcome == Outcome::Failed)
+            .map(|(c, note)| format!("{}: {note}", c.subject))
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    let measured_ms = if members.iter().all(|c| c.at_ms.is_some()) {
+        members.iter().filter_map(|c| c.at_ms).max()
+    } else {
+        None
+    };
     Verdict {
         name,
-        outcome: c.outcome,
-        message: message.clone(),
-        measured_ms: c.at_ms,
+        outcome,
+        message,
+        measured_ms,
         since: since.to_string(),
-        members: vec![MemberResult {
-            member: c.subject.clone(),
-            at_ms: c.at_ms,
-            note: message,
-            outcome: Some(c.outcome),
-            node: Some(c.node.clone()),
-        }],
+        members: notes
+            .into_iter()
+            .map(|(c, note)| MemberResult {
+                member: c.subject.clone(),
+                at_ms: c.at_ms,
+                note,
+                outcome: Some(c.outcome),
+                node: Some(c.node.clone()),
+            })
+            .collect(),
     }
 }

@@ -30,8 +30,35 @@ fn a_kubelet_stop_past_toleration_passes_every_behaviour_with_its_window_and_rul
     let vs = verdicts(&r);
     let text = show(&vs);
     println!("{text}");
-    assert!(vs.len() >= 9, "{text}");
+    assert!(vs.len() >= 6, "{text}");
     assert!(vs.iter().all(|v| v.outcome == Outcome::Passed), "{text}");
+    // Named by workload or target, never by a pod's own (random) name: a case keeps its
+    // name from run to run.
+    for pod in r.timeline.entries.iter().filter_map(|e| match &e.event {
+        crate::timeline::Event::Pod { pod, .. } => Some(pod.name.clone()),
+        _ => None,
+    }) {
+        assert!(vs.iter().all(|v| !v.name.contains(&pod)), "{pod}: {text}");
+    }
+    let web = vs
+        .iter()
+        .find(|v| v.name.contains("evicted") && v.name.contains("Deployment "))
+        .unwrap_or_else(|| panic!("the Deployment's eviction: {text}"));
+    assert!(
+        !web.members.is_empty() && web.members.iter().all(|m| m.member.contains("/web-")),
+        "each pod a member, by its own name: {web:?}"
+    );
+    assert!(
+        web.members
+            .iter()
+            .all(|m| m.outcome == Some(Outcome::Passed) && m.at_ms.is_some()),
+        "{web:?}"
+    );
+    assert_eq!(
+        web.measured_ms,
+        web.members.iter().filter_map(|m| m.at_ms).max(),
+        "measured when the last pod was"
+    );
     assert!(vs.iter().all(|v| v.name.starts_with(PREFIX)), "{text}");
     let names: std::collections::BTreeSet<_> = vs.iter().map(|v| &v.name).collect();
     assert_eq!(names.len(), vs.len(), "names are unique: {text}");
@@ -49,7 +76,7 @@ fn a_kubelet_stop_past_toleration_passes_every_behaviour_with_its_window_and_rul
     // The StatefulSet's pod is not called a ReplicaSet's.
     assert!(
         vs.iter()
-            .filter(|v| v.name.contains("/db-"))
+            .filter(|v| v.name.contains("StatefulSet "))
             .all(|v| !v.message.contains("ReplicaSet")),
         "{text}"
     );
@@ -88,9 +115,8 @@ fn every_recorded_run_the_model_covers_passes_or_says_what_it_could_not_observe(
 /// the pods tolerate the taint for 10 s, where the record's were evicted after 30 s): the
 /// eviction cases fail, naming the lateness, their window and rule; the node's own cases
 /// and the DaemonSet's still pass.
-#[test]
-fn evictions_later_than_the_toleration_fail_only_the_eviction_behaviours() {
-    let mut r = record("kubelet-stop-past-toleration.json");
+/// The record's pods told a 10 s toleration where they had 30 s.
+fn told_ten_seconds(r: &mut RunRecord) {
     for e in &mut r.timeline.entries {
         if let crate::timeline::Event::Pod {
             after: Some(state), ..
@@ -100,6 +126,12 @@ fn evictions_later_than_the_toleration_fail_only_the_eviction_behaviours() {
             std::sync::Arc::make_mut(state).unreachable_toleration_secs = Some(10);
         }
     }
+}
+
+#[test]
+fn evictions_later_than_the_toleration_fail_only_the_eviction_behaviours() {
+    let mut r = record("kubelet-stop-past-toleration.json");
+    told_ten_seconds(&mut r);
     let vs = verdicts(&r);
     let text = show(&vs);
     println!("{text}");
@@ -116,7 +148,7 @@ fn evictions_later_than_the_toleration_fail_only_the_eviction_behaviours() {
         failed.iter().all(|v| v.message.contains("window +")),
         "{text}"
     );
-    for kept in ["goes Unknown", "unreachable NoExecute taint", "/agent-"] {
+    for kept in ["goes Unknown", "unreachable NoExecute taint", "DaemonSet "] {
         assert!(
             vs.iter()
                 .filter(|v| v.name.contains(kept))
@@ -146,4 +178,61 @@ fn the_report_tables_every_case_under_the_clusters_timers() {
         text.ends_with("0 deviation(s), 0 not observable\n"),
         "{text}"
     );
+}
+
+/// Two clusters (or one before and after an upgrade) side by side: `compare` pairs the
+/// conformance cases by name and says which behaviour changed verdict, and compares the
+/// moments of those it saw on both sides.
+#[test]
+fn two_conformance_runs_compare_behaviour_by_behaviour() {
+    use crate::compare::{Change, Tolerance, compare};
+    use crate::series::Series;
+    let judged = |mut r: RunRecord| {
+        let vs = verdicts(&r);
+        r.verdicts.extend(vs);
+        Series::single(r)
+    };
+    let before = record("kubelet-stop-past-toleration.json");
+    let mut after = before.clone();
+    told_ten_seconds(&mut after);
+    let cmp = compare(
+        &[judged(before)],
+        &[judged(after)],
+        &Tolerance::default(),
+        ("before", "after"),
+    );
+    let e = &cmp.experiments[0];
+    let show: String = e
+        .expectations
+        .iter()
+        .map(|x| format!("{:?} {}\n", x.change, x.name))
+        .collect();
+    let regressed: Vec<_> = e
+        .expectations
+        .iter()
+        .filter(|x| x.change == Change::Regressed)
+        .collect();
+    assert!(!regressed.is_empty(), "{show}");
+    assert!(
+        regressed
+            .iter()
+            .all(|x| x.name.starts_with(PREFIX) && x.name.contains("evicted")
+                || x.name.contains("replaced")),
+        "{show}"
+    );
+    assert!(
+        e.expectations
+            .iter()
+            .filter(|x| x.name.contains("goes Unknown"))
+            .all(|x| x.change != Change::Regressed),
+        "{show}"
+    );
+    assert!(
+        e.transitions
+            .iter()
+            .any(|t| t.key.starts_with(PREFIX) && t.key.contains("evicted")),
+        "the moments of the cases are compared: {:?}",
+        e.transitions.iter().map(|t| &t.key).collect::<Vec<_>>()
+    );
+    assert_eq!(cmp.exit_code(), 1);
 }

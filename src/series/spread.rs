@@ -261,15 +261,17 @@ impl SeriesSpread {
     }
 }
 
-/// Whether the expectation `name` of the record's experiment is a `becomes` check, whose
-/// measured time is the moment of the transition it expects.
+/// Whether the expectation `name` of the record's experiment is a `becomes` check or a
+/// conformance case, whose measured time is the moment of the transition it expects.
 pub fn is_transition(record: &RunRecord, name: &str) -> bool {
-    record
-        .experiment
-        .expectations
-        .iter()
-        .find(|e| e.name == name)
-        .is_some_and(|e| matches!(e.check, Check::Becomes { .. }))
+    // A conformance case is one transition the model predicted, measured when seen.
+    (record.experiment.conformance && name.starts_with(crate::conformance::PREFIX))
+        || record
+            .experiment
+            .expectations
+            .iter()
+            .find(|e| e.name == name)
+            .is_some_and(|e| matches!(e.check, Check::Becomes { .. }))
 }
 
 #[cfg(test)]
