@@ -129,7 +129,7 @@ async fn kill_9_during_a_kubelet_stop_the_node_restores_itself() {
     // Planned length of this experiment is ~(grace+20s) + horizon + grace; + 10s margin.
     let took = wait_ready(&client, &victim, Duration::from_secs(240)).await;
     println!("node {victim} Ready again {took:?} after the kill, with no help");
-    assert_eq!(kubelet_status(&victim).await, "running");
+    assert_kubelet_running(&victim).await;
     s.restore_leaves_nothing();
 }
 

@@ -147,7 +147,7 @@ start_proc() {
   shift
   mkdir -p "$LAB_LOGS"
   printf '\n=== %s starting: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$LAB_LOGS/$name.log"
-  setsid "$@" </dev/null >>"$LAB_LOGS/$name.log" 2>&1 &
+  setsid "$@" </dev/null >>"$LAB_LOGS/$name.log" 2>&1 9>&- &
   pid=$!
   if [[ "${START_PROC_SHORT:-0}" == 1 ]]; then
     record_pid "$name" "$pid" 2>/dev/null || true
@@ -430,7 +430,23 @@ register_node() {   # bounded (~10 s) so `kubelet start` stays well inside a 60 
   log "WARNING: could not register Node $node (API server unreachable from $NODE_ADDR?); starting kwok anyway"
 }
 
-start_kubelet() {
+# One start or stop of a node's kubelet at a time (a run's undo and a self-restore firing
+# together would both pass the "already running?" check, both start kwok, and leave one
+# unrecorded: a kubelet `status` calls stopped while it heartbeats). The lock is fd 9 of a
+# subshell; start_proc closes it for what it starts, so a kwok never holds it.
+with_kubelet_lock() {
+  local node="$1"
+  shift
+  mkdir -p "$LAB_PIDS"
+  (
+    flock -w 60 9 || die "kubelet of $node: its lock ($LAB_PIDS/$node.kubelet.lock) is held for 60 s"
+    "$@" "$node"
+  ) 9>>"$LAB_PIDS/$node.kubelet.lock"
+}
+
+start_kubelet() { with_kubelet_lock "$1" start_kubelet_locked; }
+
+start_kubelet_locked() {
   local node="$1"
   lab_load_env
   node_info "$node"
@@ -490,7 +506,8 @@ kwok_resync() {
   [[ -z "$pods" ]] || log "kubelet $node: re-synced $(wc -w <<<"$pods") pod(s) kwok skipped at start"
 }
 
-stop_kubelet() { stop_proc "$1.resync"; stop_proc "$1.kubelet"; }
+stop_kubelet() { with_kubelet_lock "$1" stop_kubelet_locked; }
+stop_kubelet_locked() { stop_proc "$1.resync"; stop_proc "$1.kubelet"; }
 
 # Power on: link up, sshd, kubelet. Each boot gets a new boot id (nodes/<node>/boot_id,
 # what `node-ctl boot-id` prints): the lab's nodes share the host's kernel, so the

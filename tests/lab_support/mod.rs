@@ -583,6 +583,38 @@ pub async fn kubelet_status(node: &str) -> String {
     }
 }
 
+/// Waits up to 10 s for the lab kubelet of `node` to read `running`; when it does not,
+/// fails with what the lab knows of it (its pid file, the end of its log, the lab's
+/// status), so a failure says whether the kubelet died, was never recorded, or was
+/// stopped by someone.
+pub async fn assert_kubelet_running(node: &str) {
+    let start = Instant::now();
+    let mut status = kubelet_status(node).await;
+    while status != "running" && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        status = kubelet_status(node).await;
+    }
+    if status == "running" {
+        return;
+    }
+    let pidfile = std::fs::read_to_string(lab_dir().join(format!("pids/{node}.kubelet.pid")))
+        .unwrap_or_else(|e| format!("(no pid file: {e})"));
+    let log = std::fs::read_to_string(lab_dir().join(format!("logs/{node}.kubelet.log")))
+        .unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(25).collect();
+    let tail: Vec<String> = tail
+        .into_iter()
+        .rev()
+        .map(|l| l.chars().take(400).collect())
+        .collect();
+    panic!(
+        "kubelet on {node} is `{status}`, not running\npid file: {pidfile}\nlab status:\n{}\n\
+         end of its log:\n{}",
+        lab_script("status", &[]),
+        tail.join("\n")
+    );
+}
+
 /// The node-monitor grace period the lab's controller-manager runs with, as `ci/lab/up`
 /// wrote it in `target/lab/env` (the lab's inventory states no timers: runs read them from
 /// the cluster).
