@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::plan_predicted::Predicted;
-use super::plan_roll_predicted::{typical_pod, typical_pod_of};
+use super::plan_roll_predicted::{template_toleration, typical_pod, typical_pods_prefix};
 use crate::experiment::model::{
     Bound, Check, ClusterTimers, Expectation, Experiment, Subject, Until, Window as Within,
     WorkloadKind,
@@ -55,7 +55,7 @@ fn about<'a>(
                     .flat_map(|n| {
                         let typical = (pods.workload.kind == WorkloadKind::Deployment)
                             .then(|| typical_pod(n));
-                        std::iter::once(typical_pod_of(n, &pods.workload)).chain(typical)
+                        std::iter::once(typical_pods_prefix(n, &pods.workload)).chain(typical)
                     })
                     .collect()
             })
@@ -66,7 +66,12 @@ fn about<'a>(
     predicted
         .predictions
         .iter()
-        .filter(|p| kinds.contains(&p.transition) && subjects.contains(&p.subject))
+        .filter(|p| {
+            kinds.contains(&p.transition)
+                && subjects
+                    .iter()
+                    .any(|s| p.subject == *s || (s.ends_with(" (") && p.subject.starts_with(s)))
+        })
         .collect()
 }
 
@@ -82,8 +87,19 @@ pub(super) fn flag(
     timers: &ClusterTimers,
 ) -> Option<String> {
     let since = step_at(exp, projected, &e.since)?;
-    let toleration =
-        matches!(e.subject, Subject::Pods(_)).then_some(timers.default_unreachable_toleration);
+    // A workload's pods resolve `toleration` to what their template gives, as a run
+    // resolves it to each pod's own.
+    let toleration = match &e.subject {
+        Subject::Pods(pods) => {
+            let setup = crate::experiment::manifest::setup_workloads(&exp.setup.manifests)
+                .unwrap_or_default();
+            Some(match template_toleration(&setup, &pods.workload) {
+                crate::failure_model::Toleration::For(d) => d,
+                _ => timers.default_unreachable_toleration,
+            })
+        }
+        _ => None,
+    };
     let ctx = timers.bound_context(toleration);
     let at = |b: &Bound| b.resolve(&ctx).ok().map(|d| since + d);
     about(predicted, e, targets)

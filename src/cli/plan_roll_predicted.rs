@@ -330,20 +330,61 @@ pub(super) fn typical_pod(node: &str) -> String {
     format!("{node} {TYPICAL_POD}")
 }
 
-/// The subject standing for the pods of workload `w` on `node` ([`typical_pods`]).
-pub(super) fn typical_pod_of(node: &str, w: &crate::experiment::model::WorkloadRef) -> String {
-    match w.kind {
-        crate::experiment::model::WorkloadKind::DaemonSet => {
-            format!("{node} pods of {w} (tolerate unreachable forever, as a DaemonSet's do)")
+/// The subject standing for the pods of workload `w` on `node` ([`typical_pods`]), saying
+/// the toleration it was given.
+pub(super) fn typical_pod_of(
+    node: &str,
+    w: &crate::experiment::model::WorkloadRef,
+    toleration: crate::failure_model::Toleration,
+) -> String {
+    use crate::failure_model::Toleration;
+    let tolerates = match (w.kind, toleration) {
+        (crate::experiment::model::WorkloadKind::DaemonSet, _) => {
+            "tolerate unreachable forever, as a DaemonSet's do".to_string()
         }
-        _ => format!("{node} pods of {w} (default toleration)"),
+        (_, Toleration::Default) => "default toleration".to_string(),
+        (_, Toleration::Forever) => "tolerate unreachable forever, as its template says".into(),
+        (_, Toleration::For(d)) => format!(
+            "tolerate unreachable {}, as its template says",
+            crate::timeline::format_secs(d)
+        ),
+    };
+    format!("{}{tolerates})", typical_pods_prefix(node, w))
+}
+
+/// What every [`typical_pod_of`] subject of workload `w` on `node` starts with, whatever
+/// toleration it says (it ends with " (").
+pub(super) fn typical_pods_prefix(node: &str, w: &crate::experiment::model::WorkloadRef) -> String {
+    format!("{node} pods of {w} (")
+}
+
+/// The toleration of the unreachable taint that `w`'s pod template in `setup` gives
+/// ([`crate::observe::reduce::unreachable_toleration`], as a run reads it from its pods);
+/// the API server's default when setup does not create `w` or its template gives none.
+pub(super) fn template_toleration(
+    setup: &[crate::experiment::manifest::SetupWorkload],
+    w: &crate::experiment::model::WorkloadRef,
+) -> crate::failure_model::Toleration {
+    use crate::failure_model::Toleration;
+    let template = setup
+        .iter()
+        .find(|s| s.workload == *w)
+        .map(|s| crate::observe::reduce::unreachable_toleration(&s.tolerations));
+    match template {
+        Some((_, true)) => Toleration::Forever,
+        Some((Some(secs), _)) => {
+            Toleration::For(Duration::from_secs(u64::try_from(secs).unwrap_or(0)))
+        }
+        _ => Toleration::Default,
     }
 }
 
 /// The pods standing for those on `node` in a plan that cannot list them: one for each
-/// workload the experiment names, with its own controller's rule (a StatefulSet's pod is
-/// never a ReplicaSet's), each with the default toleration; the typical ReplicaSet pod
-/// ([`typical_pod`]) when it names none.
+/// workload the experiment names and each its setup manifests create, with its own
+/// controller's rule (a StatefulSet's pod is never a ReplicaSet's) and the toleration its
+/// pod template gives the unreachable taint (the API server's default when it gives none,
+/// as the `DefaultTolerationSeconds` admission plugin adds it); the typical ReplicaSet pod
+/// ([`typical_pod`]) when it knows of none.
 ///
 /// A DaemonSet's pods tolerate the unreachable taint without a limit: its controller adds
 /// that toleration to every pod it makes (`pkg/controller/daemon/util`,
@@ -358,19 +399,27 @@ pub(super) fn typical_pods(
 )> {
     use crate::experiment::model::WorkloadKind;
     use crate::failure_model::{Owner, Toleration};
-    let named = crate::focus::Focus::of(exp, std::iter::empty()).workloads();
-    if named.is_empty() {
+    let setup =
+        crate::experiment::manifest::setup_workloads(&exp.setup.manifests).unwrap_or_default();
+    let mut workloads = crate::focus::Focus::of(exp, std::iter::empty()).workloads();
+    for s in &setup {
+        if !workloads.contains(&s.workload) {
+            workloads.push(s.workload.clone());
+        }
+    }
+    if workloads.is_empty() {
         return vec![(typical_pod(node), Owner::ReplicaSet, Toleration::Default)];
     }
-    named
+    workloads
         .into_iter()
         .map(|w| {
+            let written = template_toleration(&setup, &w);
             let (owner, toleration) = match w.kind {
-                WorkloadKind::Deployment => (Owner::ReplicaSet, Toleration::Default),
-                WorkloadKind::StatefulSet => (Owner::StatefulSet, Toleration::Default),
+                WorkloadKind::Deployment => (Owner::ReplicaSet, written),
+                WorkloadKind::StatefulSet => (Owner::StatefulSet, written),
                 WorkloadKind::DaemonSet => (Owner::DaemonSet, Toleration::Forever),
             };
-            (typical_pod_of(node, &w), owner, toleration)
+            (typical_pod_of(node, &w, toleration), owner, toleration)
         })
         .collect()
 }

@@ -191,6 +191,35 @@ fn the_offline_plan_predicts_each_workload_by_its_own_controller() {
     );
 }
 
+/// The conformance suite names no workload: the plan predicts every workload its setup
+/// manifests create, each by its own controller; a pod template's own toleration of the
+/// unreachable taint moves its pods' window, and the `toleration` of an expectation
+/// about them resolves to it, as a run resolves it to each pod's own.
+#[test]
+fn the_offline_plan_predicts_the_setup_workloads_with_their_templates_tolerations() {
+    let inv = four_nodes();
+    let settings = RunSettings::new(inv.clone(), "/nonexistent/journal.json".into());
+    let executor = Executor::new(inv);
+    let exp = shipped("conformance/kubelet-stop.yaml");
+    let text = offline(&exp, &settings, &executor, "connection refused").text;
+    for who in [
+        "pods of faultline-lab/statefulset/db (default toleration): replaced from",
+        "pods of faultline-lab/deployment/web (default toleration): replaced",
+        "pods of faultline-lab/daemonset/agent (tolerate unreachable forever, as a DaemonSet's do): Terminating (evicted) never",
+    ] {
+        assert!(text.contains(who), "{who}: {text}");
+    }
+    let exp = shipped("short-toleration.yaml");
+    let text = offline(&exp, &settings, &executor, "connection refused").text;
+    let quick = "pods of faultline-lab/deployment/quick (tolerate unreachable 10s, as its template \
+                 says): Terminating (evicted) +";
+    assert!(text.contains(quick), "{text}");
+    assert!(
+        text.contains("verdict: nothing found"),
+        "the quick pods' bounds resolve to their own 10 s: {text}"
+    );
+}
+
 #[test]
 fn the_plan_predicts_what_the_cluster_should_do_from_the_timers_in_force() {
     let inv = four_nodes();

@@ -53,6 +53,53 @@ pub(crate) fn parse_manifest(
     Ok(out)
 }
 
+/// A Deployment, StatefulSet or DaemonSet a setup manifest creates, with what its pods will
+/// tolerate: what `plan` predicts for pods it cannot list yet.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SetupWorkload {
+    /// Which workload, where setup puts it (`default` when the manifest names no
+    /// namespace).
+    pub workload: crate::experiment::model::WorkloadRef,
+    /// Its pod template's tolerations, as written.
+    pub tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
+}
+
+/// The workloads `manifests` create, in file order; `None` when a file cannot be read or
+/// parsed (validation and the run say why).
+pub(crate) fn setup_workloads(manifests: &[PathBuf]) -> Option<Vec<SetupWorkload>> {
+    use crate::experiment::model::{WorkloadKind, WorkloadRef};
+    let mut out = Vec::new();
+    for path in manifests {
+        let text = crate::experiment::read_input(path).ok()?;
+        for obj in parse_manifest(path, &text).ok()? {
+            let kind = match obj.types.as_ref().map(|t| t.kind.as_str()) {
+                Some("Deployment") => WorkloadKind::Deployment,
+                Some("StatefulSet") => WorkloadKind::StatefulSet,
+                Some("DaemonSet") => WorkloadKind::DaemonSet,
+                _ => continue,
+            };
+            let tolerations = obj
+                .data
+                .pointer("/spec/template/spec/tolerations")
+                .cloned()
+                .and_then(|t| serde_json::from_value(t).ok())
+                .unwrap_or_default();
+            let Some(name) = obj.metadata.name else {
+                continue;
+            };
+            out.push(SetupWorkload {
+                workload: WorkloadRef {
+                    kind,
+                    namespace: obj.metadata.namespace.unwrap_or_else(|| "default".into()),
+                    name,
+                },
+                tolerations,
+            });
+        }
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

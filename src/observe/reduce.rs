@@ -140,7 +140,7 @@ pub fn pod_state(pod: &Pod, owners: &OwnerIndex) -> PodState {
 /// taint; `tainteviction.getMinTolerationTime` then reads its `tolerationSeconds`: unset
 /// is forever, zero or less is at once). A later, longer or shorter, toleration changes
 /// nothing.
-fn unreachable_toleration(tolerations: &[Toleration]) -> (Option<i64>, bool) {
+pub(crate) fn unreachable_toleration(tolerations: &[Toleration]) -> (Option<i64>, bool) {
     let used = tolerations.iter().find(|t| {
         let key = t.key.as_deref().unwrap_or("");
         let effect = t.effect.as_deref().unwrap_or("");

@@ -107,24 +107,8 @@ fn key_of(w: &WorkloadRef) -> Key {
 /// The Deployments, StatefulSets and DaemonSets the manifests create, where setup puts
 /// them (`default` when a manifest names no namespace); `None` if one does not read.
 fn created_by(manifests: &[std::path::PathBuf]) -> Option<BTreeSet<Key>> {
-    let mut out = BTreeSet::new();
-    for path in manifests {
-        let text = crate::experiment::read_input(path).ok()?;
-        let objects = crate::experiment::manifest::parse_manifest(path, &text).ok()?;
-        for obj in objects {
-            let kind = obj.types.as_ref().map(|t| t.kind.to_ascii_lowercase());
-            let Some(kind) =
-                kind.filter(|k| ["deployment", "statefulset", "daemonset"].contains(&k.as_str()))
-            else {
-                continue;
-            };
-            let namespace = obj.metadata.namespace.unwrap_or_else(|| "default".into());
-            if let Some(name) = obj.metadata.name {
-                out.insert((kind, namespace, name));
-            }
-        }
-    }
-    Some(out)
+    let workloads = crate::experiment::manifest::setup_workloads(manifests)?;
+    Some(workloads.iter().map(|w| key_of(&w.workload)).collect())
 }
 
 #[cfg(test)]
