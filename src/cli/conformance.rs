@@ -77,7 +77,9 @@ pub(super) async fn conformance(mut args: RunArgs) -> i32 {
     }
     let out = args.out.clone();
     let dry_run = args.dry_run;
+    let started = std::time::Instant::now();
     let code = super::run::run(args).await;
+    let wall = started.elapsed();
     if dry_run {
         return code;
     }
@@ -89,11 +91,11 @@ pub(super) async fn conformance(mut args: RunArgs) -> i32 {
         })
         .collect();
     let path = out.join("conformance.md");
-    if let Err(e) = std::fs::write(&path, report::markdown(&records)) {
+    if let Err(e) = std::fs::write(&path, report::markdown(&records, Some(wall))) {
         fail!("cannot write {}: {e}", path.display());
         return code.max(EXIT_ERROR);
     }
-    say!("{}", report::text(&records));
+    say!("{}", report::text(&records, Some(wall)));
     say!("conformance report: {}", path.display());
     code
 }

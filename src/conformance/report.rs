@@ -3,6 +3,7 @@
 //! deviation's likely cause; in Markdown (`conformance.md`) and as the terminal prints it.
 
 use std::fmt::Write;
+use std::time::Duration;
 
 use super::{Case, cases};
 use crate::outcome::Outcome;
@@ -32,13 +33,40 @@ pub fn tally(records: &[RunRecord]) -> Tally {
     t
 }
 
+/// How long a suite took: each run's own length, their sum, the longest, and the
+/// suite's wall time when the caller measured it. The suite runs its experiments one
+/// after another today, so its wall time is their sum (plus setup between them); running
+/// independent ones at once on different nodes would bring it towards the longest.
+fn timing(records: &[RunRecord], wall: Option<Duration>) -> String {
+    let lengths: Vec<Duration> = records
+        .iter()
+        .map(|r| (r.finished_at - r.started_at).to_std().unwrap_or_default())
+        .collect();
+    let sum: Duration = lengths.iter().sum();
+    let longest = lengths.iter().max().copied().unwrap_or_default();
+    let secs = |d: Duration| format!("{:.1}s", d.as_secs_f64());
+    let mut line = format!(
+        "{} run(s): sum of their lengths {}, the longest {}",
+        records.len(),
+        secs(sum),
+        secs(longest)
+    );
+    if let Some(w) = wall {
+        line.push_str(&format!(
+            "; the suite's wall time {} (run one after another)",
+            secs(w)
+        ));
+    }
+    line
+}
+
 /// Table cells never break the table: pipes and newlines escaped.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-/// The Markdown report of a suite's records.
-pub fn markdown(records: &[RunRecord]) -> String {
+/// The Markdown report of a suite's records; `wall`: how long the whole suite took.
+pub fn markdown(records: &[RunRecord], wall: Option<Duration>) -> String {
     let mut out = String::from("# Conformance: node failure\n\n");
     let Some(first) = records.first() else {
         out.push_str("No run was recorded.\n");
@@ -60,6 +88,7 @@ pub fn markdown(records: &[RunRecord]) -> String {
         t.failed,
         t.skipped
     );
+    let _ = writeln!(out, "Time: {}.\n", timing(records, wall));
     out.push_str("## The cluster's timers\n\n| timer | value | from |\n|---|---|---|\n");
     if first.cluster.timer_sources.is_empty() {
         // Records written before timer sources were kept: the values, without their origin.
@@ -133,8 +162,8 @@ pub fn markdown(records: &[RunRecord]) -> String {
     out
 }
 
-/// The report as the terminal prints it: a line per case, then the tally.
-pub fn text(records: &[RunRecord]) -> String {
+/// The report as the terminal prints it: a line per case, then the timing and the tally.
+pub fn text(records: &[RunRecord], wall: Option<Duration>) -> String {
     let mut out = String::new();
     for r in records {
         let _ = writeln!(
@@ -159,6 +188,7 @@ pub fn text(records: &[RunRecord]) -> String {
         }
     }
     let t = tally(records);
+    let _ = writeln!(out, "time: {}", timing(records, wall));
     let _ = writeln!(
         out,
         "conformance: {} as Kubernetes specifies, {} deviation(s), {} not observable",

@@ -1,4 +1,5 @@
 use std::path::Path;
+use std::time::Duration;
 
 use super::*;
 
@@ -161,7 +162,7 @@ fn evictions_later_than_the_toleration_fail_only_the_eviction_behaviours() {
 #[test]
 fn the_report_tables_every_case_under_the_clusters_timers() {
     let records = vec![record("kubelet-stop-past-toleration.json")];
-    let md = report::markdown(&records);
+    let md = report::markdown(&records, Some(Duration::from_secs(150)));
     println!("{md}");
     let t = report::tally(&records);
     assert_eq!(t.failed, 0, "{md}");
@@ -173,7 +174,19 @@ fn the_report_tables_every_case_under_the_clusters_timers() {
         .filter(|l| l.starts_with("| the ") && l.contains("| PASS |"))
         .count();
     assert_eq!(rows, t.passed, "{md}");
-    let text = report::text(&records);
+    let length = (records[0].finished_at - records[0].started_at)
+        .to_std()
+        .unwrap();
+    assert!(
+        md.contains(&format!(
+            "Time: 1 run(s): sum of their lengths {:.1}s, the longest {:.1}s; the suite's wall \
+             time 150.0s",
+            length.as_secs_f64(),
+            length.as_secs_f64()
+        )),
+        "{md}"
+    );
+    let text = report::text(&records, None);
     assert!(
         text.ends_with("0 deviation(s), 0 not observable\n"),
         "{text}"
