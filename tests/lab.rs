@@ -521,6 +521,39 @@ async fn conformance_names_a_reaper_that_force_deletes_terminating_pods() {
     all_nodes_ready(&client, BACK).await;
 }
 
+/// A reboot, judged with no bound written: back within the grace period, the node stays
+/// Ready and untainted and no pod is evicted or replaced; its pods' restart in place is
+/// said not observable on the lab (kwok's pods have no containers), not a deviation.
+#[tokio::test]
+#[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
+async fn conformance_reboot_keeps_the_node_ready_and_evicts_nothing() {
+    let record = experiment_holds(
+        "experiments/conformance/reboot.yaml",
+        "conformance-reboot",
+        |_| Vec::new(),
+    )
+    .await;
+    conformance_passed(
+        &record,
+        &[
+            "the node stays Ready: it answered again within the grace period",
+            "the node is not tainted (the node answers again before the grace period runs out)",
+            "the pod is not evicted",
+            "the pod is not replaced",
+        ],
+    );
+    assert!(
+        record
+            .verdicts
+            .iter()
+            .filter(|v| v.name.contains("restart in place"))
+            .all(|v| v.outcome == faultline::outcome::Outcome::Skipped
+                && v.message.starts_with("faultline could not observe it")),
+        "{:?}",
+        record.verdicts
+    );
+}
+
 #[tokio::test]
 #[ignore = "needs the lab: ci/test runs it after ci/lab/up"]
 async fn conformance_partition_healed_before_toleration_evicts_nothing() {

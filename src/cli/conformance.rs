@@ -21,6 +21,10 @@ const SUITE: &[(&str, &str)] = &[
         include_str!("../../experiments/conformance/partition-healed.yaml"),
     ),
     (
+        "experiments/conformance/reboot.yaml",
+        include_str!("../../experiments/conformance/reboot.yaml"),
+    ),
+    (
         "fixtures/lab/00-namespace.yaml",
         include_str!("../../fixtures/lab/00-namespace.yaml"),
     ),
@@ -90,6 +94,11 @@ pub(super) async fn conformance(mut args: RunArgs) -> i32 {
             RunRecord::load(&path).ok()
         })
         .collect();
+    if records.is_empty() {
+        // The runs refused or failed before recording anything: what they said is above.
+        fail!("no conformance run was recorded: no conformance report");
+        return code.max(EXIT_ERROR);
+    }
     let path = out.join("conformance.md");
     if let Err(e) = std::fs::write(&path, report::markdown(&records, Some(wall))) {
         fail!("cannot write {}: {e}", path.display());

@@ -76,6 +76,7 @@ fn outages(
                 until,
                 out_of_service: None,
                 deleted: None,
+                restarts: false,
             });
         }
     }

@@ -169,6 +169,10 @@ fn behaviour(item: &Explained) -> String {
         (Transition::PodTerminating, true, rule) => format!("the pod is not evicted ({rule})"),
         (Transition::PodReplaced, false, rule) => format!("the pod is replaced ({rule})"),
         (Transition::PodReplaced, true, rule) => format!("the pod is not replaced ({rule})"),
+        (Transition::PodRestarted, false, _) => {
+            "the pod's containers restart in place once its machine is back".into()
+        }
+        (Transition::PodRestarted, true, rule) => format!("the pod is not restarted ({rule})"),
         (Transition::RollIssued, _, _) => {
             "the roll takes the node once the one before is back".into()
         }

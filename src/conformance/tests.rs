@@ -93,6 +93,8 @@ fn every_recorded_run_the_model_covers_passes_or_says_what_it_could_not_observe(
         "kind/power-off-past-toleration.json",
         "kind/short-toleration.json",
         "kind/ssh-partition.json",
+        "kind/ssh-reboot.json",
+        "kind/docker-reboot.json",
     ] {
         let vs = verdicts(&record(file));
         let text = show(&vs);
@@ -248,4 +250,29 @@ fn two_conformance_runs_compare_behaviour_by_behaviour() {
         e.transitions.iter().map(|t| &t.key).collect::<Vec<_>>()
     );
     assert_eq!(cmp.exit_code(), 1);
+}
+
+/// A reboot shorter than the grace period (kind, over SSH): the node stays Ready, no pod
+/// is evicted or replaced, and every pod's containers restart in place once it is back,
+/// each a passing case.
+#[test]
+fn a_short_reboot_keeps_the_node_ready_and_restarts_every_pod_in_place() {
+    let vs = verdicts(&record("kind/ssh-reboot.json"));
+    let text = show(&vs);
+    println!("{text}");
+    for behaviour in [
+        "the node stays Ready: it answered again within the grace period: target `victim`",
+        "the pod's containers restart in place once its machine is back: Deployment faultline-lab/web",
+        "the pod's containers restart in place once its machine is back: DaemonSet faultline-lab/agent",
+        "the pod is not evicted",
+        "the pod is not replaced",
+    ] {
+        assert!(
+            vs.iter()
+                .any(|v| v.name.contains(behaviour) && v.outcome == Outcome::Passed),
+            "{behaviour}: {text}"
+        );
+    }
+    assert!(vs.iter().all(|v| v.outcome == Outcome::Passed), "{text}");
+    assert!(!vs.iter().any(|v| v.name.contains("not Ready")), "{text}");
 }

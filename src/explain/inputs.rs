@@ -113,7 +113,22 @@ fn issued_at(entries: &[Entry], finished: usize) -> i64 {
         .map_or(entries[finished].offset_ms, |e| e.offset_ms)
 }
 
-/// Each silencing step carried out on a node, from the moment it was issued until the
+/// When the step finished at `entries[finished]` on `node` was confirmed: for a reboot,
+/// the moment the run saw the machine back up (its boot id changed).
+fn back_up(entries: &[Entry], finished: usize, node: &str) -> Option<Duration> {
+    let Event::Step { step: name, .. } = &entries[finished].event else {
+        return None;
+    };
+    entries[finished + 1..]
+        .iter()
+        .find(|e| {
+            matches!(&e.event, Event::Step { step, node: Some(n), phase: StepPhase::Confirmed { .. }, .. }
+                if step == name && n == node)
+        })
+        .map(|e| at(e.offset_ms))
+}
+
+/// Each silencing step (or reboot) carried out on a node, from the moment it was issued until the
 /// first later action on the node that undoes it (a planned step or the safety net's undo)
 /// finished.
 pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
@@ -134,7 +149,17 @@ pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
         let Some((node, fault_action, finished)) = done(e) else {
             continue;
         };
-        if !fault::silences_node(&fault_action) {
+        // A reboot in a roll is the roll's to explain (`super::roll`), node by node.
+        let rolled = |name: &str| {
+            record.experiment.steps.iter().any(|s| {
+                s.name == name
+                    && (s.roll.is_some() || crate::experiment::roll::roll_member(s).is_some())
+            })
+        };
+        let reboot = fault::restarts_machine(&fault_action)
+            && fault::takes_node_down(&fault_action)
+            && !matches!(&e.event, Event::Step { step, .. } if rolled(step));
+        if !fault::silences_node(&fault_action) && !reboot {
             continue;
         }
         let from = issued_at(entries, i);
@@ -146,11 +171,20 @@ pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
         {
             continue;
         }
-        let until = entries[i + 1..]
-            .iter()
-            .filter_map(done)
-            .find(|(n, a, _)| *n == node && fault::undoes(a, &fault_action))
-            .map(|(_, _, ms)| at(ms));
+        let until = if reboot {
+            // A reboot undoes itself: the machine is back when the run saw it come up
+            // (its proof, the boot id changed); without that, nothing says when.
+            let Some(back) = back_up(entries, i, &node) else {
+                continue;
+            };
+            Some(back)
+        } else {
+            entries[i + 1..]
+                .iter()
+                .filter_map(done)
+                .find(|(n, a, _)| *n == node && fault::undoes(a, &fault_action))
+                .map(|(_, _, ms)| at(ms))
+        };
         // Non-graceful shutdown recovery: a step put the out-of-service taint on the node
         // while it was down.
         let out_of_service = entries[i + 1..]
@@ -175,6 +209,7 @@ pub(super) fn outages(record: &RunRecord) -> Vec<RecordedOutage> {
                 until,
                 out_of_service,
                 deleted,
+                restarts: reboot,
             },
             fault: fault_action,
         });

@@ -60,6 +60,7 @@ fn pod_shows(e: &Entry, subject: &str, transition: Transition) -> bool {
         (Transition::PodNotReady, Some(after)) => !after.ready && was(&|b| b.ready),
         (Transition::PodTerminating, Some(after)) => after.terminating && !was(&|b| b.terminating),
         (Transition::PodTerminating, None) => before.as_ref().is_some_and(|b| !b.terminating),
+        (Transition::PodRestarted, Some(after)) => was(&|b| after.restarts > b.restarts),
         _ => false,
     }
 }

@@ -260,6 +260,7 @@ pub(super) fn explain_rolls(
                             until: seen_back,
                             out_of_service: None,
                             deleted: None,
+                            restarts: false,
                         };
                         predict(settings, nodes, &[], &[outage])
                             .into_iter()

@@ -213,6 +213,9 @@ pub struct Outage {
     pub out_of_service: Option<Duration>,
     /// A step deletes the Node object at this offset.
     pub deleted: Option<Duration>,
+    /// The machine restarted (a reboot): its containers ended with it, and its kubelet
+    /// starts them again in place once it is back; `until` is when it was seen back up.
+    pub restarts: bool,
 }
 
 /// What the model predicts for a node or a pod.
@@ -230,6 +233,8 @@ pub enum Transition {
     PodTerminating,
     /// Its controller creates a replacement elsewhere.
     PodReplaced,
+    /// Its containers start again in place (its restart count goes up), same pod.
+    PodRestarted,
     /// A roll's step is issued on the node (the one before back, plus `settle`).
     RollIssued,
 }
@@ -317,6 +322,9 @@ pub enum Rule {
     NotReplaced,
     /// The node posts Ready once it answers again.
     Answers,
+    /// A machine that restarted: its kubelet starts the pod's containers again in place
+    /// once it is back (a new sandbox, the restart count up), same pod object.
+    RestartsInPlace,
     /// A roll's action that leaves the node Ready (a kubelet restart, a cordon, a drain):
     /// nothing goes Unknown, and the roll goes on at once.
     StaysReady,

@@ -82,10 +82,15 @@ pub fn predict(
 ) -> Vec<Prediction> {
     let mut fates: Vec<NodeFate<'_>> = outages
         .iter()
-        .map(|outage| NodeFate {
-            outage,
-            unknown: unknown_span(settings, outage),
-            tainted: Err(Rule::GracePeriod),
+        .map(|outage| {
+            let unknown = unknown_span(settings, outage);
+            // Not tainted for the reason it never goes Unknown (set below when it does).
+            let tainted = Err(unknown.clone().err().unwrap_or(Rule::GracePeriod));
+            NodeFate {
+                outage,
+                unknown,
+                tainted,
+            }
         })
         .collect();
     taint_spans(settings, nodes, &mut fates);
@@ -401,11 +406,31 @@ fn pod_predictions(
                 .ok_or(Rule::StatefulSetWaits)
         }
     };
-    vec![
-        prediction(name, Transition::PodNotReady, not_ready),
-        prediction(name, Transition::PodTerminating, terminating),
-        prediction(name, Transition::PodReplaced, replaced),
-    ]
+    let mut out = Vec::new();
+    // A reboot short of the grace period: the node stays Ready, but the kubelet itself
+    // marks the pod not Ready while it starts its containers again, when the model cannot
+    // say: no NotReady prediction then.
+    if !(fate.outage.restarts && not_ready.is_err()) {
+        out.push(prediction(name, Transition::PodNotReady, not_ready));
+    }
+    let still_there = terminating.is_err();
+    out.push(prediction(name, Transition::PodTerminating, terminating));
+    out.push(prediction(name, Transition::PodReplaced, replaced));
+    // The same pod, back on its restarted machine: its containers start again in place.
+    if let (true, true, Some(_)) = (fate.outage.restarts, still_there, fate.outage.until) {
+        out.push(prediction(
+            name,
+            Transition::PodRestarted,
+            Ok((
+                Span {
+                    earliest: fate.outage.from,
+                    latest: None,
+                },
+                Rule::RestartsInPlace,
+            )),
+        ));
+    }
+    out
 }
 
 /// The first of several things that may each happen, in its own window: it comes no

@@ -62,16 +62,21 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 ready: true,
             })
             .collect();
-        let outage = (0..size, 0u64..=120, proptest::option::of(1u64..=600)).prop_map(
-            |(node, from, length)| Outage {
+        let outage = (
+            0..size,
+            0u64..=120,
+            proptest::option::of(1u64..=600),
+            any::<bool>(),
+        )
+            .prop_map(|(node, from, length, restarts)| Outage {
                 node: format!("n{node}"),
                 from: Duration::from_secs(from),
                 held_by: Duration::from_secs(from),
                 until: length.map(|l| Duration::from_secs(from + l)),
                 out_of_service: None,
                 deleted: None,
-            },
-        );
+                restarts,
+            });
         let deletion = proptest::option::of((0u64..=700, 0u64..=3, any::<bool>())).prop_map(|d| {
             d.map(|(from, takes, force)| PodDeletion {
                 from: Duration::from_secs(from),

@@ -139,6 +139,7 @@ pub fn predict_roll(
                         until: None,
                         out_of_service: None,
                         deleted: None,
+                        restarts: false,
                     })
                     .collect();
                 let all = predict(settings, nodes, pods, &outages);

@@ -35,6 +35,9 @@ impl Rule {
             Rule::DeletedByStep { .. } => "the step's own delete; the owner's informer",
             Rule::NotReplaced => "no controller recreates it (none, or a DaemonSet's node)",
             Rule::Answers => "kubelet: tryUpdateNodeStatus (the Ready condition)",
+            Rule::RestartsInPlace => {
+                "kubelet: kuberuntime SyncPod (the sandbox changed: a new one, containers started, restartCount +1)"
+            }
             Rule::StaysReady
             | Rule::NotBroughtBack
             | Rule::BackAfterRenewals

@@ -28,6 +28,7 @@ fn stop(node: &str, from: u64, until: Option<u64>) -> Outage {
         until: until.map(s),
         out_of_service: None,
         deleted: None,
+        restarts: false,
     }
 }
 
@@ -471,5 +472,54 @@ fn a_deleted_node_s_pods_are_deleted_by_the_pod_gc_after_its_quarantine_whatever
     assert_eq!(
         find(&all, "w1", Transition::NodeTainted).window,
         Window::Never
+    );
+}
+
+/// A reboot shorter than the grace period: the node stays Ready, nothing is evicted or
+/// replaced, and each pod's containers start again in place (no NotReady prediction: the
+/// kubelet marks the pod not Ready while it restarts them, when the model cannot say). One
+/// longer than grace and toleration evicts as a stopped kubelet does, and an evicted pod
+/// is not restarted in place.
+#[test]
+fn a_reboot_restarts_its_pods_in_place_and_evicts_only_past_the_toleration() {
+    let settings = lab_timers();
+    let pods = [pod(
+        "shop/web-1",
+        "w1",
+        Owner::ReplicaSet,
+        Toleration::Default,
+    )];
+    let reboot = |until: u64| Outage {
+        restarts: true,
+        ..stop("w1", 5, Some(until))
+    };
+    let all = predict(&settings, &cluster(2, ""), &pods, &[reboot(15)]);
+    assert_eq!(
+        find(&all, "w1", Transition::NodeUnknown).window,
+        Window::Never
+    );
+    for t in [Transition::PodTerminating, Transition::PodReplaced] {
+        assert_eq!(find(&all, "shop/web-1", t).window, Window::Never, "{t:?}");
+    }
+    assert!(
+        !all.iter().any(|p| p.transition == Transition::PodNotReady),
+        "{all:#?}"
+    );
+    let restarted = find(&all, "shop/web-1", Transition::PodRestarted);
+    assert_eq!(restarted.window, between(s(5), None));
+    assert_eq!(restarted.rule, Rule::RestartsInPlace);
+
+    let all = predict(&settings, &cluster(2, ""), &pods, &[reboot(200)]);
+    assert!(matches!(
+        find(&all, "shop/web-1", Transition::PodTerminating).window,
+        Window::Between { .. }
+    ));
+    assert!(matches!(
+        find(&all, "shop/web-1", Transition::PodNotReady).window,
+        Window::Between { .. }
+    ));
+    assert!(
+        !all.iter().any(|p| p.transition == Transition::PodRestarted),
+        "an evicted pod is replaced, not restarted: {all:#?}"
     );
 }

@@ -35,6 +35,7 @@ impl fmt::Display for Transition {
             Transition::PodNotReady => "not Ready",
             Transition::PodTerminating => "Terminating (evicted)",
             Transition::PodReplaced => "replaced",
+            Transition::PodRestarted => "restarted in place",
             Transition::RollIssued => "its roll step issued",
         })
     }
@@ -94,6 +95,10 @@ impl fmt::Display for Rule {
             Rule::Answers => {
                 f.write_str("once it answers again (how fast it starts is not modelled)")
             }
+            Rule::RestartsInPlace => f.write_str(
+                "the machine restarted: its kubelet starts the containers again in place once it \
+                 is back",
+            ),
             Rule::StaysReady => f.write_str("the roll's action leaves the node Ready"),
             Rule::NotBroughtBack => {
                 f.write_str("silenced and nothing in the roll brings it back: the roll stops")

@@ -1141,7 +1141,7 @@ fn conformance_dry_run_writes_the_built_in_suite_and_plans_it() {
         "{stdout}"
     );
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for name in ["kubelet-stop.yaml", "partition-healed.yaml"] {
+    for name in ["kubelet-stop.yaml", "partition-healed.yaml", "reboot.yaml"] {
         let written =
             std::fs::read_to_string(out_dir.join("suite/experiments/conformance").join(name))
                 .expect("written");
@@ -1153,7 +1153,7 @@ fn conformance_dry_run_writes_the_built_in_suite_and_plans_it() {
         std::fs::read_dir(repo.join("experiments/conformance"))
             .expect("dir")
             .count(),
-        2,
+        3,
         "every shipped conformance experiment is built into the binary (cli/conformance.rs SUITE)"
     );
 }

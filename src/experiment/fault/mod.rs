@@ -372,9 +372,11 @@ impl ActionKind {
     }
 
     /// Whether the node failure model predicts what Kubernetes does after a step of this
-    /// kind ([`silences_node`]): what `expect: conformance` needs at least one of.
+    /// kind ([`silences_node`], or a reboot): what `expect: conformance` needs at least one of.
     pub(crate) fn modelled(self) -> bool {
-        self.bare().as_ref().is_some_and(silences_node)
+        self.bare()
+            .as_ref()
+            .is_some_and(|a| silences_node(a) || (restarts_machine(a) && takes_node_down(a)))
     }
 
     /// The names of the kinds [`ActionKind::modelled`] holds for, as `do:` writes them.
