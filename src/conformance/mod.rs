@@ -159,6 +159,9 @@ fn behaviour(item: &Explained) -> String {
             "the node gets the unreachable NoExecute taint through its zone's queue".into()
         }
         (Transition::NodeTainted, true, rule) => format!("the node is not tainted ({rule})"),
+        (Transition::NodeReady, _, Rule::BackAfterRenewals) => {
+            "the roll sees the node back once its kubelet renewed its lease".into()
+        }
         (Transition::NodeReady, _, _) => "the node is Ready again once it answers".into(),
         (Transition::PodNotReady, false, _) => "the pod is marked not Ready with its node".into(),
         (Transition::PodNotReady, true, _) => "the pod stays Ready".into(),

@@ -29,7 +29,7 @@ use crate::experiment::fault;
 use crate::experiment::model::{Action, WorkloadRef};
 use crate::failure_model::json_ms;
 use crate::failure_model::words::offset;
-use crate::failure_model::{Prediction, Transition, Window, predict};
+use crate::failure_model::{Prediction, Rule, Transition, Window, predict};
 use crate::record::RunRecord;
 use crate::timeline::{Entry, Event, StepPhase};
 
@@ -318,9 +318,16 @@ impl Explained {
     pub fn line(&self) -> String {
         let p = &self.prediction;
         let seen = self.observed.map_or_else(|| "not seen".to_string(), offset);
+        // A roll's node that comes back by itself may never have left Ready (a reboot
+        // shorter than the grace period): what is judged is when the roll saw it back, as
+        // the roll's report says, not a return to Ready.
+        let transition = match (p.transition, &p.rule) {
+            (Transition::NodeReady, Rule::BackAfterRenewals) => "back (as the roll saw it)".into(),
+            (t, _) => t.to_string(),
+        };
         let mut s = format!(
-            "{} {}: predicted {} ({}); observed {}: {}",
-            p.subject, p.transition, p.window, p.rule, seen, self.fit
+            "{} {transition}: predicted {} ({}); observed {}: {}",
+            p.subject, p.window, p.rule, seen, self.fit
         );
         if let Some(cause) = &self.cause {
             s.push_str(&format!(": {cause}"));

@@ -141,10 +141,10 @@ fn explain_of_a_recorded_roll_names_every_worker_and_counts_each_line() {
         .collect();
     for w in workers {
         assert!(
-            lines
-                .iter()
-                .any(|l| l.trim_start().starts_with(&format!("{w} Ready again"))),
-            "{w}:\n{text}"
+            lines.iter().any(|l| l
+                .trim_start()
+                .starts_with(&format!("{w} back (as the roll saw it)"))),
+            "{w}: each worker back, as the roll's report says (it stayed Ready):\n{text}"
         );
     }
     // Each next worker's issue against the one before's return plus settle.
