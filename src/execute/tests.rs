@@ -826,13 +826,19 @@ fn a_runs_ending_ends_its_own_marked_commands_and_no_others() {
             .spawn()
             .expect("spawn")
     };
-    let mut mine = start("flcut1", 30011);
-    let mut other = start("flcut2", 30012);
+    // Names and durations of this process only: another copy of this test running on the
+    // same machine (a second checkout's suite) must not see these, nor end them.
+    let pid = std::process::id();
+    let (run1, run2) = (format!("flcut1x{pid}"), format!("flcut2x{pid}"));
+    let (secs1, secs2) = (40_000 + 2 * (pid % 10_000), 40_001 + 2 * (pid % 10_000));
+    let (sleep1, sleep2) = (format!("sleep {secs1}"), format!("sleep {secs2}"));
+    let mut mine = start(&run1, secs1);
+    let mut other = start(&run2, secs2);
     std::thread::sleep(Duration::from_millis(300));
-    assert!(!gone("sleep 30011") && !gone("sleep 30012"), "both run");
+    assert!(!gone(&sleep1) && !gone(&sleep2), "both run");
     let began = Instant::now();
     let ended = std::process::Command::new("sh")
-        .args(["-c", &ending("flcut1").expect("renders")])
+        .args(["-c", &ending(&run1).expect("renders")])
         .status()
         .expect("ending");
     assert!(ended.success(), "the ending says none is left");
@@ -843,22 +849,19 @@ fn a_runs_ending_ends_its_own_marked_commands_and_no_others() {
     );
     let status = mine.wait().expect("wait");
     assert!(!status.success(), "ended by a signal: {status:?}");
-    assert!(
-        gone("sleep 30011"),
-        "its command, a grandchild, is gone too"
-    );
-    assert!(!gone("sleep 30012"), "another run's command is left alone");
+    assert!(gone(&sleep1), "its command, a grandchild, is gone too");
+    assert!(!gone(&sleep2), "another run's command is left alone");
     // Ending a run with nothing left is a success, and does not end itself.
     assert!(
         std::process::Command::new("sh")
-            .args(["-c", &ending("flcut1").expect("renders")])
+            .args(["-c", &ending(&run1).expect("renders")])
             .status()
             .expect("again")
             .success()
     );
     let _ = other.kill();
     let _ = std::process::Command::new("pkill")
-        .args(["-f", "sleep 30012"])
+        .args(["-f", &sleep2])
         .status();
     let _ = other.wait();
 }
