@@ -42,35 +42,32 @@ fn about<'a>(
             nodes.into_iter().take(1).collect()
         }
     };
-    let subjects: Vec<String> = match &e.subject {
-        Subject::Node { target } => nodes_of(target),
+    // Subjects named exactly (a node, the typical pod), and the workload's stand-in pods
+    // by what their names start with (they say the toleration they were given).
+    let mut exact: Vec<String> = Vec::new();
+    let mut prefixes: Vec<String> = Vec::new();
+    match &e.subject {
+        Subject::Node { target } => exact = nodes_of(target),
         // The pods of the workload the plan stood for on that node, or (a Deployment's,
         // in a roll's table) the typical pod.
-        Subject::Pods(pods) => pods
-            .on
-            .as_deref()
-            .map(|on| {
-                nodes_of(on)
-                    .iter()
-                    .flat_map(|n| {
-                        let typical = (pods.workload.kind == WorkloadKind::Deployment)
-                            .then(|| typical_pod(n));
-                        std::iter::once(typical_pods_prefix(n, &pods.workload)).chain(typical)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
+        Subject::Pods(pods) => {
+            for n in pods.on.as_deref().map(nodes_of).unwrap_or_default() {
+                if pods.workload.kind == WorkloadKind::Deployment {
+                    exact.push(typical_pod(&n));
+                }
+                prefixes.push(typical_pods_prefix(&n, &pods.workload));
+            }
+        }
+        _ => {}
+    }
     let kinds = crate::explain::transitions_of(&e.check);
     predicted
         .predictions
         .iter()
         .filter(|p| {
             kinds.contains(&p.transition)
-                && subjects
-                    .iter()
-                    .any(|s| p.subject == *s || (s.ends_with(" (") && p.subject.starts_with(s)))
+                && (exact.contains(&p.subject)
+                    || prefixes.iter().any(|s| p.subject.starts_with(s.as_str())))
         })
         .collect()
 }
@@ -90,14 +87,12 @@ pub(super) fn flag(
     // A workload's pods resolve `toleration` to what their template gives, as a run
     // resolves it to each pod's own.
     let toleration = match &e.subject {
-        Subject::Pods(pods) => {
-            let setup = crate::experiment::manifest::setup_workloads(&exp.setup.manifests)
-                .unwrap_or_default();
-            Some(match template_toleration(&setup, &pods.workload) {
+        Subject::Pods(pods) => Some(
+            match template_toleration(&predicted.setup, &pods.workload) {
                 crate::failure_model::Toleration::For(d) => d,
                 _ => timers.default_unreachable_toleration,
-            })
-        }
+            },
+        ),
         _ => None,
     };
     let ctx = timers.bound_context(toleration);

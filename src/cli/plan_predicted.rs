@@ -115,6 +115,9 @@ pub(super) struct Predicted {
     pub shutdowns: Vec<(String, Duration)>,
     /// Each roll, node by node in roll order (its steps are in none of the above).
     pub rolls: Vec<RollPredicted>,
+    /// The workloads the setup manifests create, read once: the typical pods above and
+    /// the flags on expectations about them take their tolerations from it.
+    pub setup: Vec<crate::experiment::manifest::SetupWorkload>,
 }
 
 /// The steps the schedule decides whose action `kind` picks, on each of their nodes (the
@@ -206,11 +209,14 @@ pub(super) fn predicted(
     if !resolved && !stand_ins && singles {
         assumed.push("for the first candidate of each target".to_string());
     }
-    // One pod of each workload the experiment names, with its own controller's rule.
+    // One pod of each workload the experiment names or its setup creates, with its own
+    // controller's rule.
+    let setup =
+        crate::experiment::manifest::setup_workloads(&exp.setup.manifests).unwrap_or_default();
     let pods: Vec<ModelPod> = outages
         .iter()
         .flat_map(|o| {
-            typical_pods(&o.node, exp)
+            typical_pods(&o.node, exp, &setup)
                 .into_iter()
                 .map(|(name, owner, toleration)| ModelPod {
                     name,
@@ -239,6 +245,7 @@ pub(super) fn predicted(
         reboots,
         shutdowns,
         rolls,
+        setup,
     })
 }
 

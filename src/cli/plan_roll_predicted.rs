@@ -392,6 +392,7 @@ pub(super) fn template_toleration(
 pub(super) fn typical_pods(
     node: &str,
     exp: &crate::experiment::model::Experiment,
+    setup: &[crate::experiment::manifest::SetupWorkload],
 ) -> Vec<(
     String,
     crate::failure_model::Owner,
@@ -399,10 +400,8 @@ pub(super) fn typical_pods(
 )> {
     use crate::experiment::model::WorkloadKind;
     use crate::failure_model::{Owner, Toleration};
-    let setup =
-        crate::experiment::manifest::setup_workloads(&exp.setup.manifests).unwrap_or_default();
     let mut workloads = crate::focus::Focus::of(exp, std::iter::empty()).workloads();
-    for s in &setup {
+    for s in setup {
         if !workloads.contains(&s.workload) {
             workloads.push(s.workload.clone());
         }
@@ -413,7 +412,7 @@ pub(super) fn typical_pods(
     workloads
         .into_iter()
         .map(|w| {
-            let written = template_toleration(&setup, &w);
+            let written = template_toleration(setup, &w);
             let (owner, toleration) = match w.kind {
                 WorkloadKind::Deployment => (Owner::ReplicaSet, written),
                 WorkloadKind::StatefulSet => (Owner::StatefulSet, written),

@@ -111,31 +111,30 @@ pub fn verdicts(record: &RunRecord) -> Vec<Verdict> {
     let since = first_step(record).unwrap_or_default();
     let explanation = explain(record);
     let assumed = &explanation.assumed;
-    let mut groups: Vec<(String, Vec<Case>)> = Vec::new();
+    // (behaviour and group, its ordinal among those, members)
+    let mut groups: Vec<(String, usize, Vec<Case>)> = Vec::new();
     for c in cases_of(record, &explanation) {
         let base = format!("{PREFIX}{}: {}", c.behaviour, c.group);
-        let open = groups.iter().position(|(name, members)| {
-            name.starts_with(&base)
-                && (name.len() == base.len() || name[base.len()..].starts_with(" ("))
-                && !members.iter().any(|m| m.subject == c.subject)
+        let open = groups.iter().position(|(b, _, members)| {
+            *b == base && !members.iter().any(|m| m.subject == c.subject)
         });
         match open {
-            Some(i) => groups[i].1.push(c),
+            Some(i) => groups[i].2.push(c),
             None => {
-                let n = groups.iter().filter(|(name, _)| {
-                    name.as_str() == base || name.starts_with(&format!("{base} ("))
-                });
-                let name = match n.count() {
-                    0 => base,
-                    k => format!("{base} ({})", k + 1),
-                };
-                groups.push((name, vec![c]));
+                let ordinal = groups.iter().filter(|(b, _, _)| *b == base).count() + 1;
+                groups.push((base, ordinal, vec![c]));
             }
         }
     }
     groups
         .into_iter()
-        .map(|(name, members)| verdict(&members, name, &since, assumed))
+        .map(|(base, ordinal, members)| {
+            let name = match ordinal {
+                1 => base,
+                n => format!("{base} ({n})"),
+            };
+            verdict(&members, name, &since, assumed)
+        })
         .collect()
 }
 
