@@ -1112,6 +1112,31 @@ fn reports_written_to_files_carry_no_colour_even_when_forced() {
     }
 }
 
+/// A conformance run that records nothing (its cluster cannot be reached) says so and
+/// exits 2, instead of failing to write its report into a directory never made.
+#[test]
+fn conformance_with_nothing_recorded_says_so_and_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().join("reports");
+    let inventory =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/inventory/lab.yaml");
+    let out = faultline(&[
+        "conformance",
+        "-i",
+        inventory.to_str().expect("utf-8"),
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no conformance run was recorded: no conformance report"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot write"), "{stderr}");
+    assert!(!out_dir.join("conformance.md").exists());
+}
+
 /// `faultline conformance --dry-run` needs no cluster: it writes the suite built into the
 /// binary (identical to the repository's `experiments/conformance/`), plans it, and says
 /// that no observation ends before the model's windows close.
